@@ -1,0 +1,28 @@
+# The two commands of the README, for a fresh Debian 12 machine (as root):
+#   make run    install what is missing, build, run mmlockd in the foreground on its defaults
+#   make test   install what is missing, build, run the unit, integration and privileged suites
+# Also: make build, make clean. ARGS="..." passes flags to mmlockd in `make run`.
+BUILD ?= build
+ARGS ?=
+
+.PHONY: all deps build run test clean
+
+all: build
+
+deps:
+	@./scripts/deps.sh
+
+build: deps
+	@[ -f $(BUILD)/build.ninja ] || meson setup $(BUILD) --buildtype=debugoptimized
+	@ninja -C $(BUILD)
+
+run: build
+	./$(BUILD)/mmlockd $(ARGS)
+
+test: build
+	@rc=0; meson test -C $(BUILD) --print-errorlogs --num-processes 1 \
+		--suite unit --suite integration --suite privileged || rc=$$?; \
+	python3 scripts/test-summary.py $(BUILD)/meson-logs/testlog.json; exit $$rc
+
+clean:
+	rm -rf $(BUILD)

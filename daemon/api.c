@@ -1,0 +1,177 @@
+/*
+ * JSON bodies of /api/v1/status and /api/v1/processes (see api.h). Pure code.
+ *
+ * The per-process counters are written by walking mm_proc_fields[], so the keys under "window" and
+ * "total" are exactly the column names of the process_stats view and a new counter shows up here
+ * without touching this file. Times are unix seconds with millisecond decimals, printed from the
+ * integer milliseconds (no rounding through double); strings go through mm_buf_json_str, which
+ * escapes control characters and invalid UTF-8 (a comm is 16 arbitrary bytes), so the output is
+ * always valid JSON. Text fields that may be empty (an event's error, a collector's reason) are
+ * always strings, "" when there is nothing to say, so clients need not test for null.
+ */
+#include "api.h"
+
+#include <inttypes.h>
+
+/* Unix milliseconds as seconds with three decimals. */
+static void put_ms(struct mm_buf *out, uint64_t ms)
+{
+	mm_buf_printf(out, "%" PRIu64 ".%03" PRIu64, ms / 1000, ms % 1000);
+}
+
+static void put_key_ms(struct mm_buf *out, const char *key, uint64_t ms)
+{
+	mm_buf_json_key(out, key);
+	put_ms(out, ms);
+}
+
+static void put_key_u64(struct mm_buf *out, const char *key, uint64_t v)
+{
+	mm_buf_json_key(out, key);
+	mm_buf_printf(out, "%" PRIu64, v);
+}
+
+static void put_key_str(struct mm_buf *out, const char *key, const char *s)
+{
+	mm_buf_json_key(out, key);
+	mm_buf_json_str(out, s);
+}
+
+static void put_key_bool(struct mm_buf *out, const char *key, bool v)
+{
+	mm_buf_json_key(out, key);
+	mm_buf_puts(out, v ? "true" : "false");
+}
+
+/* {"faults":N,...}: every field of mm_proc_fields[], in table order. */
+static void put_stats(struct mm_buf *out, const struct mm_proc_stats *st)
+{
+	mm_buf_puts(out, "{");
+	for (size_t i = 0; i < mm_proc_nfields; i++) {
+		if (i)
+			mm_buf_puts(out, ",");
+		put_key_u64(out, mm_proc_fields[i].name, mm_field_get(st, &mm_proc_fields[i]));
+	}
+	mm_buf_puts(out, "}");
+}
+
+static void put_window_total(struct mm_buf *out, const struct mm_proc_stats *window,
+			     const struct mm_proc_stats *total)
+{
+	mm_buf_json_key(out, "window");
+	put_stats(out, window);
+	mm_buf_puts(out, ",");
+	mm_buf_json_key(out, "total");
+	put_stats(out, total);
+}
+
+void mm_api_status(const struct mm_snapshot *s, struct mm_buf *out)
+{
+	mm_buf_puts(out, "{");
+	put_key_str(out, "version", s->version);
+	mm_buf_puts(out, ",");
+	put_key_str(out, "kernel", s->kernel);
+	mm_buf_puts(out, ",");
+	put_key_ms(out, "started", s->started_ms);
+	mm_buf_puts(out, ",");
+	put_key_ms(out, "taken", s->taken_ms);
+	mm_buf_puts(out, ",");
+	put_key_ms(out, "uptime_seconds",
+		   s->taken_ms > s->started_ms ? s->taken_ms - s->started_ms : 0);
+	mm_buf_puts(out, ",");
+	put_key_u64(out, "interval_seconds", s->interval_s);
+	mm_buf_puts(out, ",");
+	put_key_ms(out, "window_start", s->window_start_ms);
+
+	mm_buf_puts(out, ",");
+	mm_buf_json_key(out, "collectors");
+	mm_buf_puts(out, "[");
+	for (size_t i = 0; i < s->ncollectors; i++) {
+		const struct mm_snap_collector *c = &s->collectors[i];
+		mm_buf_puts(out, i ? ",{" : "{");
+		put_key_str(out, "name", c->name);
+		mm_buf_puts(out, ",");
+		put_key_str(out, "state", mm_collector_state_name(c->state));
+		mm_buf_puts(out, ",");
+		put_key_str(out, "reason", c->reason);
+		mm_buf_puts(out, "}");
+	}
+	mm_buf_puts(out, "],");
+
+	mm_buf_json_key(out, "events");
+	mm_buf_puts(out, "[");
+	for (size_t i = 0; i < s->nevents; i++) {
+		const struct mm_snap_event *e = &s->events[i];
+		mm_buf_puts(out, i ? ",{" : "{");
+		put_key_str(out, "name", e->name);
+		mm_buf_puts(out, ",");
+		put_key_bool(out, "open", e->open);
+		mm_buf_puts(out, ",");
+		put_key_str(out, "error", e->error);
+		mm_buf_puts(out, ",");
+		put_key_u64(out, "samples", e->samples);
+		mm_buf_puts(out, ",");
+		put_key_u64(out, "lost", e->lost);
+		mm_buf_puts(out, ",");
+		put_key_u64(out, "window_samples", e->window_samples);
+		mm_buf_puts(out, ",");
+		put_key_u64(out, "window_lost", e->window_lost);
+		mm_buf_puts(out, "}");
+	}
+	mm_buf_puts(out, "],");
+
+	mm_buf_json_key(out, "globals");
+	mm_buf_puts(out, "[");
+	for (size_t i = 0; i < s->nglobals; i++) {
+		const struct mm_snap_global *g = &s->globals[i];
+		mm_buf_puts(out, i ? ",{" : "{");
+		put_key_str(out, "family", g->family);
+		mm_buf_puts(out, ",");
+		put_key_str(out, "name", g->name);
+		mm_buf_puts(out, ",");
+		put_key_u64(out, "window", g->window);
+		mm_buf_puts(out, ",");
+		put_key_u64(out, "total", g->total);
+		mm_buf_puts(out, "}");
+	}
+	mm_buf_puts(out, "],");
+
+	put_key_u64(out, "windows_stored", s->windows_stored);
+	mm_buf_puts(out, ",");
+	put_key_u64(out, "store_errors", s->store_errors);
+	mm_buf_puts(out, ",");
+	put_key_u64(out, "processes_tracked", s->procs_tracked);
+	mm_buf_puts(out, "}");
+}
+
+void mm_api_processes(const struct mm_snapshot *s, struct mm_buf *out)
+{
+	mm_buf_puts(out, "{");
+	put_key_ms(out, "window_start", s->window_start_ms);
+	mm_buf_puts(out, ",");
+	put_key_ms(out, "taken", s->taken_ms);
+	mm_buf_puts(out, ",");
+	mm_buf_json_key(out, "processes");
+	mm_buf_puts(out, "[");
+	for (size_t i = 0; i < s->nprocs; i++) {
+		const struct mm_snap_proc *p = &s->procs[i];
+		mm_buf_puts(out, i ? ",{" : "{");
+		mm_buf_json_key(out, "pid");
+		mm_buf_printf(out, "%" PRId32 ",", p->pid);
+		put_key_str(out, "comm", p->comm);
+		mm_buf_puts(out, ",");
+		put_key_ms(out, "start_time", p->start_ms);
+		mm_buf_puts(out, ",");
+		put_key_str(out, "cgroup", p->cgroup);
+		mm_buf_puts(out, ",");
+		put_key_bool(out, "exited", p->exited);
+		mm_buf_puts(out, ",");
+		put_window_total(out, &p->window, &p->total);
+		mm_buf_puts(out, "}");
+	}
+	mm_buf_puts(out, "],");
+	mm_buf_json_key(out, "all");
+	mm_buf_puts(out, "{");
+	put_window_total(out, &s->all_window, &s->all_total);
+	mm_buf_puts(out, "}}");
+}

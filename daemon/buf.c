@@ -1,0 +1,146 @@
+/*
+ * Growable text buffer with sticky allocation failure and JSON string escaping. Pure code: no
+ * dependency besides libc, so every formatter built on it is unit-testable.
+ */
+#include "buf.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void mm_buf_free(struct mm_buf *b)
+{
+	if (!b)
+		return;
+	free(b->data);
+	*b = (struct mm_buf)MM_BUF_INIT;
+}
+
+void mm_buf_reset(struct mm_buf *b)
+{
+	b->len = 0;
+	b->failed = false;
+	if (b->data)
+		b->data[0] = '\0';
+}
+
+static bool reserve(struct mm_buf *b, size_t extra)
+{
+	if (b->failed)
+		return false;
+	if (b->len + extra + 1 <= b->cap)
+		return true;
+	size_t cap = b->cap ? b->cap : 256;
+	while (cap < b->len + extra + 1)
+		cap *= 2;
+	char *p = realloc(b->data, cap);
+	if (!p) {
+		b->failed = true;
+		return false;
+	}
+	b->data = p;
+	b->cap = cap;
+	return true;
+}
+
+void mm_buf_append(struct mm_buf *b, const char *s, size_t n)
+{
+	if (!reserve(b, n))
+		return;
+	memcpy(b->data + b->len, s, n);
+	b->len += n;
+	b->data[b->len] = '\0';
+}
+
+void mm_buf_puts(struct mm_buf *b, const char *s)
+{
+	mm_buf_append(b, s, strlen(s));
+}
+
+void mm_buf_printf(struct mm_buf *b, const char *fmt, ...)
+{
+	va_list ap;
+	char small[256];
+
+	va_start(ap, fmt);
+	int n = vsnprintf(small, sizeof(small), fmt, ap);
+	va_end(ap);
+	if (n < 0) {
+		b->failed = true;
+		return;
+	}
+	if ((size_t)n < sizeof(small)) {
+		mm_buf_append(b, small, (size_t)n);
+		return;
+	}
+	if (!reserve(b, (size_t)n))
+		return;
+	va_start(ap, fmt);
+	vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);
+	va_end(ap);
+	b->len += (size_t)n;
+}
+
+/* Length of the valid UTF-8 sequence starting at s (1..4), or 0 when it is not valid. */
+static size_t utf8_len(const unsigned char *s)
+{
+	size_t n;
+	if (s[0] < 0x80)
+		return 1;
+	if ((s[0] & 0xe0) == 0xc0 && s[0] >= 0xc2)
+		n = 2;
+	else if ((s[0] & 0xf0) == 0xe0)
+		n = 3;
+	else if ((s[0] & 0xf8) == 0xf0 && s[0] <= 0xf4)
+		n = 4;
+	else
+		return 0;
+	for (size_t i = 1; i < n; i++)
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+	return n;
+}
+
+void mm_buf_json_str(struct mm_buf *b, const char *s)
+{
+	if (!s) {
+		mm_buf_puts(b, "null");
+		return;
+	}
+	mm_buf_append(b, "\"", 1);
+	const unsigned char *p = (const unsigned char *)s;
+	while (*p) {
+		unsigned char c = *p;
+		if (c == '"' || c == '\\') {
+			char esc[2] = {'\\', (char)c};
+			mm_buf_append(b, esc, 2);
+			p++;
+		} else if (c == '\n') {
+			mm_buf_puts(b, "\\n");
+			p++;
+		} else if (c == '\t') {
+			mm_buf_puts(b, "\\t");
+			p++;
+		} else if (c < 0x20 || c == 0x7f) {
+			mm_buf_printf(b, "\\u%04x", c);
+			p++;
+		} else {
+			size_t n = utf8_len(p);
+			if (n == 0) {
+				mm_buf_printf(b, "\\u%04x", c);
+				p++;
+			} else {
+				mm_buf_append(b, (const char *)p, n);
+				p += n;
+			}
+		}
+	}
+	mm_buf_append(b, "\"", 1);
+}
+
+void mm_buf_json_key(struct mm_buf *b, const char *key)
+{
+	mm_buf_json_str(b, key);
+	mm_buf_append(b, ":", 1);
+}

@@ -1,0 +1,765 @@
+/*
+ * Configuration: defaults, the "key = value" file and command-line flags (see config.h). Every
+ * value goes through one table of setters, so a key means the same thing in the file and on the
+ * command line, and a value is validated the same way wherever it comes from. Nothing is applied
+ * halfway: loading a file or parsing the command line works on a copy and commits it only when
+ * everything was valid, so a bad reload leaves the running configuration intact.
+ */
+
+#include "config.h"
+
+#include "log.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define DEFAULT_INTERVAL_S     10
+#define DEFAULT_RETENTION_DAYS 7
+#define DEFAULT_TOP_N	       20
+#define DEFAULT_RING_PAGES     256
+#define DEFAULT_COLLECTORS     "all"
+
+#define STR_(x) #x
+#define STR(x)	STR_(x)
+
+/* Room for the reason a setter gives; the full message adds the key, the value and the place. */
+#define WHY_MAX 160
+
+static void set_err(char *err, size_t errlen, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void set_err(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!err || errlen == 0)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+}
+
+void mm_config_defaults(struct mm_config *c)
+{
+	memset(c, 0, sizeof(*c));
+	snprintf(c->db_path, sizeof(c->db_path), "%s", MM_DEFAULT_DB);
+	snprintf(c->listen, sizeof(c->listen), "%s", MM_DEFAULT_LISTEN);
+	c->interval_s = DEFAULT_INTERVAL_S;
+	c->retention_days = DEFAULT_RETENTION_DAYS;
+	c->top_n = DEFAULT_TOP_N;
+	c->ring_pages = DEFAULT_RING_PAGES;
+	c->log_level = LOG_INFO;
+	snprintf(c->collectors, sizeof(c->collectors), "%s", DEFAULT_COLLECTORS);
+}
+
+struct unit {
+	const char *suffix;
+	unsigned long long mult;
+};
+
+/* Parses decimal digits followed by nothing or exactly one suffix of @units (NULL-terminated
+ * list, may be NULL). No sign, no whitespace, no other base: strtoull alone would accept " -1"
+ * and wrap it around. Returns 0, -EINVAL for junk or -ERANGE for overflow. */
+static int parse_number(const char *s, const struct unit *units, unsigned long long *ret)
+{
+	unsigned long long mult = 1, v;
+	const char *p = s;
+
+	while (*p >= '0' && *p <= '9')
+		p++;
+	if (p == s)
+		return -EINVAL;
+	if (*p) {
+		const struct unit *u = units;
+
+		while (u && u->suffix && strcmp(p, u->suffix) != 0)
+			u++;
+		if (!u || !u->suffix)
+			return -EINVAL;
+		mult = u->mult;
+	}
+	errno = 0;
+	v = strtoull(s, NULL, 10);
+	if (errno == ERANGE || v > ULLONG_MAX / mult)
+		return -ERANGE;
+	*ret = v * mult;
+	return 0;
+}
+
+/* Parses a number within [min, max]; on failure @why says what was expected, using @what for
+ * the unit and @syntax for the accepted forms. */
+static int parse_ranged(const char *value, const struct unit *units, unsigned long long min,
+			unsigned long long max, const char *what, const char *syntax, unsigned *ret,
+			char *why, size_t whylen)
+{
+	unsigned long long v;
+	int r = parse_number(value, units, &v);
+
+	if (r == -EINVAL) {
+		set_err(why, whylen, "expected %s", syntax);
+		return -EINVAL;
+	}
+	if (r < 0 || v < min || v > max) {
+		set_err(why, whylen, "must be between %llu and %llu %s", min, max, what);
+		return -EINVAL;
+	}
+	*ret = (unsigned)v;
+	return 0;
+}
+
+static int set_db(struct mm_config *c, const char *v, char *why, size_t whylen)
+{
+	if (!*v) {
+		set_err(why, whylen, "must not be empty");
+		return -EINVAL;
+	}
+	if (strlen(v) >= sizeof(c->db_path)) {
+		set_err(why, whylen, "path is longer than %zu bytes", sizeof(c->db_path) - 1);
+		return -EINVAL;
+	}
+	strcpy(c->db_path, v);
+	return 0;
+}
+
+static bool is_alnum(char ch)
+{
+	return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9');
+}
+
+/* A host name: dot-separated labels of letters, digits and inner hyphens (RFC 1123). */
+static bool valid_hostname(const char *s, size_t n)
+{
+	size_t label = 0;
+
+	if (n == 0 || n > 253)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		if (s[i] == '.') {
+			if (label == 0 || s[i - 1] == '-')
+				return false;
+			label = 0;
+		} else if (is_alnum(s[i]) || (s[i] == '-' && label > 0)) {
+			if (++label > 63)
+				return false;
+		} else {
+			return false;
+		}
+	}
+	return label > 0 && s[n - 1] != '-';
+}
+
+static bool all_digits_and_dots(const char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if ((s[i] < '0' || s[i] > '9') && s[i] != '.')
+			return false;
+	return true;
+}
+
+/* Syntax only: the address is resolved (or refused) when the HTTP server binds it. */
+static int set_listen(struct mm_config *c, const char *v, char *why, size_t whylen)
+{
+	char addr[INET6_ADDRSTRLEN + 64];
+	unsigned long long port_num;
+	const char *port;
+	size_t n;
+
+	if (!*v) {
+		set_err(why, whylen, "must not be empty");
+		return -EINVAL;
+	}
+	if (strlen(v) >= sizeof(c->listen)) {
+		set_err(why, whylen, "longer than %zu bytes", sizeof(c->listen) - 1);
+		return -EINVAL;
+	}
+	if (v[0] == '[') {
+		const char *close = strchr(v, ']');
+		struct in6_addr in6;
+		char *zone;
+
+		if (!close) {
+			set_err(why, whylen, "missing ']' after the IPv6 address");
+			return -EINVAL;
+		}
+		if (close[1] != ':') {
+			set_err(why, whylen, "expected [ADDRESS]:PORT");
+			return -EINVAL;
+		}
+		n = (size_t)(close - (v + 1));
+		if (n == 0 || n >= sizeof(addr)) {
+			set_err(why, whylen, "expected an IPv6 address between '[' and ']'");
+			return -EINVAL;
+		}
+		memcpy(addr, v + 1, n);
+		addr[n] = '\0';
+		/* A link-local address may carry a zone: [fe80::1%eth0]. */
+		zone = strchr(addr, '%');
+		if (zone) {
+			size_t zn = strlen(zone + 1);
+
+			*zone = '\0';
+			if (zn == 0 ||
+			    strspn(zone + 1, "abcdefghijklmnopqrstuvwxyz"
+					     "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-") != zn) {
+				set_err(why, whylen, "invalid zone after '%%' in the IPv6 address");
+				return -EINVAL;
+			}
+		}
+		if (inet_pton(AF_INET6, addr, &in6) != 1) {
+			set_err(why, whylen, "'%s' is not an IPv6 address", addr);
+			return -EINVAL;
+		}
+		port = close + 2;
+	} else {
+		const char *colon = strrchr(v, ':');
+
+		if (!colon) {
+			set_err(why, whylen, "expected ADDRESS:PORT, e.g. %s", MM_DEFAULT_LISTEN);
+			return -EINVAL;
+		}
+		n = (size_t)(colon - v);
+		if (memchr(v, ':', n)) {
+			set_err(why, whylen, "an IPv6 address needs brackets, e.g. [::1]:9477");
+			return -EINVAL;
+		}
+		if (n == 0) {
+			set_err(why, whylen,
+				"missing address before ':' (0.0.0.0 means every IPv4 address)");
+			return -EINVAL;
+		}
+		if (all_digits_and_dots(v, n)) {
+			struct in_addr in4;
+
+			if (n >= sizeof(addr)) {
+				set_err(why, whylen, "not an IPv4 address");
+				return -EINVAL;
+			}
+			memcpy(addr, v, n);
+			addr[n] = '\0';
+			if (inet_pton(AF_INET, addr, &in4) != 1) {
+				set_err(why, whylen, "'%s' is not an IPv4 address", addr);
+				return -EINVAL;
+			}
+		} else if (!valid_hostname(v, n)) {
+			set_err(why, whylen, "'%.*s' is neither an IP address nor a host name",
+				(int)n, v);
+			return -EINVAL;
+		}
+		port = colon + 1;
+	}
+	if (parse_number(port, NULL, &port_num) < 0 || port_num < 1 || port_num > 65535) {
+		set_err(why, whylen, "port must be a number between 1 and 65535");
+		return -EINVAL;
+	}
+	strcpy(c->listen, v);
+	return 0;
+}
+
+static int set_interval(struct mm_config *c, const char *v, char *why, size_t whylen)
+{
+	static const struct unit units[] = {{"s", 1}, {"m", 60}, {"h", 3600}, {NULL, 0}};
+
+	return parse_ranged(v, units, 1, 3600, "seconds",
+			    "a whole number of seconds, optionally with s, m or h", &c->interval_s,
+			    why, whylen);
+}
+
+static int set_retention(struct mm_config *c, const char *v, char *why, size_t whylen)
+{
+	static const struct unit units[] = {{"d", 1}, {NULL, 0}};
+
+	return parse_ranged(v, units, 1, 3650, "days", "a whole number of days, optionally with d",
+			    &c->retention_days, why, whylen);
+}
+
+static int set_top(struct mm_config *c, const char *v, char *why, size_t whylen)
+{
+	return parse_ranged(v, NULL, 0, 10000, "processes", "a whole number", &c->top_n, why,
+			    whylen);
+}
+
+static int set_ring_pages(struct mm_config *c, const char *v, char *why, size_t whylen)
+{
+	unsigned pages;
+
+	if (parse_ranged(v, NULL, 8, 65536, "pages", "a whole number", &pages, why, whylen) < 0)
+		return -EINVAL;
+	/* The kernel maps a ring of 2^n data pages only. */
+	if (pages & (pages - 1)) {
+		set_err(why, whylen, "must be a power of two (8, 16, ..., 65536)");
+		return -EINVAL;
+	}
+	c->ring_pages = pages;
+	return 0;
+}
+
+static int set_log_level(struct mm_config *c, const char *v, char *why, size_t whylen)
+{
+	int level = mm_log_parse_level(v);
+
+	if (level < 0) {
+		set_err(why, whylen, "expected err, warning, notice, info or debug");
+		return -EINVAL;
+	}
+	c->log_level = level;
+	return 0;
+}
+
+/* Stored normalised ("a,b", no blanks) so mm_config_collector_enabled() can match exactly. */
+static int set_collectors(struct mm_config *c, const char *v, char *why, size_t whylen)
+{
+	char out[sizeof(c->collectors)];
+	size_t len = 0, count = 0;
+	bool all = false;
+	const char *p = v;
+
+	for (;;) {
+		const char *end = strchrnul(p, ',');
+		const char *s = p, *e = end;
+
+		while (s < e && (*s == ' ' || *s == '\t'))
+			s++;
+		while (e > s && (e[-1] == ' ' || e[-1] == '\t'))
+			e--;
+		if (s == e) {
+			set_err(why, whylen,
+				"expected \"all\" or a comma-separated list of collector names");
+			return -EINVAL;
+		}
+		for (const char *q = s; q < e; q++) {
+			if (!((*q >= 'a' && *q <= 'z') || (*q >= '0' && *q <= '9') || *q == '_')) {
+				set_err(why, whylen,
+					"collector names contain only a-z, 0-9 and '_', not '%c'",
+					*q);
+				return -EINVAL;
+			}
+		}
+		if ((size_t)(e - s) == 3 && memcmp(s, "all", 3) == 0)
+			all = true;
+		if (len + (count ? 1 : 0) + (size_t)(e - s) >= sizeof(out)) {
+			set_err(why, whylen, "longer than %zu bytes", sizeof(out) - 1);
+			return -EINVAL;
+		}
+		if (count++)
+			out[len++] = ',';
+		memcpy(out + len, s, (size_t)(e - s));
+		len += (size_t)(e - s);
+		if (!*end)
+			break;
+		p = end + 1;
+	}
+	if (all && count > 1) {
+		set_err(why, whylen, "\"all\" cannot be combined with other names");
+		return -EINVAL;
+	}
+	out[len] = '\0';
+	memcpy(c->collectors, out, len + 1);
+	return 0;
+}
+
+struct key {
+	const char *name;
+	int (*set)(struct mm_config *c, const char *value, char *why, size_t whylen);
+};
+
+static const struct key keys[] = {
+	{"db", set_db},
+	{"listen", set_listen},
+	{"interval", set_interval},
+	{"retention", set_retention},
+	{"top", set_top},
+	{"ring_pages", set_ring_pages},
+	{"log_level", set_log_level},
+	{"collectors", set_collectors},
+};
+
+/* Keys are spelled with '_'; '-' is accepted too, so a file may use the flag's spelling. */
+static const struct key *find_key(const char *name)
+{
+	for (size_t i = 0; name && i < sizeof(keys) / sizeof(keys[0]); i++) {
+		const char *a = keys[i].name, *b = name;
+
+		while (*a && (*a == *b || (*a == '_' && *b == '-'))) {
+			a++;
+			b++;
+		}
+		if (!*a && !*b)
+			return &keys[i];
+	}
+	return NULL;
+}
+
+/* Sets @k from @value, or writes "invalid LABEL 'VALUE': reason" to @err. */
+static int apply(struct mm_config *c, const struct key *k, const char *label, const char *value,
+		 char *err, size_t errlen)
+{
+	char why[WHY_MAX];
+
+	if (!value) {
+		set_err(err, errlen, "missing value for %s", label);
+		return -EINVAL;
+	}
+	if (k->set(c, value, why, sizeof(why)) < 0) {
+		set_err(err, errlen, "invalid %s '%s': %s", label, value, why);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int mm_config_set(struct mm_config *c, const char *key, const char *value, char *err, size_t errlen)
+{
+	const struct key *k = find_key(key);
+
+	if (!k) {
+		set_err(err, errlen, "unknown key '%s'", key ? key : "");
+		return -EINVAL;
+	}
+	return apply(c, k, k->name, value, err, errlen);
+}
+
+static void rstrip(char *s)
+{
+	size_t n = strlen(s);
+
+	while (n > 0 &&
+	       (s[n - 1] == ' ' || s[n - 1] == '\t' || s[n - 1] == '\r' || s[n - 1] == '\n'))
+		s[--n] = '\0';
+}
+
+/* Parses one line of a configuration file into @c; @msg gets the reason on failure. */
+static int parse_line(struct mm_config *c, char *line, size_t n, char *msg, size_t msglen)
+{
+	const struct key *k;
+	char *p, *eq, *key, *value;
+
+	if (strlen(line) != n) {
+		set_err(msg, msglen, "line contains a NUL byte");
+		return -EINVAL;
+	}
+	rstrip(line);
+	p = line + strspn(line, " \t");
+	if (*p == '\0' || *p == '#')
+		return 0;
+
+	eq = strchr(p, '=');
+	if (!eq) {
+		set_err(msg, msglen, "expected 'key = value', got '%s'", p);
+		return -EINVAL;
+	}
+	*eq = '\0';
+	key = p;
+	rstrip(key);
+	if (!*key) {
+		set_err(msg, msglen, "missing key before '='");
+		return -EINVAL;
+	}
+	k = find_key(key);
+	if (!k) {
+		set_err(msg, msglen, "unknown key '%s'", key);
+		return -EINVAL;
+	}
+
+	value = eq + 1 + strspn(eq + 1, " \t");
+	if (*value == '"') {
+		/* Quoted: taken verbatim, so it may contain " #"; no escapes. */
+		char *close = strchr(value + 1, '"'), *rest;
+
+		if (!close) {
+			set_err(msg, msglen, "missing closing '\"' for %s", k->name);
+			return -EINVAL;
+		}
+		*close = '\0';
+		value++;
+		rest = close + 1 + strspn(close + 1, " \t");
+		if (*rest && *rest != '#') {
+			set_err(msg, msglen, "unexpected '%s' after the quoted value of %s", rest,
+				k->name);
+			return -EINVAL;
+		}
+	} else {
+		/* '#' starts a comment at the start of the value or after a blank, so a path
+		 * like /srv/a#b survives. */
+		for (char *q = value; *q; q++) {
+			if (*q == '#' && (q == value || q[-1] == ' ' || q[-1] == '\t')) {
+				*q = '\0';
+				break;
+			}
+		}
+		rstrip(value);
+	}
+	return apply(c, k, k->name, value, msg, msglen);
+}
+
+int mm_config_load(struct mm_config *c, const char *path, char *err, size_t errlen)
+{
+	struct mm_config tmp = *c;
+	char msg[WHY_MAX + 2 * PATH_MAX];
+	char *line = NULL;
+	size_t cap = 0, lineno = 0;
+	ssize_t n;
+	FILE *f;
+	int r = 0;
+
+	if (!path || !*path) {
+		set_err(err, errlen, "configuration file path is empty");
+		return -EINVAL;
+	}
+	if (strlen(path) >= sizeof(tmp.config_path)) {
+		set_err(err, errlen, "configuration file path is too long");
+		return -ENAMETOOLONG;
+	}
+	f = fopen(path, "re");
+	if (!f) {
+		r = -errno;
+		set_err(err, errlen, "cannot open %s: %s", path, strerror(-r));
+		return r;
+	}
+	for (;;) {
+		errno = 0;
+		n = getline(&line, &cap, f);
+		if (n < 0)
+			break;
+		lineno++;
+		r = parse_line(&tmp, line, (size_t)n, msg, sizeof(msg));
+		if (r < 0) {
+			set_err(err, errlen, "%s:%zu: %s", path, lineno, msg);
+			goto out;
+		}
+	}
+	if (!feof(f)) {
+		/* getline() failed: EISDIR for a directory, EIO, ENOMEM. */
+		r = errno > 0 ? -errno : -EIO;
+		set_err(err, errlen, "cannot read %s: %s", path, strerror(-r));
+		goto out;
+	}
+	strcpy(tmp.config_path, path);
+	*c = tmp;
+	r = 0;
+out:
+	free(line);
+	fclose(f);
+	return r;
+}
+
+/* Option values index options[] for the flags that take a key, so a getopt result (or optopt
+ * after a missing argument) names its option. */
+#define OPT_BASE   0x100
+#define OPT_CONFIG OPT_BASE
+
+static const struct option options[] = {
+	{"config", required_argument, NULL, OPT_BASE + 0},
+	{"db", required_argument, NULL, OPT_BASE + 1},
+	{"listen", required_argument, NULL, OPT_BASE + 2},
+	{"interval", required_argument, NULL, OPT_BASE + 3},
+	{"retention", required_argument, NULL, OPT_BASE + 4},
+	{"top", required_argument, NULL, OPT_BASE + 5},
+	{"ring-pages", required_argument, NULL, OPT_BASE + 6},
+	{"log-level", required_argument, NULL, OPT_BASE + 7},
+	{"collectors", required_argument, NULL, OPT_BASE + 8},
+	{"help", no_argument, NULL, 'h'},
+	{"version", no_argument, NULL, 'V'},
+	{NULL, 0, NULL, 0},
+};
+
+/* '+': stop at the first non-option (so argv is never permuted and a stray word is reported);
+ * ':': report a missing argument as ':' rather than printing. */
+#define SHORT_OPTS "+:hV"
+
+/* One getopt_long pass over argv. The first pass (@c NULL) checks the syntax and picks up
+ * --config, --help and --version; the second applies the other flags to @c. */
+static int scan(int argc, char **argv, struct mm_config *c, const char **ret_config,
+		enum mm_command *ret_cmd, char *err, size_t errlen)
+{
+	char label[32];
+	int o;
+
+	/* 0, not 1: makes GNU getopt reinitialise, so this works more than once per process. */
+	optind = 0;
+	while ((o = getopt_long(argc, argv, SHORT_OPTS, options, NULL)) != -1) {
+		switch (o) {
+		case 'h':
+			*ret_cmd = MM_CMD_HELP;
+			break;
+		case 'V':
+			if (*ret_cmd != MM_CMD_HELP)
+				*ret_cmd = MM_CMD_VERSION;
+			break;
+		case OPT_CONFIG:
+			*ret_config = optarg;
+			break;
+		case ':':
+			if (optopt >= OPT_BASE && optopt < OPT_BASE + 9)
+				set_err(err, errlen, "option --%s needs an argument",
+					options[optopt - OPT_BASE].name);
+			else
+				set_err(err, errlen, "option '%s' needs an argument",
+					argv[optind - 1]);
+			return -EINVAL;
+		case '?':
+			if (optopt == 'h' || optopt == 'V')
+				set_err(err, errlen, "option '%s' does not take an argument",
+					argv[optind - 1]);
+			else if (optopt > 0 && optopt < OPT_BASE)
+				set_err(err, errlen, "unknown option '-%c'; see --help", optopt);
+			else
+				set_err(err, errlen, "unknown or ambiguous option '%s'; see --help",
+					argv[optind - 1]);
+			return -EINVAL;
+		default:
+			if (!c)
+				break;
+			snprintf(label, sizeof(label), "--%s", options[o - OPT_BASE].name);
+			if (apply(c, find_key(options[o - OPT_BASE].name), label, optarg, err,
+				  errlen) < 0)
+				return -EINVAL;
+			break;
+		}
+	}
+	if (optind < argc) {
+		set_err(err, errlen,
+			"unexpected argument '%s': mmlockd takes options only, it has no "
+			"subcommands yet; see --help",
+			argv[optind]);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int mm_config_from_args(struct mm_config *c, int argc, char **argv, enum mm_command *ret_cmd,
+			char *err, size_t errlen)
+{
+	struct mm_config tmp;
+	enum mm_command cmd = MM_CMD_RUN;
+	const char *config = NULL;
+	int saved_opterr = opterr;
+	int r;
+
+	opterr = 0;
+	mm_config_defaults(&tmp);
+	r = scan(argc, argv, NULL, &config, &cmd, err, errlen);
+	if (r < 0)
+		goto out;
+	/* --help and --version work whatever state the configuration file is in. */
+	if (cmd != MM_CMD_RUN)
+		goto done;
+
+	if (config) {
+		if (!*config) {
+			set_err(err, errlen, "option --config needs a file name");
+			r = -EINVAL;
+			goto out;
+		}
+		r = mm_config_load(&tmp, config, err, errlen);
+	} else {
+		r = mm_config_load(&tmp, MM_DEFAULT_CONFIG, err, errlen);
+		if (r == -ENOENT)
+			r = 0;
+	}
+	if (r < 0) {
+		r = -EINVAL;
+		goto out;
+	}
+
+	r = scan(argc, argv, &tmp, &config, &cmd, err, errlen);
+	if (r < 0)
+		goto out;
+done:
+	*c = tmp;
+	*ret_cmd = cmd;
+	set_err(err, errlen, "%s", "");
+	r = 0;
+out:
+	opterr = saved_opterr;
+	return r;
+}
+
+bool mm_config_collector_enabled(const struct mm_config *c, const char *name)
+{
+	size_t n;
+
+	if (!name || !*name)
+		return false;
+	if (strcmp(c->collectors, "all") == 0)
+		return true;
+	n = strlen(name);
+	for (const char *p = c->collectors;;) {
+		const char *end = strchrnul(p, ',');
+
+		if ((size_t)(end - p) == n && memcmp(p, name, n) == 0)
+			return true;
+		if (!*end)
+			return false;
+		p = end + 1;
+	}
+}
+
+const char *mm_config_usage(void)
+{
+	/* clang-format would split the literal around STR(). */
+	/* clang-format off */
+	return "mmlockd - per-process page-fault and mmap_lock contention profiler\n"
+	       "\n"
+	       "Usage: mmlockd [OPTIONS]\n"
+	       "\n"
+	       "Counts page faults, how they were handled (per-VMA lock, retries, mmap_lock\n"
+	       "fallback) and mmap_lock waits per process, system-wide, from perf events and\n"
+	       "tracepoints. Keeps history in SQLite and serves it over HTTP. Runs as root: it\n"
+	       "opens perf events on every CPU and reads tracefs. There are no subcommands yet;\n"
+	       "mmlockd takes only the options below.\n"
+	       "\n"
+	       "Options:\n"
+	       "      --config FILE       read settings from FILE\n"
+	       "                          (default: " MM_DEFAULT_CONFIG ", if it exists)\n"
+	       "      --db PATH           SQLite database for history\n"
+	       "                          (default: " MM_DEFAULT_DB ")\n"
+	       "      --listen ADDR:PORT  HTTP address; IPv6 as [ADDR]:PORT\n"
+	       "                          (default: " MM_DEFAULT_LISTEN ")\n"
+	       "      --interval SECONDS  length of a collection window, 1..3600; the suffixes\n"
+	       "                          s, m and h are accepted (default: " STR(DEFAULT_INTERVAL_S) ")\n"
+	       "      --retention DAYS    days of history kept, 1..3650; the suffix d is\n"
+	       "                          accepted (default: " STR(DEFAULT_RETENTION_DAYS) ")\n"
+	       "      --top N             processes with their own /metrics series, 0..10000\n"
+	       "                          (default: " STR(DEFAULT_TOP_N) ")\n"
+	       "      --ring-pages N      perf ring buffer pages per event per CPU, a power of\n"
+	       "                          two 8..65536 (default: " STR(DEFAULT_RING_PAGES) ")\n"
+	       "      --log-level LEVEL   err, warning, notice, info or debug (default: info)\n"
+	       "      --collectors LIST   \"all\" or a comma-separated list of collector names\n"
+	       "                          (default: " DEFAULT_COLLECTORS ")\n"
+	       "  -h, --help              show this help and exit\n"
+	       "  -V, --version           show the version and exit\n"
+	       "\n"
+	       "Precedence: defaults < configuration file < command-line flags.\n"
+	       "\n"
+	       "Configuration file:\n"
+	       "  One \"key = value\" per line. The keys are the option names with '_' for '-':\n"
+	       "  db, listen, interval, retention, top, ring_pages, log_level, collectors.\n"
+	       "  Blank lines are ignored; '#' starts a comment at the start of a line or after\n"
+	       "  a blank. A value may be put in double quotes (no escapes). Unknown keys and\n"
+	       "  invalid values are errors that name the file and line. Example:\n"
+	       "\n"
+	       "    # " MM_DEFAULT_CONFIG "\n"
+	       "    listen     = 127.0.0.1:9477\n"
+	       "    interval   = 10s\n"
+	       "    retention  = 30d   # a month of history\n"
+	       "    collectors = all\n"
+	       "\n"
+	       "Files:\n"
+	       "  " MM_DEFAULT_CONFIG "            configuration file (see above)\n"
+	       "  " MM_DEFAULT_DB "  history database (SQLite)\n"
+	       "\n"
+	       "HTTP routes (GET and HEAD):\n"
+	       "  /                  web page\n"
+	       "  /metrics           Prometheus metrics\n"
+	       "  /api/v1/status     version, kernel, uptime, collectors, events and lost events\n"
+	       "  /api/v1/processes  per-process statistics: current window and since start\n"
+	       "  /api/v1/history?pid=&since=&until=&limit=\n"
+	       "                     stored per-process history from the database\n"
+	       "\n"
+	       "Signals: SIGHUP reloads the configuration file; SIGTERM and SIGINT stop.\n";
+	/* clang-format on */
+}

@@ -1,0 +1,61 @@
+/*
+ * Configuration: defaults, a "key = value" file, and command-line flags with the same keys.
+ * Precedence: defaults < file (--config) < flags. Pure code (no I/O beyond reading the file), so
+ * every rule here is unit-tested.
+ */
+#ifndef MM_CONFIG_H
+#define MM_CONFIG_H
+
+#include <limits.h>
+#include <stddef.h>
+#include <stdbool.h>
+
+#define MM_DEFAULT_DB	  "/var/lib/mmlockd/mmlockd.db"
+#define MM_DEFAULT_LISTEN "127.0.0.1:9477"
+#define MM_DEFAULT_CONFIG "/etc/mmlockd.conf"
+
+struct mm_config {
+	char config_path[PATH_MAX]; /* file the configuration came from, "" if none */
+	char db_path[PATH_MAX];	    /* key "db" */
+	char listen[128];	    /* key "listen": "ADDR:PORT", "[V6ADDR]:PORT" */
+	unsigned interval_s;	 /* key "interval": window length in seconds, 1..3600, default 10 */
+	unsigned retention_days; /* key "retention": days of history kept, 1..3650, default 7 */
+	unsigned top_n;	      /* key "top": processes with their own /metrics series, default 20 */
+	unsigned ring_pages;  /* key "ring_pages": pages per ring (per event per CPU), power of two,
+				 default 256 */
+	int log_level;	      /* key "log_level": err|warning|notice|info|debug, default info */
+	char collectors[256]; /* key "collectors": comma-separated list to run, default "all" */
+};
+
+enum mm_command {
+	MM_CMD_RUN,	/* run the daemon */
+	MM_CMD_HELP,	/* --help was given: print mm_config_usage() and exit 0 */
+	MM_CMD_VERSION, /* --version was given */
+};
+
+void mm_config_defaults(struct mm_config *c);
+
+/* Sets one key from text, validating it. Returns 0, or -EINVAL with a one-line reason in @err. */
+int mm_config_set(struct mm_config *c, const char *key, const char *value, char *err,
+		  size_t errlen);
+
+/* Reads a "key = value" file: '#' starts a comment, blank lines are ignored, unknown keys and bad
+ * values are errors naming the file and line. Returns 0, -errno when the file cannot be read, or
+ * -EINVAL; @err says why. */
+int mm_config_load(struct mm_config *c, const char *path, char *err, size_t errlen);
+
+/* Parses the command line into @c (starting from defaults, then --config FILE if given, then the
+ * other flags) and the command to run. Flags: --config FILE, --db PATH, --listen ADDR:PORT,
+ * --interval SECONDS, --retention DAYS, --top N, --ring-pages N, --log-level LEVEL,
+ * --collectors LIST, --help, --version. Without --config, MM_DEFAULT_CONFIG is read when it
+ * exists. Returns 0, or -EINVAL with the reason in @err. */
+int mm_config_from_args(struct mm_config *c, int argc, char **argv, enum mm_command *ret_cmd,
+			char *err, size_t errlen);
+
+/* Whether collector @name is enabled by c->collectors ("all", or a comma list). */
+bool mm_config_collector_enabled(const struct mm_config *c, const char *name);
+
+/* The --help text. */
+const char *mm_config_usage(void);
+
+#endif

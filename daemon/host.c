@@ -1,0 +1,586 @@
+/*
+ * The collector host (see host.h): dispatches decoded records to collectors, keeps the process
+ * table, global counters, per-stream event/loss counts and collector states, and turns them into
+ * snapshots. Pure code: the live sampler and replay both drive it.
+ */
+#include "host.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/utsname.h>
+#include <traceevent/event-parse.h>
+
+#include "log.h"
+#include "plugin.h"
+#include "sample.h"
+
+#define MAX_PLUGINS 16
+
+struct mm_tp {
+	struct tep_event *ev;
+	unsigned stream;
+};
+
+struct stream {
+	char system[32];
+	char name[64];
+	bool is_task;
+	bool open;
+	char error[160];
+	uint64_t sample_type;
+	struct mm_tp tp;
+	uint64_t samples, lost, window_samples, window_lost;
+	uint64_t bad; /* records that failed to decode */
+	unsigned nsubs;
+	unsigned subs[MAX_PLUGINS]; /* plugin slots that receive its samples */
+};
+
+struct slot {
+	const struct mm_plugin *p;
+	bool enabled;
+	enum mm_collector_state state;
+	char reason[256];
+	void *state_ptr;
+};
+
+struct global {
+	char family[32];
+	char name[64];
+	char help[160];
+	uint64_t window, total;
+};
+
+struct mm_host {
+	struct stream *streams;
+	unsigned nstreams;
+	struct slot slots[MAX_PLUGINS];
+	unsigned nslots;
+	int cur; /* slot whose hook is running, -1 outside hooks */
+
+	struct global *globals;
+	unsigned nglobals;
+
+	struct mm_proctable *procs;
+	struct mm_proc_stats overflow; /* for samples whose process entry could not be allocated */
+	uint64_t overflow_samples;
+
+	struct mm_proc_stats all_closed; /* every closed window of every process */
+	uint64_t started_ms, window_start_ms;
+	int64_t mono_to_wall_ms;
+	unsigned interval_s;
+	uint64_t windows_stored, store_errors;
+	char kernel[128];
+};
+
+struct mm_host *mm_host_new(const struct mm_config *cfg, mm_proc_lookup_fn lookup, void *ctx,
+			    uint64_t start_ms)
+{
+	struct mm_host *h = calloc(1, sizeof(*h));
+	if (!h)
+		return NULL;
+	h->procs = mm_proctable_new(lookup, ctx);
+	if (!h->procs) {
+		free(h);
+		return NULL;
+	}
+	h->cur = -1;
+	h->started_ms = h->window_start_ms = start_ms;
+	h->interval_s = cfg->interval_s;
+	for (unsigned i = 0; mm_plugins[i] && i < MAX_PLUGINS; i++) {
+		struct slot *s = &h->slots[h->nslots++];
+		s->p = mm_plugins[i];
+		s->enabled = mm_config_collector_enabled(cfg, s->p->name);
+		s->state = s->enabled ? MM_COLLECTOR_RUNNING : MM_COLLECTOR_DISABLED;
+		if (!s->enabled)
+			snprintf(s->reason, sizeof(s->reason), "not in the configured collectors");
+	}
+	struct utsname u;
+	if (uname(&u) == 0)
+		snprintf(h->kernel, sizeof(h->kernel), "%s", u.release);
+	return h;
+}
+
+void mm_host_free(struct mm_host *h)
+{
+	if (!h)
+		return;
+	for (unsigned i = 0; i < h->nslots; i++)
+		if (h->slots[i].state_ptr && h->slots[i].p->free)
+			h->slots[i].p->free(h->slots[i].state_ptr);
+	mm_proctable_free(h->procs);
+	free(h->streams);
+	free(h->globals);
+	free(h);
+}
+
+void mm_host_wanted(struct mm_host *h,
+		    void (*fn)(void *ctx, const char *system, const char *name, bool callchain),
+		    void *ctx)
+{
+	for (unsigned i = 0; i < h->nslots; i++) {
+		if (!h->slots[i].enabled)
+			continue;
+		for (const struct mm_tp_req *r = h->slots[i].p->tracepoints; r && r->system; r++) {
+			/* Report each tracepoint once, at its first request, with callchain set if
+			 * any collector asks for it. */
+			bool first = true, cc = false;
+			for (unsigned j = 0; j < h->nslots; j++) {
+				if (!h->slots[j].enabled)
+					continue;
+				for (const struct mm_tp_req *q = h->slots[j].p->tracepoints;
+				     q && q->system; q++) {
+					if (strcmp(q->system, r->system) ||
+					    strcmp(q->name, r->name))
+						continue;
+					cc |= q->callchain;
+					if (j < i || (j == i && q < r))
+						first = false;
+				}
+			}
+			if (first)
+				fn(ctx, r->system, r->name, cc);
+		}
+	}
+}
+
+static int add_stream(struct mm_host *h, struct stream *proto)
+{
+	struct stream *n = realloc(h->streams, (h->nstreams + 1) * sizeof(*n));
+	if (!n)
+		return -ENOMEM;
+	h->streams = n;
+	proto->tp.stream = h->nstreams;
+	h->streams[h->nstreams] = *proto;
+	return (int)h->nstreams++;
+}
+
+int mm_host_add_tp(struct mm_host *h, const char *system, const char *name, struct tep_event *ev,
+		   uint64_t sample_type, const char *error)
+{
+	struct stream s = {0};
+	snprintf(s.system, sizeof(s.system), "%s", system);
+	snprintf(s.name, sizeof(s.name), "%s", name);
+	s.open = !error;
+	if (error)
+		snprintf(s.error, sizeof(s.error), "%s", error);
+	s.sample_type = sample_type;
+	s.tp.ev = ev;
+	return add_stream(h, &s);
+}
+
+int mm_host_add_task_stream(struct mm_host *h, uint64_t sample_type, const char *error)
+{
+	struct stream s = {0};
+	snprintf(s.system, sizeof(s.system), "perf");
+	snprintf(s.name, sizeof(s.name), "task");
+	s.is_task = true;
+	s.open = !error;
+	if (error)
+		snprintf(s.error, sizeof(s.error), "%s", error);
+	s.sample_type = sample_type;
+	return add_stream(h, &s);
+}
+
+static struct stream *find_stream(struct mm_host *h, const char *system, const char *name)
+{
+	for (unsigned i = 0; i < h->nstreams; i++)
+		if (!h->streams[i].is_task && !strcmp(h->streams[i].system, system) &&
+		    !strcmp(h->streams[i].name, name))
+			return &h->streams[i];
+	return NULL;
+}
+
+void mm_host_start(struct mm_host *h)
+{
+	for (unsigned i = 0; i < h->nslots; i++) {
+		struct slot *sl = &h->slots[i];
+		if (!sl->enabled)
+			continue;
+		h->cur = (int)i;
+		bool ok = true;
+		for (const struct mm_tp_req *r = sl->p->tracepoints; r && r->system; r++) {
+			struct stream *st = find_stream(h, r->system, r->name);
+			if (st && st->open)
+				continue;
+			const char *why = st ? st->error : "not opened";
+			if (r->optional) {
+				mm_host_note(h, "optional tracepoint %s:%s unavailable (%s)",
+					     r->system, r->name, why);
+				continue;
+			}
+			mm_host_fail(h, "tracepoint %s:%s unavailable: %s", r->system, r->name,
+				     why);
+			ok = false;
+			break;
+		}
+		if (ok && sl->p->init(h, &sl->state_ptr) < 0 && sl->state != MM_COLLECTOR_FAILED)
+			mm_host_fail(h, "initialisation failed");
+		if (sl->state == MM_COLLECTOR_RUNNING) {
+			for (const struct mm_tp_req *r = sl->p->tracepoints; r && r->system; r++) {
+				struct stream *st = find_stream(h, r->system, r->name);
+				if (st && st->open && st->nsubs < MAX_PLUGINS)
+					st->subs[st->nsubs++] = i;
+			}
+			log_info("collector %s: running%s%s", sl->p->name,
+				 sl->reason[0] ? "; " : "", sl->reason);
+		} else {
+			log_error("collector %s: %s", sl->p->name, sl->reason);
+		}
+		h->cur = -1;
+	}
+}
+
+uint64_t mm_host_sample_type(const struct mm_host *h, unsigned stream)
+{
+	return stream < h->nstreams ? h->streams[stream].sample_type : 0;
+}
+
+unsigned mm_host_nstreams(const struct mm_host *h)
+{
+	return h->nstreams;
+}
+
+static uint64_t wall_ms(const struct mm_host *h, uint64_t mono_ns)
+{
+	int64_t ms = (int64_t)(mono_ns / 1000000) + h->mono_to_wall_ms;
+	return ms > 0 ? (uint64_t)ms : 0;
+}
+
+static void task_record(struct mm_host *h, struct stream *st, const struct perf_event_header *hdr)
+{
+	struct mm_sample id = {0};
+	mm_sample_id_parse(hdr, st->sample_type, &id);
+	switch (hdr->type) {
+	case PERF_RECORD_COMM: {
+		const struct {
+			struct perf_event_header h;
+			uint32_t pid, tid;
+			char comm[];
+		} *c = (const void *)hdr;
+		if (hdr->size < sizeof(*c) + 1)
+			goto bad;
+		char name[MM_COMM_LEN];
+		size_t max = hdr->size - sizeof(*c);
+		size_t len = strnlen(c->comm, max < sizeof(name) ? max : sizeof(name) - 1);
+		memcpy(name, c->comm, len);
+		name[len] = '\0';
+		if (c->pid == c->tid)
+			mm_proctable_comm(h->procs, c->pid, name);
+		break;
+	}
+	case PERF_RECORD_FORK:
+	case PERF_RECORD_EXIT: {
+		const struct {
+			struct perf_event_header h;
+			uint32_t pid, ppid, tid, ptid;
+			uint64_t time;
+		} *f = (const void *)hdr;
+		if (hdr->size < sizeof(*f))
+			goto bad;
+		if (hdr->type == PERF_RECORD_FORK) {
+			if (f->pid == f->tid)
+				mm_proctable_fork(h->procs, f->pid, wall_ms(h, f->time));
+			break;
+		}
+		for (unsigned i = 0; i < h->nslots; i++) {
+			struct slot *sl = &h->slots[i];
+			if (sl->state != MM_COLLECTOR_RUNNING || !sl->p->thread_exit)
+				continue;
+			h->cur = (int)i;
+			sl->p->thread_exit(sl->state_ptr, h, f->pid, f->tid);
+			h->cur = -1;
+		}
+		if (f->pid == f->tid)
+			mm_proctable_exit(h->procs, f->pid);
+		break;
+	}
+	default:
+		break;
+	}
+	return;
+bad:
+	st->bad++;
+}
+
+void mm_host_record(struct mm_host *h, unsigned stream, const struct perf_event_header *hdr)
+{
+	if (stream >= h->nstreams)
+		return;
+	struct stream *st = &h->streams[stream];
+
+	if (hdr->type == PERF_RECORD_LOST) {
+		const struct {
+			struct perf_event_header h;
+			uint64_t id, lost;
+		} *l = (const void *)hdr;
+		if (hdr->size >= sizeof(*l))
+			mm_host_lost(h, stream, l->lost);
+		else
+			st->bad++;
+		return;
+	}
+	if (st->is_task) {
+		st->samples++;
+		st->window_samples++;
+		task_record(h, st, hdr);
+		return;
+	}
+	if (hdr->type != PERF_RECORD_SAMPLE)
+		return;
+
+	struct mm_sample s;
+	if (mm_sample_parse(hdr, st->sample_type, &s) < 0) {
+		st->bad++;
+		return;
+	}
+	s.tp = &st->tp;
+	st->samples++;
+	st->window_samples++;
+	for (unsigned i = 0; i < st->nsubs; i++) {
+		struct slot *sl = &h->slots[st->subs[i]];
+		if (sl->state != MM_COLLECTOR_RUNNING)
+			continue;
+		h->cur = (int)st->subs[i];
+		sl->p->sample(sl->state_ptr, h, &s);
+		h->cur = -1;
+	}
+}
+
+void mm_host_lost(struct mm_host *h, unsigned stream, uint64_t n)
+{
+	if (stream >= h->nstreams)
+		return;
+	h->streams[stream].lost += n;
+	h->streams[stream].window_lost += n;
+}
+
+void mm_host_tick(struct mm_host *h)
+{
+	for (unsigned i = 0; i < h->nslots; i++) {
+		struct slot *sl = &h->slots[i];
+		if (sl->state != MM_COLLECTOR_RUNNING || !sl->p->tick)
+			continue;
+		h->cur = (int)i;
+		sl->p->tick(sl->state_ptr, h);
+		h->cur = -1;
+	}
+}
+
+/* --- calls for collectors (plugin.h) --- */
+
+const struct mm_tp *mm_host_tp(struct mm_host *h, const char *system, const char *name)
+{
+	struct stream *st = find_stream(h, system, name);
+	return st && st->open ? &st->tp : NULL;
+}
+
+const struct tep_format_field *mm_tp_field(const struct mm_tp *tp, const char *name)
+{
+	if (!tp || !tp->ev)
+		return NULL;
+	return tep_find_field(tp->ev, name);
+}
+
+int mm_field_read(const struct tep_format_field *f, const struct mm_sample *s, uint64_t *ret)
+{
+	if (!f || (uint64_t)f->offset + f->size > s->raw_size)
+		return -EINVAL;
+	unsigned long long v;
+	if (tep_read_number_field((struct tep_format_field *)f, s->raw, &v) < 0)
+		return -EINVAL;
+	*ret = v;
+	return 0;
+}
+
+struct mm_proc_stats *mm_host_proc(struct mm_host *h, uint32_t pid)
+{
+	uint64_t fallback = h->window_start_ms;
+	struct mm_proc *p = mm_proctable_get(h->procs, pid, fallback);
+	if (!p) {
+		h->overflow_samples++;
+		return &h->overflow;
+	}
+	return &p->window;
+}
+
+int mm_host_global(struct mm_host *h, const char *family, const char *name, const char *help)
+{
+	for (unsigned i = 0; i < h->nglobals; i++)
+		if (!strcmp(h->globals[i].family, family) && !strcmp(h->globals[i].name, name))
+			return (int)i;
+	struct global *g = realloc(h->globals, (h->nglobals + 1) * sizeof(*g));
+	if (!g)
+		return -ENOMEM;
+	h->globals = g;
+	g = &h->globals[h->nglobals];
+	memset(g, 0, sizeof(*g));
+	snprintf(g->family, sizeof(g->family), "%s", family);
+	snprintf(g->name, sizeof(g->name), "%s", name);
+	snprintf(g->help, sizeof(g->help), "%s", help ? help : "");
+	return (int)h->nglobals++;
+}
+
+void mm_host_global_add(struct mm_host *h, int id, uint64_t delta)
+{
+	if (id >= 0 && (unsigned)id < h->nglobals)
+		h->globals[id].window += delta;
+}
+
+int mm_host_fail(struct mm_host *h, const char *fmt, ...)
+{
+	if (h->cur < 0)
+		return -EIO;
+	struct slot *sl = &h->slots[h->cur];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(sl->reason, sizeof(sl->reason), fmt, ap);
+	va_end(ap);
+	if (sl->state == MM_COLLECTOR_RUNNING && sl->state_ptr)
+		log_error("collector %s failed: %s", sl->p->name, sl->reason);
+	sl->state = MM_COLLECTOR_FAILED;
+	return -EIO;
+}
+
+void mm_host_note(struct mm_host *h, const char *fmt, ...)
+{
+	if (h->cur < 0)
+		return;
+	struct slot *sl = &h->slots[h->cur];
+	size_t len = strlen(sl->reason);
+	if (len && len + 2 < sizeof(sl->reason)) {
+		memcpy(sl->reason + len, "; ", 3);
+		len += 2;
+	}
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(sl->reason + len, sizeof(sl->reason) - len, fmt, ap);
+	va_end(ap);
+}
+
+/* --- snapshots --- */
+
+static uint64_t activity(const struct mm_proc_stats *s)
+{
+	return s->faults + s->mmap_lock_read + s->mmap_lock_write + s->mmap_lock_contended;
+}
+
+static int cmp_activity(const void *a, const void *b)
+{
+	const struct mm_snap_proc *x = a, *y = b;
+	uint64_t ax = activity(&x->total), ay = activity(&y->total);
+	if (ax != ay)
+		return ax > ay ? -1 : 1;
+	return x->pid - y->pid;
+}
+
+static struct mm_snapshot *build(struct mm_host *h, uint64_t now_ms, bool closing)
+{
+	size_t n = 0;
+	for (struct mm_proc *p = mm_proctable_first(h->procs); p; p = p->next)
+		if (!mm_stats_is_zero(&p->window) || !mm_stats_is_zero(&p->closed))
+			n++;
+	struct mm_snapshot *s = mm_snapshot_new(n, h->nglobals, h->nstreams, h->nslots);
+	if (!s)
+		return NULL;
+
+	snprintf(s->version, sizeof(s->version), "%s", MM_VERSION);
+	snprintf(s->kernel, sizeof(s->kernel), "%s", h->kernel);
+	s->taken_ms = now_ms;
+	s->started_ms = h->started_ms;
+	s->window_start_ms = h->window_start_ms;
+	s->window_end_ms = closing ? now_ms : 0;
+	s->interval_s = h->interval_s;
+
+	size_t i = 0;
+	s->all_window = h->overflow;
+	for (struct mm_proc *p = mm_proctable_first(h->procs); p; p = p->next) {
+		mm_stats_add(&s->all_window, &p->window);
+		if (mm_stats_is_zero(&p->window) && mm_stats_is_zero(&p->closed))
+			continue;
+		struct mm_snap_proc *sp = &s->procs[i++];
+		sp->pid = p->pid;
+		sp->start_ms = p->start_ms;
+		memcpy(sp->comm, p->comm, sizeof(sp->comm));
+		memcpy(sp->cgroup, p->cgroup, sizeof(sp->cgroup));
+		sp->exited = p->exited;
+		sp->window = p->window;
+		sp->total = p->closed;
+		mm_stats_add(&sp->total, &p->window);
+	}
+	qsort(s->procs, s->nprocs, sizeof(*s->procs), cmp_activity);
+	s->all_total = h->all_closed;
+	mm_stats_add(&s->all_total, &s->all_window);
+
+	for (unsigned g = 0; g < h->nglobals; g++) {
+		struct mm_snap_global *sg = &s->globals[g];
+		memcpy(sg->family, h->globals[g].family, sizeof(sg->family));
+		memcpy(sg->name, h->globals[g].name, sizeof(sg->name));
+		memcpy(sg->help, h->globals[g].help, sizeof(sg->help));
+		sg->window = h->globals[g].window;
+		sg->total = h->globals[g].total + h->globals[g].window;
+	}
+	for (unsigned e = 0; e < h->nstreams; e++) {
+		struct stream *st = &h->streams[e];
+		struct mm_snap_event *se = &s->events[e];
+		snprintf(se->name, sizeof(se->name), "%s:%s", st->system, st->name);
+		se->open = st->open;
+		memcpy(se->error, st->error, sizeof(se->error));
+		se->samples = st->samples;
+		se->lost = st->lost;
+		se->window_samples = st->window_samples;
+		se->window_lost = st->window_lost;
+	}
+	for (unsigned c = 0; c < h->nslots; c++) {
+		struct mm_snap_collector *sc = &s->collectors[c];
+		snprintf(sc->name, sizeof(sc->name), "%s", h->slots[c].p->name);
+		sc->state = h->slots[c].state;
+		memcpy(sc->reason, h->slots[c].reason, sizeof(sc->reason));
+	}
+	s->windows_stored = h->windows_stored;
+	s->store_errors = h->store_errors;
+	s->procs_tracked = mm_proctable_count(h->procs);
+	return s;
+}
+
+struct mm_snapshot *mm_host_snapshot(struct mm_host *h, uint64_t now_ms)
+{
+	return build(h, now_ms, false);
+}
+
+struct mm_snapshot *mm_host_close_window(struct mm_host *h, uint64_t end_ms)
+{
+	struct mm_snapshot *s = build(h, end_ms, true);
+
+	for (struct mm_proc *p = mm_proctable_first(h->procs); p; p = p->next)
+		mm_stats_add(&h->all_closed, &p->window);
+	mm_stats_add(&h->all_closed, &h->overflow);
+	memset(&h->overflow, 0, sizeof(h->overflow));
+	mm_proctable_roll(h->procs);
+	for (unsigned g = 0; g < h->nglobals; g++) {
+		h->globals[g].total += h->globals[g].window;
+		h->globals[g].window = 0;
+	}
+	for (unsigned e = 0; e < h->nstreams; e++)
+		h->streams[e].window_samples = h->streams[e].window_lost = 0;
+	h->window_start_ms = end_ms;
+	return s;
+}
+
+void mm_host_set_store_stats(struct mm_host *h, uint64_t windows_stored, uint64_t store_errors)
+{
+	h->windows_stored = windows_stored;
+	h->store_errors = store_errors;
+}
+
+void mm_host_set_clock_offset(struct mm_host *h, int64_t mono_to_wall_ms)
+{
+	h->mono_to_wall_ms = mono_to_wall_ms;
+}
+
+void mm_host_set_kernel(struct mm_host *h, const char *release)
+{
+	snprintf(h->kernel, sizeof(h->kernel), "%s", release);
+}

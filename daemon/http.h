@@ -1,0 +1,30 @@
+/*
+ * The HTTP API, served by libmicrohttpd on its own thread. It reads the latest published snapshot
+ * (snapshot.h) and, for history, a read-only SQLite handle of its own; it never touches collection
+ * state, so a slow client cannot stall collection.
+ *
+ * Routes (GET and HEAD only; anything else is 405, unknown paths 404, bad parameters 400, all with
+ * a JSON body {"error": "..."}):
+ *   /                  the web page (web/index.html, compiled in)
+ *   /metrics           Prometheus text format 0.0.4 (prom.h)
+ *   /api/v1/status     version, kernel, uptime, collectors, events and lost events per tracepoint
+ *   /api/v1/processes  per process: current window and since start
+ *   /api/v1/history    ?pid=&since=&until=&limit= rows of process_stats from SQLite
+ */
+#ifndef MM_HTTP_H
+#define MM_HTTP_H
+
+struct mm_http;
+
+/* Starts serving on @listen ("127.0.0.1:9477", "[::1]:9477", "0.0.0.0:9477"). @db_path is opened
+ * read-only per history request. @top_n limits per-process /metrics series. Returns 0 and sets
+ * *ret, or a negative errno after logging (bad address, port in use). */
+int mm_http_start(const char *listen, const char *db_path, unsigned top_n, struct mm_http **ret);
+
+/* Changes the per-process series limit (SIGHUP reload). Thread-safe. */
+void mm_http_set_top_n(struct mm_http *h, unsigned top_n);
+
+/* Stops the server and waits for in-flight requests; accepts NULL. */
+void mm_http_stop(struct mm_http *h);
+
+#endif

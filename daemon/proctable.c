@@ -1,0 +1,266 @@
+/*
+ * Process table (see proctable.h): a chained hash on pid for live entries plus a singly linked
+ * list of every entry. Lookups in /proc happen once per process, when it is first seen.
+ */
+#include "proctable.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define NBUCKETS 4096
+
+struct mm_proctable {
+	struct mm_proc *buckets[NBUCKETS];
+	struct mm_proc *all;
+	uint64_t count;
+	uint64_t lookup_failures;
+	mm_proc_lookup_fn lookup;
+	void *ctx;
+};
+
+static int read_file(const char *path, char *buf, size_t size)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	ssize_t n = read(fd, buf, size - 1);
+	int err = errno;
+	close(fd);
+	if (n < 0)
+		return -err;
+	buf[n] = '\0';
+	return (int)n;
+}
+
+/* Boot time in unix ms, from /proc/stat btime (seconds) refined by the clocks' difference. */
+static uint64_t boot_unix_ms(void)
+{
+	static uint64_t cached;
+	if (cached)
+		return cached;
+	struct timespec rt, bt;
+	clock_gettime(CLOCK_REALTIME, &rt);
+	clock_gettime(CLOCK_BOOTTIME, &bt);
+	int64_t ms = ((int64_t)rt.tv_sec - bt.tv_sec) * 1000 + (rt.tv_nsec - bt.tv_nsec) / 1000000;
+	cached = ms > 0 ? (uint64_t)ms : 1;
+	return cached;
+}
+
+int mm_proc_lookup_procfs(void *ctx, uint32_t pid, struct mm_proc_ident *ret)
+{
+	char path[64], buf[1024];
+	struct mm_proc_ident id = {0};
+
+	snprintf(path, sizeof(path), "/proc/%u/stat", pid);
+	int n = read_file(path, buf, sizeof(buf));
+	if (n < 0)
+		return n;
+	/* "pid (comm) state ppid ..." where comm may contain spaces and parentheses. */
+	char *open_paren = strchr(buf, '('), *close_paren = strrchr(buf, ')');
+	if (!open_paren || !close_paren || close_paren < open_paren)
+		return -EINVAL;
+	size_t len = (size_t)(close_paren - open_paren - 1);
+	if (len >= sizeof(id.comm))
+		len = sizeof(id.comm) - 1;
+	memcpy(id.comm, open_paren + 1, len);
+	/* Field 22 (starttime, clock ticks since boot) is the 20th after the ")". */
+	char *p = close_paren + 1, *save = NULL, *tok;
+	unsigned field = 2;
+	unsigned long long start_ticks = 0;
+	for (tok = strtok_r(p, " ", &save); tok; tok = strtok_r(NULL, " ", &save)) {
+		if (++field == 22) {
+			start_ticks = strtoull(tok, NULL, 10);
+			break;
+		}
+	}
+	if (field != 22)
+		return -EINVAL;
+	long hz = sysconf(_SC_CLK_TCK);
+	id.start_ms =
+		boot_unix_ms() + start_ticks * 1000ull / (unsigned long long)(hz > 0 ? hz : 100);
+
+	/* cgroup: the unified ("0::") line, else the v1 memory controller's. */
+	snprintf(path, sizeof(path), "/proc/%u/cgroup", pid);
+	char cg[4096];
+	if (read_file(path, cg, sizeof(cg)) > 0) {
+		char *save2 = NULL;
+		for (char *line = strtok_r(cg, "\n", &save2); line;
+		     line = strtok_r(NULL, "\n", &save2)) {
+			char *c1 = strchr(line, ':');
+			char *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+			if (!c2)
+				continue;
+			bool unified = strncmp(line, "0::", 3) == 0;
+			bool memory = false;
+			for (char *ctl = c1 + 1; ctl < c2;) {
+				char *comma = memchr(ctl, ',', (size_t)(c2 - ctl));
+				char *end = comma ? comma : c2;
+				if (end - ctl == 6 && strncmp(ctl, "memory", 6) == 0)
+					memory = true;
+				ctl = end + 1;
+			}
+			if (unified || memory) {
+				snprintf(id.cgroup, sizeof(id.cgroup), "%s", c2 + 1);
+				if (memory)
+					break;
+			}
+		}
+	}
+	*ret = id;
+	return 0;
+}
+
+struct mm_proctable *mm_proctable_new(mm_proc_lookup_fn lookup, void *ctx)
+{
+	struct mm_proctable *t = calloc(1, sizeof(*t));
+	if (!t)
+		return NULL;
+	t->lookup = lookup ? lookup : mm_proc_lookup_procfs;
+	t->ctx = ctx;
+	return t;
+}
+
+void mm_proctable_free(struct mm_proctable *t)
+{
+	if (!t)
+		return;
+	struct mm_proc *p = t->all;
+	while (p) {
+		struct mm_proc *next = p->next;
+		free(p);
+		p = next;
+	}
+	free(t);
+}
+
+static struct mm_proc **bucket(struct mm_proctable *t, uint32_t pid)
+{
+	return &t->buckets[(pid * 2654435761u) % NBUCKETS];
+}
+
+/* Exited entries stay in the index until they are freed, so late events of a process (its
+ * last thread's exit_mmap can follow the leader's EXIT record) still find it. */
+static struct mm_proc *find(struct mm_proctable *t, uint32_t pid, bool exited)
+{
+	for (struct mm_proc *p = *bucket(t, pid); p; p = p->hnext)
+		if ((uint32_t)p->pid == pid && p->exited == exited)
+			return p;
+	return NULL;
+}
+
+static struct mm_proc *find_live(struct mm_proctable *t, uint32_t pid)
+{
+	return find(t, pid, false);
+}
+
+static void unindex(struct mm_proctable *t, struct mm_proc *victim)
+{
+	for (struct mm_proc **pp = bucket(t, (uint32_t)victim->pid); *pp; pp = &(*pp)->hnext) {
+		if (*pp == victim) {
+			*pp = victim->hnext;
+			victim->hnext = NULL;
+			return;
+		}
+	}
+}
+
+/* @revive: an event arrived for a pid with no live entry; when the pid's exited entry is still
+ * here and /proc shows no different process under that pid, the event is a late one of that
+ * exited process (not a new process) and goes to it. */
+static struct mm_proc *create(struct mm_proctable *t, uint32_t pid, uint64_t fallback_ms,
+			      bool revive)
+{
+	struct mm_proc_ident id;
+	int r = t->lookup(t->ctx, pid, &id);
+	if (revive) {
+		struct mm_proc *ghost = find(t, pid, true);
+		if (ghost && (r < 0 || id.start_ms == ghost->start_ms))
+			return ghost;
+	}
+	struct mm_proc *p = calloc(1, sizeof(*p));
+	if (!p)
+		return NULL;
+	p->pid = (int32_t)pid;
+	if (r == 0) {
+		p->start_ms = id.start_ms ? id.start_ms : fallback_ms;
+		memcpy(p->comm, id.comm, sizeof(p->comm));
+		memcpy(p->cgroup, id.cgroup, sizeof(p->cgroup));
+	} else {
+		t->lookup_failures++;
+		p->start_ms = fallback_ms;
+		snprintf(p->comm, sizeof(p->comm), "pid-%u", pid);
+	}
+	struct mm_proc **b = bucket(t, pid);
+	p->hnext = *b;
+	*b = p;
+	p->next = t->all;
+	t->all = p;
+	t->count++;
+	return p;
+}
+
+struct mm_proc *mm_proctable_get(struct mm_proctable *t, uint32_t pid, uint64_t fallback_ms)
+{
+	struct mm_proc *p = find_live(t, pid);
+	return p ? p : create(t, pid, fallback_ms, true);
+}
+
+void mm_proctable_fork(struct mm_proctable *t, uint32_t pid, uint64_t fallback_ms)
+{
+	struct mm_proc *old = find_live(t, pid);
+	if (old)
+		old->exited = true; /* its EXIT record was lost */
+	create(t, pid, fallback_ms, false);
+}
+
+void mm_proctable_exit(struct mm_proctable *t, uint32_t pid)
+{
+	struct mm_proc *p = find_live(t, pid);
+	if (p)
+		p->exited = true;
+}
+
+void mm_proctable_comm(struct mm_proctable *t, uint32_t pid, const char *comm)
+{
+	struct mm_proc *p = find_live(t, pid);
+	if (p)
+		snprintf(p->comm, sizeof(p->comm), "%s", comm);
+}
+
+void mm_proctable_roll(struct mm_proctable *t)
+{
+	struct mm_proc **pp = &t->all;
+	while (*pp) {
+		struct mm_proc *p = *pp;
+		if (p->exited) {
+			unindex(t, p);
+			*pp = p->next;
+			t->count--;
+			free(p);
+			continue;
+		}
+		mm_stats_add(&p->closed, &p->window);
+		memset(&p->window, 0, sizeof(p->window));
+		pp = &p->next;
+	}
+}
+
+struct mm_proc *mm_proctable_first(struct mm_proctable *t)
+{
+	return t->all;
+}
+
+uint64_t mm_proctable_count(const struct mm_proctable *t)
+{
+	return t->count;
+}
+
+uint64_t mm_proctable_lookup_failures(const struct mm_proctable *t)
+{
+	return t->lookup_failures;
+}

@@ -1,0 +1,74 @@
+/*
+ * The process table: one entry per process seen, keyed by pid while the process lives. A process
+ * is identified by pid + start time, so a reused pid always gets a new entry: an entry stops being
+ * the live one for its pid when its process exits (PERF_RECORD_EXIT of the thread-group leader) or
+ * when a new process with its pid is forked; late events of an exited process still reach it; it
+ * is freed after its last window has been handed to the store.
+ *
+ * Identity, name and cgroup come from a lookup function (by default /proc/PID/{stat,cgroup}), so
+ * replayed recordings can supply their own.
+ */
+#ifndef MM_PROCTABLE_H
+#define MM_PROCTABLE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "snapshot.h"
+#include "stats.h"
+
+struct mm_proc_ident {
+	uint64_t start_ms; /* unix ms; 0 when unknown */
+	char comm[MM_COMM_LEN];
+	char cgroup[MM_CGROUP_LEN];
+};
+
+/* Fills *ret for @pid. Returns 0, or -errno (e.g. -ENOENT: already gone). */
+typedef int (*mm_proc_lookup_fn)(void *ctx, uint32_t pid, struct mm_proc_ident *ret);
+
+/* The default lookup, from /proc. */
+int mm_proc_lookup_procfs(void *ctx, uint32_t pid, struct mm_proc_ident *ret);
+
+struct mm_proc {
+	int32_t pid;
+	uint64_t start_ms;
+	char comm[MM_COMM_LEN];
+	char cgroup[MM_CGROUP_LEN];
+	bool exited;
+	struct mm_proc_stats window; /* the open window */
+	struct mm_proc_stats closed; /* sum of closed windows */
+	struct mm_proc *hnext;	     /* pid index chain (live entries only) */
+	struct mm_proc *next;	     /* list of all entries */
+};
+
+struct mm_proctable;
+
+/* @lookup may be NULL for mm_proc_lookup_procfs. @now_ms gives the current wall time for
+ * processes whose start time cannot be found. */
+struct mm_proctable *mm_proctable_new(mm_proc_lookup_fn lookup, void *ctx);
+void mm_proctable_free(struct mm_proctable *t); /* accepts NULL */
+
+/* The live entry for @pid, created (and looked up) if there is none; NULL only on ENOMEM.
+ * @fallback_ms is used as start time when the lookup cannot tell. */
+struct mm_proc *mm_proctable_get(struct mm_proctable *t, uint32_t pid, uint64_t fallback_ms);
+
+/* A new process @pid was forked: any live entry with that pid belonged to an earlier process and
+ * is retired. Creates the new entry. */
+void mm_proctable_fork(struct mm_proctable *t, uint32_t pid, uint64_t fallback_ms);
+
+/* Process @pid exited: its entry is no longer the live one (it stays until mm_proctable_roll). */
+void mm_proctable_exit(struct mm_proctable *t, uint32_t pid);
+
+/* Process @pid is now called @comm (exec or prctl). Only updates an existing live entry. */
+void mm_proctable_comm(struct mm_proctable *t, uint32_t pid, const char *comm);
+
+/* After a window closed: adds each entry's window to its closed sum, zeroes the window, and frees
+ * exited entries. */
+void mm_proctable_roll(struct mm_proctable *t);
+
+/* The list of all entries (live and exited), for iteration via ->next. */
+struct mm_proc *mm_proctable_first(struct mm_proctable *t);
+uint64_t mm_proctable_count(const struct mm_proctable *t);
+uint64_t mm_proctable_lookup_failures(const struct mm_proctable *t);
+
+#endif

@@ -1,0 +1,511 @@
+/*
+ * Prometheus text exposition format 0.0.4 for a snapshot (see prom.h). Pure code.
+ *
+ * The per-process counters are not named here: the exporter walks mm_proc_fields[] and groups rows
+ * by their Prometheus family, so a family shared by several fields (mmap_lock_acquisitions_total
+ * with mode="read" and mode="write") gets one # HELP and one # TYPE followed by one sample per
+ * field. Every family name is claimed in a small table before anything is written; a global
+ * counter whose family would collide with a built-in one is renamed (mmlockd_global_<family>_total)
+ * or, failing that, skipped, so the output never carries a family twice and never fails a scrape.
+ *
+ * Values stay exact: counters are printed as integers, nanoseconds as decimal seconds computed with
+ * integer arithmetic (no rounding through double). Label values are escaped per the format
+ * (backslash, double quote, newline) and invalid UTF-8 (a comm is 16 arbitrary bytes) is replaced
+ * by U+FFFD, because Prometheus rejects label values that are not UTF-8.
+ *
+ * The mmap_lock wait histogram is kept in log2 buckets (stats.h: bucket i counts waits in
+ * [2^i, 2^(i+1)) ns). It is exported with a cumulative bucket at every second power of two from
+ * 2^10 ns (~1 us) to 2^34 ns (~17 s), plus +Inf. Prometheus buckets are "<= le" while ours are
+ * "< 2^(i+1)": a wait of exactly 2^k ns lands one bucket higher, which is immaterial at this
+ * resolution.
+ */
+#include "prom.h"
+
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define PREFIX	      "mmlockd_"
+#define PROC_PREFIX   "mmlockd_process_"
+#define WAIT_HIST     "mmap_lock_wait_seconds"
+#define HIST_MIN_EXP  10 /* first finite bucket: 2^10 ns */
+#define HIST_MAX_EXP  34 /* last finite bucket: 2^34 ns */
+#define HIST_EXP_STEP 2
+#define NAME_MAX_LEN  128
+
+/* Names of the families written so far (or reserved), so none is written twice. */
+struct names {
+	char (*v)[NAME_MAX_LEN];
+	size_t n, cap;
+};
+
+static bool names_has(const struct names *ns, const char *name)
+{
+	for (size_t i = 0; i < ns->n; i++)
+		if (strcmp(ns->v[i], name) == 0)
+			return true;
+	return false;
+}
+
+/* Records @name; false when it is already there, too long, or memory ran out (the caller then
+ * skips the family, and an allocation failure marks @out failed). */
+static bool names_claim(struct names *ns, const char *name, struct mm_buf *out)
+{
+	if (strlen(name) >= NAME_MAX_LEN || names_has(ns, name))
+		return false;
+	if (ns->n == ns->cap) {
+		size_t cap = ns->cap ? ns->cap * 2 : 32;
+		void *v = realloc(ns->v, cap * sizeof(*ns->v));
+		if (!v) {
+			out->failed = true;
+			return false;
+		}
+		ns->v = v;
+		ns->cap = cap;
+	}
+	strcpy(ns->v[ns->n++], name);
+	return true;
+}
+
+/* Prometheus accepts U+0000..U+10FFFF except surrogates, shortest form only (Go's
+ * utf8.ValidString). Returns the length of the valid sequence at @s, or 0. */
+static size_t utf8_len(const unsigned char *s)
+{
+	unsigned char c = s[0];
+	if (c < 0x80)
+		return 1;
+	if (c >= 0xc2 && c <= 0xdf)
+		return (s[1] & 0xc0) == 0x80 ? 2 : 0;
+	if (c >= 0xe0 && c <= 0xef) {
+		unsigned char lo = c == 0xe0 ? 0xa0 : 0x80, hi = c == 0xed ? 0x9f : 0xbf;
+		if (s[1] < lo || s[1] > hi || (s[2] & 0xc0) != 0x80)
+			return 0;
+		return 3;
+	}
+	if (c >= 0xf0 && c <= 0xf4) {
+		unsigned char lo = c == 0xf0 ? 0x90 : 0x80, hi = c == 0xf4 ? 0x8f : 0xbf;
+		if (s[1] < lo || s[1] > hi || (s[2] & 0xc0) != 0x80 || (s[3] & 0xc0) != 0x80)
+			return 0;
+		return 4;
+	}
+	return 0;
+}
+
+/* Appends @s as the inside of a quoted label value. */
+static void put_label_value(struct mm_buf *out, const char *s)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	while (*p) {
+		size_t n;
+		if (*p == '\\') {
+			mm_buf_puts(out, "\\\\");
+			n = 1;
+		} else if (*p == '"') {
+			mm_buf_puts(out, "\\\"");
+			n = 1;
+		} else if (*p == '\n') {
+			mm_buf_puts(out, "\\n");
+			n = 1;
+		} else if ((n = utf8_len(p)) != 0) {
+			mm_buf_append(out, (const char *)p, n);
+		} else {
+			mm_buf_puts(out, "\xef\xbf\xbd"); /* U+FFFD */
+			n = 1;
+		}
+		p += n;
+	}
+}
+
+static void put_label(struct mm_buf *out, const char *key, const char *value)
+{
+	mm_buf_printf(out, "%s=\"", key);
+	put_label_value(out, value);
+	mm_buf_puts(out, "\"");
+}
+
+/* HELP text escapes only backslash and newline. */
+static void put_help(struct mm_buf *out, const char *name, const char *help, const char *type)
+{
+	mm_buf_printf(out, "# HELP %s ", name);
+	for (const char *p = help; *p; p++) {
+		if (*p == '\\')
+			mm_buf_puts(out, "\\\\");
+		else if (*p == '\n')
+			mm_buf_puts(out, "\\n");
+		else
+			mm_buf_append(out, p, 1);
+	}
+	mm_buf_printf(out, "\n# TYPE %s %s\n", name, type);
+}
+
+/* Exact decimal @v / 10^@digits, trailing fractional zeros dropped ("1.5", "0.000000001", "3"). */
+static void put_fixed(struct mm_buf *out, uint64_t v, unsigned digits)
+{
+	uint64_t scale = 1;
+	for (unsigned i = 0; i < digits; i++)
+		scale *= 10;
+	uint64_t frac = v % scale;
+	mm_buf_printf(out, "%" PRIu64, v / scale);
+	if (!frac)
+		return;
+	char tmp[24];
+	int n = snprintf(tmp, sizeof(tmp), "%0*" PRIu64, (int)digits, frac);
+	while (n > 0 && tmp[n - 1] == '0')
+		n--;
+	mm_buf_append(out, ".", 1);
+	mm_buf_append(out, tmp, (size_t)n);
+}
+
+static void put_field_value(struct mm_buf *out, const struct mm_field *f, uint64_t v)
+{
+	if (f->kind == MM_FIELD_NS)
+		put_fixed(out, v, 9);
+	else
+		mm_buf_printf(out, "%" PRIu64, v);
+}
+
+static bool ends_with(const char *s, const char *suffix)
+{
+	size_t a = strlen(s), b = strlen(suffix);
+	return a >= b && strcmp(s + a - b, suffix) == 0;
+}
+
+static const char *field_type(const struct mm_field *f)
+{
+	return ends_with(f->prom, "_total") ? "counter" : "gauge";
+}
+
+/* Whether field @i is the first of its family in mm_proc_fields[]. */
+static bool family_first(size_t i)
+{
+	for (size_t j = 0; j < i; j++)
+		if (strcmp(mm_proc_fields[j].prom, mm_proc_fields[i].prom) == 0)
+			return false;
+	return true;
+}
+
+/* The processes that get their own series: the first @top_n of s->procs, skipping a later entry
+ * with the pid of an earlier one (an exited process and its pid's new owner), which would
+ * otherwise produce two series with identical labels. Returns the count; *ret is malloc'ed. */
+static size_t pick_procs(const struct mm_snapshot *s, unsigned top_n, size_t **ret,
+			 struct mm_buf *out)
+{
+	size_t want = s->nprocs < top_n ? s->nprocs : top_n, n = 0;
+	*ret = NULL;
+	if (!want)
+		return 0;
+	size_t *idx = malloc(want * sizeof(*idx));
+	if (!idx) {
+		out->failed = true;
+		return 0;
+	}
+	for (size_t i = 0; i < s->nprocs && n < want; i++) {
+		bool dup = false;
+		for (size_t j = 0; j < n && !dup; j++)
+			dup = s->procs[idx[j]].pid == s->procs[i].pid;
+		if (!dup)
+			idx[n++] = i;
+	}
+	*ret = idx;
+	return n;
+}
+
+static void put_proc_labels(struct mm_buf *out, const struct mm_snap_proc *p)
+{
+	mm_buf_printf(out, "pid=\"%" PRId32 "\",", p->pid);
+	put_label(out, "comm", p->comm);
+}
+
+static void put_fields(struct mm_buf *out, const struct mm_snapshot *s, const size_t *procs,
+		       size_t nprocs, bool per_process, struct names *ns)
+{
+	char name[NAME_MAX_LEN];
+
+	for (size_t i = 0; i < mm_proc_nfields; i++) {
+		const struct mm_field *fam = &mm_proc_fields[i];
+		if (!family_first(i))
+			continue;
+		snprintf(name, sizeof(name), "%s%s", per_process ? PROC_PREFIX : PREFIX, fam->prom);
+		if (!names_claim(ns, name, out))
+			continue;
+		put_help(out, name, fam->help, field_type(fam));
+		for (size_t k = 0; k < (per_process ? nprocs : 1); k++) {
+			const struct mm_snap_proc *p = per_process ? &s->procs[procs[k]] : NULL;
+			const struct mm_proc_stats *st = p ? &p->total : &s->all_total;
+			for (size_t j = i; j < mm_proc_nfields; j++) {
+				const struct mm_field *f = &mm_proc_fields[j];
+				if (strcmp(f->prom, fam->prom) != 0)
+					continue;
+				mm_buf_puts(out, name);
+				if (p || f->prom_label) {
+					mm_buf_puts(out, "{");
+					if (p)
+						put_proc_labels(out, p);
+					if (p && f->prom_label)
+						mm_buf_puts(out, ",");
+					if (f->prom_label)
+						mm_buf_puts(out, f->prom_label);
+					mm_buf_puts(out, "}");
+				}
+				mm_buf_puts(out, " ");
+				put_field_value(out, f, mm_field_get(st, f));
+				mm_buf_puts(out, "\n");
+			}
+		}
+	}
+}
+
+static const struct mm_field *wait_ns_field(void)
+{
+	for (size_t i = 0; i < mm_proc_nfields; i++)
+		if (strcmp(mm_proc_fields[i].name, "mmap_lock_wait_ns") == 0)
+			return &mm_proc_fields[i];
+	return NULL;
+}
+
+static void put_hist_series(struct mm_buf *out, const char *name, const struct mm_snap_proc *p,
+			    const struct mm_proc_stats *st)
+{
+	const struct mm_hist *h = &st->mmap_lock_wait_hist;
+	const struct mm_field *sum_f = wait_ns_field();
+	uint64_t cum = 0;
+	unsigned i = 0;
+
+	for (unsigned e = HIST_MIN_EXP; e <= HIST_MAX_EXP; e += HIST_EXP_STEP) {
+		/* le = 2^e ns is the upper bound of bucket e - 1. */
+		for (; i < e && i < MM_HIST_BUCKETS; i++)
+			cum += h->bucket[i];
+		mm_buf_printf(out, "%s_bucket{", name);
+		if (p) {
+			put_proc_labels(out, p);
+			mm_buf_puts(out, ",");
+		}
+		mm_buf_puts(out, "le=\"");
+		put_fixed(out, 1ull << e, 9);
+		mm_buf_printf(out, "\"} %" PRIu64 "\n", cum);
+	}
+	for (; i < MM_HIST_BUCKETS; i++)
+		cum += h->bucket[i];
+	mm_buf_printf(out, "%s_bucket{", name);
+	if (p) {
+		put_proc_labels(out, p);
+		mm_buf_puts(out, ",");
+	}
+	mm_buf_printf(out, "le=\"+Inf\"} %" PRIu64 "\n", cum);
+
+	for (int k = 0; k < 2; k++) {
+		mm_buf_printf(out, "%s_%s", name, k ? "count" : "sum");
+		if (p) {
+			mm_buf_puts(out, "{");
+			put_proc_labels(out, p);
+			mm_buf_puts(out, "}");
+		}
+		mm_buf_puts(out, " ");
+		if (k)
+			mm_buf_printf(out, "%" PRIu64, cum);
+		else
+			put_fixed(out, sum_f ? mm_field_get(st, sum_f) : 0, 9);
+		mm_buf_puts(out, "\n");
+	}
+}
+
+static void put_hists(struct mm_buf *out, const struct mm_snapshot *s, const size_t *procs,
+		      size_t nprocs, bool per_process, struct names *ns)
+{
+	const char *name = per_process ? PROC_PREFIX WAIT_HIST : PREFIX WAIT_HIST;
+	if (!names_claim(ns, name, out))
+		return;
+	put_help(out, name,
+		 per_process
+			 ? "Distribution of mmap_lock waits of the busiest processes."
+			 : "Distribution of mmap_lock waits (start_locking to acquire_returned).",
+		 "histogram");
+	if (!per_process) {
+		put_hist_series(out, name, NULL, &s->all_total);
+		return;
+	}
+	for (size_t k = 0; k < nprocs; k++)
+		put_hist_series(out, name, &s->procs[procs[k]], &s->procs[procs[k]].total);
+}
+
+static void put_events(struct mm_buf *out, const struct mm_snapshot *s, struct names *ns)
+{
+	static const struct {
+		const char *name, *help, *type;
+	} fams[] = {
+		{PREFIX "events_total", "Samples received per tracepoint since start.", "counter"},
+		{PREFIX "events_lost_total", "Samples lost (ring buffer overflow) per tracepoint.",
+		 "counter"},
+		{PREFIX "tracepoint_up", "Whether the tracepoint is being sampled (1) or not (0).",
+		 "gauge"},
+	};
+
+	if (!s->nevents)
+		return;
+	for (size_t k = 0; k < sizeof(fams) / sizeof(fams[0]); k++) {
+		if (!names_claim(ns, fams[k].name, out))
+			continue;
+		put_help(out, fams[k].name, fams[k].help, fams[k].type);
+		for (size_t i = 0; i < s->nevents; i++) {
+			const struct mm_snap_event *e = &s->events[i];
+			uint64_t v = k == 0 ? e->samples : k == 1 ? e->lost : e->open;
+			mm_buf_printf(out, "%s{", fams[k].name);
+			put_label(out, "event", e->name);
+			mm_buf_printf(out, "} %" PRIu64 "\n", v);
+		}
+	}
+}
+
+static void put_collectors(struct mm_buf *out, const struct mm_snapshot *s, struct names *ns)
+{
+	const char *name = PREFIX "collector_up";
+	if (!s->ncollectors || !names_claim(ns, name, out))
+		return;
+	put_help(out, name, "Whether the collector is running (1) or not (0), with its state.",
+		 "gauge");
+	for (size_t i = 0; i < s->ncollectors; i++) {
+		const struct mm_snap_collector *c = &s->collectors[i];
+		mm_buf_printf(out, "%s{", name);
+		put_label(out, "collector", c->name);
+		mm_buf_puts(out, ",");
+		put_label(out, "state", mm_collector_state_name(c->state));
+		mm_buf_printf(out, "} %d\n", c->state == MM_COLLECTOR_RUNNING);
+	}
+}
+
+/* Metric name of a global family: mmlockd_<family>_total with every character outside
+ * [a-zA-Z0-9_] made '_' (a family already ending in _total keeps one). */
+static void global_name(char *dst, size_t len, const char *family, bool renamed)
+{
+	snprintf(dst, len, "%s%s", renamed ? PREFIX "global_" : PREFIX, family);
+	for (size_t i = strlen(PREFIX); dst[i]; i++) {
+		char c = dst[i];
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')))
+			dst[i] = '_';
+	}
+	if (!ends_with(dst, "_total"))
+		strncat(dst, "_total", len - strlen(dst) - 1);
+}
+
+static void put_globals(struct mm_buf *out, const struct mm_snapshot *s, struct names *ns)
+{
+	char name[NAME_MAX_LEN], help[200];
+
+	for (size_t i = 0; i < s->nglobals; i++) {
+		const struct mm_snap_global *g = &s->globals[i];
+		bool first = true;
+		for (size_t j = 0; j < i && first; j++)
+			first = strcmp(s->globals[j].family, g->family) != 0;
+		if (!first || !g->family[0])
+			continue;
+		global_name(name, sizeof(name), g->family, false);
+		if (!names_claim(ns, name, out)) {
+			global_name(name, sizeof(name), g->family, true);
+			if (!names_claim(ns, name, out))
+				continue;
+		}
+		if (g->help[0])
+			put_help(out, name, g->help, "counter");
+		else {
+			snprintf(help, sizeof(help), "Counters of %s, by name.", g->family);
+			put_help(out, name, help, "counter");
+		}
+		for (size_t j = i; j < s->nglobals; j++) {
+			const struct mm_snap_global *h = &s->globals[j];
+			bool dup = false;
+			if (strcmp(h->family, g->family) != 0)
+				continue;
+			for (size_t k = i; k < j && !dup; k++)
+				dup = strcmp(s->globals[k].family, g->family) == 0 &&
+				      strcmp(s->globals[k].name, h->name) == 0;
+			if (dup)
+				continue;
+			mm_buf_printf(out, "%s{", name);
+			put_label(out, "name", h->name);
+			mm_buf_printf(out, "} %" PRIu64 "\n", h->total);
+		}
+	}
+}
+
+static void put_simple(struct mm_buf *out, struct names *ns, const char *name, const char *help,
+		       const char *type, uint64_t v)
+{
+	if (!names_claim(ns, name, out))
+		return;
+	put_help(out, name, help, type);
+	mm_buf_printf(out, "%s %" PRIu64 "\n", name, v);
+}
+
+/* Every family with a fixed name, claimed before globals so a global cannot take one. */
+static void reserve_fixed(struct names *ns, struct mm_buf *out)
+{
+	static const char *const fixed[] = {
+		PREFIX "build_info",	     PREFIX "uptime_seconds",
+		PREFIX "processes_tracked",  PREFIX "windows_stored_total",
+		PREFIX "store_errors_total", PREFIX "collector_up",
+		PREFIX "events_total",	     PREFIX "events_lost_total",
+		PREFIX "tracepoint_up",	     PREFIX WAIT_HIST,
+		PROC_PREFIX WAIT_HIST,
+	};
+	char name[NAME_MAX_LEN];
+
+	for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++)
+		names_claim(ns, fixed[i], out);
+	for (size_t i = 0; i < mm_proc_nfields; i++) {
+		snprintf(name, sizeof(name), "%s%s", PREFIX, mm_proc_fields[i].prom);
+		names_claim(ns, name, out);
+		snprintf(name, sizeof(name), "%s%s", PROC_PREFIX, mm_proc_fields[i].prom);
+		names_claim(ns, name, out);
+	}
+}
+
+void mm_prom_format(const struct mm_snapshot *s, unsigned top_n, struct mm_buf *out)
+{
+	struct names reserved = {0}, written = {0};
+	size_t *procs = NULL;
+	size_t nprocs = pick_procs(s, top_n, &procs, out);
+
+	reserve_fixed(&reserved, out);
+
+	if (names_claim(&written, PREFIX "build_info", out)) {
+		put_help(out, PREFIX "build_info", "mmlockd version and running kernel; always 1.",
+			 "gauge");
+		mm_buf_puts(out, PREFIX "build_info{");
+		put_label(out, "version", s->version);
+		mm_buf_puts(out, ",");
+		put_label(out, "kernel", s->kernel);
+		mm_buf_puts(out, "} 1\n");
+	}
+	if (names_claim(&written, PREFIX "uptime_seconds", out)) {
+		put_help(out, PREFIX "uptime_seconds", "Seconds since mmlockd started.", "gauge");
+		mm_buf_puts(out, PREFIX "uptime_seconds ");
+		put_fixed(out, s->taken_ms > s->started_ms ? s->taken_ms - s->started_ms : 0, 3);
+		mm_buf_puts(out, "\n");
+	}
+	put_simple(out, &written, PREFIX "processes_tracked", "Processes in the process table now.",
+		   "gauge", s->procs_tracked);
+	put_simple(out, &written, PREFIX "windows_stored_total",
+		   "Windows committed to the SQLite history since start.", "counter",
+		   s->windows_stored);
+	put_simple(out, &written, PREFIX "store_errors_total",
+		   "Windows that could not be stored in the SQLite history.", "counter",
+		   s->store_errors);
+	put_collectors(out, s, &written);
+	put_events(out, s, &written);
+
+	put_fields(out, s, NULL, 0, false, &written);
+	put_hists(out, s, NULL, 0, false, &written);
+	if (nprocs) {
+		put_fields(out, s, procs, nprocs, true, &written);
+		put_hists(out, s, procs, nprocs, true, &written);
+	}
+
+	/* Every name written above is in reserved too. */
+	put_globals(out, s, &reserved);
+
+	free(procs);
+	free(reserved.v);
+	free(written.v);
+}

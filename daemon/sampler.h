@@ -1,0 +1,49 @@
+/*
+ * The live sampler: one perf event per tracepoint per online CPU, system-wide, each with its own
+ * ring buffer (so PERF_RECORD_LOST is exact per tracepoint), through libperf. Records are drained
+ * into an ordering queue (order.h) tagged with the caller's stream index; this file is the only
+ * one that knows libperf.
+ */
+#ifndef MM_SAMPLER_H
+#define MM_SAMPLER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct mm_sampler;
+struct mm_order;
+
+/* @ring_pages: data pages per ring (power of two). Returns 0 and *ret or -errno. Calls
+ * libperf_init(). */
+int mm_sampler_new(unsigned ring_pages, struct mm_sampler **ret);
+void mm_sampler_free(struct mm_sampler *s); /* closes and unmaps everything; accepts NULL */
+
+/* Opens tracepoint @tp_id on every online CPU, disabled, with kernel callchains if @callchain,
+ * records tagged as @stream. Returns 0 with the event's sample_type, or -errno with a one-line
+ * reason in @err (permission, unsupported, out of memory for the rings). */
+int mm_sampler_add_tp(struct mm_sampler *s, unsigned stream, int tp_id, bool callchain,
+		      uint64_t *ret_sample_type, char *err, size_t errlen);
+
+/* Opens the task-record stream (COMM, FORK, EXIT of every task). Same conventions. */
+int mm_sampler_add_task(struct mm_sampler *s, unsigned stream, uint64_t *ret_sample_type, char *err,
+			size_t errlen);
+
+/* Enables (disables) every opened event. */
+void mm_sampler_enable(struct mm_sampler *s);
+void mm_sampler_disable(struct mm_sampler *s);
+
+/* Adds every ring's fd to @epfd (EPOLLIN, data.u64 = MM_SAMPLER_EPOLL_TAG). Returns 0 or -errno. */
+#define MM_SAMPLER_EPOLL_TAG 0x5a5a0000ull
+int mm_sampler_watch(struct mm_sampler *s, int epfd);
+
+/* Reads every ring empty into @order, tagging each record with its stream and timestamp. Returns
+ * the number of records, or -ENOMEM if the queue could not grow (records left in the rings are read
+ * next time). */
+long mm_sampler_drain(struct mm_sampler *s, struct mm_order *order);
+
+/* Number of rings and their total size in bytes. */
+size_t mm_sampler_rings(const struct mm_sampler *s);
+size_t mm_sampler_ring_bytes(const struct mm_sampler *s);
+
+#endif

@@ -1,0 +1,94 @@
+/*
+ * Snapshot allocation, reference counting and the one published pointer (see snapshot.h).
+ */
+#include "snapshot.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+
+struct mm_snapshot *mm_snapshot_new(size_t nprocs, size_t nglobals, size_t nevents,
+				    size_t ncollectors)
+{
+	struct mm_snapshot *s = calloc(1, sizeof(*s));
+	if (!s)
+		return NULL;
+	s->refs = 1;
+	s->procs = calloc(nprocs ? nprocs : 1, sizeof(*s->procs));
+	s->globals = calloc(nglobals ? nglobals : 1, sizeof(*s->globals));
+	s->events = calloc(nevents ? nevents : 1, sizeof(*s->events));
+	s->collectors = calloc(ncollectors ? ncollectors : 1, sizeof(*s->collectors));
+	if (!s->procs || !s->globals || !s->events || !s->collectors) {
+		mm_snapshot_unref(s);
+		return NULL;
+	}
+	s->nprocs = nprocs;
+	s->nglobals = nglobals;
+	s->nevents = nevents;
+	s->ncollectors = ncollectors;
+	return s;
+}
+
+struct mm_snapshot *mm_snapshot_ref(struct mm_snapshot *s)
+{
+	if (s)
+		__atomic_add_fetch(&s->refs, 1, __ATOMIC_RELAXED);
+	return s;
+}
+
+void mm_snapshot_unref(struct mm_snapshot *s)
+{
+	if (!s || __atomic_sub_fetch(&s->refs, 1, __ATOMIC_ACQ_REL) > 0)
+		return;
+	free(s->procs);
+	free(s->globals);
+	free(s->events);
+	free(s->collectors);
+	free(s);
+}
+
+static pthread_mutex_t current_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct mm_snapshot *current;
+
+struct mm_snapshot *mm_snapshot_current(void)
+{
+	pthread_mutex_lock(&current_lock);
+	struct mm_snapshot *s = mm_snapshot_ref(current);
+	pthread_mutex_unlock(&current_lock);
+	return s;
+}
+
+void mm_snapshot_publish(struct mm_snapshot *s)
+{
+	pthread_mutex_lock(&current_lock);
+	struct mm_snapshot *old = current;
+	current = s;
+	pthread_mutex_unlock(&current_lock);
+	mm_snapshot_unref(old);
+}
+
+const struct mm_snap_proc *mm_snapshot_find(const struct mm_snapshot *s, int32_t pid)
+{
+	const struct mm_snap_proc *found = NULL;
+	for (size_t i = 0; i < s->nprocs; i++) {
+		if (s->procs[i].pid != pid)
+			continue;
+		if (!s->procs[i].exited)
+			return &s->procs[i];
+		if (!found)
+			found = &s->procs[i];
+	}
+	return found;
+}
+
+const char *mm_collector_state_name(enum mm_collector_state st)
+{
+	switch (st) {
+	case MM_COLLECTOR_RUNNING:
+		return "running";
+	case MM_COLLECTOR_DISABLED:
+		return "disabled";
+	case MM_COLLECTOR_FAILED:
+		return "failed";
+	}
+	return "unknown";
+}

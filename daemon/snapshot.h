@@ -1,0 +1,109 @@
+/*
+ * A snapshot is an immutable, reference-counted copy of everything mmlockd knows at one moment:
+ * per-process statistics for the open window and since start, global counters, per-tracepoint
+ * event and loss counts, collector states. The collection loop builds one every tick and at each
+ * window end; the HTTP thread reads the latest published one and the store thread writes the
+ * window-end ones. Nobody mutates a snapshot after publishing, so readers need no lock beyond the
+ * pointer swap, and collection never waits for HTTP or SQLite.
+ */
+#ifndef MM_SNAPSHOT_H
+#define MM_SNAPSHOT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "stats.h"
+
+#define MM_COMM_LEN   16
+#define MM_CGROUP_LEN 256
+
+struct mm_snap_proc {
+	int32_t pid;
+	uint64_t start_ms;	/* process start time, unix ms (from /proc/PID/stat starttime) */
+	char comm[MM_COMM_LEN]; /* latest name (follows exec) */
+	char cgroup[MM_CGROUP_LEN]; /* cgroup v2 path, or the v1 memory controller's, or "" */
+	bool exited; /* the process has exited; kept until its last window is stored */
+	struct mm_proc_stats window; /* the window [window_start_ms, window_end_ms) */
+	struct mm_proc_stats total;  /* since mmlockd started (window included) */
+};
+
+/* A counter that belongs to no process, e.g. a /proc/vmstat delta or a collector's count of
+ * unmatched events. Exported as mmlockd_<family>_total{name="<name>"}. */
+struct mm_snap_global {
+	char family[32];
+	char name[64];
+	char help[160];
+	uint64_t window;
+	uint64_t total;
+};
+
+/* One tracepoint (or the task-record stream) the sampler opened or tried to open. */
+struct mm_snap_event {
+	char name[64];		/* "system:name", e.g. "mmap_lock:mmap_lock_acquire_returned" */
+	bool open;		/* being sampled */
+	char error[160];	/* why not, when !open */
+	uint64_t samples, lost; /* since start */
+	uint64_t window_samples, window_lost;
+};
+
+enum mm_collector_state {
+	MM_COLLECTOR_RUNNING,
+	MM_COLLECTOR_DISABLED, /* turned off in the configuration */
+	MM_COLLECTOR_FAILED,   /* could not start or failed at run time; see reason */
+};
+
+struct mm_snap_collector {
+	char name[32];
+	enum mm_collector_state state;
+	char reason[256];
+};
+
+struct mm_snapshot {
+	int refs; /* atomic; see mm_snapshot_ref/unref */
+
+	char version[32];
+	char kernel[128];  /* uname -r */
+	uint64_t taken_ms; /* unix ms */
+	uint64_t started_ms;
+	uint64_t window_start_ms;
+	uint64_t window_end_ms; /* == taken_ms for a closed window; 0 while the window is open */
+	unsigned interval_s;
+
+	size_t nprocs;
+	struct mm_snap_proc *procs; /* sorted by total activity, busiest first */
+	size_t nglobals;
+	struct mm_snap_global *globals;
+	size_t nevents;
+	struct mm_snap_event *events;
+	size_t ncollectors;
+	struct mm_snap_collector *collectors;
+
+	/* Sums over every process ever seen, including ones no longer in procs. */
+	struct mm_proc_stats all_window;
+	struct mm_proc_stats all_total;
+
+	uint64_t windows_stored; /* windows committed to SQLite since start */
+	uint64_t store_errors;	 /* windows that failed to store */
+	uint64_t procs_tracked;	 /* processes in the table now */
+};
+
+/* Allocates a zeroed snapshot with one reference and room for the given counts (the n* members are
+ * set to them). Returns NULL on allocation failure. */
+struct mm_snapshot *mm_snapshot_new(size_t nprocs, size_t nglobals, size_t nevents,
+				    size_t ncollectors);
+struct mm_snapshot *mm_snapshot_ref(struct mm_snapshot *s);
+void mm_snapshot_unref(struct mm_snapshot *s); /* frees at zero; accepts NULL */
+
+/* The latest published snapshot, for readers on any thread: returns a new reference (or NULL
+ * before the first publish) that the caller must unref. */
+struct mm_snapshot *mm_snapshot_current(void);
+/* Publishes @s (the caller's reference moves to the publisher); drops the previous one. */
+void mm_snapshot_publish(struct mm_snapshot *s);
+
+/* Finds a process in @s by pid (the live one if several share it), or NULL. */
+const struct mm_snap_proc *mm_snapshot_find(const struct mm_snapshot *s, int32_t pid);
+
+const char *mm_collector_state_name(enum mm_collector_state st);
+
+#endif

@@ -1,0 +1,89 @@
+/*
+ * The table of per-process counters (see stats.h) and histogram arithmetic. Pure code.
+ */
+#include "stats.h"
+
+#include <stddef.h>
+
+#define F(member, prom_, label_, help_, kind_)                                                     \
+	{                                                                                          \
+		.name = #member, .prom = prom_, .prom_label = label_, .help = help_,               \
+		.kind = kind_, .offset = offsetof(struct mm_proc_stats, member)                    \
+	}
+
+const struct mm_field mm_proc_fields[] = {
+	F(faults, "page_faults_total", NULL, "User page faults (exceptions:page_fault_user).",
+	  MM_FIELD_COUNT),
+	F(mmap_lock_read, "mmap_lock_acquisitions_total", "mode=\"read\"",
+	  "Successful mmap_lock acquisitions, by mode.", MM_FIELD_COUNT),
+	F(mmap_lock_write, "mmap_lock_acquisitions_total", "mode=\"write\"",
+	  "Successful mmap_lock acquisitions, by mode.", MM_FIELD_COUNT),
+	F(mmap_lock_trylock_fail, "mmap_lock_failed_acquisitions_total", NULL,
+	  "mmap_lock acquisitions that returned without the lock (failed trylock or killed wait).",
+	  MM_FIELD_COUNT),
+	F(mmap_lock_waits, "mmap_lock_waits_total", NULL,
+	  "Blocking mmap_lock acquisitions whose wait (start_locking to acquire_returned) was "
+	  "timed.",
+	  MM_FIELD_COUNT),
+	F(mmap_lock_wait_ns, "mmap_lock_wait_seconds_total", NULL,
+	  "Time spent waiting for mmap_lock (start_locking to acquire_returned).", MM_FIELD_NS),
+	F(mmap_lock_write_hold_ns, "mmap_lock_write_hold_seconds_total", NULL,
+	  "Time mmap_lock was held for write (acquire_returned to released).", MM_FIELD_NS),
+	F(mmap_lock_contended, "mmap_lock_contended_total", NULL,
+	  "mmap_lock acquisitions that were contended (lock:contention_begin while waiting).",
+	  MM_FIELD_COUNT),
+};
+
+const size_t mm_proc_nfields = sizeof(mm_proc_fields) / sizeof(mm_proc_fields[0]);
+
+void mm_stats_add(struct mm_proc_stats *dst, const struct mm_proc_stats *src)
+{
+	for (size_t i = 0; i < mm_proc_nfields; i++) {
+		uint64_t *d = (uint64_t *)((char *)dst + mm_proc_fields[i].offset);
+		*d += mm_field_get(src, &mm_proc_fields[i]);
+	}
+	for (unsigned i = 0; i < MM_HIST_BUCKETS; i++)
+		dst->mmap_lock_wait_hist.bucket[i] += src->mmap_lock_wait_hist.bucket[i];
+}
+
+int mm_stats_is_zero(const struct mm_proc_stats *s)
+{
+	for (size_t i = 0; i < mm_proc_nfields; i++)
+		if (mm_field_get(s, &mm_proc_fields[i]))
+			return 0;
+	for (unsigned i = 0; i < MM_HIST_BUCKETS; i++)
+		if (s->mmap_lock_wait_hist.bucket[i])
+			return 0;
+	return 1;
+}
+
+void mm_hist_add(struct mm_hist *h, uint64_t ns)
+{
+	unsigned i = ns < 2 ? 0 : 63u - (unsigned)__builtin_clzll(ns);
+	if (i >= MM_HIST_BUCKETS)
+		i = MM_HIST_BUCKETS - 1;
+	h->bucket[i]++;
+}
+
+uint64_t mm_hist_upper_ns(unsigned i)
+{
+	if (i >= MM_HIST_BUCKETS - 1)
+		return UINT64_MAX;
+	return 1ull << (i + 1);
+}
+
+uint64_t mm_hist_quantile_ns(const struct mm_hist *h, double q)
+{
+	uint64_t total = 0, seen = 0;
+	for (unsigned i = 0; i < MM_HIST_BUCKETS; i++)
+		total += h->bucket[i];
+	if (!total)
+		return 0;
+	double want = q * (double)total;
+	for (unsigned i = 0; i < MM_HIST_BUCKETS; i++) {
+		seen += h->bucket[i];
+		if ((double)seen >= want && seen)
+			return mm_hist_upper_ns(i);
+	}
+	return mm_hist_upper_ns(MM_HIST_BUCKETS - 1);
+}

@@ -1,0 +1,74 @@
+/*
+ * Per-process statistics: the one record that collectors fill and that the store, the JSON API and
+ * the Prometheus exporter read. Every counter is described once in mm_proc_fields[] (name, unit,
+ * Prometheus name), and those three consumers walk that table instead of naming fields, so adding a
+ * counter means: a member here, a row in stats.c, a column in a new schema/ migration.
+ *
+ * Units are part of the names: *_ns are nanoseconds; everything else is a count.
+ */
+#ifndef MM_STATS_H
+#define MM_STATS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* log2 histogram of waits: bucket i counts waits w with 2^i <= w < 2^(i+1) ns (bucket 0 also
+ * holds w = 0); the last bucket holds everything longer. */
+#define MM_HIST_BUCKETS 40
+
+struct mm_hist {
+	uint64_t bucket[MM_HIST_BUCKETS];
+};
+
+struct mm_proc_stats {
+	uint64_t faults;		 /* exceptions:page_fault_user in the process */
+	uint64_t mmap_lock_read;	 /* successful mmap_lock read acquisitions (trylocks too) */
+	uint64_t mmap_lock_write;	 /* successful mmap_lock write acquisitions */
+	uint64_t mmap_lock_trylock_fail; /* acquisitions that returned without the lock */
+	uint64_t mmap_lock_waits;	 /* blocking acquisitions timed start_locking -> returned */
+	uint64_t mmap_lock_wait_ns;	 /* their summed wait */
+	uint64_t mmap_lock_write_hold_ns;   /* summed write hold time (acquire -> release) */
+	uint64_t mmap_lock_contended;	    /* acquisitions that hit lock:contention_begin */
+	struct mm_hist mmap_lock_wait_hist; /* distribution of mmap_lock_wait_ns */
+};
+
+enum mm_field_kind {
+	MM_FIELD_COUNT, /* a plain counter */
+	MM_FIELD_NS,	/* nanoseconds; exported as seconds */
+};
+
+struct mm_field {
+	const char *name; /* column / JSON key, e.g. "mmap_lock_wait_ns" */
+	const char
+		*prom; /* Prometheus family without prefix, e.g. "mmap_lock_wait_seconds_total" */
+	const char *prom_label; /* extra label "key=\"value\"" within that family, or NULL */
+	const char *help;	/* Prometheus HELP text of the family */
+	enum mm_field_kind kind;
+	size_t offset; /* offsetof(struct mm_proc_stats, member), a uint64_t */
+};
+
+extern const struct mm_field mm_proc_fields[];
+extern const size_t mm_proc_nfields;
+
+static inline uint64_t mm_field_get(const struct mm_proc_stats *s, const struct mm_field *f)
+{
+	return *(const uint64_t *)((const char *)s + f->offset);
+}
+
+/* Adds every counter and histogram bucket of @src to @dst. */
+void mm_stats_add(struct mm_proc_stats *dst, const struct mm_proc_stats *src);
+
+/* True when every counter and bucket is zero. */
+int mm_stats_is_zero(const struct mm_proc_stats *s);
+
+/* Records one observation of @ns in @h. */
+void mm_hist_add(struct mm_hist *h, uint64_t ns);
+
+/* Upper bound (exclusive) in ns of bucket @i, i.e. 2^(i+1); UINT64_MAX for the last bucket. */
+uint64_t mm_hist_upper_ns(unsigned i);
+
+/* Smallest bucket upper bound below which at least fraction @q (0..1) of observations lie;
+ * 0 when the histogram is empty. */
+uint64_t mm_hist_quantile_ns(const struct mm_hist *h, double q);
+
+#endif

@@ -1,0 +1,350 @@
+/*
+ * mmaplock: per-process page faults and mmap_lock acquisitions.
+ *
+ * Counts, per process (the thread group of the task that fired the event):
+ *   faults                  exceptions:page_fault_user
+ *   mmap_lock_read/_write   mmap_lock_acquire_returned with success, by mode. A write-lock
+ *                           downgrade (mmap_write_downgrade) is traced as a read acquisition and
+ *                           ends the write hold.
+ *   mmap_lock_trylock_fail  mmap_lock_acquire_returned without success (failed trylock, or a
+ *                           killable wait interrupted)
+ *   mmap_lock_waits/_wait_ns/hist  start_locking -> acquire_returned of the same thread (only
+ *                           blocking acquisitions trace start_locking; trylocks do not)
+ *   mmap_lock_write_hold_ns acquire_returned(write) -> released(write) or downgrade, per mm:
+ *                           fork holds the parent's and the child's mmap_lock for write at once
+ *   mmap_lock_contended     a lock:contention_begin on a sleeping rwsem (flags READ or WRITE
+ *                           without SPIN) between start_locking and acquire_returned of the same
+ *                           thread: nothing but the mmap_lock's own rwsem sleeps there.
+ * Pairing is per thread and needs the events in time order across CPUs, which the host
+ * guarantees. Events that cannot be paired (a release of a write lock taken before mmlockd
+ * started, a lost record in between) are counted as globals, never guessed.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "plugin.h"
+
+/* Flags of lock:contention_begin (include/trace/events/lock.h). */
+#define LCB_F_SPIN  (1U << 0)
+#define LCB_F_READ  (1U << 1)
+#define LCB_F_WRITE (1U << 2)
+
+#define MAX_HELD 4
+
+struct thread {
+	uint32_t tid;
+	bool in_use;
+	bool waiting;	/* between start_locking and acquire_returned */
+	bool contended; /* a rwsem contention was seen in that wait */
+	uint64_t wait_start_ns;
+	uint64_t wait_mm;
+	unsigned nheld; /* mmap_locks held for write (fork nests two) */
+	struct {
+		uint64_t mm, since_ns;
+	} held[MAX_HELD];
+};
+
+struct state {
+	const struct mm_tp *fault, *start, *acquired, *released, *contention;
+	const struct tep_format_field *start_mm, *start_write;
+	const struct tep_format_field *acq_mm, *acq_write, *acq_success;
+	const struct tep_format_field *rel_mm, *rel_write;
+	const struct tep_format_field *cb_flags;
+	int g_unmatched_acquire, g_unmatched_release, g_bad_field, g_threads_dropped, g_too_nested;
+
+	/* Open-addressing table of threads with pending state, keyed by tid. */
+	struct thread *threads;
+	size_t cap, used;
+};
+
+#define MAX_THREADS (1u << 20)
+
+static const struct mm_tp_req tracepoints[] = {
+	{"exceptions", "page_fault_user", false, false},
+	{"mmap_lock", "mmap_lock_start_locking", false, false},
+	{"mmap_lock", "mmap_lock_acquire_returned", false, false},
+	{"mmap_lock", "mmap_lock_released", false, false},
+	{"lock", "contention_begin", true, false},
+	{NULL, NULL, false, false},
+};
+
+static size_t slot_of(const struct state *st, uint32_t tid)
+{
+	return (tid * 2654435761u) & (st->cap - 1);
+}
+
+static struct thread *find_thread(struct state *st, uint32_t tid)
+{
+	for (size_t i = slot_of(st, tid);; i = (i + 1) & (st->cap - 1)) {
+		if (!st->threads[i].in_use)
+			return NULL;
+		if (st->threads[i].tid == tid)
+			return &st->threads[i];
+	}
+}
+
+static int rehash(struct state *st, size_t cap)
+{
+	struct thread *old = st->threads;
+	size_t old_cap = st->cap;
+	struct thread *n = calloc(cap, sizeof(*n));
+	if (!n)
+		return -ENOMEM;
+	st->threads = n;
+	st->cap = cap;
+	st->used = 0;
+	for (size_t i = 0; i < old_cap; i++) {
+		if (!old[i].in_use)
+			continue;
+		size_t j = slot_of(st, old[i].tid);
+		while (st->threads[j].in_use)
+			j = (j + 1) & (cap - 1);
+		st->threads[j] = old[i];
+		st->used++;
+	}
+	free(old);
+	return 0;
+}
+
+/* The thread's state, created when @create; NULL when absent or out of memory. */
+static struct thread *get_thread(struct state *st, struct mm_host *h, uint32_t tid, bool create)
+{
+	struct thread *t = find_thread(st, tid);
+	if (t || !create)
+		return t;
+	if ((st->used + 1) * 2 > st->cap) {
+		if (st->cap >= MAX_THREADS || rehash(st, st->cap * 2) < 0) {
+			mm_host_global_add(h, st->g_threads_dropped, 1);
+			return NULL;
+		}
+	}
+	size_t i = slot_of(st, tid);
+	while (st->threads[i].in_use)
+		i = (i + 1) & (st->cap - 1);
+	st->threads[i] = (struct thread){.tid = tid, .in_use = true};
+	st->used++;
+	return &st->threads[i];
+}
+
+/* Removes @t keeping the probe chains intact (backward-shift deletion). */
+static void drop_thread(struct state *st, struct thread *t)
+{
+	size_t i = (size_t)(t - st->threads);
+	st->threads[i].in_use = false;
+	st->used--;
+	for (size_t j = (i + 1) & (st->cap - 1); st->threads[j].in_use;
+	     j = (j + 1) & (st->cap - 1)) {
+		size_t home = slot_of(st, st->threads[j].tid);
+		/* Move j back to i when its home is not in (i, j]. */
+		bool between = i <= j ? (home > i && home <= j) : (home > i || home <= j);
+		if (!between) {
+			st->threads[i] = st->threads[j];
+			st->threads[j].in_use = false;
+			i = j;
+		}
+	}
+}
+
+static void maybe_drop(struct state *st, struct thread *t)
+{
+	if (!t->waiting && !t->nheld)
+		drop_thread(st, t);
+}
+
+/* Ends the write hold of @mm by @t at @time_ns, adding it to @ps. Returns false if @t did not
+ * hold @mm for write. */
+static bool end_hold(struct thread *t, uint64_t mm, uint64_t time_ns, struct mm_proc_stats *ps)
+{
+	for (unsigned i = 0; i < t->nheld; i++) {
+		if (t->held[i].mm != mm)
+			continue;
+		if (time_ns >= t->held[i].since_ns)
+			ps->mmap_lock_write_hold_ns += time_ns - t->held[i].since_ns;
+		t->held[i] = t->held[--t->nheld];
+		return true;
+	}
+	return false;
+}
+
+static bool read_field(struct state *st, struct mm_host *h, const struct tep_format_field *f,
+		       const struct mm_sample *s, uint64_t *v)
+{
+	if (mm_field_read(f, s, v) == 0)
+		return true;
+	mm_host_global_add(h, st->g_bad_field, 1);
+	return false;
+}
+
+static int init(struct mm_host *h, void **ret_state)
+{
+	struct state *st = calloc(1, sizeof(*st));
+	if (!st)
+		return mm_host_fail(h, "out of memory");
+	st->cap = 1024;
+	st->threads = calloc(st->cap, sizeof(*st->threads));
+	if (!st->threads) {
+		free(st);
+		return mm_host_fail(h, "out of memory");
+	}
+	st->fault = mm_host_tp(h, "exceptions", "page_fault_user");
+	st->start = mm_host_tp(h, "mmap_lock", "mmap_lock_start_locking");
+	st->acquired = mm_host_tp(h, "mmap_lock", "mmap_lock_acquire_returned");
+	st->released = mm_host_tp(h, "mmap_lock", "mmap_lock_released");
+	st->contention = mm_host_tp(h, "lock", "contention_begin");
+
+	st->start_mm = mm_tp_field(st->start, "mm");
+	st->start_write = mm_tp_field(st->start, "write");
+	st->acq_mm = mm_tp_field(st->acquired, "mm");
+	st->acq_write = mm_tp_field(st->acquired, "write");
+	st->acq_success = mm_tp_field(st->acquired, "success");
+	st->rel_mm = mm_tp_field(st->released, "mm");
+	st->rel_write = mm_tp_field(st->released, "write");
+	st->cb_flags = mm_tp_field(st->contention, "flags");
+	if (!st->start_mm || !st->start_write || !st->acq_mm || !st->acq_write ||
+	    !st->acq_success || !st->rel_mm || !st->rel_write) {
+		free(st->threads);
+		free(st);
+		return mm_host_fail(h, "mmap_lock tracepoints lack the fields mm/write/success "
+				       "(unsupported kernel version)");
+	}
+	if (st->contention && !st->cb_flags)
+		st->contention = NULL;
+
+	st->g_unmatched_acquire = mm_host_global(h, "mmaplock_unmatched", "acquire_without_start",
+						 "Events the mmaplock collector could not pair.");
+	st->g_unmatched_release =
+		mm_host_global(h, "mmaplock_unmatched", "write_release_without_acquire", NULL);
+	st->g_bad_field = mm_host_global(h, "mmaplock_unmatched", "short_record", NULL);
+	st->g_threads_dropped = mm_host_global(h, "mmaplock_unmatched", "threads_dropped", NULL);
+	st->g_too_nested = mm_host_global(h, "mmaplock_unmatched", "write_holds_too_nested", NULL);
+	*ret_state = st;
+	return 0;
+}
+
+static void on_start(struct state *st, struct mm_host *h, const struct mm_sample *s)
+{
+	uint64_t mm, write;
+	if (!read_field(st, h, st->start_mm, s, &mm) ||
+	    !read_field(st, h, st->start_write, s, &write))
+		return;
+	struct thread *t = get_thread(st, h, s->tid, true);
+	if (!t)
+		return;
+	t->waiting = true;
+	t->contended = false;
+	t->wait_start_ns = s->time_ns;
+	t->wait_mm = mm;
+}
+
+static void on_acquired(struct state *st, struct mm_host *h, const struct mm_sample *s)
+{
+	uint64_t mm, write, success;
+	if (!read_field(st, h, st->acq_mm, s, &mm) ||
+	    !read_field(st, h, st->acq_write, s, &write) ||
+	    !read_field(st, h, st->acq_success, s, &success))
+		return;
+	struct mm_proc_stats *ps = mm_host_proc(h, s->pid);
+	if (!success)
+		ps->mmap_lock_trylock_fail++;
+	else if (write)
+		ps->mmap_lock_write++;
+	else
+		ps->mmap_lock_read++;
+
+	struct thread *t = get_thread(st, h, s->tid, success && write);
+	if (!t)
+		return;
+	if (t->waiting) {
+		if (t->wait_mm == mm && s->time_ns >= t->wait_start_ns) {
+			uint64_t wait = s->time_ns - t->wait_start_ns;
+			ps->mmap_lock_waits++;
+			ps->mmap_lock_wait_ns += wait;
+			mm_hist_add(&ps->mmap_lock_wait_hist, wait);
+			if (t->contended)
+				ps->mmap_lock_contended++;
+		} else {
+			mm_host_global_add(h, st->g_unmatched_acquire, 1);
+		}
+		t->waiting = false;
+	}
+	if (!write && success)
+		end_hold(t, mm, s->time_ns, ps); /* mmap_write_downgrade(): the hold ends here */
+	if (write && success) {
+		if (t->nheld < MAX_HELD)
+			t->held[t->nheld++] = (typeof(t->held[0])){mm, s->time_ns};
+		else
+			mm_host_global_add(h, st->g_too_nested, 1);
+	}
+	maybe_drop(st, t);
+}
+
+static void on_released(struct state *st, struct mm_host *h, const struct mm_sample *s)
+{
+	uint64_t mm, write;
+	if (!read_field(st, h, st->rel_mm, s, &mm) || !read_field(st, h, st->rel_write, s, &write))
+		return;
+	if (!write)
+		return;
+	struct thread *t = get_thread(st, h, s->tid, false);
+	if (!t || !end_hold(t, mm, s->time_ns, mm_host_proc(h, s->pid))) {
+		mm_host_global_add(h, st->g_unmatched_release, 1);
+		return;
+	}
+	maybe_drop(st, t);
+}
+
+static void on_contention(struct state *st, struct mm_host *h, const struct mm_sample *s)
+{
+	struct thread *t = get_thread(st, h, s->tid, false);
+	if (!t || !t->waiting)
+		return;
+	uint64_t flags;
+	if (!read_field(st, h, st->cb_flags, s, &flags))
+		return;
+	if ((flags & (LCB_F_READ | LCB_F_WRITE)) && !(flags & LCB_F_SPIN))
+		t->contended = true;
+}
+
+static void sample(void *state, struct mm_host *h, const struct mm_sample *s)
+{
+	struct state *st = state;
+	if (s->tp == st->fault)
+		mm_host_proc(h, s->pid)->faults++;
+	else if (s->tp == st->acquired)
+		on_acquired(st, h, s);
+	else if (s->tp == st->start)
+		on_start(st, h, s);
+	else if (s->tp == st->released)
+		on_released(st, h, s);
+	else if (s->tp == st->contention)
+		on_contention(st, h, s);
+}
+
+static void thread_exit(void *state, struct mm_host *h, uint32_t pid, uint32_t tid)
+{
+	struct state *st = state;
+	struct thread *t = find_thread(st, tid);
+	if (t)
+		drop_thread(st, t);
+}
+
+static void free_state(void *state)
+{
+	struct state *st = state;
+	if (!st)
+		return;
+	free(st->threads);
+	free(st);
+}
+
+const struct mm_plugin mm_plugin_mmaplock = {
+	.name = "mmaplock",
+	.description =
+		"per-process page faults and mmap_lock acquisitions, waits, holds, contention",
+	.tracepoints = tracepoints,
+	.init = init,
+	.sample = sample,
+	.thread_exit = thread_exit,
+	.free = free_state,
+};

@@ -1,0 +1,81 @@
+/*
+ * The collector interface. A collector is one file in plugins/ that exports one struct mm_plugin:
+ * the tracepoints it needs, and hooks the daemon calls from its single collection thread. It
+ * touches only per-process statistics and global counters through the host calls below; it knows
+ * nothing of perf, SQLite or HTTP, so the same collector runs live and on a replayed recording.
+ *
+ * Hooks run on the collection thread only and must not block (no I/O in sample()).
+ */
+#ifndef MM_PLUGIN_H
+#define MM_PLUGIN_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "sample.h"
+#include "stats.h"
+
+struct mm_host;
+struct mm_tp;
+struct tep_format_field;
+
+struct mm_tp_req {
+	const char *system; /* e.g. "mmap_lock" */
+	const char *name;   /* e.g. "mmap_lock_acquire_returned" */
+	bool optional;	    /* the collector runs (degraded) without it */
+	bool callchain;	    /* wants kernel callchains on this event */
+};
+
+struct mm_plugin {
+	const char *name;		     /* [a-z0-9_]+, used in config and labels */
+	const char *description;	     /* one line */
+	const struct mm_tp_req *tracepoints; /* terminated by an entry with system == NULL */
+
+	/* Resolves tracepoints and fields (mm_host_tp, mm_tp_field) and registers global
+	 * counters. Called only when every non-optional tracepoint is open. Returns 0 with
+	 * *ret_state set, or -errno after mm_host_fail() saying why. */
+	int (*init)(struct mm_host *h, void **ret_state);
+	/* One sample of one of its tracepoints, in timestamp order across all CPUs. */
+	void (*sample)(void *state, struct mm_host *h, const struct mm_sample *s);
+	/* A thread exited (pid == tid: the process). Drop per-thread state. Optional. */
+	void (*thread_exit)(void *state, struct mm_host *h, uint32_t pid, uint32_t tid);
+	/* About once a second, and once before each window closes. Optional. */
+	void (*tick)(void *state, struct mm_host *h);
+	void (*free)(void *state); /* accepts NULL */
+};
+
+/* Every collector this build has, NULL-terminated (plugins/registry.c). */
+extern const struct mm_plugin *const mm_plugins[];
+
+/* --- host calls available to collectors --- */
+
+/* The open tracepoint system:name, or NULL when it is not being sampled. */
+const struct mm_tp *mm_host_tp(struct mm_host *h, const char *system, const char *name);
+
+/* A field of @tp's format by name, or NULL. Fields are resolved from the running kernel's format
+ * files: never assume offsets. */
+const struct tep_format_field *mm_tp_field(const struct mm_tp *tp, const char *name);
+
+/* Reads numeric field @f of sample @s (which must come from the field's tracepoint). Returns 0,
+ * or -EINVAL when the record is too short. */
+int mm_field_read(const struct tep_format_field *f, const struct mm_sample *s, uint64_t *ret);
+
+/* The statistics of the open window for the process @pid (created on first use; its identity,
+ * name and cgroup are looked up by the host). Never NULL: on allocation failure a shared
+ * overflow record is returned and counted. */
+struct mm_proc_stats *mm_host_proc(struct mm_host *h, uint32_t pid);
+
+/* Registers a global counter exported as mmlockd_<family>_total{name="<name>"}; returns its id
+ * (>= 0) or -ENOMEM. */
+int mm_host_global(struct mm_host *h, const char *family, const char *name, const char *help);
+void mm_host_global_add(struct mm_host *h, int id, uint64_t delta);
+
+/* Marks the calling collector failed with a reason shown in /api/v1/status and /metrics; it gets
+ * no more hooks. Returns -EIO for `return mm_host_fail(...)` convenience. */
+int mm_host_fail(struct mm_host *h, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Adds a note to the calling collector's state (e.g. "optional tracepoint X missing: no
+ * contention counts") without failing it. */
+void mm_host_note(struct mm_host *h, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+#endif

@@ -1,0 +1,13 @@
+/*
+ * The list of collectors compiled into mmlockd. Adding one: a file in plugins/, its struct here.
+ */
+#include "plugin.h"
+
+extern const struct mm_plugin mm_plugin_mmaplock;
+extern const struct mm_plugin mm_plugin_vmstat;
+
+const struct mm_plugin *const mm_plugins[] = {
+	&mm_plugin_mmaplock,
+	&mm_plugin_vmstat,
+	NULL,
+};

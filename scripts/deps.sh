@@ -1,0 +1,38 @@
+#!/bin/sh
+# Installs what building and testing mmlockd needs on Debian 12, then extracts libperf's sources
+# from Debian's linux-source-6.12 package into subprojects/libperf/linux/ (ignored by git).
+# Idempotent and quiet when everything is already there; must run as root when anything is missing.
+set -eu
+cd "$(dirname "$0")/.."
+
+PKGS="build-essential meson ninja-build pkg-config libtraceevent-dev libsqlite3-dev libmicrohttpd-dev
+linux-source-6.12 xz-utils sqlite3 curl linux-perf prometheus python3"
+
+missing=""
+for p in $PKGS; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing="$missing $p"
+done
+if [ -n "$missing" ]; then
+	if [ "$(id -u)" != 0 ]; then
+		echo "mmlockd: missing Debian packages:$missing; run as root (or apt-get install them)" >&2
+		exit 1
+	fi
+	echo "mmlockd: installing$missing"
+	export DEBIAN_FRONTEND=noninteractive
+	# A fresh machine has no package lists yet; refresh them once before installing.
+	apt-get update -q
+	apt-get install -y -q --no-install-recommends $missing
+fi
+
+SRC=subprojects/libperf/linux
+TARBALL=/usr/src/linux-source-6.12.tar.xz
+if [ ! -f "$SRC/.complete" ]; then
+	echo "mmlockd: extracting libperf sources from $TARBALL"
+	rm -rf "$SRC"
+	mkdir -p "$SRC"
+	xz -T0 -dc "$TARBALL" | tar -x -C "$SRC" --strip-components=1 \
+		--wildcards 'linux-source-6.12/tools/lib/perf/*' 'linux-source-6.12/tools/lib/api/*' \
+		'linux-source-6.12/tools/lib/*.c' 'linux-source-6.12/tools/lib/*.h' \
+		'linux-source-6.12/tools/include/*' 'linux-source-6.12/tools/arch/x86/include/*'
+	touch "$SRC/.complete"
+fi

@@ -1,0 +1,101 @@
+/*
+ * Prints the /metrics exposition of a realistic synthetic snapshot on stdout: several processes
+ * (one exited, one sharing its pid with the exited one, one with quote, backslash, newline and
+ * invalid UTF-8 in its name), every counter non-zero, a filled wait histogram, globals of two
+ * families, events with losses and one that failed to open, and a failed collector.
+ * promtool_check.sh pipes it to `promtool check metrics`, so the format is checked by Prometheus's
+ * own parser and linter rather than by our reading of the specification.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "prom.h"
+
+static void fill(struct mm_proc_stats *st, uint64_t scale)
+{
+	for (size_t i = 0; i < mm_proc_nfields; i++) {
+		uint64_t *v = (uint64_t *)((char *)st + mm_proc_fields[i].offset);
+		*v = scale * (i + 1) * (mm_proc_fields[i].kind == MM_FIELD_NS ? 1234567 : 1);
+	}
+	for (uint64_t w = 1; w < (1ull << 36); w = w * 3 + 1)
+		for (uint64_t k = 0; k < scale; k++)
+			mm_hist_add(&st->mmap_lock_wait_hist, w);
+}
+
+int main(void)
+{
+	static const char *const comms[] = {"postgres",	   "java",     "bad\"na\\me\n\xff",
+					    "kworker/0:1", "postgres", "sh"};
+	const size_t nprocs = sizeof(comms) / sizeof(comms[0]);
+	struct mm_snapshot *s = mm_snapshot_new(nprocs, 4, 4, 3);
+	struct mm_buf out = MM_BUF_INIT;
+
+	if (!s)
+		return 1;
+	strcpy(s->version, "0.1.0");
+	strcpy(s->kernel, "6.12.0-test");
+	s->started_ms = 1700000000000;
+	s->taken_ms = 1700000123456;
+	s->window_start_ms = 1700000120000;
+	s->interval_s = 10;
+	for (size_t i = 0; i < nprocs; i++) {
+		struct mm_snap_proc *p = &s->procs[i];
+		p->pid = (int32_t)(1000 + i);
+		p->start_ms = 1699999000000 + i;
+		snprintf(p->comm, sizeof(p->comm), "%s", comms[i]);
+		strcpy(p->cgroup, "/system.slice/test.service");
+		fill(&p->window, nprocs - i);
+		fill(&p->total, 10 * (nprocs - i));
+		mm_stats_add(&s->all_window, &p->window);
+		mm_stats_add(&s->all_total, &p->total);
+	}
+	s->procs[1].exited = true;
+	s->procs[4].pid = s->procs[1].pid; /* pid reused after the exit */
+
+	static const char *const globals[][3] = {
+		{"vmstat", "pgfault", "Deltas of /proc/vmstat counters."},
+		{"vmstat", "vma_lock_abort", ""},
+		{"unmatched_events", "mmap_lock_released", ""},
+		{"events", "clash", "A family that collides with a built-in one."},
+	};
+	for (size_t i = 0; i < s->nglobals; i++) {
+		snprintf(s->globals[i].family, sizeof(s->globals[i].family), "%s", globals[i][0]);
+		snprintf(s->globals[i].name, sizeof(s->globals[i].name), "%s", globals[i][1]);
+		snprintf(s->globals[i].help, sizeof(s->globals[i].help), "%s", globals[i][2]);
+		s->globals[i].window = i;
+		s->globals[i].total = 100 * i + 7;
+	}
+
+	static const char *const events[] = {
+		"exceptions:page_fault_user", "mmap_lock:mmap_lock_start_locking",
+		"mmap_lock:mmap_lock_acquire_returned", "lock:contention_begin"};
+	for (size_t i = 0; i < s->nevents; i++) {
+		struct mm_snap_event *e = &s->events[i];
+		snprintf(e->name, sizeof(e->name), "%s", events[i]);
+		e->open = i != 3;
+		if (!e->open)
+			strcpy(e->error, "Permission denied");
+		e->samples = e->open ? 1000000 * (i + 1) : 0;
+		e->lost = i == 1 ? 42 : 0;
+	}
+
+	strcpy(s->collectors[0].name, "faults");
+	strcpy(s->collectors[1].name, "mmaplock");
+	strcpy(s->collectors[2].name, "vmstat");
+	s->collectors[2].state = MM_COLLECTOR_FAILED;
+	strcpy(s->collectors[2].reason, "/proc/vmstat: no vma_lock_* counters");
+
+	s->windows_stored = 12;
+	s->store_errors = 1;
+	s->procs_tracked = nprocs;
+
+	mm_prom_format(s, 20, &out);
+	mm_snapshot_unref(s);
+	if (mm_buf_failed(&out)) {
+		fprintf(stderr, "prom_dump: out of memory\n");
+		return 1;
+	}
+	fwrite(out.data, 1, out.len, stdout);
+	mm_buf_free(&out);
+	return 0;
+}

@@ -1,0 +1,115 @@
+/*
+ * Builders of perf records for unit tests: PERF_RECORD_SAMPLE with TID|TIME|CPU|RAW carrying a
+ * tracepoint payload laid out by its libtraceevent format, and COMM/FORK/EXIT task records with a
+ * TID|TIME|CPU sample_id trailer, the same layouts the sampler asks the kernel for.
+ */
+#ifndef MM_TEST_RECORDS_H
+#define MM_TEST_RECORDS_H
+
+#include <linux/perf_event.h>
+#include <stdint.h>
+#include <string.h>
+#include <traceevent/event-parse.h>
+
+#define REC_SAMPLE_TYPE (PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU | PERF_SAMPLE_RAW)
+#define REC_TASK_TYPE	(PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU)
+
+struct rec {
+	union {
+		struct perf_event_header hdr;
+		uint64_t words[64];
+	};
+};
+
+struct rec_field {
+	const char *name;
+	uint64_t value;
+};
+
+/* A sample of @ev by pid/tid at @time with the named fields set (others zero). */
+static inline const struct perf_event_header *rec_sample(struct rec *r, struct tep_event *ev,
+							 uint32_t pid, uint32_t tid, uint64_t time,
+							 const struct rec_field *fields, unsigned n)
+{
+	uint8_t raw[128] = {0};
+	uint16_t type = (uint16_t)ev->id;
+	memcpy(raw, &type, 2);
+	memcpy(raw + 4, &tid, 4);
+	unsigned raw_size = 0;
+	for (struct tep_format_field *f = ev->format.fields; f; f = f->next)
+		if ((unsigned)(f->offset + f->size) > raw_size)
+			raw_size = (unsigned)(f->offset + f->size);
+	for (unsigned i = 0; i < n; i++) {
+		struct tep_format_field *f = tep_find_field(ev, fields[i].name);
+		if (f)
+			memcpy(raw + f->offset, &fields[i].value, f->size);
+	}
+	memset(r, 0, sizeof(*r));
+	uint8_t *p = (uint8_t *)(&r->hdr + 1);
+	uint64_t v = pid | ((uint64_t)tid << 32);
+	memcpy(p, &v, 8);
+	memcpy(p + 8, &time, 8);
+	memset(p + 16, 0, 8); /* cpu, res */
+	/* RAW: u32 size then the payload, padded so the record stays 8-byte aligned. */
+	uint32_t size = (raw_size + 4 + 7) / 8 * 8 - 4;
+	memcpy(p + 24, &size, 4);
+	memcpy(p + 28, raw, raw_size);
+	r->hdr.type = PERF_RECORD_SAMPLE;
+	r->hdr.size = (uint16_t)(sizeof(r->hdr) + 28 + size);
+	return &r->hdr;
+}
+
+static inline void rec_trailer(uint8_t *p, uint32_t pid, uint32_t tid, uint64_t time)
+{
+	uint64_t v = pid | ((uint64_t)tid << 32);
+	memcpy(p, &v, 8);
+	memcpy(p + 8, &time, 8);
+	memset(p + 16, 0, 8);
+}
+
+/* PERF_RECORD_FORK or _EXIT of thread @tid in process @pid. */
+static inline const struct perf_event_header *rec_task(struct rec *r, uint32_t type, uint32_t pid,
+						       uint32_t tid, uint64_t time)
+{
+	memset(r, 0, sizeof(*r));
+	uint8_t *p = (uint8_t *)(&r->hdr + 1);
+	uint32_t ids[4] = {pid, 1, tid, 1};
+	memcpy(p, ids, 16);
+	memcpy(p + 16, &time, 8);
+	rec_trailer(p + 24, pid, tid, time);
+	r->hdr.type = type;
+	r->hdr.size = (uint16_t)(sizeof(r->hdr) + 24 + 24);
+	return &r->hdr;
+}
+
+/* PERF_RECORD_COMM: @pid/@tid is now called @comm. */
+static inline const struct perf_event_header *rec_comm(struct rec *r, uint32_t pid, uint32_t tid,
+						       const char *comm, uint64_t time)
+{
+	memset(r, 0, sizeof(*r));
+	uint8_t *p = (uint8_t *)(&r->hdr + 1);
+	memcpy(p, &pid, 4);
+	memcpy(p + 4, &tid, 4);
+	size_t len = (strlen(comm) + 1 + 7) / 8 * 8;
+	memcpy(p + 8, comm, strlen(comm) + 1);
+	rec_trailer(p + 8 + len, pid, tid, time);
+	r->hdr.type = PERF_RECORD_COMM;
+	r->hdr.size = (uint16_t)(sizeof(r->hdr) + 8 + len + 24);
+	return &r->hdr;
+}
+
+/* PERF_RECORD_LOST of @n records. */
+static inline const struct perf_event_header *rec_lost(struct rec *r, uint64_t n, uint64_t time)
+{
+	memset(r, 0, sizeof(*r));
+	uint8_t *p = (uint8_t *)(&r->hdr + 1);
+	uint64_t id = 0;
+	memcpy(p, &id, 8);
+	memcpy(p + 8, &n, 8);
+	rec_trailer(p + 16, 0, 0, time);
+	r->hdr.type = PERF_RECORD_LOST;
+	r->hdr.size = (uint16_t)(sizeof(r->hdr) + 16 + 24);
+	return &r->hdr;
+}
+
+#endif

@@ -1,0 +1,322 @@
+/*
+ * Tests of the JSON API bodies (daemon/api.c) on hand-built snapshots: the output is valid JSON
+ * (checked by a strict recursive-descent validator below), the keys of every "window" and "total"
+ * object are exactly the names of mm_proc_fields[] in order (the columns of the process_stats
+ * view), odd bytes in a comm are escaped, and times are unix seconds with milliseconds.
+ */
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api.h"
+#include "check.h"
+
+/* A strict JSON validator (RFC 8259 syntax; strings must be printable ASCII or escapes, which is
+ * what mm_buf_json_str produces for anything else than valid UTF-8). */
+static const char *ws(const char *p)
+{
+	while (*p == ' ' || *p == '\n' || *p == '\t' || *p == '\r')
+		p++;
+	return p;
+}
+
+static const char *value(const char *p);
+
+static const char *string(const char *p)
+{
+	if (*p++ != '"')
+		return NULL;
+	while (*p != '"') {
+		unsigned char c = (unsigned char)*p;
+		if (c < 0x20)
+			return NULL;
+		if (c == '\\') {
+			p++;
+			if (*p == 'u') {
+				for (int i = 1; i <= 4; i++)
+					if (!strchr("0123456789abcdefABCDEF", p[i]) || !p[i])
+						return NULL;
+				p += 5;
+			} else if (*p && strchr("\"\\/bfnrt", *p)) {
+				p++;
+			} else {
+				return NULL;
+			}
+		} else {
+			p++;
+		}
+	}
+	return p + 1;
+}
+
+static const char *number(const char *p)
+{
+	const char *start = p;
+	if (*p == '-')
+		p++;
+	if (*p == '0')
+		p++;
+	else if (*p >= '1' && *p <= '9')
+		while (*p >= '0' && *p <= '9')
+			p++;
+	else
+		return NULL;
+	if (*p == '.') {
+		p++;
+		if (!(*p >= '0' && *p <= '9'))
+			return NULL;
+		while (*p >= '0' && *p <= '9')
+			p++;
+	}
+	return p > start ? p : NULL;
+}
+
+static const char *container(const char *p, char close)
+{
+	p = ws(p + 1);
+	if (*p == close)
+		return p + 1;
+	for (;;) {
+		if (close == '}') {
+			p = string(ws(p));
+			if (!p || *(p = ws(p)) != ':')
+				return NULL;
+			p++;
+		}
+		p = value(p);
+		if (!p)
+			return NULL;
+		p = ws(p);
+		if (*p == close)
+			return p + 1;
+		if (*p++ != ',')
+			return NULL;
+	}
+}
+
+static const char *value(const char *p)
+{
+	p = ws(p);
+	if (*p == '{')
+		return container(p, '}');
+	if (*p == '[')
+		return container(p, ']');
+	if (*p == '"')
+		return string(p);
+	if (!strncmp(p, "true", 4))
+		return p + 4;
+	if (!strncmp(p, "false", 5))
+		return p + 5;
+	if (!strncmp(p, "null", 4))
+		return p + 4;
+	return number(p);
+}
+
+static bool valid_json(const char *s)
+{
+	const char *end = value(s);
+	return end && *ws(end) == '\0';
+}
+
+/* Checks that the object starting at @obj ("{...}", values are numbers) has exactly the keys of
+ * mm_proc_fields[] in order, and returns the value of @want (or -1). */
+static double check_stats_object(const char *obj, const char *want)
+{
+	double found = -1;
+	const char *p = obj;
+	CHECK(*p == '{');
+	if (*p != '{')
+		return -1;
+	p++;
+	for (size_t i = 0; i < mm_proc_nfields; i++) {
+		char key[80];
+		int n = snprintf(key, sizeof(key), "\"%s\":", mm_proc_fields[i].name);
+		if (strncmp(p, key, (size_t)n) != 0) {
+			fprintf(stderr, "expected key %s at: %.40s\n", key, p);
+			CHECK(!"stats keys equal mm_proc_fields names");
+			return -1;
+		}
+		char *end;
+		double v = strtod(p + n, &end);
+		if (want && !strcmp(want, mm_proc_fields[i].name))
+			found = v;
+		p = end;
+		CHECK(*p == (i + 1 < mm_proc_nfields ? ',' : '}'));
+		p++;
+	}
+	return found;
+}
+
+static struct mm_snapshot *snap(void)
+{
+	struct mm_snapshot *s = mm_snapshot_new(2, 1, 2, 2);
+	strcpy(s->version, "0.1.0");
+	strcpy(s->kernel, "6.12.0-amd64");
+	s->started_ms = 1700000000000;
+	s->taken_ms = 1700000090250;
+	s->window_start_ms = 1700000080000;
+	s->interval_s = 10;
+	s->procs[0].pid = 4242;
+	s->procs[0].start_ms = 1699999999123;
+	strcpy(s->procs[0].comm, "postgres");
+	strcpy(s->procs[0].cgroup, "/system.slice/postgresql.service");
+	s->procs[0].window.faults = 5;
+	s->procs[0].total.faults = 50;
+	s->procs[0].total.mmap_lock_wait_ns = 123456789;
+	s->procs[1].pid = 7;
+	s->procs[1].exited = true;
+	strcpy(s->procs[1].comm, "odd");
+	mm_stats_add(&s->all_window, &s->procs[0].window);
+	mm_stats_add(&s->all_total, &s->procs[0].total);
+	strcpy(s->globals[0].family, "vmstat");
+	strcpy(s->globals[0].name, "pgfault");
+	s->globals[0].window = 3;
+	s->globals[0].total = 30;
+	strcpy(s->events[0].name, "exceptions:page_fault_user");
+	s->events[0].open = true;
+	s->events[0].samples = 100;
+	s->events[0].lost = 1;
+	s->events[0].window_samples = 10;
+	strcpy(s->events[1].name, "lock:contention_begin");
+	strcpy(s->events[1].error, "No such file or directory");
+	strcpy(s->collectors[0].name, "faults");
+	strcpy(s->collectors[1].name, "vmstat");
+	s->collectors[1].state = MM_COLLECTOR_FAILED;
+	strcpy(s->collectors[1].reason, "no \"vma_lock\" counters");
+	s->windows_stored = 8;
+	s->store_errors = 1;
+	s->procs_tracked = 2;
+	return s;
+}
+
+static char *status(const struct mm_snapshot *s)
+{
+	struct mm_buf b = MM_BUF_INIT;
+	mm_api_status(s, &b);
+	CHECK(!mm_buf_failed(&b));
+	return b.data;
+}
+
+static char *processes(const struct mm_snapshot *s)
+{
+	struct mm_buf b = MM_BUF_INIT;
+	mm_api_processes(s, &b);
+	CHECK(!mm_buf_failed(&b));
+	return b.data;
+}
+
+static void test_validator_rejects_broken_json(void)
+{
+	/* The checks below rely on valid_json; make sure it can say no. */
+	CHECK(valid_json("{\"a\":[1,2.5,true,null,\"x\\u00ff\"]}"));
+	CHECK(!valid_json("{\"a\":1,}"));
+	CHECK(!valid_json("{\"a\":\"\x01\"}"));
+	CHECK(!valid_json("{\"a\":01}"));
+	CHECK(!valid_json("{\"a\":1} x"));
+	CHECK(!valid_json("[1 2]"));
+}
+
+static void test_status_is_valid_json_with_all_sections(void)
+{
+	struct mm_snapshot *s = snap();
+	char *t = status(s);
+
+	CHECK(valid_json(t));
+	CHECK_CONTAINS(t, "\"version\":\"0.1.0\"");
+	CHECK_CONTAINS(t, "\"kernel\":\"6.12.0-amd64\"");
+	CHECK_CONTAINS(t, "\"started\":1700000000.000");
+	CHECK_CONTAINS(t, "\"uptime_seconds\":90.250");
+	CHECK_CONTAINS(t, "\"interval_seconds\":10");
+	CHECK_CONTAINS(t, "\"window_start\":1700000080.000");
+	CHECK_CONTAINS(t, "{\"name\":\"faults\",\"state\":\"running\",\"reason\":\"\"}");
+	CHECK_CONTAINS(t, "{\"name\":\"vmstat\",\"state\":\"failed\","
+			  "\"reason\":\"no \\\"vma_lock\\\" counters\"}");
+	CHECK_CONTAINS(t, "{\"name\":\"exceptions:page_fault_user\",\"open\":true,\"error\":\"\","
+			  "\"samples\":100,\"lost\":1,\"window_samples\":10,\"window_lost\":0}");
+	CHECK_CONTAINS(t, "\"open\":false,\"error\":\"No such file or directory\"");
+	CHECK_CONTAINS(t, "\"globals\":[{\"family\":\"vmstat\",\"name\":\"pgfault\",\"window\":3,"
+			  "\"total\":30}]");
+	CHECK_CONTAINS(t, "\"windows_stored\":8,\"store_errors\":1,\"processes_tracked\":2}");
+	free(t);
+	mm_snapshot_unref(s);
+}
+
+static void test_status_of_empty_snapshot_is_valid_json(void)
+{
+	struct mm_snapshot *s = mm_snapshot_new(0, 0, 0, 0);
+	char *t = status(s);
+	CHECK(valid_json(t));
+	CHECK_CONTAINS(t, "\"collectors\":[],\"events\":[],\"globals\":[]");
+	free(t);
+	t = processes(s);
+	CHECK(valid_json(t));
+	CHECK_CONTAINS(t, "\"processes\":[]");
+	free(t);
+	mm_snapshot_unref(s);
+}
+
+static void test_process_keys_equal_field_names(void)
+{
+	struct mm_snapshot *s = snap();
+	char *t = processes(s);
+	unsigned objects = 0;
+
+	CHECK(valid_json(t));
+	for (const char *p = t; (p = strstr(p, "\"window\":")); p++, objects++)
+		check_stats_object(p + strlen("\"window\":"), NULL);
+	for (const char *p = t; (p = strstr(p, "\"total\":")); p++, objects++)
+		check_stats_object(p + strlen("\"total\":"), NULL);
+	CHECK_U64(objects, 2 * (s->nprocs + 1)); /* each process and "all" */
+
+	const char *p0 = strstr(t, "\"pid\":4242,");
+	CHECK(p0 != NULL);
+	if (p0) {
+		CHECK(check_stats_object(strstr(p0, "\"window\":") + 9, "faults") == 5);
+		CHECK(check_stats_object(strstr(p0, "\"total\":") + 8, "faults") == 50);
+		CHECK(check_stats_object(strstr(p0, "\"total\":") + 8, "mmap_lock_wait_ns") ==
+		      123456789);
+	}
+	const char *all = strstr(t, "\"all\":{");
+	CHECK(all != NULL);
+	if (all)
+		CHECK(check_stats_object(strstr(all, "\"total\":") + 8, "faults") == 50);
+	free(t);
+	mm_snapshot_unref(s);
+}
+
+static void test_process_identity_and_times(void)
+{
+	struct mm_snapshot *s = snap();
+	char *t = processes(s);
+
+	CHECK_CONTAINS(t, "{\"window_start\":1700000080.000,\"taken\":1700000090.250,");
+	CHECK_CONTAINS(t, "{\"pid\":4242,\"comm\":\"postgres\",\"start_time\":1699999999.123,"
+			  "\"cgroup\":\"/system.slice/postgresql.service\",\"exited\":false,");
+	CHECK_CONTAINS(t, "{\"pid\":7,\"comm\":\"odd\",\"start_time\":0.000,\"cgroup\":\"\","
+			  "\"exited\":true,");
+	free(t);
+	mm_snapshot_unref(s);
+}
+
+static void test_odd_comm_bytes_are_escaped(void)
+{
+	struct mm_snapshot *s = snap();
+	strcpy(s->procs[1].comm, "a\"b\\c\n\x01\xff\tz");
+	char *t = processes(s);
+
+	CHECK(valid_json(t));
+	CHECK_CONTAINS(t, "\"comm\":\"a\\\"b\\\\c\\n\\u0001\\u00ff\\tz\"");
+	free(t);
+	mm_snapshot_unref(s);
+}
+
+int main(void)
+{
+	RUN(test_validator_rejects_broken_json);
+	RUN(test_status_is_valid_json_with_all_sections);
+	RUN(test_status_of_empty_snapshot_is_valid_json);
+	RUN(test_process_keys_equal_field_names);
+	RUN(test_process_identity_and_times);
+	RUN(test_odd_comm_bytes_are_escaped);
+	return check_summary();
+}

@@ -1,0 +1,94 @@
+/*
+ * The process table: identity from /proc for a live process, pid reuse, and that rolling a window
+ * frees exited processes but keeps live ones with their totals.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "proctable.h"
+
+static void test_procfs_lookup_of_ourselves(void)
+{
+	struct mm_proc_ident id;
+	CHECK(mm_proc_lookup_procfs(NULL, (uint32_t)getpid(), &id) == 0);
+	CHECK_STR(id.comm, "test_proctable");
+	/* started within the last hour, and not in the future */
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	uint64_t now = (uint64_t)ts.tv_sec * 1000;
+	CHECK(id.start_ms <= now + 1000);
+	CHECK(id.start_ms + 3600 * 1000 > now);
+	CHECK(mm_proc_lookup_procfs(NULL, 0x7ffffff0u, &id) == -ENOENT);
+}
+
+static int fake_calls;
+static int fake(void *ctx, uint32_t pid, struct mm_proc_ident *ret)
+{
+	fake_calls++;
+	memset(ret, 0, sizeof(*ret));
+	ret->start_ms = 100 * (uint64_t)fake_calls;
+	snprintf(ret->comm, sizeof(ret->comm), "c%d", fake_calls);
+	return 0;
+}
+
+static void test_lookup_happens_once_per_process(void)
+{
+	fake_calls = 0;
+	struct mm_proctable *t = mm_proctable_new(fake, NULL);
+	struct mm_proc *a = mm_proctable_get(t, 5, 0);
+	struct mm_proc *b = mm_proctable_get(t, 5, 0);
+	CHECK(a == b);
+	CHECK_U64(fake_calls, 1);
+	mm_proctable_comm(t, 5, "renamed");
+	CHECK_STR(a->comm, "renamed");
+	mm_proctable_free(t);
+}
+
+static void test_fork_of_a_reused_pid_retires_the_old_entry(void)
+{
+	fake_calls = 0;
+	struct mm_proctable *t = mm_proctable_new(fake, NULL);
+	struct mm_proc *old = mm_proctable_get(t, 5, 0);
+	old->window.faults = 9;
+	mm_proctable_fork(t, 5, 0); /* its EXIT was lost */
+	struct mm_proc *now = mm_proctable_get(t, 5, 0);
+	CHECK(now != old);
+	CHECK(old->exited);
+	CHECK(!now->exited);
+	CHECK(now->start_ms != old->start_ms);
+	CHECK_U64(mm_proctable_count(t), 2);
+	mm_proctable_roll(t);
+	CHECK_U64(mm_proctable_count(t), 1);
+	CHECK(mm_proctable_first(t) == now);
+	mm_proctable_free(t);
+}
+
+static void test_roll_moves_window_into_closed(void)
+{
+	fake_calls = 0;
+	struct mm_proctable *t = mm_proctable_new(fake, NULL);
+	struct mm_proc *p = mm_proctable_get(t, 7, 0);
+	p->window.faults = 4;
+	mm_proctable_roll(t);
+	CHECK_U64(p->window.faults, 0);
+	CHECK_U64(p->closed.faults, 4);
+	p->window.faults = 1;
+	mm_proctable_exit(t, 7);
+	CHECK(p->exited);
+	mm_proctable_roll(t);
+	CHECK_U64(mm_proctable_count(t), 0);
+	CHECK(mm_proctable_first(t) == NULL);
+	mm_proctable_free(t);
+}
+
+int main(void)
+{
+	RUN(test_procfs_lookup_of_ourselves);
+	RUN(test_lookup_happens_once_per_process);
+	RUN(test_fork_of_a_reused_pid_retires_the_old_entry);
+	RUN(test_roll_moves_window_into_closed);
+	return check_summary();
+}

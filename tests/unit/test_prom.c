@@ -1,0 +1,339 @@
+/*
+ * Tests of the Prometheus exposition (daemon/prom.c) on hand-built snapshots: families are grouped
+ * with one HELP/TYPE each, nanoseconds become exact seconds, top_n bounds the per-process series,
+ * label values are escaped, the histogram is cumulative and consistent, and globals, events and
+ * collectors appear. Full-format validation by promtool is in promtool_check.sh.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "prom.h"
+
+/* A snapshot with @n processes named p0, p1, ... (pids 100, 101, ...), busiest first. */
+static struct mm_snapshot *snap(size_t n)
+{
+	struct mm_snapshot *s = mm_snapshot_new(n, 0, 0, 0);
+	strcpy(s->version, "0.1.0");
+	strcpy(s->kernel, "6.12.0");
+	for (size_t i = 0; i < n; i++) {
+		s->procs[i].pid = (int32_t)(100 + i);
+		snprintf(s->procs[i].comm, sizeof(s->procs[i].comm), "p%u", (unsigned)i % 1000);
+		s->procs[i].total.faults = 1000 - i;
+		s->procs[i].total.mmap_lock_read = 7;
+		s->procs[i].total.mmap_lock_write = 3;
+		mm_stats_add(&s->all_total, &s->procs[i].total);
+	}
+	return s;
+}
+
+static char *format(const struct mm_snapshot *s, unsigned top_n)
+{
+	struct mm_buf b = MM_BUF_INIT;
+	mm_prom_format(s, top_n, &b);
+	CHECK(!mm_buf_failed(&b));
+	return b.data; /* caller frees */
+}
+
+static unsigned count(const char *hay, const char *needle)
+{
+	unsigned n = 0;
+	for (const char *p = hay; (p = strstr(p, needle)); p += strlen(needle))
+		n++;
+	return n;
+}
+
+/* The value of the sample line starting with @prefix followed by a space, or -1. */
+static double sample(const char *text, const char *prefix)
+{
+	size_t n = strlen(prefix);
+	for (const char *p = text; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
+		if (strncmp(p, prefix, n) == 0 && p[n] == ' ')
+			return strtod(p + n + 1, NULL);
+	return -1;
+}
+
+static void test_shared_family_has_one_help_and_type_and_both_modes(void)
+{
+	struct mm_snapshot *s = snap(2);
+	char *t = format(s, 10);
+
+	CHECK_U64(count(t, "# HELP mmlockd_mmap_lock_acquisitions_total "), 1);
+	CHECK_U64(count(t, "# TYPE mmlockd_mmap_lock_acquisitions_total counter\n"), 1);
+	CHECK_U64(count(t, "# HELP mmlockd_process_mmap_lock_acquisitions_total "), 1);
+	CHECK_U64(count(t, "# TYPE mmlockd_process_mmap_lock_acquisitions_total counter\n"), 1);
+	CHECK_CONTAINS(t, "\nmmlockd_mmap_lock_acquisitions_total{mode=\"read\"} 14\n");
+	CHECK_CONTAINS(t, "\nmmlockd_mmap_lock_acquisitions_total{mode=\"write\"} 6\n");
+	CHECK_CONTAINS(t, "\nmmlockd_process_mmap_lock_acquisitions_total{pid=\"100\",comm=\"p0\","
+			  "mode=\"read\"} 7\n");
+	CHECK_CONTAINS(t, "\nmmlockd_process_mmap_lock_acquisitions_total{pid=\"101\",comm=\"p1\","
+			  "mode=\"write\"} 3\n");
+	/* The family's samples follow its TYPE line without another family in between. */
+	const char *type = strstr(t, "# TYPE mmlockd_mmap_lock_acquisitions_total");
+	const char *next = type ? strstr(type + 1, "# ") : NULL;
+	const char *write = strstr(t, "mmlockd_mmap_lock_acquisitions_total{mode=\"write\"}");
+	CHECK(type && next && write && write > type && write < next);
+	free(t);
+	mm_snapshot_unref(s);
+}
+
+static void test_every_type_line_is_unique(void)
+{
+	struct mm_snapshot *s = snap(3);
+	s->nglobals = 0;
+	char *t = format(s, 3);
+	unsigned types = 0;
+
+	for (const char *p = t; (p = strstr(p, "# TYPE ")); p++) {
+		const char *end = strchr(p + 7, ' ');
+		char name[160];
+		snprintf(name, sizeof(name), "# TYPE %.*s ", (int)(end - p - 7), p + 7);
+		CHECK_U64(count(t, name), 1);
+		snprintf(name, sizeof(name), "# HELP %.*s ", (int)(end - p - 7), p + 7);
+		CHECK_U64(count(t, name), 1);
+		types++;
+	}
+	CHECK(types >= mm_proc_nfields);
+	free(t);
+	mm_snapshot_unref(s);
+}
+
+static void test_ns_fields_are_exported_as_exact_seconds(void)
+{
+	struct mm_snapshot *s = snap(1);
+	s->all_total.mmap_lock_wait_ns = 1500000000;
+	s->all_total.mmap_lock_write_hold_ns = 1;
+	s->procs[0].total.mmap_lock_wait_ns = 12000000000;
+	s->procs[0].total.mmap_lock_write_hold_ns = 0;
+	char *t = format(s, 1);
+
+	CHECK_CONTAINS(t, "\nmmlockd_mmap_lock_wait_seconds_total 1.5\n");
+	CHECK_CONTAINS(t, "\nmmlockd_mmap_lock_write_hold_seconds_total 0.000000001\n");
+	CHECK_CONTAINS(t, "\nmmlockd_process_mmap_lock_wait_seconds_total{pid=\"100\",comm=\"p0\"} "
+			  "12\n");
+	CHECK_CONTAINS(t, "\nmmlockd_process_mmap_lock_write_hold_seconds_total{pid=\"100\","
+			  "comm=\"p0\"} 0\n");
+	/* Counts stay counts. */
+	CHECK_CONTAINS(t, "\nmmlockd_page_faults_total 1000\n");
+	free(t);
+	mm_snapshot_unref(s);
+}
+
+static void test_top_n_limits_per_process_series(void)
+{
+	struct mm_snapshot *s = snap(5);
+	char *t = format(s, 2);
+
+	CHECK_U64(count(t, "mmlockd_process_page_faults_total{"), 2);
+	CHECK_CONTAINS(t, "pid=\"100\",comm=\"p0\"");
+	CHECK_CONTAINS(t, "pid=\"101\",comm=\"p1\"");
+	CHECK(!strstr(t, "pid=\"102\""));
+	CHECK_U64(count(t, "mmlockd_process_mmap_lock_wait_seconds_count{"), 2);
+	free(t);
+
+	t = format(s, 1000); /* more than there are */
+	CHECK_U64(count(t, "mmlockd_process_page_faults_total{"), 5);
+	free(t);
+	mm_snapshot_unref(s);
+}
+
+static void test_top_n_zero_gives_no_process_families(void)
+{
+	struct mm_snapshot *s = snap(3);
+	char *t = format(s, 0);
+
+	CHECK(!strstr(t, "mmlockd_process_"));
+	CHECK_CONTAINS(t, "\nmmlockd_page_faults_total 2997\n");
+	free(t);
+	mm_snapshot_unref(s);
+}
+
+static void test_reused_pid_gives_one_series(void)
+{
+	struct mm_snapshot *s = snap(3);
+	s->procs[0].exited = true;
+	s->procs[1].pid = s->procs[0].pid; /* new process, same pid, same comm */
+	strcpy(s->procs[1].comm, "p0");
+	char *t = format(s, 3);
+
+	CHECK_U64(count(t, "mmlockd_process_page_faults_total{pid=\"100\",comm=\"p0\"}"), 1);
+	/* The busier one (listed first) is kept, and the slot goes to the next process. */
+	CHECK_CONTAINS(t, "mmlockd_process_page_faults_total{pid=\"100\",comm=\"p0\"} 1000\n");
+	CHECK_CONTAINS(t, "mmlockd_process_page_faults_total{pid=\"102\",comm=\"p2\"} 998\n");
+	free(t);
+	mm_snapshot_unref(s);
+}
+
+static void test_label_values_are_escaped(void)
+{
+	struct mm_snapshot *s = snap(1);
+	strcpy(s->procs[0].comm, "a\"b\\c\nd");
+	char *t = format(s, 1);
+
+	CHECK_CONTAINS(t,
+		       "mmlockd_process_page_faults_total{pid=\"100\",comm=\"a\\\"b\\\\c\\nd\"} ");
+	/* No raw newline inside a label: every line starts with '#' or the prefix. */
+	for (const char *p = t; *p; p = strchr(p, '\n') + 1)
+		CHECK(*p == '#' || strncmp(p, "mmlockd_", 8) == 0);
+	free(t);
+	mm_snapshot_unref(s);
+}
+
+static void test_invalid_utf8_in_comm_is_replaced(void)
+{
+	struct mm_snapshot *s = snap(1);
+	strcpy(s->procs[0].comm, "x\xff\xc3(y\xc3\xa9");
+	char *t = format(s, 1);
+
+	/* 0xff and the truncated 0xc3 become U+FFFD; the valid "é" stays. */
+	CHECK_CONTAINS(t, "comm=\"x\xef\xbf\xbd\xef\xbf\xbd(y\xc3\xa9\"}");
+	CHECK(!strstr(t, "\xff"));
+	free(t);
+	mm_snapshot_unref(s);
+}
+
+static void test_histogram_is_cumulative_and_ends_with_count(void)
+{
+	struct mm_snapshot *s = snap(1);
+	struct mm_hist *h = &s->all_total.mmap_lock_wait_hist;
+	uint64_t waits[] = {0, 1, 500, 1024, 5000, 1000000, 3000000000ull, 1ull << 38};
+	for (size_t i = 0; i < sizeof(waits) / sizeof(waits[0]); i++)
+		mm_hist_add(h, waits[i]);
+	s->all_total.mmap_lock_wait_ns = 3001006525ull + (1ull << 38); /* the waits' sum */
+	s->procs[0].total.mmap_lock_wait_hist = *h;
+	char *t = format(s, 1);
+
+	/* waits < 2^10 ns: 0, 1, 500 */
+	CHECK(sample(t, "mmlockd_mmap_lock_wait_seconds_bucket{le=\"0.000001024\"}") == 3);
+	/* 1024 and 5000 are below 2^14 */
+	CHECK(sample(t, "mmlockd_mmap_lock_wait_seconds_bucket{le=\"0.000016384\"}") == 5);
+	/* 3 s is below 2^32 ns = 4.29 s */
+	CHECK(sample(t, "mmlockd_mmap_lock_wait_seconds_bucket{le=\"4.294967296\"}") == 7);
+	CHECK(sample(t, "mmlockd_mmap_lock_wait_seconds_bucket{le=\"17.179869184\"}") == 7);
+	CHECK(sample(t, "mmlockd_mmap_lock_wait_seconds_bucket{le=\"+Inf\"}") == 8);
+	CHECK(sample(t, "mmlockd_mmap_lock_wait_seconds_count") == 8);
+	CHECK_CONTAINS(t, "\nmmlockd_mmap_lock_wait_seconds_sum 277.878913469\n");
+	CHECK_CONTAINS(t, "# TYPE mmlockd_mmap_lock_wait_seconds histogram\n");
+
+	/* Buckets never decrease, and +Inf is the last one. */
+	double prev = -1;
+	const char *last = NULL;
+	for (const char *p = strstr(t, "mmlockd_mmap_lock_wait_seconds_bucket{"); p;
+	     p = strstr(p + 1, "mmlockd_mmap_lock_wait_seconds_bucket{")) {
+		if (p[-1] != '\n')
+			continue; /* the per-process family contains this name */
+		double v = strtod(strstr(p, "} ") + 2, NULL);
+		CHECK(v >= prev);
+		prev = v;
+		last = p;
+	}
+	CHECK(last && strncmp(last, "mmlockd_mmap_lock_wait_seconds_bucket{le=\"+Inf\"}", 48) == 0);
+
+	CHECK(sample(t, "mmlockd_process_mmap_lock_wait_seconds_bucket{pid=\"100\",comm=\"p0\","
+			"le=\"+Inf\"}") == 8);
+	CHECK(sample(t, "mmlockd_process_mmap_lock_wait_seconds_count{pid=\"100\",comm=\"p0\"}") ==
+	      8);
+	free(t);
+	mm_snapshot_unref(s);
+}
+
+static void test_globals_events_collectors_and_build_info_appear(void)
+{
+	struct mm_snapshot *s = mm_snapshot_new(0, 3, 2, 2);
+	strcpy(s->version, "0.1.0");
+	strcpy(s->kernel, "6.12.0-x");
+	s->started_ms = 1000;
+	s->taken_ms = 62500;
+	s->windows_stored = 4;
+	s->store_errors = 2;
+	s->procs_tracked = 9;
+	strcpy(s->globals[0].family, "vmstat");
+	strcpy(s->globals[0].name, "pgfault");
+	strcpy(s->globals[0].help, "Deltas of /proc/vmstat.");
+	s->globals[0].total = 11;
+	strcpy(s->globals[1].family, "unmatched");
+	strcpy(s->globals[1].name, "released");
+	s->globals[1].total = 5;
+	strcpy(s->globals[2].family, "vmstat");
+	strcpy(s->globals[2].name, "vma_lock_abort");
+	s->globals[2].total = 3;
+	strcpy(s->events[0].name, "exceptions:page_fault_user");
+	s->events[0].open = true;
+	s->events[0].samples = 77;
+	s->events[0].lost = 2;
+	strcpy(s->events[1].name, "lock:contention_begin");
+	strcpy(s->collectors[0].name, "faults");
+	strcpy(s->collectors[1].name, "vmstat");
+	s->collectors[1].state = MM_COLLECTOR_FAILED;
+	char *t = format(s, 20);
+
+	CHECK_U64(count(t, "# HELP mmlockd_vmstat_total Deltas of /proc/vmstat.\n"), 1);
+	CHECK_CONTAINS(t, "\nmmlockd_vmstat_total{name=\"pgfault\"} 11\n");
+	CHECK_CONTAINS(t, "\nmmlockd_vmstat_total{name=\"vma_lock_abort\"} 3\n");
+	CHECK_CONTAINS(t, "# HELP mmlockd_unmatched_total ");
+	CHECK_CONTAINS(t, "\nmmlockd_unmatched_total{name=\"released\"} 5\n");
+	CHECK_CONTAINS(t, "\nmmlockd_events_total{event=\"exceptions:page_fault_user\"} 77\n");
+	CHECK_CONTAINS(t, "\nmmlockd_events_lost_total{event=\"exceptions:page_fault_user\"} 2\n");
+	CHECK_CONTAINS(t, "\nmmlockd_tracepoint_up{event=\"exceptions:page_fault_user\"} 1\n");
+	CHECK_CONTAINS(t, "\nmmlockd_tracepoint_up{event=\"lock:contention_begin\"} 0\n");
+	CHECK_CONTAINS(t, "\nmmlockd_collector_up{collector=\"faults\",state=\"running\"} 1\n");
+	CHECK_CONTAINS(t, "\nmmlockd_collector_up{collector=\"vmstat\",state=\"failed\"} 0\n");
+	CHECK_CONTAINS(t, "\nmmlockd_build_info{version=\"0.1.0\",kernel=\"6.12.0-x\"} 1\n");
+	CHECK_CONTAINS(t, "\nmmlockd_uptime_seconds 61.5\n");
+	CHECK_CONTAINS(t, "\nmmlockd_windows_stored_total 4\n");
+	CHECK_CONTAINS(t, "\nmmlockd_store_errors_total 2\n");
+	CHECK_CONTAINS(t, "\nmmlockd_processes_tracked 9\n");
+	free(t);
+	mm_snapshot_unref(s);
+}
+
+static void test_global_family_clashing_with_builtin_is_renamed(void)
+{
+	struct mm_snapshot *s = mm_snapshot_new(0, 3, 1, 0);
+	strcpy(s->events[0].name, "a:b");
+	strcpy(s->globals[0].family, "events"); /* would be mmlockd_events_total */
+	strcpy(s->globals[0].name, "x");
+	strcpy(s->globals[1].family, "page-faults"); /* sanitized to mmlockd_page_faults_total */
+	strcpy(s->globals[1].name, "y");
+	strcpy(s->globals[2].family, "events"); /* same family, same name: dropped */
+	strcpy(s->globals[2].name, "x");
+	char *t = format(s, 0);
+
+	CHECK_U64(count(t, "# TYPE mmlockd_events_total "), 1);
+	CHECK_U64(count(t, "# TYPE mmlockd_page_faults_total "), 1);
+	CHECK_CONTAINS(t, "\nmmlockd_global_events_total{name=\"x\"} 0\n");
+	CHECK_U64(count(t, "{name=\"x\"}"), 1);
+	CHECK_CONTAINS(t, "\nmmlockd_global_page_faults_total{name=\"y\"} 0\n");
+	free(t);
+	mm_snapshot_unref(s);
+}
+
+static void test_empty_snapshot_has_globals_but_no_process_series(void)
+{
+	struct mm_snapshot *s = mm_snapshot_new(0, 0, 0, 0);
+	char *t = format(s, 20);
+
+	CHECK_CONTAINS(t, "\nmmlockd_page_faults_total 0\n");
+	CHECK_CONTAINS(t, "\nmmlockd_mmap_lock_wait_seconds_bucket{le=\"+Inf\"} 0\n");
+	CHECK(!strstr(t, "mmlockd_process_"));
+	CHECK(!strstr(t, "mmlockd_events_total"));
+	free(t);
+	mm_snapshot_unref(s);
+}
+
+int main(void)
+{
+	RUN(test_shared_family_has_one_help_and_type_and_both_modes);
+	RUN(test_every_type_line_is_unique);
+	RUN(test_ns_fields_are_exported_as_exact_seconds);
+	RUN(test_top_n_limits_per_process_series);
+	RUN(test_top_n_zero_gives_no_process_families);
+	RUN(test_reused_pid_gives_one_series);
+	RUN(test_label_values_are_escaped);
+	RUN(test_invalid_utf8_in_comm_is_replaced);
+	RUN(test_histogram_is_cumulative_and_ends_with_count);
+	RUN(test_globals_events_collectors_and_build_info_appear);
+	RUN(test_global_family_clashing_with_builtin_is_renamed);
+	RUN(test_empty_snapshot_has_globals_but_no_process_series);
+	return check_summary();
+}

@@ -1,0 +1,125 @@
+/*
+ * perf record decoding: field order for every supported sample_type bit, callchains, the RAW
+ * payload, sample_id trailers of task records, and rejection of truncated or unsupported records.
+ */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "check.h"
+#include "sample.h"
+
+struct rec {
+	union {
+		struct perf_event_header hdr;
+		uint64_t w[32];
+	};
+};
+
+static void test_full_layout_is_walked_in_kernel_order(void)
+{
+	struct rec r = {0};
+	uint64_t type = PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_IP | PERF_SAMPLE_TID |
+			PERF_SAMPLE_TIME | PERF_SAMPLE_ADDR | PERF_SAMPLE_ID |
+			PERF_SAMPLE_STREAM_ID | PERF_SAMPLE_CPU | PERF_SAMPLE_PERIOD |
+			PERF_SAMPLE_CALLCHAIN | PERF_SAMPLE_RAW;
+	uint64_t *w = &r.w[1];
+	*w++ = 77;			    /* identifier */
+	*w++ = 0xffffffff81000000ull;	    /* ip */
+	*w++ = 100 | ((uint64_t)101 << 32); /* pid, tid */
+	*w++ = 123456789;		    /* time */
+	*w++ = 0xdead;			    /* addr */
+	*w++ = 77;			    /* id */
+	*w++ = 78;			    /* stream id */
+	*w++ = 3;			    /* cpu, res */
+	*w++ = 1;			    /* period */
+	*w++ = 2;			    /* nr */
+	*w++ = PERF_CONTEXT_KERNEL;
+	*w++ = 0xffffffff81234567ull;
+	uint32_t size = 12;
+	memcpy(w, &size, 4);
+	memcpy((uint8_t *)w + 4, "abcdefghijk", 12);
+	w += 2;
+	r.hdr.type = PERF_RECORD_SAMPLE;
+	r.hdr.size = (uint16_t)((uint8_t *)w - (uint8_t *)&r);
+
+	struct mm_sample s;
+	CHECK(mm_sample_parse(&r.hdr, type, &s) == 0);
+	CHECK_U64(s.id, 77);
+	CHECK_U64(s.pid, 100);
+	CHECK_U64(s.tid, 101);
+	CHECK_U64(s.time_ns, 123456789);
+	CHECK_U64(s.cpu, 3);
+	CHECK_U64(s.nr_ips, 2);
+	CHECK_U64(s.ips[1], 0xffffffff81234567ull);
+	CHECK_U64(s.raw_size, 12);
+	CHECK(s.raw && memcmp(s.raw, "abcdefghijk", 12) == 0);
+	CHECK_U64(mm_record_time(&r.hdr, type), 123456789);
+}
+
+static void test_truncated_records_are_rejected(void)
+{
+	struct rec r = {0};
+	uint64_t type = PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CALLCHAIN;
+	r.w[1] = 1;
+	r.w[2] = 2;
+	r.w[3] = 1000; /* callchain claims 1000 entries */
+	r.hdr.type = PERF_RECORD_SAMPLE;
+	r.hdr.size = 8 + 4 * 8;
+	struct mm_sample s = {.pid = 99};
+	CHECK(mm_sample_parse(&r.hdr, type, &s) == -EINVAL);
+	CHECK_U64(s.pid, 99); /* untouched */
+
+	r.hdr.size = 8 + 8; /* TID only, TIME missing */
+	CHECK(mm_sample_parse(&r.hdr, PERF_SAMPLE_TID | PERF_SAMPLE_TIME, &s) == -EINVAL);
+
+	/* RAW size beyond the record */
+	r.w[1] = 500;
+	r.hdr.size = 8 + 8;
+	CHECK(mm_sample_parse(&r.hdr, PERF_SAMPLE_RAW, &s) == -EINVAL);
+}
+
+static void test_unsupported_sample_type_is_refused(void)
+{
+	struct rec r = {0};
+	r.hdr.type = PERF_RECORD_SAMPLE;
+	r.hdr.size = 64;
+	struct mm_sample s;
+	CHECK(mm_sample_parse(&r.hdr, PERF_SAMPLE_TID | PERF_SAMPLE_READ, &s) == -EOPNOTSUPP);
+	r.hdr.type = PERF_RECORD_COMM;
+	CHECK(mm_sample_parse(&r.hdr, PERF_SAMPLE_TID, &s) == -EINVAL);
+}
+
+static void test_sample_id_trailer_of_exit_record(void)
+{
+	struct rec r = {0};
+	uint64_t type =
+		PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU | PERF_SAMPLE_IDENTIFIER;
+	/* EXIT body: pid, ppid, tid, ptid, time; then the trailer */
+	uint32_t ids[4] = {5, 1, 6, 1};
+	memcpy(&r.w[1], ids, 16);
+	r.w[3] = 555;
+	r.w[4] = 5 | ((uint64_t)6 << 32);
+	r.w[5] = 999;
+	r.w[6] = 1;
+	r.w[7] = 4242;
+	r.hdr.type = PERF_RECORD_EXIT;
+	r.hdr.size = 8 * 8;
+	struct mm_sample s;
+	CHECK(mm_sample_id_parse(&r.hdr, type, &s) == 0);
+	CHECK_U64(s.pid, 5);
+	CHECK_U64(s.tid, 6);
+	CHECK_U64(s.time_ns, 999);
+	CHECK_U64(s.cpu, 1);
+	CHECK_U64(s.id, 4242);
+	CHECK_U64(mm_record_time(&r.hdr, type), 999);
+	CHECK_U64(mm_record_time(&r.hdr, PERF_SAMPLE_TID), 0);
+}
+
+int main(void)
+{
+	RUN(test_full_layout_is_walked_in_kernel_order);
+	RUN(test_truncated_records_are_rejected);
+	RUN(test_unsupported_sample_type_is_refused);
+	RUN(test_sample_id_trailer_of_exit_record);
+	return check_summary();
+}

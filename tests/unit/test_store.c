@@ -1,0 +1,856 @@
+/*
+ * Tests of daemon/store.c against real SQLite files in a temporary directory: schema creation and
+ * migration, refusing newer schemas, process identity under pid reuse, what a window writes (and
+ * that a failed window writes nothing), pruning, the history JSON, read-only handles and the
+ * errno a caller gets for unusable paths. The database is inspected with plain SQLite calls, so
+ * the tests check what a `sqlite3` user would see, not what store.c believes it wrote.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <sched.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <sqlite3.h>
+
+#include "check.h"
+#include "log.h"
+#include "snapshot.h"
+#include "stats.h"
+#include "store.h"
+
+static char tmpdir[] = "/tmp/mmlockd-test-store-XXXXXX";
+static int dbno;
+
+/* A fresh database path in the temporary directory. */
+static const char *new_path(void)
+{
+	static char path[256];
+
+	snprintf(path, sizeof(path), "%s/db%d/history.db", tmpdir, ++dbno);
+	return path;
+}
+
+/* First column of the first row of @sql on the database at @path, as an integer; -1 on error. */
+static long long q_int(const char *path, const char *sql)
+{
+	sqlite3 *db = NULL;
+	sqlite3_stmt *s = NULL;
+	long long v = -1;
+
+	if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK &&
+	    sqlite3_prepare_v2(db, sql, -1, &s, NULL) == SQLITE_OK && sqlite3_step(s) == SQLITE_ROW)
+		v = sqlite3_column_int64(s, 0);
+	else
+		fprintf(stderr, "q_int(%s): %s\n", sql, sqlite3_errmsg(db));
+	sqlite3_finalize(s);
+	sqlite3_close(db);
+	return v;
+}
+
+/* Same, as text into @buf ("" on error). */
+static const char *q_text(const char *path, const char *sql, char *buf, size_t size)
+{
+	sqlite3 *db = NULL;
+	sqlite3_stmt *s = NULL;
+
+	buf[0] = '\0';
+	if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK &&
+	    sqlite3_prepare_v2(db, sql, -1, &s, NULL) == SQLITE_OK &&
+	    sqlite3_step(s) == SQLITE_ROW && sqlite3_column_text(s, 0))
+		snprintf(buf, size, "%s", (const char *)sqlite3_column_text(s, 0));
+	sqlite3_finalize(s);
+	sqlite3_close(db);
+	return buf;
+}
+
+/* Runs @sql on @path (created if needed) with plain SQLite. Returns the SQLite result code. */
+static int raw_exec(const char *path, const char *sql)
+{
+	sqlite3 *db = NULL;
+	int rc = sqlite3_open(path, &db);
+
+	if (rc == SQLITE_OK)
+		rc = sqlite3_exec(db, sql, NULL, NULL, NULL);
+	sqlite3_close(db);
+	return rc;
+}
+
+static void make_dir_of(const char *path)
+{
+	char dir[256];
+
+	snprintf(dir, sizeof(dir), "%s", path);
+	*strrchr(dir, '/') = '\0';
+	mkdir(dir, 0700);
+}
+
+/* Value of counter @f of a test process: distinct per process (@k) and per field. */
+static uint64_t field_value(unsigned k, size_t f)
+{
+	return 1000u * k + f + 1;
+}
+
+static void set_proc(struct mm_snap_proc *p, int32_t pid, uint64_t start_ms, const char *comm,
+		     const char *cgroup, unsigned k)
+{
+	p->pid = pid;
+	p->start_ms = start_ms;
+	snprintf(p->comm, sizeof(p->comm), "%s", comm);
+	snprintf(p->cgroup, sizeof(p->cgroup), "%s", cgroup);
+	memset(&p->window, 0, sizeof(p->window));
+	for (size_t f = 0; k && f < mm_proc_nfields; f++)
+		*(uint64_t *)((char *)&p->window + mm_proc_fields[f].offset) = field_value(k, f);
+	p->total = p->window;
+}
+
+/* A closed window [start_ms, end_ms) with room for the given counts. */
+static struct mm_snapshot *new_window(uint64_t start_ms, uint64_t end_ms, size_t nprocs,
+				      size_t nglobals, size_t nevents)
+{
+	struct mm_snapshot *w = mm_snapshot_new(nprocs, nglobals, nevents, 0);
+
+	if (!w)
+		abort();
+	w->window_start_ms = start_ms;
+	w->window_end_ms = end_ms;
+	w->taken_ms = end_ms;
+	snprintf(w->kernel, sizeof(w->kernel), "6.18.0-test");
+	return w;
+}
+
+/* Writes a window with one active process (@pid, started at 1 s, counters of @k). */
+static int write_simple(struct mm_store *st, uint64_t start_ms, uint64_t end_ms, int32_t pid,
+			unsigned k)
+{
+	struct mm_snapshot *w = new_window(start_ms, end_ms, 1, 0, 0);
+	int r;
+
+	set_proc(&w->procs[0], pid, 1000, "simple", "/", k);
+	r = mm_store_write_window(st, w);
+	mm_snapshot_unref(w);
+	return r;
+}
+
+static void test_fresh_open_creates_schema_in_wal_mode(void)
+{
+	const char *path = new_path();
+	struct mm_store *st = NULL;
+	char buf[64];
+
+	CHECK(mm_store_schema_version() >= 1);
+	CHECK(mm_store_open(path, &st) == 0);
+	CHECK(st != NULL);
+	CHECK_U64(q_int(path, "PRAGMA user_version"), mm_store_schema_version());
+	CHECK_STR(q_text(path, "PRAGMA journal_mode", buf, sizeof(buf)), "wal");
+	CHECK_U64(q_int(path, "SELECT count(*) FROM sqlite_schema WHERE name IN ('windows', "
+			      "'processes', 'process_windows', 'global_windows', 'event_windows', "
+			      "'process_stats')"),
+		  6);
+	CHECK_U64(q_int(path, "SELECT count(*) FROM windows"), 0);
+	mm_store_close(st);
+}
+
+static void test_missing_directory_is_created_0750_file_0640(void)
+{
+	const char *path = new_path(); /* its directory does not exist yet */
+	struct mm_store *st = NULL;
+	char dir[256];
+	struct stat sb;
+
+	snprintf(dir, sizeof(dir), "%s", path);
+	*strrchr(dir, '/') = '\0';
+	CHECK(stat(dir, &sb) < 0);
+	CHECK(mm_store_open(path, &st) == 0);
+	CHECK(stat(dir, &sb) == 0 && S_ISDIR(sb.st_mode));
+	CHECK((sb.st_mode & 0777 & ~0750) == 0);
+	CHECK(stat(path, &sb) == 0 && (sb.st_mode & 0777 & ~0640) == 0);
+	mm_store_close(st);
+}
+
+static void test_view_columns_are_head_then_every_counter(void)
+{
+	const char *path = new_path();
+	struct mm_store *st = NULL;
+	static const char *const head[] = {"ts_start",	 "ts_end", "pid",
+					   "start_time", "comm",   "cgroup"};
+	char sql[256], buf[64];
+
+	CHECK(mm_store_open(path, &st) == 0);
+	mm_store_close(st);
+	CHECK_U64(q_int(path, "SELECT count(*) FROM pragma_table_info('process_stats')"),
+		  6 + mm_proc_nfields);
+	for (int i = 0; i < 6; i++) {
+		snprintf(sql, sizeof(sql),
+			 "SELECT name FROM pragma_table_info('process_stats') WHERE cid = %d", i);
+		CHECK_STR(q_text(path, sql, buf, sizeof(buf)), head[i]);
+	}
+	for (size_t f = 0; f < mm_proc_nfields; f++) {
+		snprintf(sql, sizeof(sql),
+			 "SELECT name FROM pragma_table_info('process_stats') WHERE cid = %zu",
+			 6 + f);
+		CHECK_STR(q_text(path, sql, buf, sizeof(buf)), mm_proc_fields[f].name);
+	}
+}
+
+static void test_reopen_applies_nothing_and_keeps_data(void)
+{
+	const char *path = new_path();
+	struct mm_store *st = NULL;
+
+	CHECK(mm_store_open(path, &st) == 0);
+	CHECK(write_simple(st, 1000, 11000, 42, 1) == 0);
+	mm_store_close(st);
+	/* A migration re-run would fail on CREATE TABLE or empty the tables. */
+	CHECK(raw_exec(path, "CREATE TABLE marker (x)") == SQLITE_OK);
+	st = NULL;
+	CHECK(mm_store_open(path, &st) == 0);
+	CHECK_U64(q_int(path, "PRAGMA user_version"), mm_store_schema_version());
+	CHECK_U64(q_int(path, "SELECT count(*) FROM windows"), 1);
+	CHECK_U64(q_int(path, "SELECT count(*) FROM process_stats WHERE pid = 42"), 1);
+	CHECK(write_simple(st, 11000, 21000, 42, 2) == 0);
+	mm_store_close(st);
+	CHECK_U64(q_int(path, "SELECT count(*) FROM process_stats WHERE pid = 42"), 2);
+	CHECK_U64(q_int(path, "SELECT count(*) FROM processes"), 1);
+}
+
+static void test_newer_schema_version_is_refused_untouched(void)
+{
+	const char *path = new_path();
+	struct mm_store *st = (struct mm_store *)0x1;
+	char sql[64], buf[64];
+
+	make_dir_of(path);
+	snprintf(sql, sizeof(sql), "PRAGMA user_version = %d", mm_store_schema_version() + 1);
+	CHECK(raw_exec(path, sql) == SQLITE_OK);
+	CHECK(mm_store_open(path, &st) < 0);
+	CHECK(st == (struct mm_store *)0x1); /* untouched on failure */
+	CHECK_U64(q_int(path, "PRAGMA user_version"), mm_store_schema_version() + 1);
+	CHECK_U64(q_int(path, "SELECT count(*) FROM sqlite_schema"), 0);
+	CHECK_STR(q_text(path, "PRAGMA journal_mode", buf, sizeof(buf)), "delete");
+	CHECK(mm_store_open_readonly(path, &st) < 0);
+}
+
+static void test_version0_database_with_other_table_is_migrated(void)
+{
+	const char *path = new_path();
+	struct mm_store *st = NULL;
+
+	make_dir_of(path);
+	CHECK(raw_exec(path, "CREATE TABLE notes (t TEXT); INSERT INTO notes VALUES ('keep');") ==
+	      SQLITE_OK);
+	CHECK_U64(q_int(path, "PRAGMA user_version"), 0);
+	CHECK(mm_store_open(path, &st) == 0);
+	CHECK_U64(q_int(path, "PRAGMA user_version"), mm_store_schema_version());
+	CHECK_U64(q_int(path, "SELECT count(*) FROM notes"), 1);
+	CHECK(write_simple(st, 1000, 2000, 7, 1) == 0);
+	CHECK_U64(q_int(path, "SELECT count(*) FROM process_stats"), 1);
+	mm_store_close(st);
+}
+
+static void test_not_a_database_is_refused(void)
+{
+	const char *path = new_path();
+	struct mm_store *st = NULL;
+	FILE *f;
+
+	make_dir_of(path);
+	f = fopen(path, "w");
+	CHECK(f != NULL);
+	if (!f)
+		return;
+	fputs("this is not an SQLite database, but it is long enough to have a header....\n", f);
+	fclose(f);
+	CHECK(mm_store_open(path, &st) == -EBADMSG);
+	CHECK(st == NULL);
+}
+
+/* Checks every counter of the process_stats row of (pid, start_time). */
+static void check_row(const char *path, int pid, const char *start_time, const char *ts_start,
+		      unsigned k)
+{
+	char sql[512];
+
+	for (size_t f = 0; f < mm_proc_nfields; f++) {
+		snprintf(sql, sizeof(sql),
+			 "SELECT %s FROM process_stats WHERE pid = %d AND start_time = %s "
+			 "AND ts_start = %s",
+			 mm_proc_fields[f].name, pid, start_time, ts_start);
+		CHECK_U64(q_int(path, sql), field_value(k, f));
+	}
+}
+
+static void test_pid_reuse_gives_two_processes_with_own_values(void)
+{
+	const char *path = new_path();
+	struct mm_store *st = NULL;
+	struct mm_snapshot *w = new_window(100250, 110250, 2, 0, 0);
+	char buf[64];
+
+	/* pid 500 exited and was reused within the window. */
+	set_proc(&w->procs[0], 500, 50123, "old", "/a", 1);
+	set_proc(&w->procs[1], 500, 105000, "new", "/b", 2);
+	w->procs[0].exited = true;
+	CHECK(mm_store_open(path, &st) == 0);
+	CHECK(mm_store_write_window(st, w) == 0);
+	mm_snapshot_unref(w);
+	mm_store_close(st);
+
+	CHECK_U64(q_int(path, "SELECT count(*) FROM process_stats WHERE pid = 500"), 2);
+	CHECK_U64(q_int(path, "SELECT count(*) FROM processes WHERE pid = 500"), 2);
+	CHECK_STR(q_text(path, "SELECT comm FROM process_stats WHERE start_time = 50.123", buf,
+			 sizeof(buf)),
+		  "old");
+	CHECK_STR(q_text(path, "SELECT cgroup FROM process_stats WHERE start_time = 105", buf,
+			 sizeof(buf)),
+		  "/b");
+	CHECK_STR(q_text(path,
+			 "SELECT printf('%.3f-%.3f', ts_start, ts_end) FROM process_stats "
+			 "LIMIT 1",
+			 buf, sizeof(buf)),
+		  "100.250-110.250");
+	check_row(path, 500, "50.123", "100.25", 1);
+	check_row(path, 500, "105.0", "100.25", 2);
+}
+
+static void test_comm_is_per_window_and_process_keeps_identity(void)
+{
+	const char *path = new_path();
+	struct mm_store *st = NULL;
+	struct mm_snapshot *w = new_window(0, 10000, 1, 0, 0);
+	char buf[64];
+
+	CHECK(mm_store_open(path, &st) == 0);
+	set_proc(&w->procs[0], 77, 5000, "sh", "/old", 1);
+	CHECK(mm_store_write_window(st, w) == 0);
+	mm_snapshot_unref(w);
+	w = new_window(10000, 20000, 1, 0, 0);
+	set_proc(&w->procs[0], 77, 5000, "python3", "/new", 1); /* exec'd, moved cgroup */
+	CHECK(mm_store_write_window(st, w) == 0);
+	mm_snapshot_unref(w);
+	mm_store_close(st);
+
+	CHECK_U64(q_int(path, "SELECT count(*) FROM processes"), 1);
+	CHECK_STR(
+		q_text(path, "SELECT comm FROM process_stats WHERE ts_start = 0", buf, sizeof(buf)),
+		"sh");
+	CHECK_STR(q_text(path, "SELECT comm FROM process_stats WHERE ts_start = 10", buf,
+			 sizeof(buf)),
+		  "python3");
+	CHECK_STR(q_text(path, "SELECT comm || ' ' || cgroup FROM processes", buf, sizeof(buf)),
+		  "python3 /new");
+}
+
+static void test_idle_processes_are_not_written(void)
+{
+	const char *path = new_path();
+	struct mm_store *st = NULL;
+	struct mm_snapshot *w = new_window(0, 10000, 3, 0, 0);
+
+	set_proc(&w->procs[0], 1, 1000, "busy", "", 1);
+	set_proc(&w->procs[1], 2, 1000, "idle", "", 0);
+	set_proc(&w->procs[2], 3, 1000, "onefault", "", 0);
+	w->procs[1].total.faults = 99; /* active before, idle in this window */
+	w->procs[2].window.faults = 1;
+	CHECK(mm_store_open(path, &st) == 0);
+	CHECK(mm_store_write_window(st, w) == 0);
+	mm_snapshot_unref(w);
+	mm_store_close(st);
+
+	CHECK_U64(q_int(path, "SELECT count(*) FROM processes WHERE pid = 2"), 0);
+	CHECK_U64(q_int(path, "SELECT count(*) FROM process_stats"), 2);
+	CHECK_U64(q_int(path, "SELECT faults + mmap_lock_read FROM process_stats WHERE pid = 3"),
+		  1);
+}
+
+static void test_globals_and_events_land_in_their_tables(void)
+{
+	const char *path = new_path();
+	struct mm_store *st = NULL;
+	struct mm_snapshot *w = new_window(0, 10000, 0, 2, 2);
+
+	snprintf(w->globals[0].family, sizeof(w->globals[0].family), "vmstat");
+	snprintf(w->globals[0].name, sizeof(w->globals[0].name), "pgfault");
+	w->globals[0].window = 12345;
+	w->globals[0].total = 99999;
+	snprintf(w->globals[1].family, sizeof(w->globals[1].family), "faults");
+	snprintf(w->globals[1].name, sizeof(w->globals[1].name), "unmatched");
+	w->globals[1].window = 0;
+	snprintf(w->events[0].name, sizeof(w->events[0].name), "exceptions:page_fault_user");
+	w->events[0].window_samples = 500;
+	w->events[0].window_lost = 3;
+	w->events[0].samples = 9000;
+	snprintf(w->events[1].name, sizeof(w->events[1].name), "mmap_lock:mmap_lock_released");
+	w->events[1].window_samples = 7;
+
+	CHECK(mm_store_open(path, &st) == 0);
+	CHECK(mm_store_write_window(st, w) == 0);
+	mm_snapshot_unref(w);
+	mm_store_close(st);
+
+	CHECK_U64(q_int(path, "SELECT value FROM global_windows WHERE family = 'vmstat' AND "
+			      "name = 'pgfault'"),
+		  12345);
+	CHECK_U64(q_int(path, "SELECT count(*) FROM global_windows"), 2);
+	CHECK_U64(q_int(path, "SELECT samples * 1000 + lost FROM event_windows WHERE "
+			      "event = 'exceptions:page_fault_user'"),
+		  500003);
+	CHECK_U64(q_int(path, "SELECT samples FROM event_windows WHERE event = "
+			      "'mmap_lock:mmap_lock_released'"),
+		  7);
+	CHECK_U64(q_int(path, "SELECT count(DISTINCT window_id) FROM event_windows"), 1);
+}
+
+static void test_failed_window_keeps_nothing_of_it(void)
+{
+	const char *path = new_path();
+	struct mm_store *st = NULL;
+	struct mm_snapshot *w = new_window(10000, 20000, 1, 2, 0);
+
+	CHECK(mm_store_open(path, &st) == 0);
+	CHECK(write_simple(st, 0, 10000, 1, 1) == 0);
+	/* Two globals with the same family and name violate the primary key, after the window
+	 * and the process rows were inserted. */
+	set_proc(&w->procs[0], 2, 1000, "victim", "", 1);
+	snprintf(w->globals[0].family, sizeof(w->globals[0].family), "dup");
+	snprintf(w->globals[0].name, sizeof(w->globals[0].name), "x");
+	w->globals[1] = w->globals[0];
+	CHECK(mm_store_write_window(st, w) < 0);
+	CHECK_U64(q_int(path, "SELECT count(*) FROM windows"), 1);
+	CHECK_U64(q_int(path, "SELECT count(*) FROM processes WHERE pid = 2"), 0);
+	CHECK_U64(q_int(path, "SELECT count(*) FROM global_windows"), 0);
+	/* The handle is still usable. */
+	w->globals[1].name[0] = 'y';
+	CHECK(mm_store_write_window(st, w) == 0);
+	CHECK_U64(q_int(path, "SELECT count(*) FROM windows"), 2);
+	mm_snapshot_unref(w);
+	mm_store_close(st);
+}
+
+static void test_open_window_is_refused(void)
+{
+	const char *path = new_path();
+	struct mm_store *st = NULL;
+	struct mm_snapshot *w = new_window(10000, 0, 1, 0, 0);
+
+	set_proc(&w->procs[0], 2, 1000, "x", "", 1);
+	CHECK(mm_store_open(path, &st) == 0);
+	CHECK(mm_store_write_window(st, w) == -EINVAL);
+	mm_snapshot_unref(w);
+	mm_store_close(st);
+	CHECK_U64(q_int(path, "SELECT count(*) FROM windows"), 0);
+}
+
+static void test_prune_deletes_old_windows_and_orphans_only(void)
+{
+	const char *path = new_path();
+	struct mm_store *st = NULL;
+	struct mm_snapshot *w;
+
+	CHECK(mm_store_open(path, &st) == 0);
+	/* pid 10 only in old windows, pid 11 in old and new, pid 12 only new. */
+	for (unsigned i = 0; i < 3; i++) {
+		w = new_window(i * 10000, (i + 1) * 10000, 2, 1, 1);
+		set_proc(&w->procs[0], i < 2 ? 10 : 12, 1000, "p", "", 1);
+		set_proc(&w->procs[1], 11, 1000, "q", "", 2);
+		snprintf(w->globals[0].family, sizeof(w->globals[0].family), "g");
+		snprintf(w->globals[0].name, sizeof(w->globals[0].name), "n");
+		snprintf(w->events[0].name, sizeof(w->events[0].name), "a:b");
+		CHECK(mm_store_write_window(st, w) == 0);
+		mm_snapshot_unref(w);
+	}
+	CHECK(mm_store_prune(st, 5000) == 0); /* nothing ended before 5 s */
+	CHECK_U64(q_int(path, "SELECT count(*) FROM windows"), 3);
+	/* Windows end at 10, 20, 30 s: "before 20 s" removes only the first (strictly before). */
+	CHECK(mm_store_prune(st, 20000) == 1);
+	CHECK(mm_store_prune(st, 20001) == 1);
+	CHECK_U64(q_int(path, "SELECT count(*) FROM windows"), 1);
+	CHECK_U64(q_int(path, "SELECT min(ts_end) FROM windows"), 30);
+	CHECK_U64(q_int(path, "SELECT count(*) FROM process_windows"), 2);
+	CHECK_U64(q_int(path, "SELECT count(*) FROM global_windows"), 1);
+	CHECK_U64(q_int(path, "SELECT count(*) FROM event_windows"), 1);
+	CHECK_U64(q_int(path, "SELECT count(*) FROM processes WHERE pid = 10"), 0);
+	CHECK_U64(q_int(path, "SELECT count(*) FROM processes WHERE pid IN (11, 12)"), 2);
+	CHECK(mm_store_prune(st, UINT64_C(1) << 50) == 1);
+	CHECK_U64(q_int(path, "SELECT count(*) FROM processes"), 0);
+	CHECK_U64(q_int(path, "SELECT count(*) FROM process_windows"), 0);
+	mm_store_close(st);
+}
+
+/* Evaluates a JSON expression with SQLite's JSON functions on @json, as text. */
+static const char *json_q(const char *json, const char *expr, char *buf, size_t size)
+{
+	sqlite3 *db = NULL;
+	sqlite3_stmt *s = NULL;
+	char sql[256];
+
+	buf[0] = '\0';
+	snprintf(sql, sizeof(sql), "SELECT %s", expr);
+	if (sqlite3_open(":memory:", &db) == SQLITE_OK &&
+	    sqlite3_prepare_v2(db, sql, -1, &s, NULL) == SQLITE_OK &&
+	    sqlite3_bind_text(s, 1, json, -1, SQLITE_STATIC) == SQLITE_OK &&
+	    sqlite3_step(s) == SQLITE_ROW && sqlite3_column_text(s, 0))
+		snprintf(buf, size, "%s", (const char *)sqlite3_column_text(s, 0));
+	sqlite3_finalize(s);
+	sqlite3_close(db);
+	return buf;
+}
+
+/* Three windows [0,10) [10,20) [20,30) s; pid 1 in all, pid 2 (two incarnations) in the last. */
+static struct mm_store *history_fixture(const char *path)
+{
+	struct mm_store *st = NULL;
+
+	if (mm_store_open(path, &st) < 0)
+		return NULL;
+	for (unsigned i = 0; i < 3; i++) {
+		struct mm_snapshot *w = new_window(i * 10000, (i + 1) * 10000 - (i == 2), 3, 0, 0);
+
+		set_proc(&w->procs[0], 1, 1, "init", "/init.scope", i + 1);
+		set_proc(&w->procs[1], 2, 1234567, "a\"b\\c", "/x", i == 2 ? 7 : 0);
+		set_proc(&w->procs[2], 2, 2000000, "reused", "/x", i == 2 ? 8 : 0);
+		CHECK(mm_store_write_window(st, w) == 0);
+		mm_snapshot_unref(w);
+	}
+	return st;
+}
+
+static void test_history_json_filters_by_pid_and_time(void)
+{
+	const char *path = new_path();
+	struct mm_store *st = history_fixture(path);
+	struct mm_buf out = MM_BUF_INIT;
+	char buf[256];
+
+	CHECK(st != NULL);
+	if (!st)
+		return;
+
+	/* Everything, oldest first. */
+	CHECK(mm_store_history_json(st, -1, 0, 1e12, 100, &out) == 0);
+	CHECK_STR(json_q(out.data, "json_valid(?1)", buf, sizeof(buf)), "1");
+	CHECK_STR(json_q(out.data, "json_array_length(?1)", buf, sizeof(buf)), "5");
+	CHECK_STR(json_q(out.data, "json_extract(?1, '$[0].ts_start')", buf, sizeof(buf)), "0.0");
+	CHECK_STR(json_q(out.data, "json_extract(?1, '$[4].ts_start')", buf, sizeof(buf)), "20.0");
+	CHECK_CONTAINS(out.data, "\"ts_end\":29.999,");
+	CHECK_CONTAINS(out.data, "\"start_time\":1234.567,");
+	CHECK_CONTAINS(out.data, "\"comm\":\"a\\\"b\\\\c\"");
+
+	/* pid 1 only: three rows with its counters. */
+	mm_buf_reset(&out);
+	CHECK(mm_store_history_json(st, 1, 0, 1e12, 100, &out) == 0);
+	CHECK_STR(json_q(out.data, "json_array_length(?1)", buf, sizeof(buf)), "3");
+	CHECK_STR(json_q(out.data,
+			 "(SELECT group_concat(json_extract(value, '$.pid') || ':' || "
+			 "json_extract(value, '$.faults')) FROM json_each(?1))",
+			 buf, sizeof(buf)),
+		  "1:1001,1:2001,1:3001");
+
+	/* Both incarnations of pid 2. */
+	mm_buf_reset(&out);
+	CHECK(mm_store_history_json(st, 2, 0, 1e12, 100, &out) == 0);
+	CHECK_STR(json_q(out.data,
+			 "(SELECT group_concat(json_extract(value, '$.comm') || '@' || "
+			 "json_extract(value, '$.start_time'), ' ') FROM json_each(?1))",
+			 buf, sizeof(buf)),
+		  "a\"b\\c@1234.567 reused@2000.0");
+
+	/* Time: ts_end > since and ts_start < until, both strict. */
+	mm_buf_reset(&out);
+	CHECK(mm_store_history_json(st, 1, 10, 20, 100, &out) == 0);
+	CHECK_STR(json_q(out.data,
+			 "(SELECT group_concat(json_extract(value, '$.ts_start')) FROM "
+			 "json_each(?1))",
+			 buf, sizeof(buf)),
+		  "10.0");
+	mm_buf_reset(&out);
+	CHECK(mm_store_history_json(st, 1, 9.5, 20.5, 100, &out) == 0);
+	CHECK_STR(json_q(out.data, "json_array_length(?1)", buf, sizeof(buf)), "3");
+
+	/* Limit keeps the oldest. */
+	mm_buf_reset(&out);
+	CHECK(mm_store_history_json(st, -1, 0, 1e12, 2, &out) == 0);
+	CHECK_STR(json_q(out.data,
+			 "(SELECT group_concat(json_extract(value, '$.ts_start')) FROM "
+			 "json_each(?1))",
+			 buf, sizeof(buf)),
+		  "0.0,10.0");
+
+	/* No rows: an empty array, appended after what was there. */
+	mm_buf_reset(&out);
+	mm_buf_puts(&out, "x=");
+	CHECK(mm_store_history_json(st, 3, 0, 1e12, 100, &out) == 0);
+	CHECK_STR(out.data, "x=[]");
+	mm_buf_reset(&out);
+	CHECK(mm_store_history_json(st, -1, 0, 1e12, 0, &out) == 0);
+	CHECK_STR(out.data, "[]");
+
+	mm_buf_free(&out);
+	mm_store_close(st);
+}
+
+static void test_history_json_keys_are_the_view_columns(void)
+{
+	const char *path = new_path();
+	struct mm_store *st = history_fixture(path);
+	struct mm_buf out = MM_BUF_INIT;
+	char buf[512], want[512];
+	size_t n = 0;
+
+	CHECK(st != NULL);
+	if (!st)
+		return;
+	CHECK(mm_store_history_json(st, 1, 0, 1e12, 1, &out) == 0);
+	CHECK(out.data && out.data[0] == '[' && out.data[out.len - 1] == ']');
+	n += snprintf(want + n, sizeof(want) - n, "ts_start,ts_end,pid,start_time,comm,cgroup");
+	for (size_t f = 0; f < mm_proc_nfields; f++)
+		n += snprintf(want + n, sizeof(want) - n, ",%s", mm_proc_fields[f].name);
+	CHECK_STR(json_q(out.data, "(SELECT group_concat(key) FROM json_each(?1, '$[0]'))", buf,
+			 sizeof(buf)),
+		  want);
+	/* Counters are JSON integers, times JSON reals. */
+	CHECK_STR(json_q(out.data, "json_type(?1, '$[0].mmap_lock_wait_ns')", buf, sizeof(buf)),
+		  "integer");
+	CHECK_STR(json_q(out.data, "json_type(?1, '$[0].ts_end')", buf, sizeof(buf)), "real");
+	mm_buf_free(&out);
+	mm_store_close(st);
+}
+
+static void test_readonly_handle_reads_but_cannot_write(void)
+{
+	const char *path = new_path();
+	struct mm_store *rw = NULL, *ro = NULL;
+	struct mm_buf out = MM_BUF_INIT;
+	char buf[64];
+
+	CHECK(mm_store_open(path, &rw) == 0);
+	CHECK(write_simple(rw, 0, 10000, 5, 1) == 0);
+	CHECK(mm_store_open_readonly(path, &ro) == 0);
+	if (!ro) {
+		mm_store_close(rw);
+		return;
+	}
+	CHECK(write_simple(ro, 10000, 20000, 5, 1) < 0);
+	CHECK(mm_store_prune(ro, UINT64_C(1) << 50) < 0);
+	CHECK_U64(q_int(path, "SELECT count(*) FROM windows"), 1);
+
+	/* The reader sees what the writer commits while both are open (WAL). */
+	CHECK(write_simple(rw, 20000, 30000, 5, 2) == 0);
+	CHECK(mm_store_history_json(ro, 5, 0, 1e12, 100, &out) == 0);
+	CHECK_STR(json_q(out.data, "json_array_length(?1)", buf, sizeof(buf)), "2");
+	mm_buf_free(&out);
+	mm_store_close(ro);
+	mm_store_close(rw);
+}
+
+static void test_readonly_needs_an_existing_current_database(void)
+{
+	const char *path = new_path();
+	struct mm_store *ro = NULL;
+
+	make_dir_of(path);
+	CHECK(mm_store_open_readonly(path, &ro) == -ENOENT);
+	CHECK(ro == NULL);
+	/* An unmigrated file is not readable as history. */
+	CHECK(raw_exec(path, "CREATE TABLE t (x)") == SQLITE_OK);
+	CHECK(mm_store_open_readonly(path, &ro) < 0);
+	CHECK(ro == NULL);
+}
+
+static void test_path_under_a_regular_file_gives_enotdir(void)
+{
+	char file[256], path[300];
+	struct mm_store *st = NULL;
+	int fd;
+
+	snprintf(file, sizeof(file), "%s/plainfile", tmpdir);
+	fd = open(file, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+	CHECK(fd >= 0);
+	close(fd);
+	snprintf(path, sizeof(path), "%s/history.db", file);
+	CHECK(mm_store_open(path, &st) == -ENOTDIR);
+	CHECK(st == NULL);
+	snprintf(path, sizeof(path), "%s/sub/history.db", file);
+	CHECK(mm_store_open(path, &st) == -ENOTDIR);
+	CHECK(st == NULL);
+}
+
+/* Tries, as a user who owns nothing in @dir: a new database in @dir, one in a missing
+ * subdirectory of @dir, and an existing database owned by someone else. Returns a bit per case
+ * that did not give -EACCES. */
+static int unprivileged_cases(const char *dir, const char *existing)
+{
+	struct mm_store *st = NULL;
+	char path[300];
+	int bad = 0;
+
+	snprintf(path, sizeof(path), "%s/new.db", dir);
+	if (mm_store_open(path, &st) != -EACCES)
+		bad |= 1;
+	snprintf(path, sizeof(path), "%s/sub/new.db", dir);
+	if (mm_store_open(path, &st) != -EACCES)
+		bad |= 2;
+	if (mm_store_open(existing, &st) != -EACCES)
+		bad |= 4;
+	return bad;
+}
+
+static void test_unwritable_places_give_eacces(void)
+{
+	char dir[256], existing[300];
+	struct mm_store *st = NULL;
+	int status;
+	pid_t pid;
+
+	snprintf(dir, sizeof(dir), "%s/locked", tmpdir);
+	snprintf(existing, sizeof(existing), "%s/locked/existing.db", tmpdir);
+	CHECK(mkdir(dir, 0755) == 0);
+	CHECK(mm_store_open(existing, &st) == 0);
+	mm_store_close(st);
+	CHECK(chmod(existing, 0444) == 0);
+
+	if (geteuid() != 0) {
+		CHECK(chmod(dir, 0555) == 0);
+		CHECK_U64(unprivileged_cases(dir, existing), 0);
+		chmod(dir, 0755);
+		return;
+	}
+	/* Root ignores permissions: run the cases as nobody in a child. The temporary directory
+	 * must be searchable for that. */
+	CHECK(chmod(tmpdir, 0711) == 0);
+	fflush(NULL);
+	pid = fork();
+	CHECK(pid >= 0);
+	if (pid == 0) {
+		if (setgroups(0, NULL) < 0 || setgid(65534) < 0 || setuid(65534) < 0)
+			_exit(77);
+		_exit(unprivileged_cases(dir, existing));
+	}
+	CHECK(waitpid(pid, &status, 0) == pid);
+	chmod(tmpdir, 0700);
+	if (WIFEXITED(status) && WEXITSTATUS(status) == 77) {
+		printf("skip test_unwritable_places_give_eacces: cannot drop privileges\n");
+		return;
+	}
+	CHECK(WIFEXITED(status));
+	CHECK_U64(WEXITSTATUS(status), 0);
+}
+
+/* In a child with its own mount namespace, a 192 KiB tmpfs fills up: the write that does not fit
+ * gives -ENOSPC and leaves no trace; the windows before it stay. Exit 77 when the child cannot
+ * mount (not root, or no CAP_SYS_ADMIN in a container). */
+static int disk_full_child(const char *dir)
+{
+	struct mm_store *st = NULL;
+	struct mm_snapshot *w;
+	char path[300];
+	int r = 0, stored = 0;
+
+	if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
+	    mount("tmpfs", dir, "tmpfs", 0, "size=192k,mode=0700") < 0)
+		return 77;
+	snprintf(path, sizeof(path), "%s/full.db", dir);
+	if (mm_store_open(path, &st) < 0)
+		return 10;
+	for (int i = 0; i < 100000 && r == 0; i++) {
+		w = new_window((uint64_t)i * 1000, (uint64_t)(i + 1) * 1000, 20, 0, 0);
+		for (int k = 0; k < 20; k++) {
+			set_proc(&w->procs[k], 100 + i * 20 + k, 1000, "filler", "", 1);
+			memset(w->procs[k].cgroup, 'c', sizeof(w->procs[k].cgroup) - 1);
+		}
+		r = mm_store_write_window(st, w);
+		mm_snapshot_unref(w);
+		if (r == 0)
+			stored++;
+	}
+	mm_store_close(st);
+	if (r != -ENOSPC) {
+		fprintf(stderr, "disk full: got %d after %d windows\n", r, stored);
+		return 11;
+	}
+	if (stored < 1 || q_int(path, "SELECT count(*) FROM windows") != stored) {
+		fprintf(stderr, "disk full: %d windows stored, %lld in the file\n", stored,
+			q_int(path, "SELECT count(*) FROM windows"));
+		return 12;
+	}
+	return 0;
+}
+
+static void test_disk_full_gives_enospc_and_keeps_earlier_windows(void)
+{
+	char dir[256];
+	int status;
+	pid_t pid;
+
+	snprintf(dir, sizeof(dir), "%s/full", tmpdir);
+	CHECK(mkdir(dir, 0700) == 0);
+	fflush(NULL);
+	pid = fork();
+	CHECK(pid >= 0);
+	if (pid == 0)
+		_exit(disk_full_child(dir));
+	CHECK(waitpid(pid, &status, 0) == pid);
+	if (WIFEXITED(status) && WEXITSTATUS(status) == 77) {
+		printf("skip test_disk_full_gives_enospc_and_keeps_earlier_windows: cannot mount "
+		       "a tmpfs\n");
+		return;
+	}
+	CHECK(WIFEXITED(status));
+	CHECK_U64(WEXITSTATUS(status), 0);
+}
+
+static void cleanup(void)
+{
+	char cmd[300];
+
+	if (getenv("MM_TEST_KEEP")) {
+		printf("kept %s\n", tmpdir);
+		return;
+	}
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
+	if (system(cmd) != 0)
+		fprintf(stderr, "could not remove %s\n", tmpdir);
+}
+
+int main(void)
+{
+	if (!mkdtemp(tmpdir)) {
+		perror("mkdtemp");
+		return 1;
+	}
+	if (!getenv("MM_TEST_VERBOSE"))
+		mm_log_set_level(LOG_CRIT); /* the failure tests log errors on purpose */
+
+	RUN(test_fresh_open_creates_schema_in_wal_mode);
+	RUN(test_missing_directory_is_created_0750_file_0640);
+	RUN(test_view_columns_are_head_then_every_counter);
+	RUN(test_reopen_applies_nothing_and_keeps_data);
+	RUN(test_newer_schema_version_is_refused_untouched);
+	RUN(test_version0_database_with_other_table_is_migrated);
+	RUN(test_not_a_database_is_refused);
+	RUN(test_pid_reuse_gives_two_processes_with_own_values);
+	RUN(test_comm_is_per_window_and_process_keeps_identity);
+	RUN(test_idle_processes_are_not_written);
+	RUN(test_globals_and_events_land_in_their_tables);
+	RUN(test_failed_window_keeps_nothing_of_it);
+	RUN(test_open_window_is_refused);
+	RUN(test_prune_deletes_old_windows_and_orphans_only);
+	RUN(test_history_json_filters_by_pid_and_time);
+	RUN(test_history_json_keys_are_the_view_columns);
+	RUN(test_readonly_handle_reads_but_cannot_write);
+	RUN(test_readonly_needs_an_existing_current_database);
+	RUN(test_path_under_a_regular_file_gives_enotdir);
+	RUN(test_unwritable_places_give_eacces);
+	RUN(test_disk_full_gives_enospc_and_keeps_earlier_windows);
+
+	cleanup();
+	return check_summary();
+}
