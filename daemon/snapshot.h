@@ -40,7 +40,7 @@ struct mm_snap_global {
 
 /* One tracepoint (or the task-record stream) the sampler opened or tried to open. */
 struct mm_snap_event {
-	char name[64];		/* "system:name", e.g. "mmap_lock:mmap_lock_acquire_returned" */
+	char name[128];		/* "system:name", e.g. "mmap_lock:mmap_lock_acquire_returned" */
 	bool open;		/* being sampled */
 	char error[160];	/* why not, when !open */
 	uint64_t samples, lost; /* since start */

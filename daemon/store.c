@@ -351,7 +351,13 @@ static int prepare_write(struct mm_store *st)
 	mm_buf_puts(&sql, ") VALUES (?, ?, ?");
 	for (size_t i = 0; i < mm_proc_nfields; i++)
 		mm_buf_puts(&sql, ", ?");
-	mm_buf_puts(&sql, ")");
+	/* One process can appear twice in a window (its leader's EXIT came before its last thread's
+	 * events and the table could not tell it was the same process): add the rows up. */
+	mm_buf_puts(&sql,
+		    ") ON CONFLICT (window_id, process_id) DO UPDATE SET comm = excluded.comm");
+	for (size_t i = 0; i < mm_proc_nfields; i++)
+		mm_buf_printf(&sql, ", \"%s\" = \"%s\" + excluded.\"%s\"", mm_proc_fields[i].name,
+			      mm_proc_fields[i].name, mm_proc_fields[i].name);
 	if (mm_buf_failed(&sql)) {
 		r = log_error_errno(ENOMEM, "database %s: out of memory", st->path);
 		goto out;

@@ -435,6 +435,22 @@ static void test_failed_window_keeps_nothing_of_it(void)
 	mm_store_close(st);
 }
 
+static void test_same_process_twice_in_a_window_is_summed(void)
+{
+	const char *path = new_path();
+	struct mm_store *st = NULL;
+	struct mm_snapshot *w = new_window(10000, 20000, 2, 0, 0);
+
+	set_proc(&w->procs[0], 7, 1000, "early", "", 3);
+	set_proc(&w->procs[1], 7, 1000, "late", "", 4);
+	CHECK(mm_store_open(path, &st) == 0);
+	CHECK(mm_store_write_window(st, w) == 0);
+	CHECK_U64(q_int(path, "SELECT count(*) FROM process_stats WHERE pid = 7"), 1);
+	CHECK_U64(q_int(path, "SELECT faults FROM process_stats WHERE pid = 7"), 3001 + 4001);
+	mm_snapshot_unref(w);
+	mm_store_close(st);
+}
+
 static void test_open_window_is_refused(void)
 {
 	const char *path = new_path();
@@ -841,6 +857,7 @@ int main(void)
 	RUN(test_idle_processes_are_not_written);
 	RUN(test_globals_and_events_land_in_their_tables);
 	RUN(test_failed_window_keeps_nothing_of_it);
+	RUN(test_same_process_twice_in_a_window_is_summed);
 	RUN(test_open_window_is_refused);
 	RUN(test_prune_deletes_old_windows_and_orphans_only);
 	RUN(test_history_json_filters_by_pid_and_time);
