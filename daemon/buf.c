@@ -82,24 +82,28 @@ void mm_buf_printf(struct mm_buf *b, const char *fmt, ...)
 	b->len += (size_t)n;
 }
 
-/* Length of the valid UTF-8 sequence starting at s (1..4), or 0 when it is not valid. */
-static size_t utf8_len(const unsigned char *s)
+/* Strict UTF-8 (no overlong forms, no surrogates, nothing above U+10FFFF), as JSON parsers and
+ * Prometheus require. */
+size_t mm_utf8_len(const unsigned char *s)
 {
-	size_t n;
-	if (s[0] < 0x80)
+	unsigned char c = s[0];
+	if (c < 0x80)
 		return 1;
-	if ((s[0] & 0xe0) == 0xc0 && s[0] >= 0xc2)
-		n = 2;
-	else if ((s[0] & 0xf0) == 0xe0)
-		n = 3;
-	else if ((s[0] & 0xf8) == 0xf0 && s[0] <= 0xf4)
-		n = 4;
-	else
-		return 0;
-	for (size_t i = 1; i < n; i++)
-		if ((s[i] & 0xc0) != 0x80)
+	if (c >= 0xc2 && c <= 0xdf)
+		return (s[1] & 0xc0) == 0x80 ? 2 : 0;
+	if (c >= 0xe0 && c <= 0xef) {
+		unsigned char lo = c == 0xe0 ? 0xa0 : 0x80, hi = c == 0xed ? 0x9f : 0xbf;
+		if (s[1] < lo || s[1] > hi || (s[2] & 0xc0) != 0x80)
 			return 0;
-	return n;
+		return 3;
+	}
+	if (c >= 0xf0 && c <= 0xf4) {
+		unsigned char lo = c == 0xf0 ? 0x90 : 0x80, hi = c == 0xf4 ? 0x8f : 0xbf;
+		if (s[1] < lo || s[1] > hi || (s[2] & 0xc0) != 0x80 || (s[3] & 0xc0) != 0x80)
+			return 0;
+		return 4;
+	}
+	return 0;
 }
 
 void mm_buf_json_str(struct mm_buf *b, const char *s)
@@ -126,7 +130,7 @@ void mm_buf_json_str(struct mm_buf *b, const char *s)
 			mm_buf_printf(b, "\\u%04x", c);
 			p++;
 		} else {
-			size_t n = utf8_len(p);
+			size_t n = mm_utf8_len(p);
 			if (n == 0) {
 				mm_buf_printf(b, "\\u%04x", c);
 				p++;

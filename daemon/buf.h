@@ -39,4 +39,8 @@ void mm_buf_json_str(struct mm_buf *b, const char *s);
 /* Appends "key": (with the quoted, escaped key) */
 void mm_buf_json_key(struct mm_buf *b, const char *key);
 
+/* Length (1..4) of the strictly valid UTF-8 sequence at NUL-terminated @s, or 0 when it is not
+ * valid (overlong forms and surrogates are invalid). */
+size_t mm_utf8_len(const unsigned char *s);
+
 #endif

@@ -330,7 +330,8 @@ int main(int argc, char **argv)
 	enum mm_command cmd;
 	char err[512];
 
-	if (mm_config_from_args(&d.cfg, argc, argv, &cmd, err, sizeof(err)) < 0) {
+	if (mm_config_from_args(&d.cfg, argc, argv, &cmd, err, sizeof(err)) < 0 ||
+	    (cmd == MM_CMD_RUN && mm_host_check_collectors(&d.cfg, err, sizeof(err)) < 0)) {
 		fprintf(stderr, "mmlockd: %s\nTry 'mmlockd --help'.\n", err);
 		return 2;
 	}

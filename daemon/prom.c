@@ -69,30 +69,6 @@ static bool names_claim(struct names *ns, const char *name, struct mm_buf *out)
 	return true;
 }
 
-/* Prometheus accepts U+0000..U+10FFFF except surrogates, shortest form only (Go's
- * utf8.ValidString). Returns the length of the valid sequence at @s, or 0. */
-static size_t utf8_len(const unsigned char *s)
-{
-	unsigned char c = s[0];
-	if (c < 0x80)
-		return 1;
-	if (c >= 0xc2 && c <= 0xdf)
-		return (s[1] & 0xc0) == 0x80 ? 2 : 0;
-	if (c >= 0xe0 && c <= 0xef) {
-		unsigned char lo = c == 0xe0 ? 0xa0 : 0x80, hi = c == 0xed ? 0x9f : 0xbf;
-		if (s[1] < lo || s[1] > hi || (s[2] & 0xc0) != 0x80)
-			return 0;
-		return 3;
-	}
-	if (c >= 0xf0 && c <= 0xf4) {
-		unsigned char lo = c == 0xf0 ? 0x90 : 0x80, hi = c == 0xf4 ? 0x8f : 0xbf;
-		if (s[1] < lo || s[1] > hi || (s[2] & 0xc0) != 0x80 || (s[3] & 0xc0) != 0x80)
-			return 0;
-		return 4;
-	}
-	return 0;
-}
-
 /* Appends @s as the inside of a quoted label value. */
 static void put_label_value(struct mm_buf *out, const char *s)
 {
@@ -108,7 +84,7 @@ static void put_label_value(struct mm_buf *out, const char *s)
 		} else if (*p == '\n') {
 			mm_buf_puts(out, "\\n");
 			n = 1;
-		} else if ((n = utf8_len(p)) != 0) {
+		} else if ((n = mm_utf8_len(p)) != 0) {
 			mm_buf_append(out, (const char *)p, n);
 		} else {
 			mm_buf_puts(out, "\xef\xbf\xbd"); /* U+FFFD */

@@ -38,6 +38,9 @@ static void test_json_strings_are_escaped_and_always_valid(void)
 	mm_buf_json_str(&b, "bad\xff\xc3"); /* invalid UTF-8 bytes are escaped */
 	CHECK_STR(b.data, "\"bad\\u00ff\\u00c3\"");
 	mm_buf_reset(&b);
+	mm_buf_json_str(&b, "\xe0\x80\x80|\xed\xa0\x80"); /* overlong NUL, a surrogate */
+	CHECK_STR(b.data, "\"\\u00e0\\u0080\\u0080|\\u00ed\\u00a0\\u0080\"");
+	mm_buf_reset(&b);
 	mm_buf_json_str(&b, NULL);
 	CHECK_STR(b.data, "null");
 	mm_buf_reset(&b);
