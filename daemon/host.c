@@ -16,6 +16,7 @@
 #include "log.h"
 #include "plugin.h"
 #include "sample.h"
+#include "symbols.h"
 
 #define MAX_PLUGINS 16
 
@@ -73,6 +74,7 @@ struct mm_host {
 	unsigned interval_s;
 	uint64_t windows_stored, store_errors;
 	char kernel[128];
+	const struct mm_symbols *syms;
 };
 
 struct mm_host *mm_host_new(const struct mm_config *cfg, mm_proc_lookup_fn lookup, void *ctx,
@@ -417,6 +419,16 @@ int mm_field_read(const struct tep_format_field *f, const struct mm_sample *s, u
 	return 0;
 }
 
+const char *mm_host_symbol(struct mm_host *h, uint64_t addr, uint64_t *ret_start)
+{
+	return mm_symbols_find(h->syms, addr, ret_start);
+}
+
+void mm_host_set_symbols(struct mm_host *h, const struct mm_symbols *syms)
+{
+	h->syms = syms;
+}
+
 struct mm_proc_stats *mm_host_proc(struct mm_host *h, uint32_t pid)
 {
 	uint64_t fallback = h->window_start_ms;
@@ -564,6 +576,14 @@ static struct mm_snapshot *build(struct mm_host *h, uint64_t now_ms, bool closin
 	s->windows_stored = h->windows_stored;
 	s->store_errors = h->store_errors;
 	s->procs_tracked = mm_proctable_count(h->procs);
+	for (unsigned c = 0; c < h->nslots; c++) {
+		struct slot *sl = &h->slots[c];
+		if (sl->state != MM_COLLECTOR_RUNNING || !sl->p->snapshot)
+			continue;
+		h->cur = (int)c;
+		sl->p->snapshot(sl->state_ptr, h, s, closing);
+		h->cur = -1;
+	}
 	return s;
 }
 

@@ -80,6 +80,10 @@ void mm_host_set_store_stats(struct mm_host *h, uint64_t windows_stored, uint64_
  * offset. */
 void mm_host_set_clock_offset(struct mm_host *h, int64_t mono_to_wall_ms);
 
+/* Kernel symbols for mm_host_symbol() (not owned; must outlive the host; NULL: none). */
+struct mm_symbols;
+void mm_host_set_symbols(struct mm_host *h, const struct mm_symbols *syms);
+
 /* Identity shown in snapshots. */
 void mm_host_set_kernel(struct mm_host *h, const char *release);
 

@@ -32,6 +32,7 @@
 #include "order.h"
 #include "sampler.h"
 #include "snapshot.h"
+#include "symbols.h"
 #include "tracefs.h"
 #include "writer.h"
 
@@ -47,6 +48,7 @@ struct daemon {
 	struct mm_order *order;
 	struct mm_writer *writer;
 	struct mm_http *http;
+	struct mm_symbols *syms;
 	char tracefs[256];
 	int64_t mono_to_wall_ms;
 	uint64_t prev_round_ns; /* start of the previous drain round (CLOCK_MONOTONIC) */
@@ -178,6 +180,16 @@ static int setup_sampling(struct daemon *d)
 		log_error_errno(r, "perf sampler: %m");
 		d->sampler = NULL;
 	}
+	d->syms = mm_symbols_new();
+	if (!d->syms)
+		return log_error_errno(ENOMEM, "out of memory");
+	char sym_err[256];
+	r = mm_symbols_load_kallsyms(d->syms, "/proc/kallsyms", sym_err, sizeof(sym_err));
+	if (r < 0)
+		log_warning("kernel symbols: %s", sym_err);
+	else
+		log_debug("kernel symbols: %d loaded", r);
+	mm_host_set_symbols(d->host, d->syms);
 	mm_host_wanted(d->host, open_tp, &c);
 
 	char err[256] = "";
@@ -351,6 +363,7 @@ int main(int argc, char **argv)
 	int w = mm_writer_stop(d.writer);
 	mm_sampler_free(d.sampler);
 	mm_host_free(d.host);
+	mm_symbols_free(d.syms);
 	if (d.tep)
 		tep_free(d.tep);
 	mm_order_free(d.order);

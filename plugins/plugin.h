@@ -16,6 +16,7 @@
 #include "stats.h"
 
 struct mm_host;
+struct mm_snapshot;
 struct mm_tp;
 struct tep_format_field;
 
@@ -41,6 +42,10 @@ struct mm_plugin {
 	void (*thread_exit)(void *state, struct mm_host *h, uint32_t pid, uint32_t tid);
 	/* About once a second, and once before each window closes. Optional. */
 	void (*tick)(void *state, struct mm_host *h);
+	/* Adds what the collector keeps outside the per-process counters (e.g. lock rows) to the
+	 * snapshot @s being built; with @closing, @s is the closed window's and the collector
+	 * starts its next window. Optional. */
+	void (*snapshot)(void *state, struct mm_host *h, struct mm_snapshot *s, bool closing);
 	void (*free)(void *state); /* accepts NULL */
 };
 
@@ -64,6 +69,10 @@ int mm_field_read(const struct tep_format_field *f, const struct mm_sample *s, u
  * name and cgroup are looked up by the host). Never NULL: on allocation failure a shared
  * overflow record is returned and counted. */
 struct mm_proc_stats *mm_host_proc(struct mm_host *h, uint32_t pid);
+
+/* The kernel symbol containing @addr (a callchain ip, a static lock's address), or NULL when
+ * unknown; *ret_start (optional) gets the symbol's address. */
+const char *mm_host_symbol(struct mm_host *h, uint64_t addr, uint64_t *ret_start);
 
 /* Registers a global counter exported as mmlockd_<family>_total{name="<name>"}; returns its id
  * (>= 0) or -ENOMEM. */
