@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "plugin.h"
+#include "tidmap.h"
 
 /* Flags of lock:contention_begin (include/trace/events/lock.h). */
 #define LCB_F_SPIN  (1U << 0)
@@ -33,8 +34,6 @@
 #define MAX_HELD 4
 
 struct thread {
-	uint32_t tid;
-	bool in_use;
 	bool waiting;	/* between start_locking and acquire_returned */
 	bool contended; /* a rwsem contention was seen in that wait */
 	uint64_t wait_start_ns;
@@ -52,10 +51,7 @@ struct state {
 	const struct tep_format_field *rel_mm, *rel_write;
 	const struct tep_format_field *cb_flags;
 	int g_unmatched_acquire, g_unmatched_release, g_bad_field, g_threads_dropped, g_too_nested;
-
-	/* Open-addressing table of threads with pending state, keyed by tid. */
-	struct thread *threads;
-	size_t cap, used;
+	struct mm_tidmap *threads; /* threads with a pending wait or write hold */
 };
 
 #define MAX_THREADS (1u << 20)
@@ -69,87 +65,19 @@ static const struct mm_tp_req tracepoints[] = {
 	{NULL, NULL, false, false},
 };
 
-static size_t slot_of(const struct state *st, uint32_t tid)
-{
-	return (tid * 2654435761u) & (st->cap - 1);
-}
-
-static struct thread *find_thread(struct state *st, uint32_t tid)
-{
-	for (size_t i = slot_of(st, tid);; i = (i + 1) & (st->cap - 1)) {
-		if (!st->threads[i].in_use)
-			return NULL;
-		if (st->threads[i].tid == tid)
-			return &st->threads[i];
-	}
-}
-
-static int rehash(struct state *st, size_t cap)
-{
-	struct thread *old = st->threads;
-	size_t old_cap = st->cap;
-	struct thread *n = calloc(cap, sizeof(*n));
-	if (!n)
-		return -ENOMEM;
-	st->threads = n;
-	st->cap = cap;
-	st->used = 0;
-	for (size_t i = 0; i < old_cap; i++) {
-		if (!old[i].in_use)
-			continue;
-		size_t j = slot_of(st, old[i].tid);
-		while (st->threads[j].in_use)
-			j = (j + 1) & (cap - 1);
-		st->threads[j] = old[i];
-		st->used++;
-	}
-	free(old);
-	return 0;
-}
-
-/* The thread's state, created when @create; NULL when absent or out of memory. */
+/* The thread's state, created when @create; NULL when absent or when the table is full. */
 static struct thread *get_thread(struct state *st, struct mm_host *h, uint32_t tid, bool create)
 {
-	struct thread *t = find_thread(st, tid);
-	if (t || !create)
-		return t;
-	if ((st->used + 1) * 2 > st->cap) {
-		if (st->cap >= MAX_THREADS || rehash(st, st->cap * 2) < 0) {
-			mm_host_global_add(h, st->g_threads_dropped, 1);
-			return NULL;
-		}
-	}
-	size_t i = slot_of(st, tid);
-	while (st->threads[i].in_use)
-		i = (i + 1) & (st->cap - 1);
-	st->threads[i] = (struct thread){.tid = tid, .in_use = true};
-	st->used++;
-	return &st->threads[i];
+	struct thread *t = mm_tidmap_get(st->threads, tid, create);
+	if (!t && create)
+		mm_host_global_add(h, st->g_threads_dropped, 1);
+	return t;
 }
 
-/* Removes @t keeping the probe chains intact (backward-shift deletion). */
-static void drop_thread(struct state *st, struct thread *t)
-{
-	size_t i = (size_t)(t - st->threads);
-	st->threads[i].in_use = false;
-	st->used--;
-	for (size_t j = (i + 1) & (st->cap - 1); st->threads[j].in_use;
-	     j = (j + 1) & (st->cap - 1)) {
-		size_t home = slot_of(st, st->threads[j].tid);
-		/* Move j back to i when its home is not in (i, j]. */
-		bool between = i <= j ? (home > i && home <= j) : (home > i || home <= j);
-		if (!between) {
-			st->threads[i] = st->threads[j];
-			st->threads[j].in_use = false;
-			i = j;
-		}
-	}
-}
-
-static void maybe_drop(struct state *st, struct thread *t)
+static void maybe_drop(struct state *st, uint32_t tid, struct thread *t)
 {
 	if (!t->waiting && !t->nheld)
-		drop_thread(st, t);
+		mm_tidmap_remove(st->threads, tid);
 }
 
 /* Ends the write hold of @mm by @t at @time_ns, adding it to @ps. Returns false if @t did not
@@ -181,8 +109,7 @@ static int init(struct mm_host *h, void **ret_state)
 	struct state *st = calloc(1, sizeof(*st));
 	if (!st)
 		return mm_host_fail(h, "out of memory");
-	st->cap = 1024;
-	st->threads = calloc(st->cap, sizeof(*st->threads));
+	st->threads = mm_tidmap_new(sizeof(struct thread), MAX_THREADS);
 	if (!st->threads) {
 		free(st);
 		return mm_host_fail(h, "out of memory");
@@ -203,7 +130,7 @@ static int init(struct mm_host *h, void **ret_state)
 	st->cb_flags = mm_tp_field(st->contention, "flags");
 	if (!st->start_mm || !st->start_write || !st->acq_mm || !st->acq_write ||
 	    !st->acq_success || !st->rel_mm || !st->rel_write) {
-		free(st->threads);
+		mm_tidmap_free(st->threads);
 		free(st);
 		return mm_host_fail(h, "mmap_lock tracepoints lack the fields mm/write/success "
 				       "(unsupported kernel version)");
@@ -276,7 +203,7 @@ static void on_acquired(struct state *st, struct mm_host *h, const struct mm_sam
 		else
 			mm_host_global_add(h, st->g_too_nested, 1);
 	}
-	maybe_drop(st, t);
+	maybe_drop(st, s->tid, t);
 }
 
 static void on_released(struct state *st, struct mm_host *h, const struct mm_sample *s)
@@ -291,7 +218,7 @@ static void on_released(struct state *st, struct mm_host *h, const struct mm_sam
 		mm_host_global_add(h, st->g_unmatched_release, 1);
 		return;
 	}
-	maybe_drop(st, t);
+	maybe_drop(st, s->tid, t);
 }
 
 static void on_contention(struct state *st, struct mm_host *h, const struct mm_sample *s)
@@ -324,9 +251,7 @@ static void sample(void *state, struct mm_host *h, const struct mm_sample *s)
 static void thread_exit(void *state, struct mm_host *h, uint32_t pid, uint32_t tid)
 {
 	struct state *st = state;
-	struct thread *t = find_thread(st, tid);
-	if (t)
-		drop_thread(st, t);
+	mm_tidmap_remove(st->threads, tid);
 }
 
 static void free_state(void *state)
@@ -334,7 +259,7 @@ static void free_state(void *state)
 	struct state *st = state;
 	if (!st)
 		return;
-	free(st->threads);
+	mm_tidmap_free(st->threads);
 	free(st);
 }
 
