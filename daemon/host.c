@@ -393,6 +393,18 @@ void mm_host_tick(struct mm_host *h)
 	}
 }
 
+void mm_host_finish(struct mm_host *h)
+{
+	for (unsigned i = 0; i < h->nslots; i++) {
+		struct slot *sl = &h->slots[i];
+		if (sl->state != MM_COLLECTOR_RUNNING || !sl->p->finish)
+			continue;
+		h->cur = (int)i;
+		sl->p->finish(sl->state_ptr, h);
+		h->cur = -1;
+	}
+}
+
 /* --- calls for collectors (plugin.h) --- */
 
 const struct mm_tp *mm_host_tp(struct mm_host *h, const char *system, const char *name)

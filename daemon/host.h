@@ -65,6 +65,9 @@ void mm_host_lost(struct mm_host *h, unsigned stream, uint64_t n);
 /* Calls every collector's tick hook. */
 void mm_host_tick(struct mm_host *h);
 
+/* Tells every collector that no more records will come (calls their finish hooks). */
+void mm_host_finish(struct mm_host *h);
+
 /* A snapshot of the open window as of @now_ms (window_end_ms = 0). NULL on ENOMEM. */
 struct mm_snapshot *mm_host_snapshot(struct mm_host *h, uint64_t now_ms);
 

@@ -328,6 +328,7 @@ static int run(struct daemon *d)
 	if (d->sampler)
 		mm_sampler_disable(d->sampler);
 	round_once(d, true);
+	mm_host_finish(d->host);
 	close_window(d, wall_ms());
 	publish(d);
 	close(tfd);

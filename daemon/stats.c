@@ -11,8 +11,16 @@
 		.kind = kind_, .offset = offsetof(struct mm_proc_stats, member)                    \
 	}
 
+#define OUT_HELP                                                                                   \
+	"User page faults by how they were handled: vma (under the per-VMA lock), vma_retry "      \
+	"(retried under it), mmap_retry (attempted under it, then mmap_lock), mmap_abort "         \
+	"(straight to mmap_lock), mmap_unknown (fell back, cause not visible)."
+#define SRC_HELP                                                                                   \
+	"Successful mmap_lock acquisitions by who took them (kernel callchain): the fault "        \
+	"fallback, a fault under the VMA lock, or a system call / kernel path."
+
 const struct mm_field mm_proc_fields[] = {
-	F(faults, "page_faults_total", NULL, "User page faults (exceptions:page_fault_user).",
+	F(faults, "user_page_faults_total", NULL, "User page faults (exceptions:page_fault_user).",
 	  MM_FIELD_COUNT),
 	F(mmap_lock_read, "mmap_lock_acquisitions_total", "mode=\"read\"",
 	  "Successful mmap_lock acquisitions, by mode.", MM_FIELD_COUNT),
@@ -32,6 +40,57 @@ const struct mm_field mm_proc_fields[] = {
 	F(mmap_lock_contended, "mmap_lock_contended_total", NULL,
 	  "mmap_lock acquisitions that were contended (lock:contention_begin while waiting).",
 	  MM_FIELD_COUNT),
+	F(faults_vma, "page_faults_total", "outcome=\"vma\"", OUT_HELP, MM_FIELD_COUNT),
+	F(faults_vma_retry, "page_faults_total", "outcome=\"vma_retry\"", OUT_HELP, MM_FIELD_COUNT),
+	F(faults_mmap_retry, "page_faults_total", "outcome=\"mmap_retry\"", OUT_HELP,
+	  MM_FIELD_COUNT),
+	F(faults_mmap_abort, "page_faults_total", "outcome=\"mmap_abort\"", OUT_HELP,
+	  MM_FIELD_COUNT),
+	F(faults_mmap_unknown, "page_faults_total", "outcome=\"mmap_unknown\"", OUT_HELP,
+	  MM_FIELD_COUNT),
+	F(faults_mmap_fallback, "page_fault_fallbacks_total", NULL,
+	  "User page faults that fell back to mmap_lock (mmap_retry + mmap_abort + mmap_unknown).",
+	  MM_FIELD_COUNT),
+	F(faults_mmap_lock_retries, "page_fault_mmap_lock_retries_total", NULL,
+	  "Extra mmap_lock acquisitions inside one fault (retries under mmap_lock).",
+	  MM_FIELD_COUNT),
+	F(faults_mmap_lock_wait_ns, "page_fault_mmap_lock_wait_seconds_total", NULL,
+	  "mmap_lock wait of page faults that fell back to mmap_lock.", MM_FIELD_NS),
+	F(faults_pages_reread, "page_fault_pages_reread_total", NULL,
+	  "Pages added to the page cache twice within one fault (I/O repeated by a retry).",
+	  MM_FIELD_COUNT),
+	F(mmap_lock_by_fault, "mmap_lock_acquisitions_by_source_total", "source=\"fault\"",
+	  SRC_HELP, MM_FIELD_COUNT),
+	F(mmap_lock_by_fault_other, "mmap_lock_acquisitions_by_source_total",
+	  "source=\"fault_other\"", SRC_HELP, MM_FIELD_COUNT),
+	F(mmap_lock_by_mmap, "mmap_lock_acquisitions_by_source_total", "source=\"mmap\"", SRC_HELP,
+	  MM_FIELD_COUNT),
+	F(mmap_lock_by_munmap, "mmap_lock_acquisitions_by_source_total", "source=\"munmap\"",
+	  SRC_HELP, MM_FIELD_COUNT),
+	F(mmap_lock_by_mremap, "mmap_lock_acquisitions_by_source_total", "source=\"mremap\"",
+	  SRC_HELP, MM_FIELD_COUNT),
+	F(mmap_lock_by_mprotect, "mmap_lock_acquisitions_by_source_total", "source=\"mprotect\"",
+	  SRC_HELP, MM_FIELD_COUNT),
+	F(mmap_lock_by_madvise, "mmap_lock_acquisitions_by_source_total", "source=\"madvise\"",
+	  SRC_HELP, MM_FIELD_COUNT),
+	F(mmap_lock_by_brk, "mmap_lock_acquisitions_by_source_total", "source=\"brk\"", SRC_HELP,
+	  MM_FIELD_COUNT),
+	F(mmap_lock_by_mlock, "mmap_lock_acquisitions_by_source_total", "source=\"mlock\"",
+	  SRC_HELP, MM_FIELD_COUNT),
+	F(mmap_lock_by_mincore, "mmap_lock_acquisitions_by_source_total", "source=\"mincore\"",
+	  SRC_HELP, MM_FIELD_COUNT),
+	F(mmap_lock_by_exit, "mmap_lock_acquisitions_by_source_total", "source=\"exit\"", SRC_HELP,
+	  MM_FIELD_COUNT),
+	F(mmap_lock_by_fork, "mmap_lock_acquisitions_by_source_total", "source=\"fork\"", SRC_HELP,
+	  MM_FIELD_COUNT),
+	F(mmap_lock_by_exec, "mmap_lock_acquisitions_by_source_total", "source=\"exec\"", SRC_HELP,
+	  MM_FIELD_COUNT),
+	F(mmap_lock_by_remote, "mmap_lock_acquisitions_by_source_total", "source=\"remote\"",
+	  SRC_HELP, MM_FIELD_COUNT),
+	F(mmap_lock_by_other, "mmap_lock_acquisitions_by_source_total", "source=\"other\"",
+	  SRC_HELP, MM_FIELD_COUNT),
+	F(mmap_lock_by_unknown, "mmap_lock_acquisitions_by_source_total", "source=\"unknown\"",
+	  SRC_HELP, MM_FIELD_COUNT),
 };
 
 const size_t mm_proc_nfields = sizeof(mm_proc_fields) / sizeof(mm_proc_fields[0]);

@@ -27,8 +27,37 @@ struct mm_proc_stats {
 	uint64_t mmap_lock_trylock_fail; /* acquisitions that returned without the lock */
 	uint64_t mmap_lock_waits;	 /* blocking acquisitions timed start_locking -> returned */
 	uint64_t mmap_lock_wait_ns;	 /* their summed wait */
-	uint64_t mmap_lock_write_hold_ns;   /* summed write hold time (acquire -> release) */
-	uint64_t mmap_lock_contended;	    /* acquisitions that hit lock:contention_begin */
+	uint64_t mmap_lock_write_hold_ns; /* summed write hold time (acquire -> release) */
+	uint64_t mmap_lock_contended;	  /* acquisitions that hit lock:contention_begin */
+
+	/* faults collector (plugins/faults.c): the outcome of every user fault, */
+	uint64_t faults_vma;	       /* completed under the per-VMA lock */
+	uint64_t faults_vma_retry;     /* retried under the VMA lock (patched kernels) */
+	uint64_t faults_mmap_retry;    /* an attempt under the VMA lock, then mmap_lock */
+	uint64_t faults_mmap_abort;    /* straight to mmap_lock */
+	uint64_t faults_mmap_unknown;  /* fell back; the events cannot show why */
+	uint64_t faults_mmap_fallback; /* the three mmap_* outcomes together */
+	/* what the fallbacks cost, */
+	uint64_t faults_mmap_lock_retries; /* extra mmap_lock acquisitions inside one fault */
+	uint64_t faults_mmap_lock_wait_ns; /* mmap_lock wait of fault fallbacks */
+	uint64_t faults_pages_reread;	   /* pages added to the page cache twice in one fault */
+	/* and who took the mmap_lock (successful acquisitions, by kernel callchain). */
+	uint64_t mmap_lock_by_fault;	   /* fault fallback (lock_mm_and_find_vma) */
+	uint64_t mmap_lock_by_fault_other; /* inside a fault handled under the VMA lock */
+	uint64_t mmap_lock_by_mmap;
+	uint64_t mmap_lock_by_munmap;
+	uint64_t mmap_lock_by_mremap;
+	uint64_t mmap_lock_by_mprotect;
+	uint64_t mmap_lock_by_madvise;
+	uint64_t mmap_lock_by_brk;
+	uint64_t mmap_lock_by_mlock;
+	uint64_t mmap_lock_by_mincore;
+	uint64_t mmap_lock_by_exit;
+	uint64_t mmap_lock_by_fork;
+	uint64_t mmap_lock_by_exec;
+	uint64_t mmap_lock_by_remote; /* /proc/PID, ptrace, process_vm_*, GUP of another mm */
+	uint64_t mmap_lock_by_other;
+	uint64_t mmap_lock_by_unknown;	    /* no callchain or no kernel symbols */
 	struct mm_hist mmap_lock_wait_hist; /* distribution of mmap_lock_wait_ns */
 };
 

@@ -42,6 +42,9 @@ struct mm_plugin {
 	void (*thread_exit)(void *state, struct mm_host *h, uint32_t pid, uint32_t tid);
 	/* About once a second, and once before each window closes. Optional. */
 	void (*tick)(void *state, struct mm_host *h);
+	/* No more events will come (shutdown, end of a replay): account what is pending.
+	 * Optional. */
+	void (*finish)(void *state, struct mm_host *h);
 	/* Adds what the collector keeps outside the per-process counters (e.g. lock rows) to the
 	 * snapshot @s being built; with @closing, @s is the closed window's and the collector
 	 * starts its next window. Optional. */

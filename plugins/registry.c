@@ -4,10 +4,12 @@
 #include "plugin.h"
 
 extern const struct mm_plugin mm_plugin_mmaplock;
+extern const struct mm_plugin mm_plugin_faults;
 extern const struct mm_plugin mm_plugin_vmstat;
 
 const struct mm_plugin *const mm_plugins[] = {
 	&mm_plugin_mmaplock,
+	&mm_plugin_faults,
 	&mm_plugin_vmstat,
 	NULL,
 };

@@ -618,7 +618,7 @@ static void test_history_json_keys_are_the_view_columns(void)
 	const char *path = new_path();
 	struct mm_store *st = history_fixture(path);
 	struct mm_buf out = MM_BUF_INIT;
-	char buf[512], want[512];
+	char buf[2048], want[2048];
 	size_t n = 0;
 
 	CHECK(st != NULL);

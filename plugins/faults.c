@@ -1,0 +1,460 @@
+/*
+ * faults: classifies every user page fault by how the kernel handled it, and attributes every
+ * mmap_lock acquisition to who took it.
+ *
+ * Per thread, a fault *window* opens at exceptions:page_fault_user and closes at the thread's
+ * next fault, at an mmap_lock acquisition whose kernel callchain is not a fault's, when the thread
+ * exits, or when it has been open longer than WINDOW_LIMIT_NS of event time. Inside it:
+ *   - an *attempt* under the VMA lock shows as filemap:mm_filemap_fault, or as an mmap_lock event
+ *     from inside handle_mm_fault() (e.g. the anon_vma trylock of a first touch);
+ *   - a *fallback* is a successful mmap_lock acquisition through lock_mm_and_find_vma() (or an
+ *     arch fault handler taking the lock itself, such as arm64's do_page_fault).
+ * At close the fault gets one outcome:
+ *   vma          no fallback, at most one attempt on the faulting page
+ *   vma_retry    no fallback, two or more attempts on the same page (the VMA-lock retry series)
+ *   mmap_retry   an attempt, then a fallback (vanilla kernels retry this way)
+ *   mmap_abort   a fallback with no attempt before it, reached quickly (< ABORT_GAP_NS after the
+ *                fault began): lock_vma_under_rcu() failed and nothing was tried
+ *   mmap_unknown a fallback with no visible attempt but reached late: anonymous and swap faults
+ *                that waited under the VMA lock and retried leave no event, so this is not
+ *                guessed to be an abort or a retry (see README, "Classifying faults")
+ * Extra fallback acquisitions in one window are retries under mmap_lock; the wait of fallbacks
+ * (start_locking -> acquire_returned) is their cost; a page added to the page cache twice in one
+ * window (filemap:mm_filemap_add_to_page_cache) is I/O that a retry repeated.
+ *
+ * Every successful acquisition is also counted by source (mmap_lock_by_*): its callchain is
+ * walked innermost first and the first frame naming a known entry point decides. Callchains are
+ * matched by symbol name, never by address.
+ */
+#include "faults.h"
+
+#include <errno.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "plugin.h"
+#include "tidmap.h"
+
+#define WINDOW_LIMIT_NS 1000000000ull /* a fault open this long is closed as it stands */
+#define ABORT_GAP_NS	20000ull      /* see mmap_abort above */
+#define MAX_THREADS	(1u << 20)
+#define MAX_ADDED	32 /* pages remembered per window to spot re-reads */
+#define MAX_FRAMES	32
+
+struct page {
+	uint64_t ino, index;
+	uint32_t dev;
+};
+
+struct window {
+	bool open;
+	uint32_t pid;
+	uint64_t start_ns;
+	unsigned attempts_same_page; /* mm_filemap_fault on the first attempted page */
+	bool have_page;
+	struct page page;   /* the first attempted page */
+	bool attempt;	    /* any attempt so far (before the first fallback) */
+	unsigned fallbacks; /* fault-path acquisitions */
+	uint64_t first_fallback_ns;
+	uint64_t wait_start_ns; /* start_locking seen in the window, 0 if none pending */
+	unsigned nadded;
+	struct page added[MAX_ADDED];
+};
+
+struct state {
+	const struct mm_tp *fault, *start, *acquired, *filemap_fault, *added;
+	const struct tep_format_field *acq_success, *ff_ino, *ff_dev, *ff_index, *ad_ino, *ad_dev,
+		*ad_index;
+	struct mm_tidmap *threads;
+	uint64_t last_ns; /* latest event time seen */
+	int g_no_callchain, g_threads_dropped, g_timed_out;
+};
+
+static const struct mm_tp_req tracepoints[] = {
+	{"exceptions", "page_fault_user", false, false},
+	{"mmap_lock", "mmap_lock_start_locking", false, false},
+	{"mmap_lock", "mmap_lock_acquire_returned", false, true},
+	{"filemap", "mm_filemap_fault", false, false},
+	{"filemap", "mm_filemap_add_to_page_cache", true, false},
+	{NULL, NULL, false, false},
+};
+
+/* --- callchain attribution --- */
+
+struct source_frame {
+	const char *name;
+	enum mm_lock_source src;
+};
+
+/* Frames that name who took the lock, looked up innermost first. Fault handlers come first in
+ * meaning: lock_mm_and_find_vma() is the fallback; an arch fault handler met before any
+ * handle_mm_fault() frame took the lock itself (older or arch-specific paths). */
+static const struct source_frame source_frames[] = {
+	{"lock_mm_and_find_vma", MM_SRC_FAULT},
+	{"handle_mm_fault", MM_SRC_FAULT_OTHER},
+	{"__handle_mm_fault", MM_SRC_FAULT_OTHER},
+	{"__vmf_anon_prepare", MM_SRC_FAULT_OTHER},
+	{"do_user_addr_fault", MM_SRC_FAULT},
+	{"exc_page_fault", MM_SRC_FAULT},
+	{"do_page_fault", MM_SRC_FAULT},
+	{"__do_page_fault", MM_SRC_FAULT},
+	{"handle_page_fault", MM_SRC_FAULT},
+	{"vm_mmap_pgoff", MM_SRC_MMAP},
+	{"ksys_mmap_pgoff", MM_SRC_MMAP},
+	{"__vm_munmap", MM_SRC_MUNMAP},
+	{"vm_munmap", MM_SRC_MUNMAP},
+	{"__do_sys_munmap", MM_SRC_MUNMAP},
+	{"__do_sys_mremap", MM_SRC_MREMAP},
+	{"do_mprotect_pkey", MM_SRC_MPROTECT},
+	{"do_madvise", MM_SRC_MADVISE},
+	{"madvise_lock", MM_SRC_MADVISE},
+	{"vector_madvise", MM_SRC_MADVISE},
+	{"__do_sys_brk", MM_SRC_BRK},
+	{"do_mlock", MM_SRC_MLOCK},
+	{"__do_sys_munlock", MM_SRC_MLOCK},
+	{"__do_sys_mlockall", MM_SRC_MLOCK},
+	{"__do_sys_munlockall", MM_SRC_MLOCK},
+	{"__x64_sys_mincore", MM_SRC_MINCORE},
+	{"__do_sys_mincore", MM_SRC_MINCORE},
+	{"exit_mmap", MM_SRC_EXIT},
+	{"exit_mm", MM_SRC_EXIT},
+	{"do_exit", MM_SRC_EXIT},
+	{"dup_mmap", MM_SRC_FORK},
+	{"create_init_stack_vma", MM_SRC_EXEC},
+	{"__bprm_mm_init", MM_SRC_EXEC},
+	{"setup_arg_pages", MM_SRC_EXEC},
+	{"begin_new_exec", MM_SRC_EXEC},
+	{"exec_mmap", MM_SRC_EXEC},
+	{"get_arg_page", MM_SRC_EXEC},
+	{"__access_remote_vm", MM_SRC_REMOTE},
+	{"access_remote_vm", MM_SRC_REMOTE},
+	{"process_vm_rw_core", MM_SRC_REMOTE},
+	{"proc_pid_cmdline_read", MM_SRC_REMOTE},
+	{"m_start", MM_SRC_REMOTE},
+	{"smap_gather_stats", MM_SRC_REMOTE},
+	{"show_smaps_rollup", MM_SRC_REMOTE},
+	{"pagemap_read", MM_SRC_REMOTE},
+	{"get_user_pages_remote", MM_SRC_REMOTE},
+	{"pin_user_pages_remote", MM_SRC_REMOTE},
+	{"__get_user_pages_locked", MM_SRC_REMOTE},
+	{"get_user_pages_unlocked", MM_SRC_REMOTE},
+};
+
+/* Compares a frame name with a table name, ignoring compiler suffixes (".isra.0", ".cold"). */
+static bool frame_is(const char *frame, const char *name)
+{
+	size_t n = strlen(name);
+	return !strncmp(frame, name, n) && (frame[n] == '\0' || frame[n] == '.');
+}
+
+enum mm_lock_source mm_lock_source_of(const char *const *frames, unsigned n)
+{
+	bool any = false;
+	for (unsigned i = 0; i < n; i++) {
+		if (!frames[i])
+			continue;
+		any = true;
+		for (size_t k = 0; k < sizeof(source_frames) / sizeof(source_frames[0]); k++)
+			if (frame_is(frames[i], source_frames[k].name))
+				return source_frames[k].src;
+	}
+	return any ? MM_SRC_OTHER : MM_SRC_UNKNOWN;
+}
+
+const char *mm_lock_source_name(enum mm_lock_source src)
+{
+	static const char *const names[MM_SRC_COUNT] = {
+		"fault",   "fault_other", "mmap",  "munmap",  "mremap", "mprotect",
+		"madvise", "brk",	  "mlock", "mincore", "exit",	"fork",
+		"exec",	   "remote",	  "other", "unknown"};
+	return src < MM_SRC_COUNT ? names[src] : "unknown";
+}
+
+_Static_assert(offsetof(struct mm_proc_stats, mmap_lock_by_unknown) -
+			       offsetof(struct mm_proc_stats, mmap_lock_by_fault) ==
+		       MM_SRC_UNKNOWN * sizeof(uint64_t),
+	       "mmap_lock_by_* members must follow enum mm_lock_source");
+
+static uint64_t *source_counter(struct mm_proc_stats *ps, enum mm_lock_source src)
+{
+	uint64_t *first = &ps->mmap_lock_by_fault;
+	return first + src; /* the mmap_lock_by_* members follow enum mm_lock_source's order */
+}
+
+static enum mm_lock_source source_of_sample(struct state *st, struct mm_host *h,
+					    const struct mm_sample *s)
+{
+	const char *frames[MAX_FRAMES];
+	unsigned n = 0;
+	if (!s->nr_ips) {
+		mm_host_global_add(h, st->g_no_callchain, 1);
+		return MM_SRC_UNKNOWN;
+	}
+	for (uint64_t i = 0; i < s->nr_ips && n < MAX_FRAMES; i++) {
+		if (s->ips[i] >= PERF_CONTEXT_MAX)
+			continue; /* PERF_CONTEXT_KERNEL and friends */
+		frames[n++] = mm_host_symbol(h, s->ips[i], NULL);
+	}
+	return mm_lock_source_of(frames, n);
+}
+
+/* --- fault windows --- */
+
+static void close_window(struct state *st, struct mm_host *h, struct window *w)
+{
+	if (!w->open)
+		return;
+	struct mm_proc_stats *ps = mm_host_proc(h, w->pid);
+	if (!w->fallbacks) {
+		if (w->attempts_same_page >= 2)
+			ps->faults_vma_retry++;
+		else
+			ps->faults_vma++;
+	} else {
+		if (w->attempt)
+			ps->faults_mmap_retry++;
+		else if (w->first_fallback_ns - w->start_ns < ABORT_GAP_NS)
+			ps->faults_mmap_abort++;
+		else
+			ps->faults_mmap_unknown++;
+		ps->faults_mmap_fallback++;
+		ps->faults_mmap_lock_retries += w->fallbacks - 1;
+	}
+	w->open = false;
+}
+
+static struct window *thread(struct state *st, struct mm_host *h, uint32_t tid, bool create)
+{
+	struct window *w = mm_tidmap_get(st->threads, tid, create);
+	if (!w && create)
+		mm_host_global_add(h, st->g_threads_dropped, 1);
+	return w;
+}
+
+static bool read_page(const struct tep_format_field *ino, const struct tep_format_field *dev,
+		      const struct tep_format_field *index, const struct mm_sample *s,
+		      struct page *ret)
+{
+	uint64_t i, d, x;
+	if (mm_field_read(ino, s, &i) || mm_field_read(dev, s, &d) || mm_field_read(index, s, &x))
+		return false;
+	*ret = (struct page){i, x, (uint32_t)d};
+	return true;
+}
+
+static bool same_page(const struct page *a, const struct page *b)
+{
+	return a->ino == b->ino && a->index == b->index && a->dev == b->dev;
+}
+
+static void on_fault(struct state *st, struct mm_host *h, const struct mm_sample *s)
+{
+	struct window *w = thread(st, h, s->tid, true);
+	if (!w)
+		return;
+	close_window(st, h, w);
+	memset(w, 0, sizeof(*w));
+	w->open = true;
+	w->pid = s->pid;
+	w->start_ns = s->time_ns;
+}
+
+static void on_filemap_fault(struct state *st, struct mm_host *h, const struct mm_sample *s)
+{
+	struct window *w = thread(st, h, s->tid, false);
+	struct page p;
+	if (!w || !w->open || !read_page(st->ff_ino, st->ff_dev, st->ff_index, s, &p))
+		return;
+	if (!w->fallbacks)
+		w->attempt = true;
+	if (!w->have_page) {
+		w->have_page = true;
+		w->page = p;
+	}
+	if (same_page(&w->page, &p))
+		w->attempts_same_page++;
+}
+
+static void on_added(struct state *st, struct mm_host *h, const struct mm_sample *s)
+{
+	struct window *w = thread(st, h, s->tid, false);
+	struct page p;
+	if (!w || !w->open || !read_page(st->ad_ino, st->ad_dev, st->ad_index, s, &p))
+		return;
+	for (unsigned i = 0; i < w->nadded; i++) {
+		if (same_page(&w->added[i], &p)) {
+			mm_host_proc(h, w->pid)->faults_pages_reread++;
+			return;
+		}
+	}
+	if (w->nadded < MAX_ADDED)
+		w->added[w->nadded++] = p;
+}
+
+static void on_start(struct state *st, struct mm_host *h, const struct mm_sample *s)
+{
+	struct window *w = thread(st, h, s->tid, false);
+	if (w && w->open)
+		w->wait_start_ns = s->time_ns;
+}
+
+static void on_acquired(struct state *st, struct mm_host *h, const struct mm_sample *s)
+{
+	uint64_t success = 0;
+	mm_field_read(st->acq_success, s, &success);
+	enum mm_lock_source src = source_of_sample(st, h, s);
+	if (success)
+		(*source_counter(mm_host_proc(h, s->pid), src))++;
+
+	struct window *w = thread(st, h, s->tid, false);
+	if (!w || !w->open)
+		return;
+	if (src == MM_SRC_FAULT) {
+		if (!w->first_fallback_ns)
+			w->first_fallback_ns = s->time_ns ? s->time_ns : 1;
+		if (success) {
+			w->fallbacks++;
+			if (w->wait_start_ns && s->time_ns >= w->wait_start_ns)
+				mm_host_proc(h, w->pid)->faults_mmap_lock_wait_ns +=
+					s->time_ns - w->wait_start_ns;
+		}
+		w->wait_start_ns = 0;
+	} else if (src == MM_SRC_FAULT_OTHER) {
+		if (!w->fallbacks)
+			w->attempt = true;
+		w->wait_start_ns = 0;
+	} else if (src != MM_SRC_UNKNOWN) {
+		/* The thread has left the fault: a system call or kernel path took the lock. */
+		close_window(st, h, w);
+		mm_tidmap_remove(st->threads, s->tid);
+	}
+}
+
+static void sample(void *state, struct mm_host *h, const struct mm_sample *s)
+{
+	struct state *st = state;
+	if (s->time_ns > st->last_ns)
+		st->last_ns = s->time_ns;
+	if (s->tp == st->fault)
+		on_fault(st, h, s);
+	else if (s->tp == st->acquired)
+		on_acquired(st, h, s);
+	else if (s->tp == st->start)
+		on_start(st, h, s);
+	else if (s->tp == st->filemap_fault)
+		on_filemap_fault(st, h, s);
+	else if (s->tp == st->added)
+		on_added(st, h, s);
+}
+
+static void thread_exit(void *state, struct mm_host *h, uint32_t pid, uint32_t tid)
+{
+	struct state *st = state;
+	struct window *w = mm_tidmap_get(st->threads, tid, false);
+	if (w)
+		close_window(st, h, w);
+	mm_tidmap_remove(st->threads, tid);
+}
+
+struct expire_ctx {
+	struct state *st;
+	struct mm_host *h;
+	uint32_t stale[256];
+	unsigned n;
+};
+
+static void expire_one(void *vctx, uint32_t tid, void *value)
+{
+	struct expire_ctx *c = vctx;
+	struct window *w = value;
+	if (c->n < 256 && w->open && c->st->last_ns - w->start_ns > WINDOW_LIMIT_NS)
+		c->stale[c->n++] = tid;
+}
+
+/* Closes windows of threads that faulted and then stayed quiet: their fault is long over. */
+static void tick(void *state, struct mm_host *h)
+{
+	struct state *st = state;
+	struct expire_ctx c = {.st = st, .h = h};
+	do {
+		c.n = 0;
+		mm_tidmap_foreach(st->threads, expire_one, &c);
+		for (unsigned i = 0; i < c.n; i++) {
+			struct window *w = mm_tidmap_get(st->threads, c.stale[i], false);
+			close_window(st, h, w);
+			mm_tidmap_remove(st->threads, c.stale[i]);
+			mm_host_global_add(h, st->g_timed_out, 1);
+		}
+	} while (c.n == 256);
+}
+
+static void close_all(void *vctx, uint32_t tid, void *value)
+{
+	struct expire_ctx *c = vctx;
+	close_window(c->st, c->h, value);
+}
+
+/* No more events: every open fault is over. */
+static void finish(void *state, struct mm_host *h)
+{
+	struct state *st = state;
+	struct expire_ctx c = {.st = st, .h = h};
+	mm_tidmap_foreach(st->threads, close_all, &c);
+}
+
+static int init(struct mm_host *h, void **ret_state)
+{
+	struct state *st = calloc(1, sizeof(*st));
+	if (!st)
+		return mm_host_fail(h, "out of memory");
+	st->threads = mm_tidmap_new(sizeof(struct window), MAX_THREADS);
+	st->fault = mm_host_tp(h, "exceptions", "page_fault_user");
+	st->start = mm_host_tp(h, "mmap_lock", "mmap_lock_start_locking");
+	st->acquired = mm_host_tp(h, "mmap_lock", "mmap_lock_acquire_returned");
+	st->filemap_fault = mm_host_tp(h, "filemap", "mm_filemap_fault");
+	st->added = mm_host_tp(h, "filemap", "mm_filemap_add_to_page_cache");
+	st->acq_success = mm_tp_field(st->acquired, "success");
+	st->ff_ino = mm_tp_field(st->filemap_fault, "i_ino");
+	st->ff_dev = mm_tp_field(st->filemap_fault, "s_dev");
+	st->ff_index = mm_tp_field(st->filemap_fault, "index");
+	st->ad_ino = mm_tp_field(st->added, "i_ino");
+	st->ad_dev = mm_tp_field(st->added, "s_dev");
+	st->ad_index = mm_tp_field(st->added, "index");
+	if (!st->threads || !st->acq_success || !st->ff_ino || !st->ff_dev || !st->ff_index) {
+		mm_tidmap_free(st->threads);
+		free(st);
+		return mm_host_fail(h, "tracepoint fields missing (mmap_lock success, filemap "
+				       "i_ino/s_dev/index): unsupported kernel version");
+	}
+	if (st->added && (!st->ad_ino || !st->ad_dev || !st->ad_index))
+		st->added = NULL;
+	st->g_no_callchain = mm_host_global(h, "faults_unmatched", "acquire_without_callchain",
+					    "Events the faults collector could not use.");
+	st->g_threads_dropped = mm_host_global(h, "faults_unmatched", "threads_dropped", NULL);
+	st->g_timed_out = mm_host_global(h, "faults_unmatched", "windows_timed_out", NULL);
+	*ret_state = st;
+	return 0;
+}
+
+static void free_state(void *state)
+{
+	struct state *st = state;
+	if (!st)
+		return;
+	mm_tidmap_free(st->threads);
+	free(st);
+}
+
+const struct mm_plugin mm_plugin_faults = {
+	.name = "faults",
+	.description = "classifies user page faults (VMA lock, VMA-lock retry, mmap_lock fallback) "
+		       "and attributes mmap_lock acquisitions",
+	.tracepoints = tracepoints,
+	.init = init,
+	.sample = sample,
+	.thread_exit = thread_exit,
+	.tick = tick,
+	.finish = finish,
+	.free = free_state,
+};
