@@ -114,7 +114,7 @@ static void test_ns_fields_are_exported_as_exact_seconds(void)
 	CHECK_CONTAINS(t, "\nmmlockd_process_mmap_lock_write_hold_seconds_total{pid=\"100\","
 			  "comm=\"p0\"} 0\n");
 	/* Counts stay counts. */
-	CHECK_CONTAINS(t, "\nmmlockd_page_faults_total 1000\n");
+	CHECK_CONTAINS(t, "\nmmlockd_user_page_faults_total 1000\n");
 	free(t);
 	mm_snapshot_unref(s);
 }
@@ -124,7 +124,7 @@ static void test_top_n_limits_per_process_series(void)
 	struct mm_snapshot *s = snap(5);
 	char *t = format(s, 2);
 
-	CHECK_U64(count(t, "mmlockd_process_page_faults_total{"), 2);
+	CHECK_U64(count(t, "mmlockd_process_user_page_faults_total{"), 2);
 	CHECK_CONTAINS(t, "pid=\"100\",comm=\"p0\"");
 	CHECK_CONTAINS(t, "pid=\"101\",comm=\"p1\"");
 	CHECK(!strstr(t, "pid=\"102\""));
@@ -132,7 +132,7 @@ static void test_top_n_limits_per_process_series(void)
 	free(t);
 
 	t = format(s, 1000); /* more than there are */
-	CHECK_U64(count(t, "mmlockd_process_page_faults_total{"), 5);
+	CHECK_U64(count(t, "mmlockd_process_user_page_faults_total{"), 5);
 	free(t);
 	mm_snapshot_unref(s);
 }
@@ -143,7 +143,7 @@ static void test_top_n_zero_gives_no_process_families(void)
 	char *t = format(s, 0);
 
 	CHECK(!strstr(t, "mmlockd_process_"));
-	CHECK_CONTAINS(t, "\nmmlockd_page_faults_total 2997\n");
+	CHECK_CONTAINS(t, "\nmmlockd_user_page_faults_total 2997\n");
 	free(t);
 	mm_snapshot_unref(s);
 }
@@ -156,10 +156,10 @@ static void test_reused_pid_gives_one_series(void)
 	strcpy(s->procs[1].comm, "p0");
 	char *t = format(s, 3);
 
-	CHECK_U64(count(t, "mmlockd_process_page_faults_total{pid=\"100\",comm=\"p0\"}"), 1);
+	CHECK_U64(count(t, "mmlockd_process_user_page_faults_total{pid=\"100\",comm=\"p0\"}"), 1);
 	/* The busier one (listed first) is kept, and the slot goes to the next process. */
-	CHECK_CONTAINS(t, "mmlockd_process_page_faults_total{pid=\"100\",comm=\"p0\"} 1000\n");
-	CHECK_CONTAINS(t, "mmlockd_process_page_faults_total{pid=\"102\",comm=\"p2\"} 998\n");
+	CHECK_CONTAINS(t, "mmlockd_process_user_page_faults_total{pid=\"100\",comm=\"p0\"} 1000\n");
+	CHECK_CONTAINS(t, "mmlockd_process_user_page_faults_total{pid=\"102\",comm=\"p2\"} 998\n");
 	free(t);
 	mm_snapshot_unref(s);
 }
@@ -171,7 +171,7 @@ static void test_label_values_are_escaped(void)
 	char *t = format(s, 1);
 
 	CHECK_CONTAINS(t,
-		       "mmlockd_process_page_faults_total{pid=\"100\",comm=\"a\\\"b\\\\c\\nd\"} ");
+		       "mmlockd_process_user_page_faults_total{pid=\"100\",comm=\"a\\\"b\\\\c\\nd\"} ");
 	/* No raw newline inside a label: every line starts with '#' or the prefix. */
 	for (const char *p = t; *p; p = strchr(p, '\n') + 1)
 		CHECK(*p == '#' || strncmp(p, "mmlockd_", 8) == 0);
@@ -313,7 +313,7 @@ static void test_empty_snapshot_has_globals_but_no_process_series(void)
 	struct mm_snapshot *s = mm_snapshot_new(0, 0, 0, 0);
 	char *t = format(s, 20);
 
-	CHECK_CONTAINS(t, "\nmmlockd_page_faults_total 0\n");
+	CHECK_CONTAINS(t, "\nmmlockd_user_page_faults_total 0\n");
 	CHECK_CONTAINS(t, "\nmmlockd_mmap_lock_wait_seconds_bucket{le=\"+Inf\"} 0\n");
 	CHECK(!strstr(t, "mmlockd_process_"));
 	CHECK(!strstr(t, "mmlockd_events_total"));
