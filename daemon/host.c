@@ -262,6 +262,11 @@ uint64_t mm_host_sample_type(const struct mm_host *h, unsigned stream)
 	return stream < h->nstreams ? h->streams[stream].sample_type : 0;
 }
 
+bool mm_host_stream_is_task(const struct mm_host *h, unsigned stream)
+{
+	return stream < h->nstreams && h->streams[stream].is_task;
+}
+
 unsigned mm_host_nstreams(const struct mm_host *h)
 {
 	return h->nstreams;

@@ -54,6 +54,7 @@ void mm_host_start(struct mm_host *h);
 /* The sample_type of stream @stream (to time-stamp records before ordering). */
 uint64_t mm_host_sample_type(const struct mm_host *h, unsigned stream);
 unsigned mm_host_nstreams(const struct mm_host *h);
+bool mm_host_stream_is_task(const struct mm_host *h, unsigned stream);
 
 /* Handles one record of @stream: samples go to the collectors, COMM/FORK/EXIT to the process
  * table, LOST is counted against the stream. Malformed records are counted, never fatal. */

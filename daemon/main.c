@@ -12,6 +12,7 @@
  * configuration file.
  */
 #include <errno.h>
+#include <getopt.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -20,6 +21,7 @@
 #include <sys/epoll.h>
 #include <sys/signalfd.h>
 #include <sys/timerfd.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <traceevent/event-parse.h>
 #include <unistd.h>
@@ -30,9 +32,12 @@
 #include "log.h"
 #include "notify.h"
 #include "order.h"
+#include "replay.h"
+#include "recording.h"
 #include "sampler.h"
 #include "snapshot.h"
 #include "symbols.h"
+#include "tally.h"
 #include "tracefs.h"
 #include "writer.h"
 
@@ -57,6 +62,17 @@ struct daemon {
 	uint64_t watchdog_usec;
 	uint64_t records, order_drops;
 	uint64_t last_delivered_ns, late_records;
+
+	/* mmlockd record: */
+	struct mm_recorder *rec;
+	const char *rec_path;
+	unsigned duration_s;
+	char **command; /* run this and record its process tree */
+	pid_t child;
+	int child_status;
+	struct mm_tally *tally;
+	uint32_t follow[64]; /* --pid */
+	unsigned nfollow;
 };
 
 static uint64_t clock_ns(clockid_t id)
@@ -80,13 +96,26 @@ static void set_next_end(struct daemon *d, uint64_t after_ms)
 	d->next_end_mono_ns = mono_ms > 0 ? (uint64_t)mono_ms * 1000000ull : 0;
 }
 
+/* Runs the collectors' periodic work; a recording notes when, so replay ticks at the same
+ * point of the record stream. */
+static void tick(struct daemon *d)
+{
+	mm_host_tick(d->host);
+	if (d->rec)
+		mm_recorder_tick(d->rec, d->last_delivered_ns);
+}
+
 static void close_window(struct daemon *d, uint64_t end_ms)
 {
-	mm_host_tick(d->host); /* let periodic collectors account up to the boundary */
+	tick(d); /* let periodic collectors account up to the boundary */
 	struct mm_snapshot *w = mm_host_close_window(d->host, end_ms);
-	if (w)
+	if (w && d->writer) {
 		mm_writer_submit(d->writer, w);
-	else
+	} else if (w) {
+		if (d->tally && mm_tally_add(d->tally, w) < 0)
+			log_error("out of memory tallying a window");
+		mm_snapshot_unref(w);
+	} else
 		log_error("out of memory closing a window; its counts stay in the totals only");
 	set_next_end(d, end_ms);
 }
@@ -101,7 +130,14 @@ static void deliver(void *ctx, unsigned stream, uint64_t time_ns,
 		d->late_records++;
 	else
 		d->last_delivered_ns = time_ns;
+	uint64_t type = mm_host_sample_type(d->host, stream);
+	bool is_task = mm_host_stream_is_task(d->host, stream);
+	if (d->rec && !mm_recorder_wants(d->rec, hdr, type, is_task))
+		return;
 	mm_host_record(d->host, stream, hdr);
+	/* Written after the collectors saw it: the process lookups it caused come first. */
+	if (d->rec)
+		mm_recorder_record(d->rec, stream, time_ns, hdr, type);
 	d->records++;
 }
 
@@ -145,11 +181,12 @@ static void open_tp(void *vctx, const char *system, const char *name, bool callc
 	int id = -1;
 	uint64_t sample_type = 0;
 	unsigned stream = mm_host_nstreams(d->host);
+	char *format = NULL;
 
 	if (c->tracefs_error)
 		snprintf(err, sizeof(err), "%s", c->tracefs_error);
-	else if (mm_tracefs_event(d->tracefs, d->tep, system, name, &ev, &id, err, sizeof(err)) ==
-		 0) {
+	else if (mm_tracefs_event(d->tracefs, d->tep, system, name, &ev, &id, &format, err,
+				  sizeof(err)) == 0) {
 		if (!d->sampler)
 			snprintf(err, sizeof(err), "perf sampler unavailable");
 		else
@@ -161,6 +198,10 @@ static void open_tp(void *vctx, const char *system, const char *name, bool callc
 	else
 		log_debug("tracepoint %s:%s: sampling (id %d)", system, name, id);
 	mm_host_add_tp(d->host, system, name, ev, sample_type, err[0] ? err : NULL);
+	if (d->rec)
+		mm_recorder_stream(d->rec, stream, false, sample_type, system, name,
+				   err[0] || !format ? "" : format);
+	free(format);
 }
 
 static int setup_sampling(struct daemon *d)
@@ -180,16 +221,6 @@ static int setup_sampling(struct daemon *d)
 		log_error_errno(r, "perf sampler: %m");
 		d->sampler = NULL;
 	}
-	d->syms = mm_symbols_new();
-	if (!d->syms)
-		return log_error_errno(ENOMEM, "out of memory");
-	char sym_err[256];
-	r = mm_symbols_load_kallsyms(d->syms, "/proc/kallsyms", sym_err, sizeof(sym_err));
-	if (r < 0)
-		log_warning("kernel symbols: %s", sym_err);
-	else
-		log_debug("kernel symbols: %d loaded", r);
-	mm_host_set_symbols(d->host, d->syms);
 	mm_host_wanted(d->host, open_tp, &c);
 
 	char err[256] = "";
@@ -202,7 +233,71 @@ static int setup_sampling(struct daemon *d)
 	if (err[0])
 		log_warning("task records (process names and exits): %s", err);
 	mm_host_add_task_stream(d->host, task_type, err[0] ? err : NULL);
+	if (d->rec)
+		mm_recorder_stream(d->rec, stream, true, task_type, "perf", "task", "");
 	mm_host_start(d->host);
+	return 0;
+}
+
+/* mmlockd record: starts the command to record, if any, now that sampling runs. */
+static int start_recording(struct daemon *d)
+{
+	d->tally = mm_tally_new();
+	if (!d->tally)
+		return log_error_errno(ENOMEM, "out of memory");
+	if (d->command) {
+		d->child = fork();
+		if (d->child < 0)
+			return log_error_errno(errno, "fork: %m");
+		if (d->child == 0) {
+			sigset_t none;
+			sigemptyset(&none);
+			pthread_sigmask(SIG_SETMASK, &none, NULL);
+			execvp(d->command[0], d->command);
+			fprintf(stderr, "mmlockd record: cannot run %s: %s\n", d->command[0],
+				strerror(errno));
+			_exit(127);
+		}
+		mm_recorder_follow(d->rec, (uint32_t)d->child, true);
+		log_info("recording %s (pid %d) into %s", d->command[0], (int)d->child,
+			 d->rec_path);
+	} else {
+		log_info("recording %s%u seconds into %s",
+			 d->duration_s ? "" : "until stopped, at most ", d->duration_s,
+			 d->rec_path);
+	}
+	return 0;
+}
+
+/* Whether the recording should stop: the duration passed, or the recorded command exited (its
+ * last records are drained by the final round). */
+static bool recording_done(struct daemon *d, uint64_t now_ms, uint64_t stop_ms)
+{
+	if (stop_ms && now_ms >= stop_ms)
+		return true;
+	if (d->child > 0 && waitpid(d->child, &d->child_status, WNOHANG) == d->child) {
+		d->child = -1;
+		return true;
+	}
+	return false;
+}
+
+static int finish_recording(struct daemon *d)
+{
+	if (d->child > 0) {
+		kill(d->child, SIGTERM);
+		waitpid(d->child, &d->child_status, 0);
+	}
+	uint64_t n = mm_recorder_count(d->rec);
+	int r = mm_recorder_close(d->rec);
+	d->rec = NULL;
+	if (r < 0)
+		return log_error_errno(r, "writing %s failed: %m", d->rec_path);
+	mm_tally_print(d->tally, stdout);
+	log_info("recorded %llu records into %s", (unsigned long long)n, d->rec_path);
+	if (d->command && WIFEXITED(d->child_status) && WEXITSTATUS(d->child_status))
+		log_warning("%s exited with status %d", d->command[0],
+			    WEXITSTATUS(d->child_status));
 	return 0;
 }
 
@@ -247,21 +342,54 @@ static int run(struct daemon *d)
 	d->mono_to_wall_ms = (int64_t)(clock_ns(CLOCK_REALTIME) / 1000000) -
 			     (int64_t)(clock_ns(CLOCK_MONOTONIC) / 1000000);
 	uint64_t start_ms = wall_ms();
-	d->host = mm_host_new(&d->cfg, NULL, NULL, start_ms);
+	int r;
+
+	d->syms = mm_symbols_new();
+	if (!d->syms)
+		return log_error_errno(ENOMEM, "out of memory");
+	char sym_err[256];
+	r = mm_symbols_load_kallsyms(d->syms, "/proc/kallsyms", sym_err, sizeof(sym_err));
+	if (r < 0)
+		log_warning("kernel symbols: %s", sym_err);
+	else
+		log_debug("kernel symbols: %d loaded", r);
+	if (d->rec_path) {
+		r = mm_recorder_open(d->rec_path, d->syms, &d->rec);
+		if (r < 0)
+			return log_error_errno(r, "cannot create %s: %m", d->rec_path);
+		for (unsigned i = 0; i < d->nfollow; i++)
+			mm_recorder_follow(d->rec, d->follow[i], false);
+	}
+	d->host = mm_host_new(&d->cfg, d->rec ? mm_recorder_lookup : NULL, d->rec, start_ms);
 	d->order = mm_order_new();
 	if (!d->host || !d->order)
 		return log_error_errno(ENOMEM, "out of memory");
 	mm_host_set_clock_offset(d->host, d->mono_to_wall_ms);
+	mm_host_set_symbols(d->host, d->syms);
 
-	int r = mm_writer_start(d->cfg.db_path, d->cfg.retention_days, &d->writer);
-	if (r < 0)
-		return r;
+	if (!d->rec) {
+		r = mm_writer_start(d->cfg.db_path, d->cfg.retention_days, &d->writer);
+		if (r < 0)
+			return r;
+	}
 	r = setup_sampling(d);
 	if (r < 0)
 		return r;
-	r = mm_http_start(d->cfg.listen, d->cfg.db_path, d->cfg.top_n, &d->http);
-	if (r < 0)
-		return r;
+	if (d->rec) {
+		char meta[512];
+		struct mm_snapshot *s = mm_host_snapshot(d->host, start_ms);
+		snprintf(meta, sizeof(meta),
+			 "kernel=%s\nrecorded_at_ms=%llu\nmono_to_wall_ms=%lld\ninterval_s=%u\n"
+			 "collectors=%s\n",
+			 s ? s->kernel : "", (unsigned long long)start_ms,
+			 (long long)d->mono_to_wall_ms, d->cfg.interval_s, d->cfg.collectors);
+		mm_snapshot_unref(s);
+		mm_recorder_meta(d->rec, meta);
+	} else {
+		r = mm_http_start(d->cfg.listen, d->cfg.db_path, d->cfg.top_n, &d->http);
+		if (r < 0)
+			return r;
+	}
 
 	int ep = epoll_create1(EPOLL_CLOEXEC);
 	int sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
@@ -282,13 +410,21 @@ static int run(struct daemon *d)
 	}
 	d->prev_round_ns = clock_ns(CLOCK_MONOTONIC);
 	set_next_end(d, start_ms);
-	publish(d);
-	mm_notify_watchdog_usec(&d->watchdog_usec);
-	mm_notify("READY=1\nSTATUS=collecting");
-	log_info("mmlockd %s: collecting; %u-second windows into %s; serving http://%s/",
-		 MM_VERSION, d->cfg.interval_s, d->cfg.db_path, d->cfg.listen);
+	uint64_t last_tick_ms = wall_ms(), stop_ms = 0;
+	if (d->rec) {
+		r = start_recording(d);
+		if (r < 0)
+			return r;
+		stop_ms = d->duration_s ? last_tick_ms + d->duration_s * 1000ull : 0;
+	} else {
+		publish(d);
+		mm_notify_watchdog_usec(&d->watchdog_usec);
+		mm_notify("READY=1\nSTATUS=collecting");
+		log_info("mmlockd %s: collecting; %u-second windows into %s; serving http://%s/",
+			 MM_VERSION, d->cfg.interval_s, d->cfg.db_path, d->cfg.listen);
+	}
 
-	uint64_t last_tick_ms = wall_ms();
+	r = 0;
 	bool running = true;
 	while (running) {
 		struct epoll_event evs[16];
@@ -315,10 +451,13 @@ static int run(struct daemon *d)
 		}
 		round_once(d, false);
 		uint64_t now = wall_ms();
+		if (d->rec && recording_done(d, now, stop_ms))
+			running = false;
 		if (now - last_tick_ms >= 1000) {
 			last_tick_ms = now;
-			mm_host_tick(d->host);
-			publish(d);
+			tick(d);
+			if (!d->rec)
+				publish(d);
 			if (d->watchdog_usec)
 				mm_notify("WATCHDOG=1");
 		}
@@ -330,10 +469,117 @@ static int run(struct daemon *d)
 	round_once(d, true);
 	mm_host_finish(d->host);
 	close_window(d, wall_ms());
-	publish(d);
+	if (d->rec)
+		r = finish_recording(d);
+	else
+		publish(d);
 	close(tfd);
 	close(sfd);
 	close(ep);
+	return r < 0 ? r : 0;
+}
+
+static const char record_usage[] =
+	"Usage: mmlockd record -o FILE [--duration SECONDS] [--pid PID]... [--collectors LIST]\n"
+	"                      [--ring-pages N] [--log-level LEVEL] [-- COMMAND [ARGS...]]\n"
+	"\n"
+	"Samples the same tracepoints as the daemon and writes the raw records, with the "
+	"tracepoint\n"
+	"formats, the process identities and the kernel symbols they need, to FILE; `mmlockd "
+	"replay\n"
+	"FILE` runs the collectors on it again anywhere. Prints the per-process table at the end.\n"
+	"\n"
+	"  -o, --output FILE     the recording to write (required)\n"
+	"  -d, --duration SECS   stop after SECS seconds (default 10; with COMMAND: when it "
+	"exits)\n"
+	"  -p, --pid PID         keep only this process's records (repeatable; default: all)\n"
+	"      --collectors LIST collectors to run (default all)\n"
+	"      --ring-pages N    perf ring pages per tracepoint per CPU (default 256)\n"
+	"      --log-level L     err|warning|notice|info|debug (default info)\n"
+	"  COMMAND               run it once sampling runs, keep only its process tree, stop when "
+	"it\n"
+	"                        exits\n";
+
+/* Parses `mmlockd record ...` (argv[0] is "record") into @d. Returns 0, 1 after --help, or
+ * -EINVAL after printing why. */
+static int parse_record(struct daemon *d, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"output", required_argument, NULL, 'o'},
+		{"duration", required_argument, NULL, 'd'},
+		{"pid", required_argument, NULL, 'p'},
+		{"collectors", required_argument, NULL, 'c'},
+		{"ring-pages", required_argument, NULL, 'r'},
+		{"log-level", required_argument, NULL, 'l'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	char err[256];
+	int c;
+	bool duration_given = false;
+
+	mm_config_defaults(&d->cfg);
+	d->duration_s = 10;
+	optind = 0;
+	while ((c = getopt_long(argc, argv, "+o:d:p:h", opts, NULL)) != -1) {
+		char *end;
+		unsigned long v;
+		switch (c) {
+		case 'o':
+			d->rec_path = optarg;
+			break;
+		case 'd':
+			v = strtoul(optarg, &end, 10);
+			if (*end || end == optarg || v > 86400) {
+				fprintf(stderr, "mmlockd record: bad --duration '%s' (0..86400)\n",
+					optarg);
+				return -EINVAL;
+			}
+			d->duration_s = (unsigned)v;
+			duration_given = true;
+			break;
+		case 'p':
+			v = strtoul(optarg, &end, 10);
+			if (*end || end == optarg || !v || v > 0x3fffffff || d->nfollow == 64) {
+				fprintf(stderr, "mmlockd record: bad --pid '%s'\n", optarg);
+				return -EINVAL;
+			}
+			d->follow[d->nfollow++] = (uint32_t)v;
+			break;
+		case 'c':
+		case 'r':
+		case 'l': {
+			const char *key = c == 'c'   ? "collectors"
+					  : c == 'r' ? "ring_pages"
+						     : "log_level";
+			if (mm_config_set(&d->cfg, key, optarg, err, sizeof(err)) < 0) {
+				fprintf(stderr, "mmlockd record: %s\n", err);
+				return -EINVAL;
+			}
+			break;
+		}
+		case 'h':
+			fputs(record_usage, stdout);
+			return 1;
+		default:
+			fputs(record_usage, stderr);
+			return -EINVAL;
+		}
+	}
+	if (!d->rec_path) {
+		fprintf(stderr, "mmlockd record: -o FILE is required\n%s", record_usage);
+		return -EINVAL;
+	}
+	if (optind < argc) {
+		d->command = argv + optind;
+		if (!duration_given)
+			d->duration_s = 0;
+	}
+	if (mm_host_check_collectors(&d->cfg, err, sizeof(err)) < 0) {
+		fprintf(stderr, "mmlockd record: %s\n", err);
+		return -EINVAL;
+	}
+	d->cfg.interval_s = 1;
 	return 0;
 }
 
@@ -342,6 +588,16 @@ int main(int argc, char **argv)
 	struct daemon d = {.argc = argc, .argv = argv};
 	enum mm_command cmd;
 	char err[512];
+
+	if (argc > 1 && !strcmp(argv[1], "replay"))
+		return mm_cmd_replay(argc - 1, argv + 1);
+	if (argc > 1 && !strcmp(argv[1], "record")) {
+		int n = parse_record(&d, argc - 1, argv + 1);
+		if (n != 0)
+			return n < 0 ? 2 : 0;
+		mm_log_set_level(d.cfg.log_level);
+		goto run;
+	}
 
 	if (mm_config_from_args(&d.cfg, argc, argv, &cmd, err, sizeof(err)) < 0 ||
 	    (cmd == MM_CMD_RUN && mm_host_check_collectors(&d.cfg, err, sizeof(err)) < 0)) {
@@ -358,11 +614,14 @@ int main(int argc, char **argv)
 	}
 	mm_log_set_level(d.cfg.log_level);
 
+run:;
 	int r = run(&d);
 
 	mm_http_stop(d.http);
 	int w = mm_writer_stop(d.writer);
 	mm_sampler_free(d.sampler);
+	mm_recorder_close(d.rec);
+	mm_tally_free(d.tally);
 	mm_host_free(d.host);
 	mm_symbols_free(d.syms);
 	if (d.tep)

@@ -99,8 +99,8 @@ static int read_all(const char *path, char **ret, size_t *ret_len)
 }
 
 int mm_tracefs_event(const char *tracefs, struct tep_handle *tep, const char *system,
-		     const char *name, struct tep_event **ret_ev, int *ret_id, char *err,
-		     size_t errlen)
+		     const char *name, struct tep_event **ret_ev, int *ret_id, char **ret_format,
+		     char *err, size_t errlen)
 {
 	char path[512];
 	char *text = NULL;
@@ -121,8 +121,11 @@ int mm_tracefs_event(const char *tracefs, struct tep_handle *tep, const char *sy
 		free(text);
 		return -EINVAL;
 	}
-	free(text);
 	*ret_ev = ev;
 	*ret_id = ev->id;
+	if (ret_format)
+		*ret_format = text;
+	else
+		free(text);
 	return 0;
 }

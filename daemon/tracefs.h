@@ -16,10 +16,11 @@ struct tep_event;
 int mm_tracefs_find(char *ret_path, size_t size, char *err, size_t errlen);
 
 /* Parses the format of tracepoint @system:@name under @tracefs into @tep. Returns 0 with *ret_ev
- * (owned by @tep) and *ret_id (the perf config id), or -errno with a one-line reason in @err
- * (-ENOENT: the kernel has no such tracepoint). */
+ * (owned by @tep), *ret_id (the perf config id) and, when @ret_format is not NULL, the format
+ * file's text (malloc'd, the caller frees); or -errno with a one-line reason in @err (-ENOENT:
+ * the kernel has no such tracepoint). */
 int mm_tracefs_event(const char *tracefs, struct tep_handle *tep, const char *system,
-		     const char *name, struct tep_event **ret_ev, int *ret_id, char *err,
-		     size_t errlen);
+		     const char *name, struct tep_event **ret_ev, int *ret_id, char **ret_format,
+		     char *err, size_t errlen);
 
 #endif
