@@ -107,4 +107,21 @@ static const char fmt_mm_filemap_fault[] =
 	"print fmt: \"dev=%d:%d ino=%lx ofs=%lld\", ((unsigned int) ((REC->s_dev) >> 20)), "
 	"((unsigned int) ((REC->s_dev) & ((1U << 20) - 1))), REC->i_ino, ((loff_t)REC->index) << "
 	"12\n";
+static const char fmt_mm_filemap_add_to_page_cache[] =
+	"name: mm_filemap_add_to_page_cache\n"
+	"ID: 600\n"
+	"format:\n"
+	"\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n"
+	"\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n"
+	"\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n"
+	"\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n"
+	"\n"
+	"\tfield:unsigned long pfn;\toffset:8;\tsize:8;\tsigned:0;\n"
+	"\tfield:unsigned long i_ino;\toffset:16;\tsize:8;\tsigned:0;\n"
+	"\tfield:unsigned long index;\toffset:24;\tsize:8;\tsigned:0;\n"
+	"\tfield:dev_t s_dev;\toffset:32;\tsize:4;\tsigned:0;\n"
+	"\tfield:unsigned char order;\toffset:36;\tsize:1;\tsigned:0;\n"
+	"\n"
+	"print fmt: \"dev %d:%d ino %lx pfn=0x%lx ofs=%lu order=%u\", ((unsigned int) ((REC->s_dev) >> 20)), ((unsigned int) ((REC->s_dev) & ((1U << 20) - 1))), REC->i_ino, REC->pfn, REC->index << 12, REC->order\n"
+	;
 #endif

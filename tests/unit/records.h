@@ -26,10 +26,25 @@ struct rec_field {
 	uint64_t value;
 };
 
+#define REC_SAMPLE_TYPE_CC (REC_SAMPLE_TYPE | PERF_SAMPLE_CALLCHAIN)
+
+static inline const struct perf_event_header *
+rec_sample_cc(struct rec *r, struct tep_event *ev, uint32_t pid, uint32_t tid, uint64_t time,
+	      const uint64_t *ips, unsigned nips, const struct rec_field *fields, unsigned n);
+
 /* A sample of @ev by pid/tid at @time with the named fields set (others zero). */
 static inline const struct perf_event_header *rec_sample(struct rec *r, struct tep_event *ev,
 							 uint32_t pid, uint32_t tid, uint64_t time,
 							 const struct rec_field *fields, unsigned n)
+{
+	return rec_sample_cc(r, ev, pid, tid, time, NULL, 0, fields, n);
+}
+
+/* The same with a kernel callchain (PERF_SAMPLE_CALLCHAIN, REC_SAMPLE_TYPE_CC) when @ips is not
+ * NULL: PERF_CONTEXT_KERNEL, then @ips innermost first. */
+static inline const struct perf_event_header *
+rec_sample_cc(struct rec *r, struct tep_event *ev, uint32_t pid, uint32_t tid, uint64_t time,
+	      const uint64_t *ips, unsigned nips, const struct rec_field *fields, unsigned n)
 {
 	uint8_t raw[128] = {0};
 	uint16_t type = (uint16_t)ev->id;
@@ -50,12 +65,20 @@ static inline const struct perf_event_header *rec_sample(struct rec *r, struct t
 	memcpy(p, &v, 8);
 	memcpy(p + 8, &time, 8);
 	memset(p + 16, 0, 8); /* cpu, res */
+	p += 24;
+	if (ips) {
+		uint64_t nr = nips + 1, ctx = PERF_CONTEXT_KERNEL;
+		memcpy(p, &nr, 8);
+		memcpy(p + 8, &ctx, 8);
+		memcpy(p + 16, ips, nips * 8);
+		p += 16 + nips * 8;
+	}
 	/* RAW: u32 size then the payload, padded so the record stays 8-byte aligned. */
 	uint32_t size = (raw_size + 4 + 7) / 8 * 8 - 4;
-	memcpy(p + 24, &size, 4);
-	memcpy(p + 28, raw, raw_size);
+	memcpy(p, &size, 4);
+	memcpy(p + 4, raw, raw_size);
 	r->hdr.type = PERF_RECORD_SAMPLE;
-	r->hdr.size = (uint16_t)(sizeof(r->hdr) + 28 + size);
+	r->hdr.size = (uint16_t)(p + 4 + size - (uint8_t *)r);
 	return &r->hdr;
 }
 
