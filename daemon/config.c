@@ -252,8 +252,9 @@ static int set_listen(struct mm_config *c, const char *v, char *why, size_t whyl
 		}
 		port = colon + 1;
 	}
-	if (parse_number(port, NULL, &port_num) < 0 || port_num < 1 || port_num > 65535) {
-		set_err(why, whylen, "port must be a number between 1 and 65535");
+	/* Port 0 asks the kernel for a free port; the daemon logs the one it got. */
+	if (parse_number(port, NULL, &port_num) < 0 || port_num > 65535) {
+		set_err(why, whylen, "port must be a number between 0 and 65535");
 		return -EINVAL;
 	}
 	strcpy(c->listen, v);

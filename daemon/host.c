@@ -628,6 +628,11 @@ struct mm_snapshot *mm_host_close_window(struct mm_host *h, uint64_t end_ms)
 	return s;
 }
 
+void mm_host_set_interval(struct mm_host *h, unsigned interval_s)
+{
+	h->interval_s = interval_s;
+}
+
 void mm_host_set_store_stats(struct mm_host *h, uint64_t windows_stored, uint64_t store_errors)
 {
 	h->windows_stored = windows_stored;

@@ -77,6 +77,9 @@ struct mm_snapshot *mm_host_snapshot(struct mm_host *h, uint64_t now_ms);
  * still closed; its counts stay in the totals). */
 struct mm_snapshot *mm_host_close_window(struct mm_host *h, uint64_t end_ms);
 
+/* The window length shown in snapshots (after a reload). */
+void mm_host_set_interval(struct mm_host *h, unsigned interval_s);
+
 /* Store progress shown in snapshots. */
 void mm_host_set_store_stats(struct mm_host *h, uint64_t windows_stored, uint64_t store_errors);
 

@@ -319,6 +319,7 @@ static void reload(struct daemon *d)
 	mm_writer_set_retention(d->writer, n.retention_days);
 	if (n.interval_s != d->cfg.interval_s) {
 		d->cfg.interval_s = n.interval_s;
+		mm_host_set_interval(d->host, n.interval_s);
 		set_next_end(d, wall_ms());
 	}
 	d->cfg.top_n = n.top_n;
@@ -368,6 +369,10 @@ static int run(struct daemon *d)
 	mm_host_set_symbols(d->host, d->syms);
 
 	if (!d->rec) {
+		/* HTTP first: a taken port fails before the database is created or migrated. */
+		r = mm_http_start(d->cfg.listen, d->cfg.db_path, d->cfg.top_n, &d->http);
+		if (r < 0)
+			return r;
 		r = mm_writer_start(d->cfg.db_path, d->cfg.retention_days, &d->writer);
 		if (r < 0)
 			return r;
@@ -385,10 +390,6 @@ static int run(struct daemon *d)
 			 (long long)d->mono_to_wall_ms, d->cfg.interval_s, d->cfg.collectors);
 		mm_snapshot_unref(s);
 		mm_recorder_meta(d->rec, meta);
-	} else {
-		r = mm_http_start(d->cfg.listen, d->cfg.db_path, d->cfg.top_n, &d->http);
-		if (r < 0)
-			return r;
 	}
 
 	int ep = epoll_create1(EPOLL_CLOEXEC);
@@ -601,7 +602,7 @@ int main(int argc, char **argv)
 
 	if (mm_config_from_args(&d.cfg, argc, argv, &cmd, err, sizeof(err)) < 0 ||
 	    (cmd == MM_CMD_RUN && mm_host_check_collectors(&d.cfg, err, sizeof(err)) < 0)) {
-		fprintf(stderr, "mmlockd: %s\nTry 'mmlockd --help'.\n", err);
+		log_error("mmlockd: %s; try 'mmlockd --help'", err);
 		return 2;
 	}
 	if (cmd == MM_CMD_HELP) {

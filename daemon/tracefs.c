@@ -16,6 +16,8 @@
 
 #define TRACEFS_MAGIC 0x74726163
 
+/* 1 when @path is a usable tracefs, 0 when it is not tracefs, -errno when it is tracefs but its
+ * events cannot be reached (e.g. -EACCES for an unprivileged user). */
 static int is_tracefs(const char *path)
 {
 	struct statfs sf;
@@ -23,7 +25,7 @@ static int is_tracefs(const char *path)
 	if (statfs(path, &sf) < 0 || (unsigned long)sf.f_type != TRACEFS_MAGIC)
 		return 0;
 	snprintf(events, sizeof(events), "%s/events", path);
-	return access(events, F_OK) == 0;
+	return access(events, F_OK) == 0 ? 1 : -errno;
 }
 
 int mm_tracefs_find(char *ret_path, size_t size, char *err, size_t errlen)
@@ -31,9 +33,16 @@ int mm_tracefs_find(char *ret_path, size_t size, char *err, size_t errlen)
 	static const char *const candidates[] = {"/sys/kernel/tracing",
 						 "/sys/kernel/debug/tracing"};
 	for (size_t i = 0; i < 2; i++) {
-		if (is_tracefs(candidates[i])) {
+		int r = is_tracefs(candidates[i]);
+		if (r > 0) {
 			snprintf(ret_path, size, "%s", candidates[i]);
 			return 0;
+		}
+		if (r < 0) {
+			snprintf(err, errlen,
+				 "tracefs is mounted at %s but %s/events is not readable: %s",
+				 candidates[i], candidates[i], strerror(-r));
+			return r;
 		}
 	}
 	if (access("/sys/kernel/tracing", F_OK) < 0) {
@@ -49,7 +58,7 @@ int mm_tracefs_find(char *ret_path, size_t size, char *err, size_t errlen)
 			 strerror(e));
 		return -e;
 	}
-	if (!is_tracefs("/sys/kernel/tracing")) {
+	if (is_tracefs("/sys/kernel/tracing") <= 0) {
 		snprintf(err, errlen,
 			 "mounted tracefs at /sys/kernel/tracing but it has no events/");
 		return -ENOENT;

@@ -257,7 +257,7 @@ static void test_listen_rejects_bad_syntax_and_ports(void)
 	CHECK(rejects("listen", ""));
 	CHECK(rejects("listen", "127.0.0.1"));
 	CHECK(rejects("listen", "127.0.0.1:"));
-	CHECK(rejects("listen", "127.0.0.1:0"));
+	CHECK(!rejects("listen", "127.0.0.1:0")); /* 0: the kernel picks a free port */
 	CHECK(rejects("listen", "127.0.0.1:65536"));
 	CHECK(rejects("listen", "127.0.0.1:-1"));
 	CHECK(rejects("listen", "127.0.0.1:80x"));
