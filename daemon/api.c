@@ -1,5 +1,5 @@
 /*
- * JSON bodies of /api/v1/status and /api/v1/processes (see api.h). Pure code.
+ * JSON bodies of /api/v1/status, /api/v1/processes and /api/v1/locks (see api.h). Pure code.
  *
  * The per-process counters are written by walking mm_proc_fields[], so the keys under "window" and
  * "total" are exactly the column names of the process_stats view and a new counter shows up here
@@ -12,6 +12,8 @@
 #include "api.h"
 
 #include <inttypes.h>
+
+#include "locktable.h"
 
 /* Unix milliseconds as seconds with three decimals. */
 static void put_ms(struct mm_buf *out, uint64_t ms)
@@ -174,4 +176,47 @@ void mm_api_processes(const struct mm_snapshot *s, struct mm_buf *out)
 	mm_buf_puts(out, "{");
 	put_window_total(out, &s->all_window, &s->all_total);
 	mm_buf_puts(out, "}}");
+}
+
+void mm_api_locks(const struct mm_snap_lock *rows, size_t n, struct mm_buf *out)
+{
+	mm_buf_puts(out, "[");
+	for (size_t i = 0; i < n; i++) {
+		const struct mm_snap_lock *l = &rows[i];
+		mm_buf_puts(out, i ? ",{" : "{");
+		mm_buf_json_key(out, "pid");
+		mm_buf_printf(out, "%" PRId32 ",", l->pid);
+		put_key_ms(out, "start_time", l->start_ms);
+		mm_buf_puts(out, ",");
+		put_key_str(out, "comm", l->comm);
+		mm_buf_puts(out, ",");
+		put_key_str(out, "type", l->type);
+		mm_buf_puts(out, ",");
+		put_key_str(out, "caller", l->caller);
+		mm_buf_puts(out, ",");
+		put_key_str(out, "lock", l->lock);
+		mm_buf_puts(out, ",");
+		mm_buf_json_key(out, "lock_pid");
+		if (l->lock_pid >= 0)
+			mm_buf_printf(out, "%" PRId32 ",", l->lock_pid);
+		else
+			mm_buf_puts(out, "null,");
+		put_key_u64(out, "contended", l->contended);
+		mm_buf_puts(out, ",");
+		put_key_u64(out, "total_wait_ns", l->wait_ns);
+		mm_buf_puts(out, ",");
+		put_key_u64(out, "max_wait_ns", l->max_ns);
+		mm_buf_puts(out, ",");
+		put_key_u64(out, "min_wait_ns", l->min_ns);
+		mm_buf_puts(out, ",");
+		put_key_u64(out, "avg_wait_ns", l->contended ? l->wait_ns / l->contended : 0);
+		mm_buf_puts(out, ",");
+		put_key_u64(out, "p50_wait_ns", mm_lock_row_quantile(l, 0.50));
+		mm_buf_puts(out, ",");
+		put_key_u64(out, "p90_wait_ns", mm_lock_row_quantile(l, 0.90));
+		mm_buf_puts(out, ",");
+		put_key_u64(out, "p99_wait_ns", mm_lock_row_quantile(l, 0.99));
+		mm_buf_puts(out, "}");
+	}
+	mm_buf_puts(out, "]");
 }

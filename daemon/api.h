@@ -1,5 +1,6 @@
 /*
- * JSON bodies of /api/v1/status and /api/v1/processes, built from a snapshot. Pure code.
+ * JSON bodies of /api/v1/status and /api/v1/processes, built from a snapshot, and of
+ * /api/v1/locks, built from lock rows. Pure code.
  * Process objects use the same keys as the process_stats view (pid, comm, start_time, cgroup and
  * every name of mm_proc_fields[]), under "window" and "total".
  */
@@ -11,5 +12,11 @@
 
 void mm_api_status(const struct mm_snapshot *s, struct mm_buf *out);
 void mm_api_processes(const struct mm_snapshot *s, struct mm_buf *out);
+
+/* A JSON array of lock contention rows (GET /api/v1/locks), one object per row with the keys of
+ * the lock_stats view: pid, start_time, comm, type, caller, lock, lock_pid (null unless the lock
+ * is an mmap_lock), contended, total_wait_ns, max_wait_ns, min_wait_ns, avg_wait_ns, p50_wait_ns,
+ * p90_wait_ns, p99_wait_ns. */
+void mm_api_locks(const struct mm_snap_lock *rows, size_t n, struct mm_buf *out);
 
 #endif

@@ -1,8 +1,8 @@
 /*
  * The HTTP server (see http.h): libmicrohttpd with one internal polling thread, which is the only
  * thread that runs request handlers. Handlers read the latest published snapshot (a reference, no
- * lock held while formatting) and, for /api/v1/history, open the SQLite database read-only for the
- * request, so nothing here can stall collection.
+ * lock held while formatting) and, for /api/v1/history and /api/v1/locks, open the SQLite
+ * database read-only for the request, so nothing here can stall collection.
  *
  * The handler follows collectd's write_prometheus.c: GET and HEAD only (anything else gets 405
  * with an Allow header at once, before any body is read), the first call for a request only
@@ -49,6 +49,8 @@ extern const unsigned mm_web_assets_count;
 #define HISTORY_DEFAULT_S    3600
 #define HISTORY_LIMIT_MAX    100000
 #define HISTORY_LIMIT_DEF    1000
+#define LOCKS_TOP_MAX	     100000
+#define LOCKS_TOP_DEF	     50
 
 #define SEEN_SINCE (1u << 1) /* "since" is keys[1] in history_arg() */
 
@@ -356,6 +358,99 @@ static enum MHD_Result reply_history(struct mm_http *h, struct MHD_Connection *c
 	return reply(conn, MHD_HTTP_OK, TYPE_JSON, &body);
 }
 
+/* Query parameters of /api/v1/locks: pid, since and until as for /api/v1/history, then top (the
+ * number of rows, kept in q->limit). */
+static enum MHD_Result locks_arg(void *cls, enum MHD_ValueKind kind, const char *key,
+				 const char *value)
+{
+	static const char *const keys[] = {"pid", "since", "until", "top"};
+	struct history_query *q = cls;
+	unsigned long v;
+	unsigned k;
+
+	for (k = 0; k < 4 && strcmp(key, keys[k]); k++)
+		;
+	if (k == 4) {
+		snprintf(q->err, sizeof(q->err),
+			 "unknown parameter '%.64s' (expected pid, since, until, top)", key);
+		return MHD_NO;
+	}
+	if (q->seen & (1u << k)) {
+		snprintf(q->err, sizeof(q->err), "parameter '%s' given twice", key);
+		return MHD_NO;
+	}
+	q->seen |= 1u << k;
+	if (!value)
+		value = "";
+	switch (k) {
+	case 0:
+		if (!parse_uint(value, 1, INT32_MAX, &v))
+			goto bad;
+		q->pid = (int)v;
+		break;
+	case 1:
+	case 2:
+		if (!parse_time(value, q->now, k == 1 ? &q->since : &q->until))
+			goto bad;
+		break;
+	case 3:
+		if (!parse_uint(value, 1, LOCKS_TOP_MAX, &v))
+			goto bad;
+		q->limit = (unsigned)v;
+		break;
+	}
+	return MHD_YES;
+bad:
+	snprintf(q->err, sizeof(q->err), "%s: bad value '%.64s' (expected %s)", key, value,
+		 k == 0	  ? "a positive integer"
+		 : k == 3 ? "an integer from 1 to 100000"
+			  : "unix seconds, 'now', or a duration before now like 90s, 15m, 2h, 7d");
+	return MHD_NO;
+}
+
+/* GET /api/v1/locks?pid=&since=&until=&top=: lock contention rows from SQLite, summed over the
+ * windows in the range per (process, type, caller, lock), longest total wait first. */
+static enum MHD_Result reply_locks(struct mm_http *h, struct MHD_Connection *conn)
+{
+	struct history_query q = {.pid = -1, .limit = LOCKS_TOP_DEF};
+	struct mm_buf body = MM_BUF_INIT;
+	struct mm_snap_lock *rows = NULL;
+	struct mm_store *st = NULL;
+	struct timespec ts;
+	size_t n = 0;
+	int r;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	q.now = (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+	q.until = q.now;
+	MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, locks_arg, &q);
+	if (q.err[0])
+		return reply_error(conn, MHD_HTTP_BAD_REQUEST, "%s", q.err);
+	if (!(q.seen & SEEN_SINCE))
+		q.since = q.until > HISTORY_DEFAULT_S ? q.until - HISTORY_DEFAULT_S : 0;
+	if (q.since > q.until)
+		return reply_error(conn, MHD_HTTP_BAD_REQUEST, "since (%.3f) is after until (%.3f)",
+				   q.since, q.until);
+	if (!h->db_path)
+		return reply_error(conn, MHD_HTTP_SERVICE_UNAVAILABLE, "no history database");
+
+	r = mm_store_open_readonly(h->db_path, &st);
+	if (r < 0)
+		return reply_error(conn, MHD_HTTP_SERVICE_UNAVAILABLE,
+				   "history database %s is not available: %s", h->db_path,
+				   strerror(-r));
+	r = mm_store_locks(st, q.pid, q.since, q.until, q.limit, &rows, &n);
+	mm_store_close(st);
+	if (r < 0)
+		return reply_error(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, "lock query failed: %s",
+				   strerror(-r));
+	mm_buf_printf(&body, "{\"since\":%.3f,\"until\":%.3f,\"rows\":", q.since, q.until);
+	mm_api_locks(rows, n, &body);
+	mm_buf_puts(&body, "}\n");
+	free(rows);
+	return reply(conn, MHD_HTTP_OK, TYPE_JSON, &body);
+}
+
 static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char *url,
 			      const char *method, const char *version, const char *upload_data,
 			      size_t *upload_data_size, void **con_cls)
@@ -384,6 +479,8 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
 		return reply_snapshot(h, conn, R_PROCESSES);
 	if (!strcmp(url, "/api/v1/history"))
 		return reply_history(h, conn);
+	if (!strcmp(url, "/api/v1/locks"))
+		return reply_locks(h, conn);
 	if (!strcmp(url, "/") && mm_web_assets_count > 0)
 		return reply_asset(conn, 0);
 	for (unsigned i = 0; url[0] == '/' && i < mm_web_assets_count; i++)

@@ -33,6 +33,7 @@
 #include "notify.h"
 #include "order.h"
 #include "replay.h"
+#include "report.h"
 #include "recording.h"
 #include "sampler.h"
 #include "snapshot.h"
@@ -590,6 +591,8 @@ int main(int argc, char **argv)
 	enum mm_command cmd;
 	char err[512];
 
+	if (argc > 1 && !strcmp(argv[1], "report"))
+		return mm_cmd_report(argc - 1, argv + 1);
 	if (argc > 1 && !strcmp(argv[1], "replay"))
 		return mm_cmd_replay(argc - 1, argv + 1);
 	if (argc > 1 && !strcmp(argv[1], "record")) {

@@ -30,6 +30,8 @@
 #define PREFIX	      "mmlockd_"
 #define PROC_PREFIX   "mmlockd_process_"
 #define WAIT_HIST     "mmap_lock_wait_seconds"
+#define LOCK_CONT     "lock_contended_total"
+#define LOCK_WAIT     "lock_wait_seconds_total"
 #define HIST_MIN_EXP  10 /* first finite bucket: 2^10 ns */
 #define HIST_MAX_EXP  34 /* last finite bucket: 2^34 ns */
 #define HIST_EXP_STEP 2
@@ -414,6 +416,51 @@ static void put_simple(struct mm_buf *out, struct names *ns, const char *name, c
 	mm_buf_printf(out, "%s %" PRIu64 "\n", name, v);
 }
 
+/* The @top_n call sites with the longest total lock wait since start (s->lock_callers is sorted
+ * that way): contentions and wait, labelled by lock type and caller. Nothing without the contention
+ * collector. A (type, caller) pair already written is skipped, so labels never repeat. */
+static void put_lock_callers(struct mm_buf *out, const struct mm_snapshot *s, unsigned top_n,
+			     struct names *ns)
+{
+	static const struct {
+		const char *name, *help;
+	} fams[] = {
+		{PREFIX LOCK_CONT,
+		 "Lock contentions (lock:contention_begin to contention_end) since "
+		 "start, at the call sites with the longest total wait; caller as "
+		 "perf lock contention --stack-skip 0 names it."},
+		{PREFIX LOCK_WAIT, "Time waited in those lock contentions since start."},
+	};
+	size_t n = s->nlock_callers < top_n ? s->nlock_callers : top_n;
+
+	if (!n)
+		return;
+	for (size_t k = 0; k < 2; k++) {
+		if (!names_claim(ns, fams[k].name, out))
+			continue;
+		put_help(out, fams[k].name, fams[k].help, "counter");
+		for (size_t i = 0; i < n; i++) {
+			const struct mm_snap_lock *l = &s->lock_callers[i];
+			bool dup = false;
+			for (size_t j = 0; j < i && !dup; j++)
+				dup = !strcmp(s->lock_callers[j].type, l->type) &&
+				      !strcmp(s->lock_callers[j].caller, l->caller);
+			if (dup)
+				continue;
+			mm_buf_printf(out, "%s{", fams[k].name);
+			put_label(out, "type", l->type);
+			mm_buf_puts(out, ",");
+			put_label(out, "caller", l->caller);
+			mm_buf_puts(out, "} ");
+			if (k)
+				put_fixed(out, l->wait_ns, 9);
+			else
+				mm_buf_printf(out, "%" PRIu64, l->contended);
+			mm_buf_puts(out, "\n");
+		}
+	}
+}
+
 /* Every family with a fixed name, claimed before globals so a global cannot take one. */
 static void reserve_fixed(struct names *ns, struct mm_buf *out)
 {
@@ -429,6 +476,8 @@ static void reserve_fixed(struct names *ns, struct mm_buf *out)
 
 	for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++)
 		names_claim(ns, fixed[i], out);
+	names_claim(ns, PREFIX LOCK_CONT, out);
+	names_claim(ns, PREFIX LOCK_WAIT, out);
 	for (size_t i = 0; i < mm_proc_nfields; i++) {
 		snprintf(name, sizeof(name), "%s%s", PREFIX, mm_proc_fields[i].prom);
 		names_claim(ns, name, out);
@@ -477,6 +526,7 @@ void mm_prom_format(const struct mm_snapshot *s, unsigned top_n, struct mm_buf *
 		put_fields(out, s, procs, nprocs, true, &written);
 		put_hists(out, s, procs, nprocs, true, &written);
 	}
+	put_lock_callers(out, s, top_n, &written);
 
 	/* Every name written above is in reserved too. */
 	put_globals(out, s, &reserved);

@@ -43,7 +43,20 @@ void mm_snapshot_unref(struct mm_snapshot *s)
 	free(s->globals);
 	free(s->events);
 	free(s->collectors);
+	free(s->locks);
+	free(s->lock_callers);
 	free(s);
+}
+
+void mm_snapshot_set_locks(struct mm_snapshot *s, struct mm_snap_lock *locks, size_t nlocks,
+			   struct mm_snap_lock *callers, size_t ncallers)
+{
+	free(s->locks);
+	free(s->lock_callers);
+	s->locks = locks;
+	s->nlocks = locks ? nlocks : 0;
+	s->lock_callers = callers;
+	s->nlock_callers = callers ? ncallers : 0;
 }
 
 static pthread_mutex_t current_lock = PTHREAD_MUTEX_INITIALIZER;

@@ -1,10 +1,10 @@
 /*
  * A snapshot is an immutable, reference-counted copy of everything mmlockd knows at one moment:
  * per-process statistics for the open window and since start, global counters, per-tracepoint
- * event and loss counts, collector states. The collection loop builds one every tick and at each
- * window end; the HTTP thread reads the latest published one and the store thread writes the
- * window-end ones. Nobody mutates a snapshot after publishing, so readers need no lock beyond the
- * pointer swap, and collection never waits for HTTP or SQLite.
+ * event and loss counts, collector states, lock contention rows. The collection loop builds one
+ * every tick and at each window end; the HTTP thread reads the latest published one and the store
+ * thread writes the window-end ones. Nobody mutates a snapshot after publishing, so readers need no
+ * lock beyond the pointer swap, and collection never waits for HTTP or SQLite.
  */
 #ifndef MM_SNAPSHOT_H
 #define MM_SNAPSHOT_H
@@ -59,6 +59,25 @@ struct mm_snap_collector {
 	char reason[256];
 };
 
+#define MM_LOCK_TYPE_LEN 16
+#define MM_LOCK_NAME_LEN 128
+
+/* Lock contention of one process on one lock from one call site (plugins/contention.c), over a
+ * window; or, in mm_snapshot.lock_callers, of every process from one call site since start (pid
+ * -1, lock "", start_ms 0). Waits are lock:contention_begin -> contention_end of one thread. */
+struct mm_snap_lock {
+	int32_t pid;		/* thread group of the task that waited; -1 in aggregates */
+	uint64_t start_ms;	/* its start time, unix ms (with pid its identity); 0 unknown */
+	char comm[MM_COMM_LEN]; /* its name, "" when unknown */
+	char type[MM_LOCK_TYPE_LEN]; /* perf lock's type names: "spinlock", "rwsem:R", "mutex"... */
+	char caller[MM_LOCK_NAME_LEN]; /* first frame outside lock functions, "sym+0xoff" */
+	char lock[MM_LOCK_NAME_LEN];   /* "mmap_lock", a static lock's symbol, or "0x<address>" */
+	int32_t lock_pid;	       /* for "mmap_lock": the process owning the mm; else -1 */
+	uint64_t contended;	       /* contentions (begin..end pairs) */
+	uint64_t wait_ns, max_ns, min_ns; /* their summed, longest and shortest wait */
+	struct mm_hist hist;		  /* their distribution */
+};
+
 struct mm_snapshot {
 	int refs; /* atomic; see mm_snapshot_ref/unref */
 
@@ -86,6 +105,14 @@ struct mm_snapshot {
 	uint64_t windows_stored; /* windows committed to SQLite since start */
 	uint64_t store_errors;	 /* windows that failed to store */
 	uint64_t procs_tracked;	 /* processes in the table now */
+
+	/* Lock contention (plugins/contention.c; empty without it): the window's rows, one per
+	 * (process, type, caller, lock), longest total wait first; and the busiest call sites
+	 * since start (summed over processes and locks), longest total wait first. */
+	size_t nlocks;
+	struct mm_snap_lock *locks;
+	size_t nlock_callers;
+	struct mm_snap_lock *lock_callers;
 };
 
 /* Allocates a zeroed snapshot with one reference and room for the given counts (the n* members are
@@ -100,6 +127,12 @@ void mm_snapshot_unref(struct mm_snapshot *s); /* frees at zero; accepts NULL */
 struct mm_snapshot *mm_snapshot_current(void);
 /* Publishes @s (the caller's reference moves to the publisher); drops the previous one. */
 void mm_snapshot_publish(struct mm_snapshot *s);
+
+/* Attaches malloc'ed arrays of lock rows to @s (which takes them over and frees them in
+ * mm_snapshot_unref), replacing and freeing any attached before. Either may be NULL with count 0.
+ * Only for the snapshot's builder, before it is published. */
+void mm_snapshot_set_locks(struct mm_snapshot *s, struct mm_snap_lock *locks, size_t nlocks,
+			   struct mm_snap_lock *callers, size_t ncallers);
 
 /* Finds a process in @s by pid (the live one if several share it), or NULL. */
 const struct mm_snap_proc *mm_snapshot_find(const struct mm_snapshot *s, int32_t pid);

@@ -29,6 +29,7 @@
 
 #include <sqlite3.h>
 
+#include "locktable.h"
 #include "log.h"
 #include "stats.h"
 
@@ -52,9 +53,11 @@ struct mm_store {
 	sqlite3_stmt *begin, *commit, *rollback;
 	sqlite3_stmt *ins_window, *upsert_proc, *ins_proc_window, *ins_global, *ins_event;
 	sqlite3_stmt *del_windows, *del_procs;
+	sqlite3_stmt *ins_lock;
 
 	/* both */
 	sqlite3_stmt *hist_all, *hist_pid;
+	sqlite3_stmt *locks_all, *locks_pid;
 };
 
 /* Maps a SQLite result code to a negative errno. CANTOPEN and IOERR carry the OS error when
@@ -322,6 +325,13 @@ out:
 	"likelihood(ts_end > ?1, 0.01) AND ts_start < ?2 "                                         \
 	"ORDER BY ts_end, pid, start_time LIMIT ?3"
 
+/* Lock rows of the windows overlapping [?1, ?2), in the order mm_store_locks() merges them. */
+#define LOCKS_SQL(pidcond)                                                                         \
+	"SELECT l.pid, l.start_time, l.comm, l.type, l.caller, l.lock, l.lock_pid, l.contended, "  \
+	"l.wait_ns, l.max_wait_ns, l.min_wait_ns, l.hist "                                         \
+	"FROM lock_windows AS l JOIN windows AS w ON w.id = l.window_id WHERE " pidcond            \
+	"likelihood(w.ts_end > ?1, 0.01) AND w.ts_start < ?2"
+
 static int prepare_read(struct mm_store *st)
 {
 	int r;
@@ -332,7 +342,13 @@ static int prepare_read(struct mm_store *st)
 	r = prepare(st, HIST_SQL(""), &st->hist_all);
 	if (r < 0)
 		return r;
-	return prepare(st, HIST_SQL("pid = ?4 AND "), &st->hist_pid);
+	r = prepare(st, HIST_SQL("pid = ?4 AND "), &st->hist_pid);
+	if (r < 0)
+		return r;
+	r = prepare(st, LOCKS_SQL(""), &st->locks_all);
+	if (r < 0)
+		return r;
+	return prepare(st, LOCKS_SQL("l.pid = ?3 AND "), &st->locks_pid);
 }
 
 static int prepare_write(struct mm_store *st)
@@ -384,7 +400,14 @@ static int prepare_write(struct mm_store *st)
 	    (r = prepare(st,
 			 "DELETE FROM processes WHERE NOT EXISTS "
 			 "(SELECT 1 FROM process_windows WHERE process_id = processes.id)",
-			 &st->del_procs)) < 0)
+			 &st->del_procs)) < 0 ||
+	    (r = prepare(
+		     st,
+		     "INSERT INTO lock_windows (window_id, pid, start_time, comm, type, caller, "
+		     "lock, lock_pid, contended, wait_ns, max_wait_ns, min_wait_ns, "
+		     "p50_wait_ns, p90_wait_ns, p99_wait_ns, hist) "
+		     "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+		     &st->ins_lock)) < 0)
 		goto out;
 out:
 	mm_buf_free(&sql);
@@ -571,6 +594,7 @@ void mm_store_close(struct mm_store *st)
 		st->begin,	 st->commit,	      st->rollback,   st->ins_window,
 		st->upsert_proc, st->ins_proc_window, st->ins_global, st->ins_event,
 		st->del_windows, st->del_procs,	      st->hist_all,   st->hist_pid,
+		st->ins_lock,	 st->locks_all,	      st->locks_pid,
 	};
 	for (size_t i = 0; i < sizeof(stmts) / sizeof(stmts[0]); i++)
 		sqlite3_finalize(stmts[i]); /* accepts NULL */
@@ -620,6 +644,33 @@ static int write_process(struct mm_store *st, sqlite3_int64 window_id, const str
 				       clamp_i64(mm_field_get(&p->window, &mm_proc_fields[f]))))
 			return db_fail(st, sqlite3_errcode(st->db), "binding a process window");
 	return run(st, s, "storing a process window");
+}
+
+static int write_lock(struct mm_store *st, sqlite3_int64 window_id, const struct mm_snap_lock *l)
+{
+	sqlite3_stmt *s = st->ins_lock;
+	char hist[MM_LOCK_HIST_TEXT];
+
+	if (!l->contended)
+		return 0;
+	mm_lock_hist_format(&l->hist, hist, sizeof(hist));
+	if (sqlite3_bind_int64(s, 1, window_id) || sqlite3_bind_int64(s, 2, l->pid) ||
+	    sqlite3_bind_double(s, 3, ms_to_s(l->start_ms)) ||
+	    bind_text(s, 4, l->comm, sizeof(l->comm)) ||
+	    bind_text(s, 5, l->type, sizeof(l->type)) ||
+	    bind_text(s, 6, l->caller, sizeof(l->caller)) ||
+	    bind_text(s, 7, l->lock, sizeof(l->lock)) ||
+	    (l->lock_pid >= 0 ? sqlite3_bind_int64(s, 8, l->lock_pid) : sqlite3_bind_null(s, 8)) ||
+	    sqlite3_bind_int64(s, 9, clamp_i64(l->contended)) ||
+	    sqlite3_bind_int64(s, 10, clamp_i64(l->wait_ns)) ||
+	    sqlite3_bind_int64(s, 11, clamp_i64(l->max_ns)) ||
+	    sqlite3_bind_int64(s, 12, clamp_i64(l->min_ns)) ||
+	    sqlite3_bind_int64(s, 13, clamp_i64(mm_lock_row_quantile(l, 0.50))) ||
+	    sqlite3_bind_int64(s, 14, clamp_i64(mm_lock_row_quantile(l, 0.90))) ||
+	    sqlite3_bind_int64(s, 15, clamp_i64(mm_lock_row_quantile(l, 0.99))) ||
+	    sqlite3_bind_text(s, 16, hist, -1, SQLITE_TRANSIENT))
+		return db_fail(st, sqlite3_errcode(st->db), "binding a lock row");
+	return run(st, s, "storing a lock row");
 }
 
 int mm_store_write_window(struct mm_store *st, const struct mm_snapshot *w)
@@ -689,6 +740,12 @@ int mm_store_write_window(struct mm_store *st, const struct mm_snapshot *w)
 			goto fail;
 		}
 		r = run(st, s, "storing an event counter");
+		if (r < 0)
+			goto fail;
+	}
+
+	for (size_t i = 0; i < w->nlocks; i++) {
+		r = write_lock(st, window_id, &w->locks[i]);
 		if (r < 0)
 			goto fail;
 	}
@@ -807,6 +864,91 @@ out:
 		if (out->data)
 			out->data[start_len] = '\0';
 	}
+	return r;
+}
+
+/* Copies column @i (TEXT or NULL) of the current row of @s into @dst of @size bytes. */
+static void column_text(sqlite3_stmt *s, int i, char *dst, size_t size)
+{
+	const unsigned char *t = sqlite3_column_text(s, i);
+
+	snprintf(dst, size, "%s", t ? (const char *)t : "");
+}
+
+int mm_store_locks(struct mm_store *st, int pid, double since_s, double until_s, unsigned top,
+		   struct mm_snap_lock **ret_rows, size_t *ret_n)
+{
+	sqlite3_stmt *s = pid < 0 ? st->locks_all : st->locks_pid;
+	struct mm_snap_lock *rows = NULL, *batch = NULL;
+	size_t n = 0, nbatch = 0;
+	unsigned bad_hist = 0;
+	int rc, r = 0;
+
+	/* Rows are merged a batch at a time, so memory follows the distinct keys, not the number of
+	 * windows. */
+	enum { BATCH = 4096 };
+
+	if (isnan(since_s) || isnan(until_s))
+		return log_error_errno(EINVAL, "database %s: lock query with a NaN time", st->path);
+	if (sqlite3_bind_double(s, 1, since_s) || sqlite3_bind_double(s, 2, until_s) ||
+	    (pid >= 0 && sqlite3_bind_int64(s, 3, pid)))
+		return db_fail(st, sqlite3_errcode(st->db), "binding a lock query");
+	batch = malloc(BATCH * sizeof(*batch));
+	if (!batch) {
+		r = log_error_errno(ENOMEM, "database %s: out of memory", st->path);
+		goto out;
+	}
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+		struct mm_snap_lock *l = &batch[nbatch++];
+		double start = sqlite3_column_double(s, 1);
+
+		memset(l, 0, sizeof(*l));
+		l->pid = (int32_t)sqlite3_column_int64(s, 0);
+		l->start_ms = start > 0 ? (uint64_t)(start * 1000.0 + 0.5) : 0;
+		column_text(s, 2, l->comm, sizeof(l->comm));
+		column_text(s, 3, l->type, sizeof(l->type));
+		column_text(s, 4, l->caller, sizeof(l->caller));
+		column_text(s, 5, l->lock, sizeof(l->lock));
+		l->lock_pid = sqlite3_column_type(s, 6) == SQLITE_NULL
+				      ? -1
+				      : (int32_t)sqlite3_column_int64(s, 6);
+		l->contended = (uint64_t)sqlite3_column_int64(s, 7);
+		l->wait_ns = (uint64_t)sqlite3_column_int64(s, 8);
+		l->max_ns = (uint64_t)sqlite3_column_int64(s, 9);
+		l->min_ns = (uint64_t)sqlite3_column_int64(s, 10);
+		if (mm_lock_hist_parse((const char *)sqlite3_column_text(s, 11) ?: "", &l->hist) <
+		    0) {
+			memset(&l->hist, 0, sizeof(l->hist));
+			bad_hist++;
+		}
+		if (nbatch == BATCH) {
+			if (mm_lock_rows_append(&rows, &n, batch, nbatch) < 0) {
+				r = log_error_errno(ENOMEM, "database %s: out of memory", st->path);
+				goto out;
+			}
+			nbatch = 0;
+		}
+	}
+	if (rc != SQLITE_DONE) {
+		r = db_fail(st, rc, "reading lock rows");
+		goto out;
+	}
+	if (mm_lock_rows_append(&rows, &n, batch, nbatch) < 0) {
+		r = log_error_errno(ENOMEM, "database %s: out of memory", st->path);
+		goto out;
+	}
+	if (bad_hist)
+		log_warning("database %s: %u lock rows with an unreadable histogram, ignoring",
+			    st->path, bad_hist);
+	if (top && n > top)
+		n = top; /* mm_lock_rows_append() sorted them */
+	*ret_rows = rows;
+	*ret_n = n;
+	rows = NULL;
+out:
+	sqlite3_reset(s);
+	free(batch);
+	free(rows);
 	return r;
 }
 

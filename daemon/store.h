@@ -1,7 +1,8 @@
 /*
  * The SQLite history. One database file in WAL mode; the schema comes from the numbered
  * migrations in schema/ (compiled in), applied in order, with the version in PRAGMA user_version.
- * Each closed window is written in one transaction; windows older than the retention are pruned.
+ * Each closed window (with its lock contention rows) is written in one transaction; windows older
+ * than the retention are pruned.
  *
  * A store handle belongs to one thread. The writer thread owns a read-write handle; the HTTP
  * thread opens its own read-only handle for history queries (WAL lets it read while the writer
@@ -42,6 +43,14 @@ int mm_store_prune(struct mm_store *st, uint64_t before_ms);
  * pid < 0), oldest first, at most @limit rows. Returns 0 or a negative errno. */
 int mm_store_history_json(struct mm_store *st, int pid, double since_s, double until_s,
 			  unsigned limit, struct mm_buf *out);
+
+/* The lock rows (lock_windows, see schema/003_locks.sql) of the windows with ts_end > since_s and
+ * ts_start < until_s, for @pid (or every process when pid < 0), summed per (pid, start_time, type,
+ * caller, lock, lock_pid) over those windows (mm_lock_row_add), longest total wait first, at most
+ * @top rows (0: all). On success *ret_rows is a malloc'ed array (the caller frees it; NULL when
+ * there are none) of *ret_n rows. Returns 0 or a negative errno (logged); *ret_* untouched then. */
+int mm_store_locks(struct mm_store *st, int pid, double since_s, double until_s, unsigned top,
+		   struct mm_snap_lock **ret_rows, size_t *ret_n);
 
 /* The schema version this build migrates to. */
 int mm_store_schema_version(void);
