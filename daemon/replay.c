@@ -15,6 +15,7 @@
 
 #include "config.h"
 #include "host.h"
+#include "locktable.h"
 #include "log.h"
 #include "plugin.h"
 #include "recording.h"
@@ -23,11 +24,15 @@
 #include "tally.h"
 
 static const char usage[] =
-	"Usage: mmlockd replay FILE [--db PATH] [--interval SECONDS] [--log-level LEVEL]\n"
+	"Usage: mmlockd replay FILE [--db PATH] [--interval SECONDS] [--locks [--seed-table]]\n"
+	"                           [--log-level LEVEL]\n"
 	"\n"
 	"Runs the collectors on a recording made by `mmlockd record` and prints, per process, the\n"
 	"fault outcomes, mmap_lock acquisitions, waits and their sources, then the events per\n"
-	"tracepoint. With --db, also writes the windows to that SQLite database (process_stats).\n";
+	"tracepoint. With --db, also writes the windows to that SQLite database (process_stats,\n"
+	"lock_stats). With --locks, prints the lock contention table instead, in perf lock\n"
+	"contention's columns, or with --seed-table in seed 004's (max, min, avg, sum, count,\n"
+	"blocked function).\n";
 
 struct answer {
 	uint32_t pid;
@@ -42,6 +47,8 @@ struct replay {
 	struct mm_host *host;
 	struct mm_store *store;
 	struct mm_tally *tally;
+	struct mm_snap_lock *locks; /* summed over windows */
+	size_t nlocks;
 	int64_t mono_to_wall_ms;
 	unsigned interval_s;
 	uint64_t next_end_ms;
@@ -92,7 +99,8 @@ static void close_window(struct replay *rp, uint64_t end_ms)
 	struct mm_snapshot *w = mm_host_close_window(rp->host, end_ms);
 	if (!w)
 		return;
-	if (mm_tally_add(rp->tally, w) < 0)
+	if (mm_tally_add(rp->tally, w) < 0 ||
+	    mm_lock_rows_append(&rp->locks, &rp->nlocks, w->locks, w->nlocks) < 0)
 		rp->store_err = -ENOMEM;
 	if (rp->store) {
 		int r = mm_store_write_window(rp->store, w);
@@ -128,7 +136,7 @@ static void replay_collectors(const char *recorded, char *buf, size_t size)
 	}
 }
 
-static int run(const char *path, const char *db, unsigned interval_s)
+static int run(const char *path, const char *db, unsigned interval_s, int locks)
 {
 	struct mm_rec_reader *rd = NULL;
 	struct tep_handle *tep = tep_alloc();
@@ -262,7 +270,10 @@ static int run(const char *path, const char *db, unsigned interval_s)
 		r = log_error_errno(rp.store_err, "writing the windows failed: %m");
 		goto out;
 	}
-	mm_tally_print(rp.tally, stdout);
+	if (locks)
+		mm_locktable_print(stdout, rp.locks, rp.nlocks, locks > 1);
+	else
+		mm_tally_print(rp.tally, stdout);
 	r = 0;
 out:
 	mm_store_close(rp.store);
@@ -273,6 +284,7 @@ out:
 		tep_free(tep);
 	mm_rec_close(rd);
 	free(rp.answers);
+	free(rp.locks);
 	return r;
 }
 
@@ -282,12 +294,15 @@ int mm_cmd_replay(int argc, char **argv)
 		{"db", required_argument, NULL, 'b'},
 		{"interval", required_argument, NULL, 'i'},
 		{"log-level", required_argument, NULL, 'l'},
+		{"locks", no_argument, NULL, 'k'},
+		{"seed-table", no_argument, NULL, 's'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
 	const char *db = NULL;
 	unsigned interval = 0;
-	int c;
+	int c, locks = 0;
+	bool seed = false;
 	char err[256];
 	struct mm_config cfg;
 
@@ -308,6 +323,12 @@ int mm_cmd_replay(int argc, char **argv)
 			if (c == 'i')
 				interval = cfg.interval_s;
 			break;
+		case 'k':
+			locks = 1;
+			break;
+		case 's':
+			seed = true;
+			break;
 		case 'h':
 			fputs(usage, stdout);
 			return 0;
@@ -320,6 +341,10 @@ int mm_cmd_replay(int argc, char **argv)
 		fprintf(stderr, "mmlockd replay: exactly one recording file expected\n%s", usage);
 		return 2;
 	}
+	if (seed && !locks) {
+		fprintf(stderr, "mmlockd replay: --seed-table goes with --locks\n");
+		return 2;
+	}
 	mm_log_set_level(cfg.log_level);
-	return run(argv[optind], db, interval) < 0 ? 1 : 0;
+	return run(argv[optind], db, interval, locks + seed) < 0 ? 1 : 0;
 }

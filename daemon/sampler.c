@@ -180,6 +180,9 @@ int mm_sampler_add_tp(struct mm_sampler *s, unsigned stream, int tp_id, bool cal
 	if (callchain) {
 		attr.sample_type |= PERF_SAMPLE_CALLCHAIN;
 		attr.exclude_callchain_user = 1;
+		/* Collectors look at the innermost frames only (the lock's caller, the fault path);
+		 * a shorter walk is most of the cost of a callchain. */
+		attr.sample_max_stack = MM_CALLCHAIN_FRAMES;
 	}
 	return add(s, stream, &attr, ret_sample_type, err, errlen);
 }

@@ -19,6 +19,10 @@ struct mm_order;
 int mm_sampler_new(unsigned ring_pages, struct mm_sampler **ret);
 void mm_sampler_free(struct mm_sampler *s); /* closes and unmaps everything; accepts NULL */
 
+/* Kernel frames recorded per callchain: enough to get from the tracepoint to the system call or
+ * fault entry (plugins walk at most this many). */
+#define MM_CALLCHAIN_FRAMES 24
+
 /* Opens tracepoint @tp_id on every online CPU, disabled, with kernel callchains if @callchain,
  * records tagged as @stream. Returns 0 with the event's sample_type, or -errno with a one-line
  * reason in @err (permission, unsupported, out of memory for the rings). */
