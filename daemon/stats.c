@@ -63,6 +63,8 @@ const struct mm_field mm_proc_fields[] = {
 	  SRC_HELP, MM_FIELD_COUNT),
 	F(mmap_lock_by_fault_other, "mmap_lock_acquisitions_by_source_total",
 	  "source=\"fault_other\"", SRC_HELP, MM_FIELD_COUNT),
+	F(mmap_lock_by_fault_kernel, "mmap_lock_acquisitions_by_source_total",
+	  "source=\"fault_kernel\"", SRC_HELP, MM_FIELD_COUNT),
 	F(mmap_lock_by_mmap, "mmap_lock_acquisitions_by_source_total", "source=\"mmap\"", SRC_HELP,
 	  MM_FIELD_COUNT),
 	F(mmap_lock_by_munmap, "mmap_lock_acquisitions_by_source_total", "source=\"munmap\"",

@@ -42,8 +42,9 @@ struct mm_proc_stats {
 	uint64_t faults_mmap_lock_wait_ns; /* mmap_lock wait of fault fallbacks */
 	uint64_t faults_pages_reread;	   /* pages added to the page cache twice in one fault */
 	/* and who took the mmap_lock (successful acquisitions, by kernel callchain). */
-	uint64_t mmap_lock_by_fault;	   /* fault fallback (lock_mm_and_find_vma) */
-	uint64_t mmap_lock_by_fault_other; /* inside a fault handled under the VMA lock */
+	uint64_t mmap_lock_by_fault;	    /* fault fallback (lock_mm_and_find_vma) */
+	uint64_t mmap_lock_by_fault_other;  /* inside a fault handled under the VMA lock */
+	uint64_t mmap_lock_by_fault_kernel; /* a fault in kernel mode (uaccess in a syscall) */
 	uint64_t mmap_lock_by_mmap;
 	uint64_t mmap_lock_by_munmap;
 	uint64_t mmap_lock_by_mremap;

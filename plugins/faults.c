@@ -148,6 +148,40 @@ static bool frame_is(const char *frame, const char *name)
 	return !strncmp(frame, name, n) && (frame[n] == '\0' || frame[n] == '.');
 }
 
+/* Frames of the exception entry of a fault taken in user mode: above a fault-path frame, a user
+ * fault's callchain holds nothing else (the user part is not recorded). */
+static const char *const user_fault_entry[] = {
+	"exc_page_fault",
+	"asm_exc_page_fault",
+	"do_user_addr_fault",
+	"handle_page_fault",
+	"do_page_fault",
+	"__do_page_fault",
+	"do_translation_fault",
+	"do_mem_abort",
+	"el0_da",
+	"el0_ia",
+	"el0t_64_sync_handler",
+	"el0t_64_sync",
+	"el0t_32_sync_handler",
+	"el0t_32_sync",
+};
+
+/* Whether frames[from..n) are all user-fault entry frames (or unresolved). */
+static bool only_user_fault_entry(const char *const *frames, unsigned from, unsigned n)
+{
+	for (unsigned i = from; i < n; i++) {
+		if (!frames[i])
+			continue;
+		bool entry = false;
+		for (size_t k = 0; k < sizeof(user_fault_entry) / sizeof(user_fault_entry[0]); k++)
+			entry |= frame_is(frames[i], user_fault_entry[k]);
+		if (!entry)
+			return false;
+	}
+	return true;
+}
+
 enum mm_lock_source mm_lock_source_of(const char *const *frames, unsigned n)
 {
 	bool any = false;
@@ -155,9 +189,18 @@ enum mm_lock_source mm_lock_source_of(const char *const *frames, unsigned n)
 		if (!frames[i])
 			continue;
 		any = true;
-		for (size_t k = 0; k < sizeof(source_frames) / sizeof(source_frames[0]); k++)
-			if (frame_is(frames[i], source_frames[k].name))
-				return source_frames[k].src;
+		for (size_t k = 0; k < sizeof(source_frames) / sizeof(source_frames[0]); k++) {
+			if (!frame_is(frames[i], source_frames[k].name))
+				continue;
+			/* A fault whose entry is called from kernel code (copy_from_user() in a
+			 * system call) was taken in kernel mode: x86 sends those straight to
+			 * lock_mm_and_find_vma() without any VMA-lock attempt, and they are not
+			 * the thread's last user fault falling back. */
+			if (source_frames[k].src == MM_SRC_FAULT &&
+			    !only_user_fault_entry(frames, i + 1, n))
+				return MM_SRC_FAULT_KERNEL;
+			return source_frames[k].src;
+		}
 	}
 	return any ? MM_SRC_OTHER : MM_SRC_UNKNOWN;
 }
@@ -165,9 +208,9 @@ enum mm_lock_source mm_lock_source_of(const char *const *frames, unsigned n)
 const char *mm_lock_source_name(enum mm_lock_source src)
 {
 	static const char *const names[MM_SRC_COUNT] = {
-		"fault",   "fault_other", "mmap",  "munmap",  "mremap", "mprotect",
-		"madvise", "brk",	  "mlock", "mincore", "exit",	"fork",
-		"exec",	   "remote",	  "other", "unknown"};
+		"fault",    "fault_other", "fault_kernel", "mmap",  "munmap",  "mremap",
+		"mprotect", "madvise",	   "brk",	   "mlock", "mincore", "exit",
+		"fork",	    "exec",	   "remote",	   "other", "unknown"};
 	return src < MM_SRC_COUNT ? names[src] : "unknown";
 }
 

@@ -7,6 +7,8 @@
 enum mm_lock_source {
 	MM_SRC_FAULT,	    /* fallback: lock_mm_and_find_vma() (or an arch fault handler itself) */
 	MM_SRC_FAULT_OTHER, /* inside handle_mm_fault() under the VMA lock, e.g. anon_vma prepare */
+	MM_SRC_FAULT_KERNEL, /* a fault taken in kernel mode (copy_from_user in a system call):
+			      * x86 sends it straight to mmap_lock; not a user fault's fallback */
 	MM_SRC_MMAP,
 	MM_SRC_MUNMAP,
 	MM_SRC_MREMAP,

@@ -15,7 +15,9 @@
 --   faults_mmap_lock_wait_ns mmap_lock wait of fault fallbacks, nanoseconds
 --   faults_pages_reread      pages added to the page cache twice within one fault
 --   mmap_lock_by_<source>    successful mmap_lock acquisitions by who took them: fault (the
---                            fallback), fault_other (inside a fault under the VMA lock), mmap,
+--                            fallback), fault_other (inside a fault under the VMA lock),
+--                            fault_kernel (a fault taken in kernel mode, e.g. copy_from_user in a
+--                            system call, which x86 sends straight to mmap_lock), mmap,
 --                            munmap, mremap, mprotect, madvise, brk, mlock, mincore, exit, fork,
 --                            exec, remote (another process's memory: /proc, ptrace, GUP), other,
 --                            unknown (no callchain or symbols)
@@ -38,6 +40,7 @@ ALTER TABLE process_windows ADD COLUMN faults_mmap_lock_wait_ns INTEGER NOT NULL
 ALTER TABLE process_windows ADD COLUMN faults_pages_reread INTEGER NOT NULL DEFAULT 0 CHECK (faults_pages_reread >= 0);
 ALTER TABLE process_windows ADD COLUMN mmap_lock_by_fault INTEGER NOT NULL DEFAULT 0 CHECK (mmap_lock_by_fault >= 0);
 ALTER TABLE process_windows ADD COLUMN mmap_lock_by_fault_other INTEGER NOT NULL DEFAULT 0 CHECK (mmap_lock_by_fault_other >= 0);
+ALTER TABLE process_windows ADD COLUMN mmap_lock_by_fault_kernel INTEGER NOT NULL DEFAULT 0 CHECK (mmap_lock_by_fault_kernel >= 0);
 ALTER TABLE process_windows ADD COLUMN mmap_lock_by_mmap INTEGER NOT NULL DEFAULT 0 CHECK (mmap_lock_by_mmap >= 0);
 ALTER TABLE process_windows ADD COLUMN mmap_lock_by_munmap INTEGER NOT NULL DEFAULT 0 CHECK (mmap_lock_by_munmap >= 0);
 ALTER TABLE process_windows ADD COLUMN mmap_lock_by_mremap INTEGER NOT NULL DEFAULT 0 CHECK (mmap_lock_by_mremap >= 0);
@@ -81,6 +84,7 @@ SELECT
 	pw.faults_pages_reread AS faults_pages_reread,
 	pw.mmap_lock_by_fault AS mmap_lock_by_fault,
 	pw.mmap_lock_by_fault_other AS mmap_lock_by_fault_other,
+	pw.mmap_lock_by_fault_kernel AS mmap_lock_by_fault_kernel,
 	pw.mmap_lock_by_mmap AS mmap_lock_by_mmap,
 	pw.mmap_lock_by_munmap AS mmap_lock_by_munmap,
 	pw.mmap_lock_by_mremap AS mmap_lock_by_mremap,

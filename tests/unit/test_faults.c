@@ -114,16 +114,22 @@ static void start(struct fx *f, uint32_t tid, uint64_t t)
 	mm_host_record(f->h, f->stream[START], rec_sample(&r, f->ev[START], 10, tid, t, v, 2));
 }
 
-/* An acquisition by the frame at @caller (with the tracing helper inside it). */
+/* An acquisition by the frame at @caller (with the tracing helper inside it), reached the way
+ * that caller is: from a user fault's exception entry, or from a system call. */
 static void acquired(struct fx *f, uint32_t tid, uint64_t t, int success, uint64_t caller)
 {
 	struct rec r;
 	struct rec_field v[] = {{"mm", 0x1000}, {"write", 0}, {"success", (uint64_t)success}};
-	uint64_t ips[4] = {A_TRACE + 0x10, caller + 0x40, A_SYSCALL + 0x20, A_EXC + 0x30};
+	uint64_t ips[4] = {A_TRACE + 0x10, caller + 0x40};
+	unsigned n = 2;
 	if (caller == A_ANON)
-		ips[2] = A_HANDLE + 0x50;
+		ips[n++] = A_HANDLE + 0x50;
+	if (caller == A_LOCK_MM || caller == A_ANON)
+		ips[n++] = A_EXC + 0x30;
+	else
+		ips[n++] = A_SYSCALL + 0x20;
 	mm_host_record(f->h, f->stream[ACQ],
-		       rec_sample_cc(&r, f->ev[ACQ], 10, tid, t, ips, 4, v, 3));
+		       rec_sample_cc(&r, f->ev[ACQ], 10, tid, t, ips, n, v, 3));
 }
 
 static struct mm_proc_stats totals(struct fx *f)
@@ -234,6 +240,29 @@ static void test_syscall_acquisition_closes_the_window(void)
 	teardown(&f);
 }
 
+static void test_kernel_mode_fault_is_not_the_user_faults_fallback(void)
+{
+	struct fx f;
+	struct rec r;
+	setup(&f);
+	fault(&f, 11, 1000);
+	/* 8 us later the thread, now in a system call, faults on a user buffer in kernel mode */
+	struct rec_field v[] = {{"mm", 0x1000}, {"write", 0}, {"success", 1}};
+	uint64_t ips[5] = {A_TRACE + 0x10, A_LOCK_MM + 0x40, A_EXC + 0x30, A_MYSTERY + 0x8,
+			   A_SYSCALL + 0x20};
+	mm_host_record(f.h, f.stream[ACQ],
+		       rec_sample_cc(&r, f.ev[ACQ], 10, 11, 9000, ips, 5, v, 3));
+	mm_host_record(f.h, f.stream[ACQ],
+		       rec_sample_cc(&r, f.ev[ACQ], 10, 11, 9500, ips, 5, v, 3));
+	struct mm_proc_stats s = totals(&f);
+	CHECK_U64(s.faults_vma, 1);
+	CHECK_U64(s.faults_mmap_fallback, 0);
+	CHECK_U64(s.faults_mmap_lock_retries, 0);
+	CHECK_U64(s.mmap_lock_by_fault_kernel, 2);
+	CHECK_U64(s.mmap_lock_by_fault, 0);
+	teardown(&f);
+}
+
 static void test_thread_exit_and_finish_close_open_windows(void)
 {
 	struct fx f;
@@ -283,6 +312,21 @@ static void test_sources_from_callchains(void)
 	CHECK(src("x", "do_mprotect_pkeyz", "y") == MM_SRC_OTHER);
 	CHECK(src("dup_mmap", "copy_process", "kernel_clone") == MM_SRC_FORK);
 	CHECK(src(NULL, NULL, NULL) == MM_SRC_UNKNOWN);
+	/* A fault taken in kernel mode: the fault entry is called from a system call. */
+	const char *kernel_fault[] = {"lock_mm_and_find_vma", "exc_page_fault",
+				      "asm_exc_page_fault",   "strncpy_from_user",
+				      "getname_flags",	      "__x64_sys_execve"};
+	CHECK(mm_lock_source_of(kernel_fault, 6) == MM_SRC_FAULT_KERNEL);
+	const char *user_fault[] = {"lock_mm_and_find_vma", "exc_page_fault", "asm_exc_page_fault",
+				    NULL};
+	CHECK(mm_lock_source_of(user_fault, 4) == MM_SRC_FAULT);
+	const char *arm64_user[] = {"do_page_fault", "do_translation_fault", "do_mem_abort",
+				    "el0_da",	     "el0t_64_sync_handler", "el0t_64_sync"};
+	CHECK(mm_lock_source_of(arm64_user, 6) == MM_SRC_FAULT);
+	const char *arm64_kernel[] = {"do_page_fault",	      "do_translation_fault",
+				      "do_mem_abort",	      "el1_abort",
+				      "el1h_64_sync_handler", "__arch_copy_from_user"};
+	CHECK(mm_lock_source_of(arm64_kernel, 6) == MM_SRC_FAULT_KERNEL);
 	CHECK_STR(mm_lock_source_name(MM_SRC_FAULT_OTHER), "fault_other");
 	CHECK_STR(mm_lock_source_name(MM_SRC_UNKNOWN), "unknown");
 }
@@ -295,6 +339,7 @@ int main(void)
 	RUN(test_quick_fallback_without_attempt_is_abort_late_one_unknown);
 	RUN(test_anon_prepare_trylock_is_an_attempt_not_a_fallback);
 	RUN(test_syscall_acquisition_closes_the_window);
+	RUN(test_kernel_mode_fault_is_not_the_user_faults_fallback);
 	RUN(test_thread_exit_and_finish_close_open_windows);
 	RUN(test_stale_window_is_closed_by_tick);
 	RUN(test_sources_from_callchains);
