@@ -11,7 +11,11 @@
  *     arch fault handler taking the lock itself, such as arm64's do_page_fault).
  * At close the fault gets one outcome:
  *   vma          no fallback, at most one attempt on the faulting page
- *   vma_retry    no fallback, two or more attempts on the same page (the VMA-lock retry series)
+ *   vma_retry    no fallback, two or more attempts on the same page (the VMA-lock retry series);
+ *                a retried attempt often maps the page by fault-around, so a
+ *                filemap:mm_filemap_map_pages covering the attempted page after the attempt
+ *                counts as the second attempt (the kernel lab found this: the second
+ *                filemap_fault() call rarely happens)
  *   mmap_retry   an attempt, then a fallback (vanilla kernels retry this way)
  *   mmap_abort   a fallback with no attempt before it, reached quickly (< ABORT_GAP_NS after the
  *                fault began): lock_vma_under_rcu() failed and nothing was tried
@@ -63,9 +67,9 @@ struct window {
 };
 
 struct state {
-	const struct mm_tp *fault, *start, *acquired, *filemap_fault, *added;
+	const struct mm_tp *fault, *start, *acquired, *filemap_fault, *added, *map_pages;
 	const struct tep_format_field *acq_success, *ff_ino, *ff_dev, *ff_index, *ad_ino, *ad_dev,
-		*ad_index;
+		*ad_index, *mp_ino, *mp_dev, *mp_index, *mp_last;
 	struct mm_tidmap *threads;
 	uint64_t last_ns; /* latest event time seen */
 	int g_no_callchain, g_threads_dropped, g_timed_out;
@@ -77,6 +81,7 @@ static const struct mm_tp_req tracepoints[] = {
 	{"mmap_lock", "mmap_lock_acquire_returned", false, true},
 	{"filemap", "mm_filemap_fault", false, false},
 	{"filemap", "mm_filemap_add_to_page_cache", true, false},
+	{"filemap", "mm_filemap_map_pages", true, false},
 	{NULL, NULL, false, false},
 };
 
@@ -335,6 +340,22 @@ static void on_added(struct state *st, struct mm_host *h, const struct mm_sample
 		w->added[w->nadded++] = p;
 }
 
+/* Fault-around mapped a range of the file: after an attempt on a page in that range, this is the
+ * retried attempt completing (under the VMA lock if no fallback came before). */
+static void on_map_pages(struct state *st, struct mm_host *h, const struct mm_sample *s)
+{
+	struct window *w = thread(st, h, s->tid, false);
+	uint64_t ino, dev, first, last;
+	if (!w || !w->open || !w->have_page || w->fallbacks)
+		return;
+	if (mm_field_read(st->mp_ino, s, &ino) || mm_field_read(st->mp_dev, s, &dev) ||
+	    mm_field_read(st->mp_index, s, &first) || mm_field_read(st->mp_last, s, &last))
+		return;
+	if (ino == w->page.ino && (uint32_t)dev == w->page.dev && first <= w->page.index &&
+	    w->page.index <= last)
+		w->attempts_same_page++;
+}
+
 static void on_start(struct state *st, struct mm_host *h, const struct mm_sample *s)
 {
 	struct window *w = thread(st, h, s->tid, false);
@@ -389,6 +410,8 @@ static void sample(void *state, struct mm_host *h, const struct mm_sample *s)
 		on_filemap_fault(st, h, s);
 	else if (s->tp == st->added)
 		on_added(st, h, s);
+	else if (s->tp == st->map_pages)
+		on_map_pages(st, h, s);
 }
 
 static void thread_exit(void *state, struct mm_host *h, uint32_t pid, uint32_t tid)
@@ -464,6 +487,11 @@ static int init(struct mm_host *h, void **ret_state)
 	st->ad_ino = mm_tp_field(st->added, "i_ino");
 	st->ad_dev = mm_tp_field(st->added, "s_dev");
 	st->ad_index = mm_tp_field(st->added, "index");
+	st->map_pages = mm_host_tp(h, "filemap", "mm_filemap_map_pages");
+	st->mp_ino = mm_tp_field(st->map_pages, "i_ino");
+	st->mp_dev = mm_tp_field(st->map_pages, "s_dev");
+	st->mp_index = mm_tp_field(st->map_pages, "index");
+	st->mp_last = mm_tp_field(st->map_pages, "last_index");
 	if (!st->threads || !st->acq_success || !st->ff_ino || !st->ff_dev || !st->ff_index) {
 		mm_tidmap_free(st->threads);
 		free(st);
@@ -472,6 +500,8 @@ static int init(struct mm_host *h, void **ret_state)
 	}
 	if (st->added && (!st->ad_ino || !st->ad_dev || !st->ad_index))
 		st->added = NULL;
+	if (st->map_pages && (!st->mp_ino || !st->mp_dev || !st->mp_index || !st->mp_last))
+		st->map_pages = NULL;
 	st->g_no_callchain = mm_host_global(h, "faults_unmatched", "acquire_without_callchain",
 					    "Events the faults collector could not use.");
 	st->g_threads_dropped = mm_host_global(h, "faults_unmatched", "threads_dropped", NULL);

@@ -124,4 +124,20 @@ static const char fmt_mm_filemap_add_to_page_cache[] =
 	"\n"
 	"print fmt: \"dev %d:%d ino %lx pfn=0x%lx ofs=%lu order=%u\", ((unsigned int) ((REC->s_dev) >> 20)), ((unsigned int) ((REC->s_dev) & ((1U << 20) - 1))), REC->i_ino, REC->pfn, REC->index << 12, REC->order\n"
 	;
+static const char fmt_mm_filemap_map_pages[] =
+	"name: mm_filemap_map_pages\n"
+	"ID: 598\n"
+	"format:\n"
+	"\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n"
+	"\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n"
+	"\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n"
+	"\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n"
+	"\n"
+	"\tfield:unsigned long i_ino;\toffset:8;\tsize:8;\tsigned:0;\n"
+	"\tfield:dev_t s_dev;\toffset:16;\tsize:4;\tsigned:0;\n"
+	"\tfield:unsigned long index;\toffset:24;\tsize:8;\tsigned:0;\n"
+	"\tfield:unsigned long last_index;\toffset:32;\tsize:8;\tsigned:0;\n"
+	"\n"
+	"print fmt: \"dev=%d:%d ino=%lx ofs=%lld-%lld\", ((unsigned int) ((REC->s_dev) >> 20)), ((unsigned int) ((REC->s_dev) & ((1U << 20) - 1))), REC->i_ino, ((loff_t)REC->index) << 12, ((((loff_t)REC->last_index + 1) << 12) - 1)\n"
+	;
 #endif

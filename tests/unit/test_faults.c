@@ -15,7 +15,7 @@
 #include "records.h"
 #include "symbols.h"
 
-enum { FAULT, START, ACQ, FF, ADD, NTP };
+enum { FAULT, START, ACQ, FF, ADD, MAP, NTP };
 
 /* Fake kernel text: one function per 0x1000 bytes. */
 #define A_TRACE	   0xffffffff81001000ull /* __mmap_lock_do_trace_acquire_returned */
@@ -47,11 +47,14 @@ static int lookup(void *ctx, uint32_t pid, struct mm_proc_ident *ret)
 
 static void setup(struct fx *f)
 {
-	static const char *const fmts[NTP] = {fmt_page_fault_user, fmt_mmap_lock_start_locking,
-					      fmt_mmap_lock_acquire_returned, fmt_mm_filemap_fault,
-					      fmt_mm_filemap_add_to_page_cache};
-	static const char *const sys[NTP] = {"exceptions", "mmap_lock", "mmap_lock", "filemap",
-					     "filemap"};
+	static const char *const fmts[NTP] = {fmt_page_fault_user,
+					      fmt_mmap_lock_start_locking,
+					      fmt_mmap_lock_acquire_returned,
+					      fmt_mm_filemap_fault,
+					      fmt_mm_filemap_add_to_page_cache,
+					      fmt_mm_filemap_map_pages};
+	static const char *const sys[NTP] = {"exceptions", "mmap_lock", "mmap_lock",
+					     "filemap",	   "filemap",	"filemap"};
 	struct mm_config cfg;
 	mm_config_defaults(&cfg);
 	snprintf(cfg.collectors, sizeof(cfg.collectors), "faults");
@@ -105,6 +108,14 @@ static void added(struct fx *f, uint32_t tid, uint64_t t, uint64_t index)
 	struct rec r;
 	struct rec_field v[] = {{"i_ino", 77}, {"s_dev", 8}, {"index", index}};
 	mm_host_record(f->h, f->stream[ADD], rec_sample(&r, f->ev[ADD], 10, tid, t, v, 3));
+}
+
+static void map_pages(struct fx *f, uint32_t tid, uint64_t t, uint64_t first, uint64_t last)
+{
+	struct rec r;
+	struct rec_field v[] = {
+		{"i_ino", 77}, {"s_dev", 8}, {"index", first}, {"last_index", last}};
+	mm_host_record(f->h, f->stream[MAP], rec_sample(&r, f->ev[MAP], 10, tid, t, v, 4));
 }
 
 static void start(struct fx *f, uint32_t tid, uint64_t t)
@@ -166,6 +177,23 @@ static void test_two_attempts_on_one_page_without_fallback_is_vma_retry(void)
 	struct mm_proc_stats s = totals(&f);
 	CHECK_U64(s.faults_vma_retry, 1);
 	CHECK_U64(s.faults_vma, 0);
+	teardown(&f);
+}
+
+static void test_retry_completed_by_fault_around_is_vma_retry(void)
+{
+	struct fx f;
+	setup(&f);
+	fault(&f, 11, 1000);
+	map_pages(&f, 11, 1050, 0, 15); /* fault-around before the attempt: not a retry */
+	filemap_fault(&f, 11, 1100, 5);
+	map_pages(&f, 11, 90000, 0, 15); /* the retried attempt mapped it: patched kernel */
+	fault(&f, 12, 1000);
+	filemap_fault(&f, 12, 1100, 40);
+	map_pages(&f, 12, 90000, 0, 15); /* another range: not this fault's page */
+	struct mm_proc_stats s = totals(&f);
+	CHECK_U64(s.faults_vma_retry, 1);
+	CHECK_U64(s.faults_vma, 1);
 	teardown(&f);
 }
 
@@ -335,6 +363,7 @@ int main(void)
 {
 	RUN(test_fault_without_fallback_is_vma);
 	RUN(test_two_attempts_on_one_page_without_fallback_is_vma_retry);
+	RUN(test_retry_completed_by_fault_around_is_vma_retry);
 	RUN(test_attempt_then_fallback_is_mmap_retry_with_its_wait);
 	RUN(test_quick_fallback_without_attempt_is_abort_late_one_unknown);
 	RUN(test_anon_prepare_trylock_is_an_attempt_not_a_fallback);
