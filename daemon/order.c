@@ -1,8 +1,9 @@
 /*
  * Ordered record queue (see order.h). Records are appended to one byte arena with an index entry
  * each; a flush sorts the index by (time, push sequence), delivers the prefix below the horizon
- * and compacts the remainder into a fresh arena. Rings are drained every few milliseconds, so the
- * remainder is small and the copy cheap.
+ * and compacts the remainder into a second arena, kept for the next flush: no allocation per
+ * round, so mmlockd does not page-fault on fresh memory over and over (which it would then
+ * count). Rings are drained every few milliseconds, so the remainder is small and the copy cheap.
  */
 #include "order.h"
 
@@ -20,6 +21,8 @@ struct entry {
 struct mm_order {
 	uint8_t *arena;
 	size_t arena_len, arena_cap;
+	uint8_t *spare; /* the previous arena, reused by the next compaction */
+	size_t spare_cap;
 	struct entry *ents;
 	size_t nents, cap_ents;
 	uint64_t seq;
@@ -35,6 +38,7 @@ void mm_order_free(struct mm_order *o)
 	if (!o)
 		return;
 	free(o->arena);
+	free(o->spare);
 	free(o->ents);
 	free(o);
 }
@@ -95,15 +99,22 @@ size_t mm_order_flush(struct mm_order *o, uint64_t horizon_ns,
 		o->arena_len = 0;
 		return n;
 	}
-	/* Compact the undelivered tail, in place: move records to the arena's front. The tail's
-	 * records may sit anywhere in the arena, so copy them through a scratch buffer. */
+	/* Compact the undelivered tail into the spare arena (its records may sit anywhere in this
+	 * one), which then becomes the arena. */
 	size_t rest = o->nents - n, bytes = 0;
 	for (size_t i = n; i < o->nents; i++) {
 		const struct perf_event_header *h =
 			(const struct perf_event_header *)(o->arena + o->ents[i].off);
 		bytes += (h->size + 7u) & ~(size_t)7u;
 	}
-	uint8_t *fresh = malloc(bytes > o->arena_cap ? bytes : o->arena_cap);
+	if (o->spare_cap < bytes) {
+		uint8_t *s = realloc(o->spare, bytes);
+		if (s) {
+			o->spare = s;
+			o->spare_cap = bytes;
+		}
+	}
+	uint8_t *fresh = o->spare_cap >= bytes ? o->spare : NULL;
 	if (!fresh) {
 		/* Keep the tail where it is; memory is reclaimed on a later flush. */
 		memmove(o->ents, o->ents + n, rest * sizeof(struct entry));
@@ -119,9 +130,11 @@ size_t mm_order_flush(struct mm_order *o, uint64_t horizon_ns,
 		o->ents[i].off = off;
 		off += len;
 	}
-	free(o->arena);
+	size_t fresh_cap = o->spare_cap;
+	o->spare = o->arena;
+	o->spare_cap = o->arena_cap;
 	o->arena = fresh;
-	o->arena_cap = bytes > o->arena_cap ? bytes : o->arena_cap;
+	o->arena_cap = fresh_cap;
 	o->arena_len = off;
 	memmove(o->ents, o->ents + n, rest * sizeof(struct entry));
 	o->nents = rest;

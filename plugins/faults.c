@@ -17,11 +17,14 @@
  *                counts as the second attempt (the kernel lab found this: the second
  *                filemap_fault() call rarely happens)
  *   mmap_retry   an attempt, then a fallback (vanilla kernels retry this way)
- *   mmap_abort   a fallback with no attempt before it, reached quickly (< ABORT_GAP_NS after the
- *                fault began): lock_vma_under_rcu() failed and nothing was tried
- *   mmap_unknown a fallback with no visible attempt but reached late: anonymous and swap faults
- *                that waited under the VMA lock and retried leave no event, so this is not
- *                guessed to be an abort or a retry (see README, "Classifying faults")
+ *   mmap_abort   a fallback with no attempt before it while another thread of the process held
+ *                its mmap_lock for write when the fault began: lock_vma_under_rcu() fails on a
+ *                VMA that a writer has marked
+ *   mmap_unknown a fallback with no visible attempt otherwise: anonymous and swap faults that
+ *                retried leave no event (on 6.12 a first touch of an anonymous VMA retries
+ *                without any), so this is not guessed to be an abort or a retry. An earlier
+ *                rule (a fallback within 20 us is an abort) was wrong: the kernel lab counted
+ *                zero vma_lock_abort where it saw thousands (see README, "Classifying faults")
  * Extra fallback acquisitions in one window are retries under mmap_lock; the wait of fallbacks
  * (start_locking -> acquire_returned) is their cost; a page added to the page cache twice in one
  * window (filemap:mm_filemap_add_to_page_cache) is I/O that a retry repeated.
@@ -41,7 +44,6 @@
 #include "tidmap.h"
 
 #define WINDOW_LIMIT_NS 1000000000ull /* a fault open this long is closed as it stands */
-#define ABORT_GAP_NS	20000ull      /* see mmap_abort above */
 #define MAX_THREADS	(1u << 20)
 #define MAX_ADDED	32 /* pages remembered per window to spot re-reads */
 #define MAX_FRAMES	32
@@ -57,21 +59,24 @@ struct window {
 	uint64_t start_ns;
 	unsigned attempts_same_page; /* mm_filemap_fault on the first attempted page */
 	bool have_page;
-	struct page page;   /* the first attempted page */
-	bool attempt;	    /* any attempt so far (before the first fallback) */
-	unsigned fallbacks; /* fault-path acquisitions */
-	uint64_t first_fallback_ns;
+	struct page page;	/* the first attempted page */
+	bool attempt;		/* any attempt so far (before the first fallback) */
+	bool writer_active;	/* another thread held the mmap_lock for write at the start */
+	unsigned fallbacks;	/* fault-path acquisitions */
 	uint64_t wait_start_ns; /* start_locking seen in the window, 0 if none pending */
 	unsigned nadded;
 	struct page added[MAX_ADDED];
 };
 
 struct state {
-	const struct mm_tp *fault, *start, *acquired, *filemap_fault, *added, *map_pages;
-	const struct tep_format_field *acq_success, *ff_ino, *ff_dev, *ff_index, *ad_ino, *ad_dev,
-		*ad_index, *mp_ino, *mp_dev, *mp_index, *mp_last;
+	const struct mm_tp *fault, *start, *acquired, *released, *filemap_fault, *added, *map_pages;
+	const struct tep_format_field *acq_success, *acq_write, *rel_write, *ff_ino, *ff_dev,
+		*ff_index, *ad_ino, *ad_dev, *ad_index, *mp_ino, *mp_dev, *mp_index, *mp_last;
 	struct mm_tidmap *threads;
-	uint64_t last_ns; /* latest event time seen */
+	struct mm_tidmap
+		*writers; /* tid -> struct writer: threads holding an mmap_lock for write */
+	struct mm_tidmap *nwriters; /* pid -> unsigned: how many of its threads do */
+	uint64_t last_ns;	    /* latest event time seen */
 	int g_no_callchain, g_threads_dropped, g_timed_out;
 };
 
@@ -79,6 +84,7 @@ static const struct mm_tp_req tracepoints[] = {
 	{"exceptions", "page_fault_user", false, false},
 	{"mmap_lock", "mmap_lock_start_locking", false, false},
 	{"mmap_lock", "mmap_lock_acquire_returned", false, true},
+	{"mmap_lock", "mmap_lock_released", true, false},
 	{"filemap", "mm_filemap_fault", false, false},
 	{"filemap", "mm_filemap_add_to_page_cache", true, false},
 	{"filemap", "mm_filemap_map_pages", true, false},
@@ -247,6 +253,36 @@ static enum mm_lock_source source_of_sample(struct state *st, struct mm_host *h,
 	return mm_lock_source_of(frames, n);
 }
 
+/* --- who holds an mmap_lock for write (evidence for mmap_abort) --- */
+
+struct writer {
+	uint32_t pid;
+	unsigned holds; /* fork holds the parent's and the child's */
+};
+
+static void writer_add(struct state *st, uint32_t pid, uint32_t tid)
+{
+	struct writer *w = mm_tidmap_get(st->writers, tid, true);
+	unsigned *n = mm_tidmap_get(st->nwriters, pid, true);
+	if (!w || !n)
+		return;
+	if (!w->holds++)
+		(*n)++;
+	w->pid = pid;
+}
+
+static void writer_drop(struct state *st, uint32_t tid, bool all)
+{
+	struct writer *w = mm_tidmap_get(st->writers, tid, false);
+	if (!w || (!all && --w->holds > 0))
+		return;
+	uint32_t pid = w->pid;
+	mm_tidmap_remove(st->writers, tid);
+	unsigned *n = mm_tidmap_get(st->nwriters, pid, false);
+	if (n && !--*n)
+		mm_tidmap_remove(st->nwriters, pid);
+}
+
 /* --- fault windows --- */
 
 static void close_window(struct state *st, struct mm_host *h, struct window *w)
@@ -262,7 +298,7 @@ static void close_window(struct state *st, struct mm_host *h, struct window *w)
 	} else {
 		if (w->attempt)
 			ps->faults_mmap_retry++;
-		else if (w->first_fallback_ns - w->start_ns < ABORT_GAP_NS)
+		else if (w->writer_active)
 			ps->faults_mmap_abort++;
 		else
 			ps->faults_mmap_unknown++;
@@ -306,6 +342,7 @@ static void on_fault(struct state *st, struct mm_host *h, const struct mm_sample
 	w->open = true;
 	w->pid = s->pid;
 	w->start_ns = s->time_ns;
+	w->writer_active = mm_tidmap_get(st->nwriters, s->pid, false) != NULL;
 }
 
 static void on_filemap_fault(struct state *st, struct mm_host *h, const struct mm_sample *s)
@@ -365,18 +402,21 @@ static void on_start(struct state *st, struct mm_host *h, const struct mm_sample
 
 static void on_acquired(struct state *st, struct mm_host *h, const struct mm_sample *s)
 {
-	uint64_t success = 0;
+	uint64_t success = 0, write = 0;
 	mm_field_read(st->acq_success, s, &success);
+	mm_field_read(st->acq_write, s, &write);
 	enum mm_lock_source src = source_of_sample(st, h, s);
 	if (success)
 		(*source_counter(mm_host_proc(h, s->pid), src))++;
+	if (success && write)
+		writer_add(st, s->pid, s->tid);
+	else if (success)
+		writer_drop(st, s->tid, false); /* a downgrade, if this thread held it for write */
 
 	struct window *w = thread(st, h, s->tid, false);
 	if (!w || !w->open)
 		return;
 	if (src == MM_SRC_FAULT) {
-		if (!w->first_fallback_ns)
-			w->first_fallback_ns = s->time_ns ? s->time_ns : 1;
 		if (success) {
 			w->fallbacks++;
 			if (w->wait_start_ns && s->time_ns >= w->wait_start_ns)
@@ -395,6 +435,13 @@ static void on_acquired(struct state *st, struct mm_host *h, const struct mm_sam
 	}
 }
 
+static void on_released(struct state *st, struct mm_host *h, const struct mm_sample *s)
+{
+	uint64_t write = 0;
+	if (mm_field_read(st->rel_write, s, &write) == 0 && write)
+		writer_drop(st, s->tid, false);
+}
+
 static void sample(void *state, struct mm_host *h, const struct mm_sample *s)
 {
 	struct state *st = state;
@@ -406,6 +453,8 @@ static void sample(void *state, struct mm_host *h, const struct mm_sample *s)
 		on_acquired(st, h, s);
 	else if (s->tp == st->start)
 		on_start(st, h, s);
+	else if (s->tp == st->released)
+		on_released(st, h, s);
 	else if (s->tp == st->filemap_fault)
 		on_filemap_fault(st, h, s);
 	else if (s->tp == st->added)
@@ -421,6 +470,7 @@ static void thread_exit(void *state, struct mm_host *h, uint32_t pid, uint32_t t
 	if (w)
 		close_window(st, h, w);
 	mm_tidmap_remove(st->threads, tid);
+	writer_drop(st, tid, true);
 }
 
 struct expire_ctx {
@@ -475,12 +525,17 @@ static int init(struct mm_host *h, void **ret_state)
 	if (!st)
 		return mm_host_fail(h, "out of memory");
 	st->threads = mm_tidmap_new(sizeof(struct window), MAX_THREADS);
+	st->writers = mm_tidmap_new(sizeof(struct writer), MAX_THREADS);
+	st->nwriters = mm_tidmap_new(sizeof(unsigned), MAX_THREADS);
+	st->released = mm_host_tp(h, "mmap_lock", "mmap_lock_released");
+	st->rel_write = mm_tp_field(st->released, "write");
 	st->fault = mm_host_tp(h, "exceptions", "page_fault_user");
 	st->start = mm_host_tp(h, "mmap_lock", "mmap_lock_start_locking");
 	st->acquired = mm_host_tp(h, "mmap_lock", "mmap_lock_acquire_returned");
 	st->filemap_fault = mm_host_tp(h, "filemap", "mm_filemap_fault");
 	st->added = mm_host_tp(h, "filemap", "mm_filemap_add_to_page_cache");
 	st->acq_success = mm_tp_field(st->acquired, "success");
+	st->acq_write = mm_tp_field(st->acquired, "write");
 	st->ff_ino = mm_tp_field(st->filemap_fault, "i_ino");
 	st->ff_dev = mm_tp_field(st->filemap_fault, "s_dev");
 	st->ff_index = mm_tp_field(st->filemap_fault, "index");
@@ -492,8 +547,11 @@ static int init(struct mm_host *h, void **ret_state)
 	st->mp_dev = mm_tp_field(st->map_pages, "s_dev");
 	st->mp_index = mm_tp_field(st->map_pages, "index");
 	st->mp_last = mm_tp_field(st->map_pages, "last_index");
-	if (!st->threads || !st->acq_success || !st->ff_ino || !st->ff_dev || !st->ff_index) {
+	if (!st->threads || !st->writers || !st->nwriters || !st->acq_success || !st->acq_write ||
+	    !st->ff_ino || !st->ff_dev || !st->ff_index) {
 		mm_tidmap_free(st->threads);
+		mm_tidmap_free(st->writers);
+		mm_tidmap_free(st->nwriters);
 		free(st);
 		return mm_host_fail(h, "tracepoint fields missing (mmap_lock success, filemap "
 				       "i_ino/s_dev/index): unsupported kernel version");
@@ -516,6 +574,8 @@ static void free_state(void *state)
 	if (!st)
 		return;
 	mm_tidmap_free(st->threads);
+	mm_tidmap_free(st->writers);
+	mm_tidmap_free(st->nwriters);
 	free(st);
 }
 

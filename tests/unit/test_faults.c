@@ -15,7 +15,7 @@
 #include "records.h"
 #include "symbols.h"
 
-enum { FAULT, START, ACQ, FF, ADD, MAP, NTP };
+enum { FAULT, START, ACQ, FF, ADD, MAP, REL, NTP };
 
 /* Fake kernel text: one function per 0x1000 bytes. */
 #define A_TRACE	   0xffffffff81001000ull /* __mmap_lock_do_trace_acquire_returned */
@@ -52,9 +52,10 @@ static void setup(struct fx *f)
 					      fmt_mmap_lock_acquire_returned,
 					      fmt_mm_filemap_fault,
 					      fmt_mm_filemap_add_to_page_cache,
-					      fmt_mm_filemap_map_pages};
-	static const char *const sys[NTP] = {"exceptions", "mmap_lock", "mmap_lock",
-					     "filemap",	   "filemap",	"filemap"};
+					      fmt_mm_filemap_map_pages,
+					      fmt_mmap_lock_released};
+	static const char *const sys[NTP] = {"exceptions", "mmap_lock", "mmap_lock", "filemap",
+					     "filemap",	   "filemap",	"mmap_lock"};
 	struct mm_config cfg;
 	mm_config_defaults(&cfg);
 	snprintf(cfg.collectors, sizeof(cfg.collectors), "faults");
@@ -220,14 +221,22 @@ static void test_attempt_then_fallback_is_mmap_retry_with_its_wait(void)
 	teardown(&f);
 }
 
-static void test_quick_fallback_without_attempt_is_abort_late_one_unknown(void)
+static void test_fallback_without_attempt_is_abort_only_while_a_writer_holds_the_lock(void)
 {
 	struct fx f;
+	struct rec r;
 	setup(&f);
+	/* Thread 13 of the process holds the mmap_lock for write (mprotect marking VMAs). */
+	struct rec_field wv[] = {{"mm", 0x1000}, {"write", 1}, {"success", 1}};
+	uint64_t wips[3] = {A_TRACE + 0x10, A_MPROTECT + 0x40, A_SYSCALL + 0x20};
+	mm_host_record(f.h, f.stream[ACQ],
+		       rec_sample_cc(&r, f.ev[ACQ], 10, 13, 500, wips, 3, wv, 3));
 	fault(&f, 11, 1000);
-	acquired(&f, 11, 3000, 1, A_LOCK_MM); /* 2 us after the fault began */
-	fault(&f, 12, 1000);
-	acquired(&f, 12, 500000, 1, A_LOCK_MM); /* 499 us: something waited unseen */
+	acquired(&f, 11, 3000, 1, A_LOCK_MM); /* its VMA was write-locked: abort */
+	struct rec_field rv[] = {{"mm", 0x1000}, {"write", 1}};
+	mm_host_record(f.h, f.stream[REL], rec_sample(&r, f.ev[REL], 10, 13, 3500, rv, 2));
+	fault(&f, 12, 4000);
+	acquired(&f, 12, 5000, 1, A_LOCK_MM); /* no writer: a retry or an abort, cannot tell */
 	struct mm_proc_stats s = totals(&f);
 	CHECK_U64(s.faults_mmap_abort, 1);
 	CHECK_U64(s.faults_mmap_unknown, 1);
@@ -365,7 +374,7 @@ int main(void)
 	RUN(test_two_attempts_on_one_page_without_fallback_is_vma_retry);
 	RUN(test_retry_completed_by_fault_around_is_vma_retry);
 	RUN(test_attempt_then_fallback_is_mmap_retry_with_its_wait);
-	RUN(test_quick_fallback_without_attempt_is_abort_late_one_unknown);
+	RUN(test_fallback_without_attempt_is_abort_only_while_a_writer_holds_the_lock);
 	RUN(test_anon_prepare_trylock_is_an_attempt_not_a_fallback);
 	RUN(test_syscall_acquisition_closes_the_window);
 	RUN(test_kernel_mode_fault_is_not_the_user_faults_fallback);

@@ -142,21 +142,30 @@ else:
     out("PASS", "event counts equal perf's (%s)" % ", ".join(
         "%s %d" % (ev.split(":")[1], events.get(ev, (0, 0))[0]) for ev, _ in pairs))
 
-# 3. outcomes per process
+# 3. outcomes per process. mmap_abort and mmap_unknown are compared as their sum (fallbacks
+# without a visible attempt): mmlockd splits them by whether another thread held the mmap_lock
+# for write when the fault began, which needs mmap_lock_released events that these perf
+# recordings lack (perf_classify.py splits by an older 20 us rule). The kernel lab checks the
+# split against the kernel's vma_lock_abort instead.
+def fold(v):
+    return v[:4] + [v[4] + v[5]] + v[6:]
+
+SHOWN = COLS[:4] + ["abort+unknown"] + COLS[6:]
+
 pids = [int(p) for p in exp.get("pids", "").split()]
 table = []
 for pid in pids:
-    want = [int(exp.get("pid.%d.%s" % (pid, c), -1)) for c in COLS]
-    naive = [int(exp.get("naive.pid.%d.%s" % (pid, c), -1)) for c in COLS]
-    got = rows.get(pid, [0] * 8)
+    want = fold([int(exp.get("pid.%d.%s" % (pid, c), -1)) for c in COLS])
+    naive = fold([int(exp.get("naive.pid.%d.%s" % (pid, c), -1)) for c in COLS])
+    got = fold(rows.get(pid, [0] * 8))
     comm = exp.get("pid.%d.comm" % pid, "")
     table.append((pid, comm, got, want, naive))
     if got == want:
         out("PASS", "pid %d (%s): %s" % (pid, comm, " ".join(
-            "%s=%d" % (c, v) for c, v in zip(COLS, got))))
+            "%s=%d" % (c, v) for c, v in zip(SHOWN, got))))
         continue
     diff = ", ".join("%s mmlockd %d perf %d" % (c, g, w)
-                     for c, g, w in zip(COLS, got, want) if g != w)
+                     for c, g, w in zip(SHOWN, got, want) if g != w)
     if got == naive and not strict:
         out("XFAIL", "pid %d (%s): %s -- the counts under mmlockd's rule (naive.*): the "
             "known issue; the process took %s mmap_lock for faults in kernel mode, %s of them "
@@ -199,10 +208,10 @@ if dbrows is not None:
         out("PASS", "process_stats holds the same totals for %d process(es)" % len(dbrows))
 
 # The table: mmlockd's replay next to perf_classify's count.
-print("  %-8s %-16s %-8s %s" % ("pid", "comm", "source", " ".join("%12s" % c for c in COLS)))
+print("  %-8s %-16s %-8s %s" % ("pid", "comm", "source", " ".join("%13s" % c for c in SHOWN)))
 for pid, comm, got, want, naive in table:
-    print("  %-8d %-16s %-8s %s" % (pid, comm[:16], "mmlockd", " ".join("%12d" % v for v in got)))
-    print("  %-8s %-16s %-8s %s" % ("", "", "perf", " ".join("%12d" % v for v in want)))
+    print("  %-8d %-16s %-8s %s" % (pid, comm[:16], "mmlockd", " ".join("%13d" % v for v in got)))
+    print("  %-8s %-16s %-8s %s" % ("", "", "perf", " ".join("%13d" % v for v in want)))
 EOF
 
 # The independent classifier's own rules, on synthetic input (it made the expected counts).
