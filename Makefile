@@ -1,11 +1,12 @@
 # The two commands of the README, for a fresh Debian 12 machine (as root):
 #   make run    install what is missing, build, run mmlockd in the foreground on its defaults
 #   make test   install what is missing, build, run the unit, integration and privileged suites
+#   make lab    the kernel lab (lab/README.md): vanilla and patched 6.12 under qemu, ~1 h cold
 # Also: make build, make clean. ARGS="..." passes flags to mmlockd in `make run`.
 BUILD ?= build
 ARGS ?=
 
-.PHONY: all deps build run test clean
+.PHONY: all deps build run test clean lab
 
 all: build
 
@@ -23,6 +24,9 @@ test: build
 	@rc=0; meson test -C $(BUILD) --print-errorlogs --num-processes 1 \
 		--suite unit --suite integration --suite privileged || rc=$$?; \
 	python3 scripts/test-summary.py $(BUILD)/meson-logs/testlog.json; exit $$rc
+
+lab: build
+	@./lab/run.sh all
 
 clean:
 	rm -rf $(BUILD)
