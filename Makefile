@@ -2,11 +2,14 @@
 #   make run    install what is missing, build, run mmlockd in the foreground on its defaults
 #   make test   install what is missing, build, run the unit, integration and privileged suites
 #   make lab    the kernel lab (lab/README.md): vanilla and patched 6.12 under qemu, ~1 h cold
+#   make bench  the overhead benchmark (bench/run.py): 15-20 min, results in bench/results/;
+#               BENCH_ARGS="--suite breakdown" for the per-collector costs
 # Also: make build, make clean. ARGS="..." passes flags to mmlockd in `make run`.
 BUILD ?= build
 ARGS ?=
+BENCH_ARGS ?=
 
-.PHONY: all deps build run test clean lab
+.PHONY: all deps build run test clean lab bench
 
 all: build
 
@@ -30,3 +33,6 @@ lab: build
 
 clean:
 	rm -rf $(BUILD)
+
+bench: build
+	python3 bench/run.py --build $(BUILD) $(BENCH_ARGS)

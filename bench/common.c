@@ -1,0 +1,489 @@
+/*
+ * Shared plumbing of the benchmark workloads (see common.h): signals, the temporary memory cgroup,
+ * the temporary swap file and unlinked data files. Errors are printed here, where they happen, and
+ * returned as -errno; a failed set-up step undoes itself, so bench_env_cleanup() only ever has
+ * complete steps to undo.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include "common.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/swap.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define V1_MEMCG "/sys/fs/cgroup/memory"
+
+uint64_t bench_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+void bench_block_signals(sigset_t *set)
+{
+	sigemptyset(set);
+	sigaddset(set, SIGINT);
+	sigaddset(set, SIGTERM);
+	sigaddset(set, SIGHUP);
+	sigaddset(set, SIGQUIT);
+	pthread_sigmask(SIG_BLOCK, set, NULL);
+	/* A shell starts background jobs with SIGINT and SIGQUIT ignored, and an ignored signal
+	 * never reaches sigtimedwait(): take them back. */
+	signal(SIGINT, SIG_DFL);
+	signal(SIGQUIT, SIG_DFL);
+}
+
+bool bench_interrupted(const sigset_t *set)
+{
+	sigset_t pending;
+
+	if (sigpending(&pending))
+		return false;
+	for (int sig = 1; sig < NSIG; sig++)
+		if (sigismember(set, sig) == 1 && sigismember(&pending, sig) == 1)
+			return true;
+	return false;
+}
+
+int bench_wait(const sigset_t *set, double seconds)
+{
+	uint64_t end = bench_now_ns() + (uint64_t)(seconds * 1e9), now;
+	struct timespec ts;
+	int sig;
+
+	while ((now = bench_now_ns()) < end) {
+		ts.tv_sec = (time_t)((end - now) / 1000000000ull);
+		ts.tv_nsec = (long)((end - now) % 1000000000ull);
+		sig = sigtimedwait(set, NULL, &ts);
+		if (sig > 0)
+			return sig;
+	}
+	return 0;
+}
+
+void bench_phase(const char *phase)
+{
+	printf("# phase %s\n", phase);
+	fflush(stdout);
+}
+
+unsigned long bench_sum(struct bench_counter *c, unsigned n)
+{
+	unsigned long s = 0;
+
+	for (unsigned i = 0; i < n; i++)
+		s += atomic_load_explicit(&c[i].v, memory_order_relaxed);
+	return s;
+}
+
+void bench_common_defaults(struct bench_common *c, double seconds, double warmup,
+			   unsigned long limit_mb, unsigned long swap_mb)
+{
+	memset(c, 0, sizeof(*c));
+	c->seconds = seconds;
+	c->warmup = warmup;
+	c->dir = "/var/tmp";
+	snprintf(c->cgroup_name, sizeof(c->cgroup_name), "mmlockd-bench.%d", (int)getpid());
+	c->limit_mb = limit_mb;
+	c->swap_mb = swap_mb;
+	c->swappiness = 100;
+}
+
+static int parse_ulong(const char *s, unsigned long max, unsigned long *ret)
+{
+	char *end;
+	unsigned long v;
+
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (errno || end == s || *end || s[0] == '-' || v > max)
+		return -1;
+	*ret = v;
+	return 0;
+}
+
+static int parse_seconds(const char *s, double *ret)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno || end == s || *end || !(v >= 0) || v > 86400)
+		return -1;
+	*ret = v;
+	return 0;
+}
+
+int bench_common_set(struct bench_common *c, int code, const char *arg)
+{
+	unsigned long v;
+	int bad = 0;
+
+	switch (code - BENCH_OPT_BASE) {
+	case 0:
+		bad = parse_seconds(arg, &c->seconds) || !(c->seconds > 0);
+		break;
+	case 1:
+		bad = parse_seconds(arg, &c->warmup);
+		break;
+	case 2:
+		c->dir = arg;
+		break;
+	case 3:
+		bad = !*arg || strchr(arg, '/') || strlen(arg) >= sizeof(c->cgroup_name);
+		if (!bad)
+			snprintf(c->cgroup_name, sizeof(c->cgroup_name), "%s", arg);
+		break;
+	case 4:
+		bad = parse_ulong(arg, 1ul << 30, &v);
+		c->limit_mb = v;
+		break;
+	case 5:
+		c->swap_file = arg;
+		break;
+	case 6:
+		bad = parse_ulong(arg, 1ul << 20, &v);
+		c->swap_mb = v;
+		break;
+	case 7:
+		bad = parse_ulong(arg, 200, &v);
+		c->swappiness = v;
+		break;
+	default:
+		bad = 1;
+	}
+	if (bad)
+		fprintf(stderr, "bad value '%s' for a common option\n", arg);
+	return bad ? -1 : 0;
+}
+
+static int write_str(const char *path, const char *text)
+{
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+	ssize_t n;
+	int err;
+
+	if (fd < 0)
+		return -errno;
+	n = write(fd, text, strlen(text));
+	err = n < 0 ? -errno : 0;
+	close(fd);
+	return err;
+}
+
+static bool file_has_word(const char *path, const char *word)
+{
+	char buf[512], *tok, *save;
+	FILE *f = fopen(path, "re");
+	bool found = false;
+
+	if (!f)
+		return false;
+	while (!found && fgets(buf, sizeof(buf), f))
+		for (tok = strtok_r(buf, " \n", &save); tok && !found;
+		     tok = strtok_r(NULL, " \n", &save))
+			found = !strcmp(tok, word);
+	fclose(f);
+	return found;
+}
+
+int bench_cgroup_create(struct bench_env *e, const struct bench_common *c)
+{
+	char root[PATH_MAX], path[PATH_MAX + 64], num[64];
+	const char *limit_file;
+	struct stat st;
+	int err;
+
+	if (!c->limit_mb)
+		return 0;
+	if (stat(V1_MEMCG "/memory.limit_in_bytes", &st) == 0) {
+		e->cg_version = 1;
+		snprintf(root, sizeof(root), "%s", V1_MEMCG);
+		limit_file = "memory.limit_in_bytes";
+	} else {
+		const char *v2 = stat("/sys/fs/cgroup/unified/cgroup.controllers", &st) == 0
+					 ? "/sys/fs/cgroup/unified"
+					 : "/sys/fs/cgroup";
+
+		snprintf(path, sizeof(path), "%s/cgroup.subtree_control", v2);
+		if (!file_has_word(path, "memory")) {
+			fprintf(stderr,
+				"no memory cgroup controller: neither %s nor memory in %s\n",
+				V1_MEMCG, path);
+			return -ENOENT;
+		}
+		e->cg_version = 2;
+		snprintf(root, sizeof(root), "%s", v2);
+		limit_file = "memory.max";
+	}
+	if (snprintf(e->cg_dir, sizeof(e->cg_dir), "%s/%s", root, c->cgroup_name) >=
+	    (int)sizeof(e->cg_dir)) {
+		e->cg_dir[0] = '\0';
+		return -ENAMETOOLONG;
+	}
+	if (mkdir(e->cg_dir, 0755)) {
+		err = -errno;
+		fprintf(stderr, "mkdir %s: %s\n", e->cg_dir, strerror(errno));
+		e->cg_dir[0] = '\0';
+		return err;
+	}
+	snprintf(path, sizeof(path), "%s/%s", e->cg_dir, limit_file);
+	snprintf(num, sizeof(num), "%lu", c->limit_mb << 20);
+	err = write_str(path, num);
+	if (!err && e->cg_version == 1) {
+		snprintf(path, sizeof(path), "%s/memory.swappiness", e->cg_dir);
+		snprintf(num, sizeof(num), "%lu", c->swappiness);
+		err = write_str(path, num);
+	}
+	if (err) {
+		fprintf(stderr, "setting up cgroup %s: %s\n", e->cg_dir, strerror(-err));
+		rmdir(e->cg_dir);
+		e->cg_dir[0] = '\0';
+	}
+	return err;
+}
+
+static void cgroup_remove(struct bench_env *e)
+{
+	if (!e->cg_dir[0])
+		return;
+	/* The worker has been reaped; its memory charges never block rmdir. */
+	for (int i = 0; i < 50; i++) {
+		if (!rmdir(e->cg_dir) || errno == ENOENT)
+			break;
+		if (errno != EBUSY) {
+			fprintf(stderr, "rmdir %s: %s\n", e->cg_dir, strerror(errno));
+			break;
+		}
+		usleep(20000);
+	}
+	e->cg_dir[0] = '\0';
+}
+
+int bench_spawn(struct bench_env *e, const sigset_t *sigs, const char *name)
+{
+	sigset_t all = *sigs;
+	char path[PATH_MAX + 32], num[32];
+	int status = 0, sig, forwarded = 0;
+	pid_t child;
+
+	sigaddset(&all, SIGCHLD);
+	pthread_sigmask(SIG_BLOCK, &all, NULL);
+	fflush(stdout);
+	child = fork();
+	if (child < 0) {
+		int err = -errno;
+
+		fprintf(stderr, "%s: fork: %s\n", name, strerror(errno));
+		return err;
+	}
+	if (child == 0) {
+		/* Dies with the parent, which alone can tear down. */
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (getppid() == 1)
+			_exit(1);
+		if (e->cg_dir[0]) {
+			snprintf(path, sizeof(path), "%s/cgroup.procs", e->cg_dir);
+			snprintf(num, sizeof(num), "%d", (int)getpid());
+			if (write_str(path, num)) {
+				fprintf(stderr, "%s: cannot join %s\n", name, e->cg_dir);
+				_exit(1);
+			}
+		}
+		/* The parent tears down; the worker must not. */
+		e->cg_dir[0] = '\0';
+		e->swap_path[0] = '\0';
+		e->swap_active = false;
+		printf("# worker %d\n", (int)getpid());
+		fflush(stdout);
+		return 0;
+	}
+	for (;;) {
+		sig = sigwaitinfo(&all, NULL);
+		if (sig == SIGCHLD || sig < 0) {
+			if (waitpid(child, &status, WNOHANG) == child)
+				break;
+			continue;
+		}
+		/* A stop signal: the worker stops cleanly on SIGTERM; a third one kills it. */
+		kill(child, ++forwarded >= 3 ? SIGKILL : SIGTERM);
+	}
+	bench_env_cleanup(e);
+	if (WIFSIGNALED(status)) {
+		fprintf(stderr, "%s: worker killed by signal %d%s; cleaned up\n", name,
+			WTERMSIG(status),
+			WTERMSIG(status) == SIGKILL ? " (the cgroup's OOM killer?)" : "");
+		exit(128 + WTERMSIG(status));
+	}
+	exit(WEXITSTATUS(status));
+}
+
+/* The mkswap(8) header: version 1, last usable page, no bad pages, signature at the end of the
+ * first page. */
+static int write_swap_header(int fd, unsigned long mb)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	unsigned char *hdr = calloc(1, (size_t)page);
+	uint32_t v;
+	int err = 0;
+
+	if (!hdr)
+		return -ENOMEM;
+	v = 1;
+	memcpy(hdr + 1024, &v, 4);
+	v = (uint32_t)(((uint64_t)mb << 20) / (uint64_t)page - 1);
+	memcpy(hdr + 1028, &v, 4);
+	memcpy(hdr + page - 10, "SWAPSPACE2", 10);
+	if (pwrite(fd, hdr, (size_t)page, 0) != page)
+		err = -EIO;
+	free(hdr);
+	return err;
+}
+
+int bench_swap_on(struct bench_env *e, const struct bench_common *c, const sigset_t *sigs)
+{
+	static char zero[1 << 20];
+	int fd, err = 0;
+
+	if (!c->swap_mb)
+		return 0;
+	if (c->swap_file)
+		snprintf(e->swap_path, sizeof(e->swap_path), "%s", c->swap_file);
+	else
+		snprintf(e->swap_path, sizeof(e->swap_path), "%s/mmlockd-bench.%d.swap", c->dir,
+			 (int)getpid());
+	fd = open(e->swap_path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (fd < 0) {
+		err = -errno;
+		fprintf(stderr, "creating swap file %s: %s\n", e->swap_path, strerror(errno));
+		e->swap_path[0] = '\0';
+		return err;
+	}
+	/* Written, not fallocated: a swap file must have no holes nor unwritten extents. */
+	for (unsigned long i = 0; i < c->swap_mb && !err; i++) {
+		if (write(fd, zero, sizeof(zero)) != (ssize_t)sizeof(zero))
+			err = errno ? -errno : -EIO;
+		else if ((i & 63) == 63 && bench_interrupted(sigs))
+			err = -EINTR;
+	}
+	if (!err)
+		err = write_swap_header(fd, c->swap_mb);
+	if (!err && fsync(fd))
+		err = -errno;
+	close(fd);
+	if (!err && swapon(e->swap_path, 0))
+		err = -errno;
+	if (err) {
+		if (err != -EINTR)
+			fprintf(stderr, "swap file %s: %s\n", e->swap_path, strerror(-err));
+		unlink(e->swap_path);
+		e->swap_path[0] = '\0';
+		return err;
+	}
+	e->swap_active = true;
+	return 0;
+}
+
+static void swap_off(struct bench_env *e)
+{
+	if (!e->swap_path[0])
+		return;
+	if (e->swap_active && swapoff(e->swap_path))
+		fprintf(stderr, "swapoff %s: %s\n", e->swap_path, strerror(errno));
+	e->swap_active = false;
+	unlink(e->swap_path);
+	e->swap_path[0] = '\0';
+}
+
+void bench_env_cleanup(struct bench_env *e)
+{
+	char path[PATH_MAX + 32];
+
+	/* swapoff reads back what is still in swap (or swap cache) and charges it to the cgroup
+	 * that owned it: lift the limit first, or that charge fails and so does swapoff. */
+	if (e->cg_dir[0]) {
+		snprintf(path, sizeof(path), "%s/%s", e->cg_dir,
+			 e->cg_version == 1 ? "memory.limit_in_bytes" : "memory.max");
+		write_str(path, e->cg_version == 1 ? "-1" : "max");
+	}
+	swap_off(e);
+	cgroup_remove(e);
+}
+
+int bench_data_file(const char *dir, unsigned long mb, const sigset_t *sigs)
+{
+	char path[PATH_MAX];
+	static unsigned char buf[1 << 20];
+	int fd, err = 0;
+
+	if (snprintf(path, sizeof(path), "%s/mmlockd-bench.XXXXXX", dir) >= (int)sizeof(path))
+		return -ENAMETOOLONG;
+	fd = mkostemp(path, O_CLOEXEC);
+	if (fd < 0) {
+		err = -errno;
+		fprintf(stderr, "creating a data file in %s: %s\n", dir, strerror(errno));
+		return err;
+	}
+	unlink(path);
+	for (unsigned long i = 0; i < mb && !err; i++) {
+		/* non-zero, different per MiB, so no page is ever a zero page */
+		memset(buf, (int)(i % 251) + 1, sizeof(buf));
+		if (write(fd, buf, sizeof(buf)) != (ssize_t)sizeof(buf))
+			err = errno ? -errno : -EIO;
+		else if ((i & 63) == 63 && bench_interrupted(sigs))
+			err = -EINTR;
+	}
+	if (!err && fdatasync(fd))
+		err = -errno;
+	if (!err)
+		posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+	if (err) {
+		if (err != -EINTR)
+			fprintf(stderr, "writing the data file: %s\n", strerror(-err));
+		close(fd);
+		return err;
+	}
+	return fd;
+}
+
+void bench_pace_init(struct bench_pace *p, unsigned long rate)
+{
+	memset(p, 0, sizeof(*p));
+	if (!rate)
+		return;
+	/* batches of about 2 ms */
+	p->batch = rate / 500 ? (unsigned)(rate / 500) : 1;
+	p->batch_ns = (uint64_t)p->batch * 1000000000ull / rate;
+	p->next_ns = bench_now_ns() + p->batch_ns;
+}
+
+void bench_pace_tick(struct bench_pace *p)
+{
+	struct timespec ts;
+	uint64_t now;
+
+	if (!p->batch || ++p->n < p->batch)
+		return;
+	p->n = 0;
+	now = bench_now_ns();
+	if (now < p->next_ns) {
+		ts.tv_sec = (time_t)(p->next_ns / 1000000000ull);
+		ts.tv_nsec = (long)(p->next_ns % 1000000000ull);
+		clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
+	} else if (now - p->next_ns > p->batch_ns) {
+		p->next_ns = now; /* behind: no catching up */
+	}
+	p->next_ns += p->batch_ns;
+}

@@ -1,0 +1,152 @@
+/*
+ * Shared plumbing of the benchmark workloads: a temporary memory cgroup, a temporary swap file, an
+ * unlinked data file, and the run protocol the driver (bench/run.py) reads.
+ *
+ * Every workload leaves the machine as it found it. It blocks SIGINT, SIGTERM, SIGHUP and SIGQUIT
+ * before anything else, so no thread is ever interrupted halfway through a set-up step. The
+ * process that creates the swap file and the cgroup stays outside the cgroup: bench_spawn() forks
+ * the worker into it and waits, forwarding stop signals, so even a worker killed by the cgroup's
+ * OOM killer leaves nothing behind; the parent then swaps the file off, unlinks it and removes the
+ * cgroup. The worker receives stop signals with sigtimedwait(), joins its threads and exits. Data
+ * files are unlinked the moment they are created. Only a SIGKILL of the parent can leave a cgroup
+ * or a swap file behind; they have names the caller chose (--cgroup-name, --swap-file), so the
+ * driver removes them after such a death.
+ *
+ * The run protocol: after set-up the workload prints "# phase warmup", runs its threads for
+ * --warmup seconds, prints "# phase measure", counts rounds for --seconds, prints "# phase end",
+ * stops, cleans up, then prints one "params:" and one "result:" line of key=value pairs. Every
+ * line is flushed at once, so an observer can take its own snapshots at the phase boundaries.
+ */
+#ifndef BENCH_COMMON_H
+#define BENCH_COMMON_H
+
+#include <limits.h>
+#include <signal.h>
+#include <stdalign.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/* One counter per thread, on its own cache line so counting never bounces lines. */
+struct bench_counter {
+	alignas(64) atomic_ulong v;
+};
+
+/* Options every workload takes. */
+struct bench_common {
+	double seconds;		  /* --seconds: measured phase */
+	double warmup;		  /* --warmup: unmeasured phase before it */
+	const char *dir;	  /* --dir: where data and swap files go */
+	char cgroup_name[128];	  /* --cgroup-name: the temporary memory cgroup */
+	unsigned long limit_mb;	  /* --limit-mb: its memory limit, 0 = no cgroup */
+	const char *swap_file;	  /* --swap-file: path of the temporary swap file */
+	unsigned long swap_mb;	  /* --swap-mb: its size, 0 = no swap file */
+	unsigned long swappiness; /* --swappiness: the cgroup's (v1 only), default 100 */
+};
+
+/* State to tear down. */
+struct bench_env {
+	char cg_dir[PATH_MAX];	  /* created cgroup directory, "" if none */
+	int cg_version;		  /* 1 or 2 */
+	char swap_path[PATH_MAX]; /* swap file we created, "" if none */
+	bool swap_active;	  /* swapon() succeeded on it */
+};
+
+#define BENCH_OPT_BASE 1000
+/* Long options shared by every workload: add BENCH_COMMON_LONGOPTS to the option table and pass
+ * codes >= BENCH_OPT_BASE to bench_common_set(). */
+#define BENCH_COMMON_LONGOPTS                                                                      \
+	{"seconds", required_argument, NULL, BENCH_OPT_BASE + 0},                                  \
+		{"warmup", required_argument, NULL, BENCH_OPT_BASE + 1},                           \
+		{"dir", required_argument, NULL, BENCH_OPT_BASE + 2},                              \
+		{"cgroup-name", required_argument, NULL, BENCH_OPT_BASE + 3},                      \
+		{"limit-mb", required_argument, NULL, BENCH_OPT_BASE + 4},                         \
+		{"swap-file", required_argument, NULL, BENCH_OPT_BASE + 5},                        \
+		{"swap-mb", required_argument, NULL, BENCH_OPT_BASE + 6},                          \
+	{                                                                                          \
+		"swappiness", required_argument, NULL, BENCH_OPT_BASE + 7                          \
+	}
+
+#define BENCH_COMMON_USAGE                                                                         \
+	"  --seconds S        measured phase (default %.0f)\n"                                     \
+	"  --warmup S         unmeasured phase before it (default %.0f)\n"                         \
+	"  --dir DIR          where data and swap files go (default /var/tmp)\n"                   \
+	"  --cgroup-name N    name of the temporary memory cgroup (default mmlockd-bench.PID)\n"   \
+	"  --limit-mb MB      its memory limit (default %lu; 0: run without a cgroup)\n"           \
+	"  --swap-file PATH   temporary swap file (default DIR/mmlockd-bench.PID.swap)\n"          \
+	"  --swap-mb MB       its size (default %lu; 0: no swap file)\n"                           \
+	"  --swappiness N     the cgroup's vm swappiness, cgroup v1 only (default 100)\n"
+
+/* Blocks the stop signals in the calling thread (call first thing in main, before any thread
+ * exists, so every thread inherits the mask) and returns them in @set. */
+void bench_block_signals(sigset_t *set);
+
+/* Whether a stop signal is pending (checked between long set-up steps). */
+bool bench_interrupted(const sigset_t *set);
+
+/* Waits @seconds unless a signal of @set comes first. Returns 0 on timeout, else the signal. */
+int bench_wait(const sigset_t *set, double seconds);
+
+/* Fills @c with the defaults and the given workload defaults. */
+void bench_common_defaults(struct bench_common *c, double seconds, double warmup,
+			   unsigned long limit_mb, unsigned long swap_mb);
+
+/* Applies the common option @code with @arg. Returns 0, or -1 on a bad value (after a message). */
+int bench_common_set(struct bench_common *c, int code, const char *arg);
+
+/* Creates the memory cgroup c->cgroup_name with c->limit_mb (v1 memory controller if mounted,
+ * else cgroup v2 where the memory controller is enabled), without entering it. Returns 0 or
+ * -errno after a message. */
+int bench_cgroup_create(struct bench_env *e, const struct bench_common *c);
+
+/* Forks the worker. In the child (moved into the cgroup, if any) it returns 0. The parent never
+ * returns: it waits for the child, forwarding stop signals of @sigs to it as SIGTERM, then calls
+ * bench_env_cleanup() and exits with the child's status (128 + signal if it was killed, saying
+ * so). Returns -errno if the fork fails. */
+int bench_spawn(struct bench_env *e, const sigset_t *sigs, const char *name);
+
+/* Creates, formats and activates a swap file of c->swap_mb at c->swap_file. Returns 0 or -errno
+ * after a message; on failure nothing is left behind. */
+int bench_swap_on(struct bench_env *e, const struct bench_common *c, const sigset_t *sigs);
+
+/* Tears down whatever bench_cgroup_create() and bench_swap_on() set up. Idempotent. Called by the
+ * parent of bench_spawn(), or by a process that never spawned. */
+void bench_env_cleanup(struct bench_env *e);
+
+/* Creates an unlinked file of @mb MiB of non-zero data in @dir, flushed to disk and dropped from
+ * the page cache. Returns its fd (O_RDWR) or -errno after a message. */
+int bench_data_file(const char *dir, unsigned long mb, const sigset_t *sigs);
+
+/* Prints a line and flushes stdout. */
+void bench_phase(const char *phase);
+
+uint64_t bench_now_ns(void);
+
+/* Sum of @n counters. */
+unsigned long bench_sum(struct bench_counter *c, unsigned n);
+
+/* Paces a loop at @rate operations per second, sleeping once per batch of operations. A loop that
+ * falls behind (a slow operation, a busy CPU) runs flat out and never makes up more than one batch,
+ * so its achieved rate shows what it could do. Rate 0: no pacing. */
+struct bench_pace {
+	uint64_t next_ns, batch_ns;
+	unsigned batch, n;
+};
+
+void bench_pace_init(struct bench_pace *p, unsigned long rate);
+void bench_pace_tick(struct bench_pace *p);
+
+/* A small fast PRNG (xorshift64*), per thread. */
+static inline uint64_t bench_rand(uint64_t *s)
+{
+	uint64_t x = *s;
+
+	x ^= x >> 12;
+	x ^= x << 25;
+	x ^= x >> 27;
+	*s = x;
+	return x * 0x2545F4914F6CDD1Dull;
+}
+
+#endif

@@ -1,0 +1,285 @@
+/*
+ * mix: mmap/munmap/mprotect writers against fault readers in one process, with no memory pressure
+ * (no cgroup, no swap, no file I/O): the mmap_lock traffic of an ordinary multi-threaded program.
+ *
+ * Readers each own a slice of one anonymous region. A reader round writes one byte of each page of
+ * a random --chunk-pages chunk of its slice (anonymous write faults, handled under the per-VMA
+ * lock) and drops the chunk with MADV_DONTNEED so the next round faults again. Writers loop a
+ * cycle: mmap a small region (write), touch its pages (the first touch of a new VMA takes the
+ * anon_vma trylock), mprotect half of it read-only and back (two writes), munmap (write), and
+ * mprotect a random chunk of the readers' region to PROT_EXEC and back: that splits and merges the
+ * readers' VMA, write-locking it, so readers faulting there fall back to mmap_lock (aborts) while
+ * the writer holds it. Writers are paced (--writer-rate cycles per second each), so a tracer that
+ * slows them cannot speed the readers up. Throughput is reader rounds per second in the measured
+ * phase; writer cycles per second are reported too.
+ *
+ * Build: see bench/meson.build. Needs no privileges.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <errno.h>
+#include <getopt.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "common.h"
+
+#define WRITER_PAGES 16
+
+struct opts {
+	struct bench_common c;
+	unsigned readers, writers;
+	unsigned long anon_mb, chunk_pages, writer_rate;
+};
+
+struct shared {
+	const struct opts *o;
+	size_t page, len;
+	char *region;
+	atomic_bool stop;
+	struct bench_counter *rounds, *cycles, *errors;
+};
+
+struct worker {
+	pthread_t tid;
+	struct shared *sh;
+	unsigned index;
+};
+
+static void *reader(void *arg)
+{
+	struct worker *w = arg;
+	struct shared *sh = w->sh;
+	size_t chunk = sh->o->chunk_pages * sh->page, slice = sh->len / sh->o->readers;
+	size_t nchunks = slice / chunk;
+	char *base = sh->region + w->index * slice;
+	uint64_t seed = 0x9e3779b97f4a7c15ull * (w->index + 1);
+
+	while (!atomic_load_explicit(&sh->stop, memory_order_relaxed)) {
+		char *p = base + (bench_rand(&seed) % nchunks) * chunk;
+
+		for (size_t off = 0; off < chunk; off += sh->page)
+			p[off] = (char)off;
+		if (madvise(p, chunk, MADV_DONTNEED))
+			atomic_fetch_add_explicit(&sh->errors[w->index].v, 1, memory_order_relaxed);
+		atomic_fetch_add_explicit(&sh->rounds[w->index].v, 1, memory_order_relaxed);
+	}
+	return NULL;
+}
+
+static void *writer(void *arg)
+{
+	struct worker *w = arg;
+	struct shared *sh = w->sh;
+	size_t len = WRITER_PAGES * sh->page, half = len / 2, chunk = sh->o->chunk_pages * sh->page;
+	size_t nchunks = sh->len / chunk;
+	uint64_t seed = 0x2545f4914f6cdd1dull * (w->index + 1);
+	unsigned long errors = 0;
+	struct bench_pace pace;
+
+	bench_pace_init(&pace, sh->o->writer_rate);
+	while (!atomic_load_explicit(&sh->stop, memory_order_relaxed)) {
+		char *m =
+			mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		char *r = sh->region + (bench_rand(&seed) % nchunks) * chunk;
+
+		if (m == MAP_FAILED) {
+			errors++;
+			continue;
+		}
+		for (size_t off = 0; off < len; off += sh->page)
+			m[off] = 1;
+		errors += !!mprotect(m, half, PROT_READ);
+		errors += !!mprotect(m, half, PROT_READ | PROT_WRITE);
+		errors += !!munmap(m, len);
+		/* Readers keep write access throughout: only PROT_EXEC changes. */
+		errors += !!mprotect(r, chunk, PROT_READ | PROT_WRITE | PROT_EXEC);
+		errors += !!mprotect(r, chunk, PROT_READ | PROT_WRITE);
+		atomic_fetch_add_explicit(&sh->cycles[w->index].v, 1, memory_order_relaxed);
+		bench_pace_tick(&pace);
+	}
+	atomic_fetch_add_explicit(&sh->errors[sh->o->readers + w->index].v, errors,
+				  memory_order_relaxed);
+	return NULL;
+}
+
+static void usage(FILE *f, const char *argv0)
+{
+	fprintf(f,
+		"Usage: %s [OPTIONS]\n"
+		"Mixed workload: fault readers against mmap/munmap/mprotect writers, no memory\n"
+		"pressure.\n\n"
+		"  --readers N        fault reader threads (default 2)\n"
+		"  --writers M        mmap/mprotect/munmap writer threads (default 2)\n"
+		"  --anon-mb MB       the readers' anonymous region (default 64)\n"
+		"  --chunk-pages P    pages written per reader round (default 64)\n"
+		"  --writer-rate R    cycles per second per writer (default 1000; 0: as fast as\n"
+		"                     they can)\n"
+		"" BENCH_COMMON_USAGE,
+		argv0, 8.0, 2.0, 0ul, 0ul);
+}
+
+static int parse_args(int argc, char **argv, struct opts *o)
+{
+	static const struct option longopts[] = {
+		{"readers", required_argument, NULL, 'r'},
+		{"writers", required_argument, NULL, 'w'},
+		{"anon-mb", required_argument, NULL, 'a'},
+		{"chunk-pages", required_argument, NULL, 'c'},
+		{"writer-rate", required_argument, NULL, 'R'},
+		{"help", no_argument, NULL, 'h'},
+		BENCH_COMMON_LONGOPTS,
+		{NULL, 0, NULL, 0},
+	};
+	unsigned long v;
+	char *end;
+	int c;
+
+	bench_common_defaults(&o->c, 8, 2, 0, 0);
+	o->readers = 2;
+	o->writers = 2;
+	o->anon_mb = 64;
+	o->chunk_pages = 64;
+	o->writer_rate = 1000;
+	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+		if (c >= BENCH_OPT_BASE) {
+			if (bench_common_set(&o->c, c, optarg))
+				return -1;
+			continue;
+		}
+		if (c == 'h') {
+			usage(stdout, argv[0]);
+			exit(0);
+		}
+		if (c == '?')
+			return -1;
+		errno = 0;
+		v = strtoul(optarg, &end, 10);
+		if (errno || end == optarg || *end || optarg[0] == '-' || v > (1ul << 24)) {
+			fprintf(stderr, "%s: bad value '%s'\n", argv[0], optarg);
+			return -1;
+		}
+		switch (c) {
+		case 'r':
+			o->readers = (unsigned)v;
+			break;
+		case 'w':
+			o->writers = (unsigned)v;
+			break;
+		case 'a':
+			o->anon_mb = v;
+			break;
+		case 'c':
+			o->chunk_pages = v;
+			break;
+		case 'R':
+			o->writer_rate = v;
+			break;
+		}
+	}
+	if (optind < argc || !o->readers || !o->anon_mb || !o->chunk_pages ||
+	    o->chunk_pages * 4096 * o->readers > o->anon_mb << 20) {
+		fprintf(stderr, "%s: inconsistent options (see --help)\n", argv[0]);
+		return -1;
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct opts o;
+	struct shared sh;
+	struct bench_env env = {0};
+	struct worker *w;
+	struct rusage ru0, ru1, rt;
+	sigset_t sigs;
+	unsigned n = 0, i, nthreads;
+	unsigned long r0 = 0, r1 = 0, c0 = 0, c1 = 0, errors;
+	uint64_t t0 = 0, t1 = 1;
+	int sig = 0, ret = 1;
+
+	bench_block_signals(&sigs);
+	if (parse_args(argc, argv, &o))
+		return 2;
+	memset(&sh, 0, sizeof(sh));
+	sh.o = &o;
+	sh.page = (size_t)sysconf(_SC_PAGESIZE);
+	sh.len = o.anon_mb << 20;
+	nthreads = o.readers + o.writers;
+	sh.rounds = calloc(o.readers, sizeof(*sh.rounds));
+	sh.cycles = calloc(o.writers + 1, sizeof(*sh.cycles));
+	sh.errors = calloc(nthreads, sizeof(*sh.errors));
+	w = calloc(nthreads, sizeof(*w));
+	if (!sh.rounds || !sh.cycles || !sh.errors || !w) {
+		fprintf(stderr, "mix: out of memory\n");
+		return 1;
+	}
+	if (bench_swap_on(&env, &o.c, &sigs) || bench_cgroup_create(&env, &o.c) ||
+	    bench_spawn(&env, &sigs, "mix"))
+		goto out;
+	sh.region = mmap(NULL, sh.len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (sh.region == MAP_FAILED) {
+		fprintf(stderr, "mix: mmap %lu MB: %s\n", o.anon_mb, strerror(errno));
+		sh.region = NULL;
+		goto out;
+	}
+	madvise(sh.region, sh.len, MADV_NOHUGEPAGE);
+
+	for (i = 0; i < nthreads; i++, n++) {
+		w[i].sh = &sh;
+		w[i].index = i < o.readers ? i : i - o.readers;
+		if (pthread_create(&w[i].tid, NULL, i < o.readers ? reader : writer, &w[i])) {
+			fprintf(stderr, "mix: pthread_create failed\n");
+			goto stop;
+		}
+	}
+
+	bench_phase("warmup");
+	sig = bench_wait(&sigs, o.c.warmup);
+	if (sig)
+		goto stop;
+	getrusage(RUSAGE_SELF, &ru0);
+	r0 = bench_sum(sh.rounds, o.readers);
+	c0 = bench_sum(sh.cycles, o.writers);
+	t0 = bench_now_ns();
+	bench_phase("measure");
+	sig = bench_wait(&sigs, o.c.seconds);
+	t1 = bench_now_ns();
+	r1 = bench_sum(sh.rounds, o.readers);
+	c1 = bench_sum(sh.cycles, o.writers);
+	getrusage(RUSAGE_SELF, &ru1);
+	bench_phase("end");
+	if (!sig)
+		ret = 0;
+stop:
+	atomic_store(&sh.stop, true);
+	for (i = 0; i < n; i++)
+		pthread_join(w[i].tid, NULL);
+out:
+	if (sh.region)
+		munmap(sh.region, sh.len);
+	bench_env_cleanup(&env);
+	if (ret) {
+		if (sig)
+			fprintf(stderr, "mix: interrupted by signal %d, cleaned up\n", sig);
+		return sig ? 128 + sig : 1;
+	}
+	errors = bench_sum(sh.errors, nthreads);
+	getrusage(RUSAGE_SELF, &rt);
+	printf("params: workload=mix readers=%u writers=%u anon_mb=%lu chunk_pages=%lu "
+	       "writer_rate=%lu seconds=%.2f warmup=%.2f\n",
+	       o.readers, o.writers, o.anon_mb, o.chunk_pages, o.writer_rate, o.c.seconds,
+	       o.c.warmup);
+	printf("result: pid=%d rounds=%lu elapsed_s=%.3f rounds_per_s=%.1f writer_ops_per_s=%.1f "
+	       "minflt=%ld majflt=%ld errors=%lu total_minflt=%ld total_majflt=%ld\n",
+	       (int)getpid(), r1 - r0, (double)(t1 - t0) / 1e9,
+	       (double)(r1 - r0) * 1e9 / (double)(t1 - t0),
+	       (double)(c1 - c0) * 1e9 / (double)(t1 - t0), ru1.ru_minflt - ru0.ru_minflt,
+	       ru1.ru_majflt - ru0.ru_majflt, errors, rt.ru_minflt, rt.ru_majflt);
+	return errors ? 1 : 0;
+}

@@ -1,0 +1,971 @@
+#!/usr/bin/env python3
+"""The overhead benchmark: what mmlockd costs the workloads it watches, beside the alternatives.
+
+For each workload (bench_swapin, bench_filemap, bench_mix) it runs every configuration of the
+chosen suite in interleaved rounds (the order rotates each round, so no configuration always runs
+first or last), --reps rounds, and reports medians:
+
+  none             no tracing
+  perf_stat        `perf stat -a` counting the tracepoints mmlockd opens
+  mmlockd_default  mmlockd as shipped (no --collectors flag)
+  mmlockd_all      mmlockd --collectors all (every collector, callchains where they ask)
+  perf_record      `perf record -a` of the same tracepoints, kernel callchains where mmlockd
+                   takes them
+  perf_lock        `perf lock record -a`
+The "breakdown" suite runs mmlockd with one collector at a time and `perf record` of one group of
+tracepoints at a time, to say which collector, tracepoint or callchain costs what.
+
+Per run it records the workload's throughput (rounds/s in its measured phase), the tracer's CPU
+time (/proc/PID/stat), events consumed and lost (mmlockd's /api/v1/status; perf's own counts),
+peak RSS (VmHWM), the growth of what the tracer writes (database + WAL, or perf.data) per hour,
+the faults mmlockd attributed to the workload's pid against the kernel's own count (getrusage),
+and the noise: CPU used by other processes during the measured phase and other processes holding
+perf events (other tracers slow every configuration, including "none").
+
+Everything it creates lives in /var/tmp/mmlockd-bench.PID/ and in a cgroup and a swap file named
+after its pid; all of it is removed at exit, on Ctrl-C and on SIGTERM. Children run in their own
+sessions and are stopped by pid only. Standard library only. Run as root.
+"""
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import re
+import shutil
+import signal
+import socket
+import sqlite3
+import statistics
+import subprocess
+import sys
+import time
+import urllib.request
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+# Workloads: binary and default arguments (each binary's --help explains them).
+WORKLOADS = {
+    "swapin": ("bench_swapin", []),
+    "filemap": ("bench_filemap", []),
+    "mix": ("bench_mix", []),
+}
+
+SUITES = {
+    "main": ["none", "perf_stat", "mmlockd_default", "mmlockd_all", "perf_record", "perf_lock"],
+    # mmlockd_<collector> for every collector the binary has is inserted after "none".
+    "breakdown": [
+        "none",
+        "mmlockd_all",
+        "perf_record_pf",
+        "perf_record_mmaplock",
+        "perf_record_acq_cc",
+        "perf_record_lock",
+    ],
+    # Cheaper ways to take what classification needs, measured with perf (tracepoint filters).
+    "filters": [
+        "none",
+        "perf_record_pf",
+        "perf_record_pf_1in8",
+        "perf_record_acq_cc",
+        "perf_record_acq_cc_read",
+    ],
+}
+
+LABELS = {
+    "none": "no tracing",
+    "perf_stat": "perf stat -a (counting)",
+    "mmlockd_default": "mmlockd default",
+    "mmlockd_all": "mmlockd --collectors all",
+    "perf_record": "perf record -a (same events)",
+    "perf_lock": "perf lock record -a",
+    "mmlockd_vmstat": "mmlockd --collectors vmstat",
+    "mmlockd_mmaplock": "mmlockd --collectors mmaplock",
+    "mmlockd_faults": "mmlockd --collectors faults",
+    "mmlockd_contention": "mmlockd --collectors contention",
+    "perf_record_pf": "perf record page_fault_user",
+    "perf_record_mmaplock": "perf record 3 mmap_lock tps, no callchain",
+    "perf_record_acq_cc": "perf record acquire_returned + kernel callchain",
+    "perf_record_filemap": "perf record 2 filemap tps",
+    "perf_record_lock": "perf record contention_begin/end, callchain on begin",
+    "perf_record_pf_1in8": "perf record page_fault_user, filter !(address & 0x7000)",
+    "perf_record_acq_cc_read": "perf record acquire_returned + callchain, filter write == 0",
+}
+
+
+class Interrupted(Exception):
+    pass
+
+
+class WorkloadFailed(Exception):
+    pass
+
+
+def log(msg):
+    print(f"[bench {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+
+# --- /proc helpers ---------------------------------------------------------------------------
+
+
+def proc_cpu_s(pid):
+    """utime + stime of process @pid (all its threads), seconds; None once it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / CLK_TCK
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def proc_status_kb(pid, key):
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith(key + ":"):
+                    return int(line.split()[1])
+    except (OSError, ValueError):
+        pass
+    return None
+
+
+def system_busy_s():
+    """CPU seconds spent busy by the whole machine since boot (all CPUs)."""
+    with open("/proc/stat") as f:
+        v = [int(x) for x in f.readline().split()[1:]]
+    idle = v[3] + (v[4] if len(v) > 4 else 0)
+    return (sum(v[:8]) - idle) / CLK_TCK
+
+
+def perf_event_users(exclude):
+    """{pid: comm} of processes, other than those in @exclude, holding perf event fds."""
+    users = {}
+    for d in os.listdir("/proc"):
+        if not d.isdigit() or int(d) in exclude:
+            continue
+        try:
+            for fd in os.listdir(f"/proc/{d}/fd"):
+                if os.readlink(f"/proc/{d}/fd/{fd}") == "anon_inode:[perf_event]":
+                    with open(f"/proc/{d}/comm") as f:
+                        users[int(d)] = f.read().strip()
+                    break
+        except OSError:
+            continue
+    return users
+
+
+def db_bytes(path):
+    """Logical size of an SQLite database, WAL included: (page_count - freelist) * page_size,
+    read through a read-only connection (file sizes lag: the WAL is reused, not truncated)."""
+    try:
+        con = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5)
+        pc = con.execute("PRAGMA page_count").fetchone()[0]
+        fl = con.execute("PRAGMA freelist_count").fetchone()[0]
+        ps = con.execute("PRAGMA page_size").fetchone()[0]
+        con.close()
+        return (pc - fl) * ps
+    except sqlite3.Error:
+        return file_size(path)
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def file_size(*paths):
+    total = 0
+    for p in paths:
+        try:
+            total += os.path.getsize(p)
+        except OSError:
+            pass
+    return total
+
+
+def stop_process(p, sig=signal.SIGTERM, timeout=30):
+    """Stops child @p (by pid only): @sig, then SIGKILL after @timeout seconds."""
+    if p is None or p.poll() is not None:
+        return
+    try:
+        p.send_signal(sig)
+        p.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        log(f"pid {p.pid} did not stop in {timeout} s: SIGKILL")
+        p.kill()
+        p.wait()
+
+
+# --- tracers --------------------------------------------------------------------------------
+
+
+class Tracer:
+    """Base: no tracing. Subclasses start a process and report what it consumed."""
+
+    kind = "none"
+
+    def __init__(self, bench, name):
+        self.bench, self.name, self.proc = bench, name, None
+        self.t_ready = None
+
+    def start(self):
+        self.t_ready = time.time()
+
+    def pid(self):
+        return self.proc.pid if self.proc else None
+
+    def snapshot(self):
+        """Counters now: cpu_s, samples, lost, taken (the time the counts refer to)."""
+        return {"t": time.time(), "cpu_s": proc_cpu_s(self.pid()) if self.proc else None}
+
+    def stop(self):
+        return {}
+
+    def check_alive(self):
+        if self.proc and self.proc.poll() is not None:
+            raise RuntimeError(f"{self.name} exited early with status {self.proc.returncode}; "
+                               f"see {self.logpath}")
+
+
+class Mmlockd(Tracer):
+    kind = "mmlockd"
+
+    def __init__(self, bench, name, collectors):
+        super().__init__(bench, name)
+        self.collectors = collectors
+        d = bench.tmp
+        self.db = os.path.join(d, f"{name}.db")
+        self.logpath = os.path.join(d, f"{name}.log")
+        self.port = None
+
+    def start(self):
+        for suffix in ("", "-wal", "-shm"):
+            if os.path.exists(self.db + suffix):
+                os.unlink(self.db + suffix)
+        self.port = free_port()
+        cmd = [self.bench.mmlockd, "--config", self.bench.empty_conf, "--db", self.db,
+               "--listen", f"127.0.0.1:{self.port}", "--interval", "1"]
+        if self.collectors:
+            cmd += ["--collectors", self.collectors]
+        self.log = open(self.logpath, "w")
+        self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT,
+                                     start_new_session=True)
+        self.bench.children.append(self.proc)
+        deadline = time.time() + 30
+        while True:
+            self.check_alive()
+            st = self.status()
+            if st and all(c["state"] != "starting" for c in st["collectors"]):
+                break
+            if time.time() > deadline:
+                raise RuntimeError(f"{self.name} not ready after 30 s; see {self.logpath}")
+            time.sleep(0.2)
+        # One published snapshot after start, so the first counts are not stale.
+        time.sleep(1.1)
+        self.status0 = self.status()
+        self.collectors_state = [(c["name"], c["state"]) for c in self.status0["collectors"]]
+        self.cpu0 = proc_cpu_s(self.proc.pid)
+        self.db0 = db_bytes(self.db)
+        self.t_ready = time.time()
+
+    def status(self):
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/api/v1/status",
+                                        timeout=5) as r:
+                return json.load(r)
+        except (OSError, ValueError):
+            return None
+
+    @staticmethod
+    def counts(st):
+        ev = [e for e in st["events"] if e.get("open")]
+        return sum(e["samples"] for e in ev), sum(e["lost"] for e in ev)
+
+    def snapshot(self):
+        s = super().snapshot()
+        st = self.status()
+        if st:
+            s["samples"], s["lost"] = self.counts(st)
+            s["taken"] = st["taken"]
+            s["processes_tracked"] = st.get("processes_tracked")
+        return s
+
+    def stop(self):
+        # Let one more snapshot be published so it covers everything the workload did.
+        time.sleep(1.2)
+        st = self.status()
+        cpu1 = proc_cpu_s(self.proc.pid)
+        hwm = proc_status_kb(self.proc.pid, "VmHWM")
+        t1 = time.time()
+        stop_process(self.proc)
+        self.bench.children.remove(self.proc)
+        self.log.close()
+        s0, l0 = self.counts(self.status0)
+        s1, l1 = self.counts(st) if st else (s0, l0)
+        dur = st["taken"] - self.status0["taken"] if st else t1 - self.t_ready
+        db1 = db_bytes(self.db)
+        return {
+            "events": s1 - s0,
+            "lost": l1 - l0,
+            "events_per_s": (s1 - s0) / dur if dur > 0 else None,
+            "cpu_s": cpu1 - self.cpu0 if cpu1 is not None else None,
+            "peak_rss_kb": hwm,
+            "data_bytes": db1 - self.db0,
+            "data_per_hour": (db1 - self.db0) / (t1 - self.t_ready) * 3600,
+            "collectors": self.collectors_state,
+            "per_event": {e["name"]: e["samples"] for e in st["events"]} if st else {},
+            "per_event_lost": {e["name"]: e["lost"] for e in st["events"] if e["lost"]}
+            if st else {},
+            "processes_tracked": st.get("processes_tracked") if st else None,
+        }
+
+    def process_totals(self, pid):
+        """Sums of the workload's rows in process_stats (after stop)."""
+        cols = ["faults", "faults_vma", "faults_vma_retry", "faults_mmap_retry",
+                "faults_mmap_abort", "faults_mmap_unknown", "mmap_lock_read", "mmap_lock_write"]
+        try:
+            con = sqlite3.connect(f"file:{self.db}?mode=ro", uri=True)
+            row = con.execute(f"SELECT {', '.join(f'sum({c})' for c in cols)} "
+                              "FROM process_stats WHERE pid = ?", (pid,)).fetchone()
+            con.close()
+        except sqlite3.Error as e:
+            log(f"{self.name}: reading {self.db}: {e}")
+            return None
+        return {c: (v or 0) for c, v in zip(cols, row)}
+
+
+class PerfTool(Tracer):
+    """perf stat / perf record / perf lock record, system-wide, stopped with SIGINT."""
+
+    def __init__(self, bench, name, kind, events=None, callchain=()):
+        super().__init__(bench, name)
+        self.kind = kind
+        self.events = events or []
+        self.callchain = set(callchain)
+        self.out = os.path.join(bench.tmp, f"{name}.out")
+        self.logpath = os.path.join(bench.tmp, f"{name}.log")
+
+    def command(self):
+        if self.kind == "perf_stat":
+            cmd = ["perf", "stat", "-a", "-x", ",", "-o", self.out]
+            for e in self.events:
+                cmd += ["-e", e]
+            return cmd
+        if self.kind == "perf_lock":
+            return ["perf", "lock", "record", "-a", "-o", self.out]
+        cmd = ["perf", "record", "-a", "-q", "-o", self.out]
+        for ef in self.events:
+            e, _, filt = ef.partition("|")
+            cmd += ["-e", f"{e}/call-graph=fp/" if e in self.callchain else e]
+            if filt:
+                cmd += ["--filter", filt]
+        if self.callchain:
+            cmd += ["--kernel-callchains"]
+        return cmd
+
+    def start(self):
+        if os.path.exists(self.out):
+            os.unlink(self.out)
+        self.log = open(self.logpath, "w")
+        self.proc = subprocess.Popen(self.command(), stdout=self.log, stderr=subprocess.STDOUT,
+                                     stdin=subprocess.DEVNULL, start_new_session=True)
+        self.bench.children.append(self.proc)
+        time.sleep(1.5)  # perf opens its events in well under a second
+        self.check_alive()
+        self.cpu0 = proc_cpu_s(self.proc.pid)
+        self.t_ready = time.time()
+
+    def stop(self):
+        time.sleep(0.2)
+        cpu1 = proc_cpu_s(self.proc.pid)
+        hwm = proc_status_kb(self.proc.pid, "VmHWM")
+        t1 = time.time()
+        stop_process(self.proc, signal.SIGINT, timeout=120)
+        self.bench.children.remove(self.proc)
+        self.log.close()
+        life = t1 - self.t_ready
+        res = {"cpu_s": (cpu1 - self.cpu0) if cpu1 is not None else None, "peak_rss_kb": hwm}
+        if self.kind == "perf_stat":
+            total = 0
+            per = {}
+            with open(self.out) as f:
+                for line in f:
+                    parts = line.strip().split(",")
+                    if len(parts) >= 3 and parts[0].strip().isdigit():
+                        per[parts[2]] = int(parts[0])
+                        total += int(parts[0])
+            res.update(events=total, lost=0, events_per_s=total / life, data_bytes=0,
+                       data_per_hour=0, per_event=per)
+        else:
+            size = file_size(self.out)
+            st = subprocess.run(["perf", "report", "--stats", "-i", self.out],
+                                capture_output=True, text=True, timeout=600).stdout
+            agg = st.split("Aggregated stats:")[-1].split(" stats:")[0]
+            counts = {m.group(1): int(m.group(2))
+                      for m in re.finditer(r"^\s*(\w+) events:\s+(\d+)", agg, re.M)}
+            per = {m.group(1): int(m.group(2)) for m in re.finditer(
+                r"^(\S+) stats:\n\s*SAMPLE events:\s+(\d+)", st, re.M)}
+            samples = counts.get("SAMPLE", 0)
+            lost = counts.get("LOST_SAMPLES", 0)
+            lost_recs = counts.get("LOST", 0)
+            res.update(events=samples, lost=lost, lost_records=lost_recs, per_event=per,
+                       events_per_s=samples / life, data_bytes=size,
+                       data_per_hour=size / life * 3600)
+            os.unlink(self.out)
+        return res
+
+
+# --- the benchmark --------------------------------------------------------------------------
+
+
+def parse_kv(line):
+    out = {}
+    for tok in line.split()[1:]:
+        if "=" in tok:
+            k, v = tok.split("=", 1)
+            try:
+                out[k] = int(v)
+            except ValueError:
+                try:
+                    out[k] = float(v)
+                except ValueError:
+                    out[k] = v
+    return out
+
+
+def plugin_tracepoints():
+    """{"system:name": wants_callchain} from the collectors' tracepoint tables."""
+    tps = {}
+    pat = re.compile(r'\{\s*"(\w+)",\s*"(\w+)",\s*(true|false),\s*(true|false)\s*\}')
+    for fn in sorted(os.listdir(os.path.join(ROOT, "plugins"))):
+        if fn.endswith(".c"):
+            with open(os.path.join(ROOT, "plugins", fn)) as f:
+                for m in pat.finditer(f.read()):
+                    key = f"{m.group(1)}:{m.group(2)}"
+                    tps[key] = tps.get(key, False) or m.group(4) == "true"
+    return tps
+
+
+class Bench:
+    def __init__(self, args):
+        self.args = args
+        self.tmp = f"/var/tmp/mmlockd-bench.{os.getpid()}"
+        self.cgroup_name = f"mmlockd-bench.{os.getpid()}"
+        self.swap_file = os.path.join(self.tmp, "swapfile")
+        self.children = []
+        self.runs = []
+        self.failures = []
+
+    # Set-up and tear-down.
+
+    def setup(self):
+        os.makedirs(self.tmp, exist_ok=False)
+        build = os.path.abspath(self.args.build)
+        # A private copy: others may rebuild the tree while the benchmark runs.
+        self.mmlockd = os.path.join(self.tmp, "mmlockd")
+        shutil.copy2(os.path.join(build, "mmlockd"), self.mmlockd)
+        self.bins = {}
+        for w, (b, _) in list(WORKLOADS.items()) + [("churn", ("bench_churn", []))]:
+            self.bins[w] = os.path.join(self.tmp, b)
+            shutil.copy2(os.path.join(build, "bench", b), self.bins[w])
+        self.empty_conf = os.path.join(self.tmp, "empty.conf")
+        open(self.empty_conf, "w").close()
+        self.version = subprocess.run([self.mmlockd, "--version"], capture_output=True,
+                                      text=True).stdout.strip()
+        self.probe()
+
+    def probe(self):
+        """Which tracepoints mmlockd opens (and with callchains), and what "default" means."""
+        t = Mmlockd(self, "probe", "all")
+        try:
+            t.start()
+            st = t.status0
+        finally:
+            if t.proc:
+                stop_process(t.proc)
+                self.children.remove(t.proc)
+            if hasattr(t, "log"):
+                t.log.close()
+        wanted = plugin_tracepoints()
+        self.tracepoints = [e["name"] for e in st["events"]
+                            if e.get("open") and ":" in e["name"] and e["name"] in wanted]
+        self.callchain = [tp for tp in self.tracepoints if wanted.get(tp)]
+        self.collectors_all = [c["name"] for c in st["collectors"]]
+        help_text = subprocess.run([self.mmlockd, "--help"], capture_output=True,
+                                   text=True).stdout
+        m = re.search(r"--collectors LIST.*?\(default:\s*([^)]*)\)", help_text, re.S)
+        self.default_collectors = m.group(1).strip() if m else "?"
+        log(f"{self.version}: collectors {self.collectors_all}, default "
+            f"'{self.default_collectors}'; tracepoints {self.tracepoints}; "
+            f"callchains on {self.callchain}")
+
+    def cleanup(self):
+        for p in list(self.children):
+            stop_process(p, signal.SIGTERM, timeout=30)
+        self.remove_leftovers()
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def remove_leftovers(self):
+        # After a SIGKILLed workload: its swap file and cgroup carry our names.
+        try:
+            with open("/proc/swaps") as f:
+                active = [line.split()[0] for line in f.readlines()[1:]]
+        except OSError:
+            active = []
+        if self.swap_file in active:
+            subprocess.run(["swapoff", self.swap_file])
+        for root in ("/sys/fs/cgroup/memory", "/sys/fs/cgroup/unified", "/sys/fs/cgroup"):
+            d = os.path.join(root, self.cgroup_name)
+            if os.path.isdir(d):
+                try:
+                    os.rmdir(d)
+                except OSError as e:
+                    log(f"cannot remove cgroup {d}: {e}")
+        if os.path.exists(self.swap_file):
+            os.unlink(self.swap_file)
+
+    # One run.
+
+    def tracer(self, config):
+        if config == "none":
+            return Tracer(self, config)
+        if config == "mmlockd_default":
+            return Mmlockd(self, config, None)
+        if config.startswith("mmlockd_"):
+            return Mmlockd(self, config, config[len("mmlockd_"):])
+        tps = self.tracepoints
+        if config == "perf_stat":
+            return PerfTool(self, config, "perf_stat", tps)
+        if config == "perf_lock":
+            return PerfTool(self, config, "perf_lock")
+        groups = {
+            "perf_record": (tps, self.callchain),
+            "perf_record_pf": (["exceptions:page_fault_user"], []),
+            "perf_record_mmaplock": ([t for t in tps if t.startswith("mmap_lock:")], []),
+            "perf_record_acq_cc": (["mmap_lock:mmap_lock_acquire_returned"],
+                                   ["mmap_lock:mmap_lock_acquire_returned"]),
+            "perf_record_filemap": ([t for t in tps if t.startswith("filemap:")], []),
+            "perf_record_lock": ([t for t in tps if t.startswith("lock:")],
+                                 [t for t in self.callchain if t.startswith("lock:")]),
+            # "event|filter": a tracepoint filter evaluated in the kernel before sampling
+            "perf_record_pf_1in8": (["exceptions:page_fault_user|!(address & 28672)"], []),
+            "perf_record_acq_cc_read": (["mmap_lock:mmap_lock_acquire_returned|write == 0"],
+                                        ["mmap_lock:mmap_lock_acquire_returned"]),
+        }
+        ev, cc = groups[config]
+        return PerfTool(self, config, "perf_record", ev, cc)
+
+    def wait_quiet(self):
+        """Waits (bounded) until no other process holds perf events and the machine is idle."""
+        t0 = time.time()
+        while True:
+            users = perf_event_users({os.getpid()})
+            b0, s0 = system_busy_s(), time.time()
+            time.sleep(0.5)
+            busy = (system_busy_s() - b0) / (time.time() - s0)
+            if (not users and busy < 0.2) or time.time() - t0 > self.args.max_quiet_wait:
+                return {"waited_s": round(time.time() - t0, 1), "busy_cores": round(busy, 2),
+                        "perf_users": sorted(set(users.values()))}
+            time.sleep(1.5)
+
+    def run_one(self, workload, config, rep):
+        quiet = self.wait_quiet()
+        tr = self.tracer(config)
+        tr.start()
+        mine = {os.getpid()} | ({tr.pid()} if tr.pid() else set())
+        b, wargs = WORKLOADS[workload]
+        cmd = [self.bins[workload], "--seconds", str(self.args.seconds), "--warmup",
+               str(self.args.warmup), "--dir", self.tmp, "--cgroup-name", self.cgroup_name,
+               "--swap-file", self.swap_file] + wargs + self.args.workload_args.get(workload, [])
+        t_start = time.time()
+        wp = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                              start_new_session=True)
+        self.children.append(wp)
+        mine.add(wp.pid)
+        params, result, marks = {}, {}, {}
+        worker = wp.pid  # the process that does the work: the child bench_spawn() forks
+        for line in wp.stdout:
+            line = line.strip()
+            if line.startswith("# worker "):
+                worker = int(line.split()[2])
+                mine.add(worker)
+            elif line.startswith("# phase "):
+                phase = line.split()[2]
+                if phase in ("measure", "end"):
+                    marks[phase] = {"t": time.time(), "busy": system_busy_s(),
+                                    "wcpu": proc_cpu_s(worker), "tracer": tr.snapshot()}
+                if phase == "measure":
+                    marks["perf_users"] = sorted(set(perf_event_users(mine).values()))
+            elif line.startswith("params:"):
+                params = parse_kv(line)
+            elif line.startswith("result:"):
+                result = parse_kv(line)
+        err = wp.stderr.read()
+        wp.wait()
+        t_end = time.time()
+        res = tr.stop()
+        for p in (wp, tr.proc):
+            if p in self.children:
+                self.children.remove(p)
+        if wp.returncode != 0 or "rounds_per_s" not in result:
+            raise WorkloadFailed(f"{workload} failed under {config} (status {wp.returncode}): "
+                                 f"{err.strip()}")
+        run = {"workload": workload, "config": config, "rep": rep, "params": params,
+               "result": result, "tracer": res, "quiet": quiet,
+               "workload_wall_s": round(t_end - t_start, 2)}
+        if "measure" in marks and "end" in marks:
+            m0, m1 = marks["measure"], marks["end"]
+            dt = m1["t"] - m0["t"]
+            tcpu = 0.0
+            if m0["tracer"].get("cpu_s") is not None and m1["tracer"].get("cpu_s") is not None:
+                tcpu = m1["tracer"]["cpu_s"] - m0["tracer"]["cpu_s"]
+            wcpu = (m1["wcpu"] or 0) - (m0["wcpu"] or 0)
+            run["measured"] = {
+                "workload_cores": round(wcpu / dt, 3),
+                "tracer_cores": round(tcpu / dt, 3),
+                "foreign_cores": round(max(0.0, (m1["busy"] - m0["busy"] - wcpu - tcpu) / dt),
+                                       3),
+                "foreign_perf_users": marks.get("perf_users", []),
+            }
+            if "samples" in m0["tracer"] and "samples" in m1["tracer"]:
+                dtk = m1["tracer"]["taken"] - m0["tracer"]["taken"]
+                if dtk > 0:
+                    run["measured"]["events_per_s"] = round(
+                        (m1["tracer"]["samples"] - m0["tracer"]["samples"]) / dtk)
+        if isinstance(tr, Mmlockd) and "pid" in result:
+            run["mmlockd_process"] = tr.process_totals(result["pid"])
+        return run
+
+    def run_suite(self):
+        configs = list(SUITES[self.args.suite]) if not self.args.configs else self.args.configs
+        if self.args.suite == "breakdown" and not self.args.configs:
+            configs[1:1] = [f"mmlockd_{c}" for c in self.collectors_all]
+        total = len(self.args.workloads) * len(configs) * self.args.reps
+        n = 0
+        t0 = time.time()
+        for w in self.args.workloads:
+            for rep in range(self.args.reps):
+                k = rep % len(configs)
+                for config in configs[k:] + configs[:k]:
+                    n += 1
+                    for attempt in (1, 2):
+                        try:
+                            run = self.run_one(w, config, rep)
+                            break
+                        except WorkloadFailed as e:
+                            log(f"attempt {attempt}: {e}")
+                            self.remove_leftovers()
+                            self.failures.append({"workload": w, "config": config,
+                                                  "rep": rep, "error": str(e)})
+                    else:
+                        continue
+                    self.runs.append(run)
+                    eta = (time.time() - t0) / n * (total - n)
+                    log(f"{n}/{total} {w} {config} rep {rep}: "
+                        f"{run['result']['rounds_per_s']:.1f} rounds/s, events/s "
+                        f"{run['tracer'].get('events_per_s') or 0:.0f}, lost "
+                        f"{run['tracer'].get('lost', 0)}, foreign "
+                        f"{run.get('measured', {}).get('foreign_cores')} cores "
+                        f"(eta {eta / 60:.1f} min)")
+        return configs
+
+    def run_churn(self):
+        """Bounded memory: RSS and processes_tracked across waves of short-lived processes."""
+        out = []
+        for config in ("mmlockd_default", "mmlockd_all"):
+            tr = self.tracer(config)
+            tr.start()
+            pid = tr.proc.pid
+
+            def sample(label, extra=None):
+                st = tr.status()
+                s, lost = Mmlockd.counts(st)
+                row = {"when": label, "rss_kb": proc_status_kb(pid, "VmRSS"),
+                       "hwm_kb": proc_status_kb(pid, "VmHWM"),
+                       "processes_tracked": st.get("processes_tracked"),
+                       "events": s, "lost": lost}
+                if extra:
+                    row.update(extra)
+                out.append(dict(row, config=config))
+                log(f"churn {config} {label}: {row}")
+
+            sample("start")
+            for wave in range(self.args.churn_waves):
+                r = subprocess.run([self.bins["churn"], "--procs", str(self.args.churn_procs),
+                                    "--threads", "4", "--parallel", "8"], capture_output=True,
+                                   text=True, timeout=600)
+                time.sleep(3.5)  # windows of 1 s close, exited processes are dropped
+                sample(f"after wave {wave + 1}", {"churn": parse_kv(r.stdout)})
+            stop_process(tr.proc)
+            self.children.remove(tr.proc)
+            tr.log.close()
+        return out
+
+
+# --- report ---------------------------------------------------------------------------------
+
+
+def median(xs):
+    xs = [x for x in xs if x is not None]
+    return statistics.median(xs) if xs else None
+
+
+def machine_info():
+    info = {"kernel": platform.release(), "machine": platform.machine(), "cpus": os.cpu_count()}
+    try:
+        with open("/proc/cpuinfo") as f:
+            m = re.search(r"model name\s*:\s*(.*)", f.read())
+            info["cpu_model"] = m.group(1) if m else "?"
+        with open("/proc/meminfo") as f:
+            info["mem_total_gib"] = round(int(f.readline().split()[1]) / 2**20, 1)
+    except OSError:
+        pass
+    info["perf"] = subprocess.run(["perf", "version"], capture_output=True,
+                                  text=True).stdout.strip()
+    try:
+        with open("/etc/debian_version") as f:
+            info["debian"] = f.read().strip()
+    except OSError:
+        pass
+    vm = open("/proc/vmstat").read()
+    info["per_vma_lock_stats"] = "vma_lock_success" in vm
+    return info
+
+
+def summarize(bench, configs):
+    rows = {}
+    for w in bench.args.workloads:
+        runs = [r for r in bench.runs if r["workload"] == w]
+        base = {r["rep"]: r["result"]["rounds_per_s"] for r in runs if r["config"] == "none"}
+        base_w = {r["rep"]: r["result"].get("writer_ops_per_s") for r in runs
+                  if r["config"] == "none"}
+        bmed = median(base.values())
+        bwmed = median(base_w.values())
+        for c in configs:
+            rs = [r for r in runs if r["config"] == c]
+            tput = [r["result"]["rounds_per_s"] for r in rs]
+            wops = [r["result"].get("writer_ops_per_s") for r in rs]
+            paired = [r["result"]["rounds_per_s"] / base[r["rep"]] for r in rs
+                      if base.get(r["rep"])]
+            ev = [r["tracer"].get("events") for r in rs]
+            cpu = [r["tracer"].get("cpu_s") for r in rs]
+            per_ev = [c_ / e * 1e6 for c_, e in zip(cpu, ev) if c_ is not None and e]
+            acc = []
+            outcome = []
+            for r in rs:
+                p = r.get("mmlockd_process")
+                kf = r["result"].get("total_minflt", 0) + r["result"].get("total_majflt", 0)
+                if p and p["faults"] and kf:
+                    acc.append(p["faults"] / kf)
+                if p and p["faults"]:
+                    outcome.append(p)
+            s = {
+                "label": LABELS.get(c, c),
+                "runs": len(rs),
+                "rounds_per_s": tput,
+                "rounds_per_s_median": median(tput),
+                "ratio": median(paired),
+                "ratio_of_medians": median(tput) / bmed if bmed and tput else None,
+                "paired_ratios": [round(x, 4) for x in paired],
+                "writer_ops_ratio": (median(wops) / bwmed) if bwmed and median(wops) else None,
+                "events_per_s_median": median(r["tracer"].get("events_per_s") for r in rs),
+                "measured_events_per_s_median": median(
+                    r.get("measured", {}).get("events_per_s") for r in rs),
+                "lost_total": sum(r["tracer"].get("lost", 0) or 0 for r in rs),
+                "tracer_cpu_s_median": median(cpu),
+                "tracer_cores_median": median(
+                    r.get("measured", {}).get("tracer_cores") for r in rs),
+                "cpu_us_per_event_median": median(per_ev),
+                "peak_rss_mib_max": max((r["tracer"].get("peak_rss_kb") or 0) / 1024
+                                        for r in rs) if rs else None,
+                "data_mib_per_hour_median": median(
+                    (r["tracer"].get("data_per_hour") or 0) / 2**20 for r in rs)
+                if rs and c != "none" else None,
+                "faults_seen_over_kernel_median": median(acc),
+                "foreign_cores_median": median(
+                    r.get("measured", {}).get("foreign_cores") for r in rs),
+                "runs_with_foreign_perf": sum(
+                    1 for r in rs if r.get("measured", {}).get("foreign_perf_users")),
+            }
+            if outcome:
+                keys = ["faults", "faults_vma", "faults_vma_retry", "faults_mmap_retry",
+                        "faults_mmap_abort", "faults_mmap_unknown"]
+                s["outcomes_last_run"] = {k: outcome[-1][k] for k in keys}
+            rows[(w, c)] = s
+    return rows
+
+
+def fmt(x, spec=".2f", none="–"):
+    return none if x is None else format(x, spec)
+
+
+def write_report(bench, configs, rows, churn, t_start, t_end):
+    a = bench.args
+    info = machine_info()
+    os.makedirs(a.out, exist_ok=True)
+    stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    doc = {
+        "suite": a.suite, "date": stamp, "duration_min": round((t_end - t_start) / 60, 1),
+        "machine": info, "mmlockd_version": bench.version,
+        "mmlockd_default_collectors": bench.default_collectors,
+        "mmlockd_collectors": bench.collectors_all,
+        "tracepoints": bench.tracepoints, "callchain_tracepoints": bench.callchain,
+        "reps": a.reps, "seconds": a.seconds, "warmup": a.warmup, "configs": configs,
+        "workload_params": {w: next((r["params"] for r in bench.runs if r["workload"] == w),
+                                    {}) for w in a.workloads},
+        "summary": {f"{w}/{c}": s for (w, c), s in rows.items()},
+        "churn": churn, "failures": bench.failures, "runs": bench.runs,
+    }
+    base = os.path.join(a.out, a.suite)
+    with open(base + ".json", "w") as f:
+        json.dump(doc, f, indent=1, sort_keys=False)
+    L = []
+    L.append(f"# mmlockd overhead benchmark: suite `{a.suite}`\n")
+    L.append(f"{stamp}; {info.get('cpu_model')}, {info['cpus']} CPUs, "
+             f"{info.get('mem_total_gib')} GiB; kernel {info['kernel']}; {info['perf']}; "
+             f"{bench.version} (collectors {', '.join(bench.collectors_all)}; default "
+             f"`{bench.default_collectors}`). {a.reps} interleaved rounds per configuration, "
+             f"{a.warmup:g} s warm-up + {a.seconds:g} s measured per run, at niceness {a.nice}; "
+             f"medians. Run took "
+             f"{doc['duration_min']} min. mmlockd ran with `--interval 1` on a temporary "
+             f"database, default ring size.\n")
+    L.append(f"Tracepoints (mmlockd's, also given to perf stat / perf record): "
+             f"{', '.join('`' + t + '`' for t in bench.tracepoints)}; kernel callchains on "
+             f"{', '.join('`' + t + '`' for t in bench.callchain) or 'none'}.\n")
+    for w in a.workloads:
+        p = doc["workload_params"][w]
+        L.append(f"\n## {w}\n")
+        L.append("Parameters: " + " ".join(f"{k}={v}" for k, v in p.items()
+                                           if k != "workload") + "\n")
+        L.append("| configuration | rounds/s | ratio | per-round ratios | writer ops ratio "
+                 "| events/s | lost | tracer CPU s | CPU µs/event | peak RSS MiB "
+                 "| data MiB/h | faults seen/kernel | foreign cores |")
+        L.append("|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+        for c in configs:
+            s = rows[(w, c)]
+            L.append(
+                f"| {s['label']} | {fmt(s['rounds_per_s_median'], '.1f')} "
+                f"| {fmt(s['ratio'], '.3f')} "
+                f"| {' '.join(fmt(x, '.3f') for x in s['paired_ratios'])} "
+                f"| {fmt(s['writer_ops_ratio'], '.3f')} "
+                f"| {fmt(s['events_per_s_median'], ',.0f') if c != 'none' else '–'} "
+                f"| {s['lost_total'] if c != 'none' else '–'} "
+                f"| {fmt(s['tracer_cpu_s_median'], '.2f') if c != 'none' else '–'} "
+                f"| {fmt(s['cpu_us_per_event_median'], '.2f')} "
+                f"| {fmt(s['peak_rss_mib_max'], '.1f') if c != 'none' else '–'} "
+                f"| {fmt(s['data_mib_per_hour_median'], ',.0f')} "
+                f"| {fmt(s['faults_seen_over_kernel_median'], '.4f')} "
+                f"| {fmt(s['foreign_cores_median'], '.2f')}"
+                f"{' (+perf users ×' + str(s['runs_with_foreign_perf']) + ')' if s['runs_with_foreign_perf'] else ''} |")
+        ps = [r for r in bench.runs if r["workload"] == w and r["config"] == "perf_stat"]
+        if ps:
+            rates = {}
+            for r in ps:
+                life = r["tracer"]["events"] / r["tracer"]["events_per_s"] \
+                    if r["tracer"].get("events_per_s") else None
+                for k, v in r["tracer"].get("per_event", {}).items():
+                    if life:
+                        rates.setdefault(k, []).append(v / life)
+            L.append("\nTracepoint rates counted by perf stat (events/s over its run, median): " +
+                     ", ".join(f"`{k}` {median(v):,.0f}" for k, v in rates.items()) + "\n")
+        outs = [(c, rows[(w, c)]["outcomes_last_run"]) for c in configs
+                if "outcomes_last_run" in rows[(w, c)]]
+        if outs:
+            L.append("\nFault outcomes mmlockd gave the workload's pid (last run of each "
+                     "configuration):\n")
+            L.append("| configuration | faults | vma | vma_retry | mmap_retry | mmap_abort "
+                     "| mmap_unknown |")
+            L.append("|---|---:|---:|---:|---:|---:|---:|")
+            for c, o in outs:
+                L.append(f"| {LABELS.get(c, c)} | {o['faults']} | {o['faults_vma']} "
+                         f"| {o['faults_vma_retry']} | {o['faults_mmap_retry']} "
+                         f"| {o['faults_mmap_abort']} | {o['faults_mmap_unknown']} |")
+    if churn:
+        L.append("\n## Bounded memory: short-lived processes\n")
+        L.append("| configuration | when | processes (threads) forked | mmlockd RSS MiB "
+                 "| peak RSS MiB | processes_tracked | events | lost |")
+        L.append("|---|---|---:|---:|---:|---:|---:|---:|")
+        for r in churn:
+            ch = r.get("churn", {})
+            forked = f"{ch.get('procs', 0)} ({ch.get('threads', 0)})" if ch else "–"
+            L.append(f"| {LABELS.get(r['config'], r['config'])} | {r['when']} | {forked} "
+                     f"| {fmt((r['rss_kb'] or 0) / 1024, '.1f')} "
+                     f"| {fmt((r['hwm_kb'] or 0) / 1024, '.1f')} | {r['processes_tracked']} "
+                     f"| {r['events']} | {r['lost']} |")
+    if bench.failures:
+        L.append(f"\nFailed runs (retried once; not in the medians): {len(bench.failures)}; "
+                 "see `failures` in the JSON.\n")
+    L.append("\nColumns: see README.md, section Benchmarks. JSON with every run: "
+             f"`{a.suite}.json`.\n")
+    with open(base + ".md", "w") as f:
+        f.write("\n".join(L))
+    log(f"wrote {base}.md and {base}.json")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--build", default=os.path.join(ROOT, "build"))
+    ap.add_argument("--suite", default="main", choices=sorted(SUITES))
+    ap.add_argument("--configs", type=lambda s: s.split(","), default=None,
+                    help="comma-separated configurations instead of the suite's (first "
+                    "should be none)")
+    ap.add_argument("--workloads", type=lambda s: s.split(","), default=list(WORKLOADS))
+    ap.add_argument("--reps", type=int, default=4)
+    ap.add_argument("--seconds", type=float, default=6)
+    ap.add_argument("--warmup", type=float, default=2)
+    ap.add_argument("--nice", type=int, default=-5,
+                    help="niceness of the driver, the workloads and the tracers (a shared "
+                    "machine's other load then disturbs less)")
+    ap.add_argument("--max-quiet-wait", type=float, default=5,
+                    help="seconds to wait for an idle machine before each run")
+    ap.add_argument("--churn", action=argparse.BooleanOptionalAction, default=True,
+                    help="also run the bounded-memory check (short-lived processes)")
+    ap.add_argument("--churn-procs", type=int, default=10000)
+    ap.add_argument("--churn-waves", type=int, default=2)
+    ap.add_argument("--out", default=os.path.join(ROOT, "bench", "results"))
+    ap.add_argument("--workload-arg", action="append", default=[], metavar="WORKLOAD:ARG",
+                    help="extra argument for one workload, e.g. swapin:--writers=4")
+    args = ap.parse_args()
+    args.workload_args = {}
+    for wa in args.workload_arg:
+        w, arg = wa.split(":", 1)
+        args.workload_args.setdefault(w, []).append(arg)
+    for w in args.workloads:
+        if w not in WORKLOADS:
+            ap.error(f"unknown workload {w}")
+    if os.geteuid() != 0:
+        print("bench: needs root (system-wide perf events, cgroups, swapon)", file=sys.stderr)
+        return 77
+    if shutil.which("perf") is None:
+        print("bench: perf is not installed", file=sys.stderr)
+        return 77
+
+    def on_signal(sig, frame):
+        raise Interrupted(signal.Signals(sig).name)
+
+    for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(s, on_signal)
+    os.setpriority(os.PRIO_PROCESS, 0, args.nice)
+    bench = Bench(args)
+    t_start = time.time()
+    try:
+        bench.setup()
+        configs = bench.run_suite()
+        churn = bench.run_churn() if args.churn else []
+        rows = summarize(bench, configs)
+        write_report(bench, configs, rows, churn, t_start, time.time())
+    except Interrupted as e:
+        log(f"interrupted ({e}): cleaning up")
+        return 130
+    finally:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        bench.cleanup()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
