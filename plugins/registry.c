@@ -9,9 +9,5 @@ extern const struct mm_plugin mm_plugin_vmstat;
 extern const struct mm_plugin mm_plugin_contention;
 
 const struct mm_plugin *const mm_plugins[] = {
-	&mm_plugin_mmaplock,
-	&mm_plugin_faults,
-	&mm_plugin_vmstat,
-	&mm_plugin_contention,
-	NULL,
+	&mm_plugin_mmaplock, &mm_plugin_faults, &mm_plugin_vmstat, &mm_plugin_contention, NULL,
 };

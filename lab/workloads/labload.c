@@ -37,8 +37,9 @@
 
 #define PAGE 4096ul
 
-static const char *const keys[] = {"pgfault", "pgmajfault", "vma_lock_success", "vma_lock_abort",
-				   "vma_lock_retry", "vma_lock_miss", "pswpin", "pswpout"};
+static const char *const keys[] = {"pgfault",	     "pgmajfault",     "vma_lock_success",
+				   "vma_lock_abort", "vma_lock_retry", "vma_lock_miss",
+				   "pswpin",	     "pswpout"};
 #define NKEYS (sizeof(keys) / sizeof(keys[0]))
 
 struct snap {
@@ -146,14 +147,29 @@ int main(int argc, char **argv)
 	int c;
 	while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
 		switch (c) {
-		case 'm': mode = optarg; break;
-		case 'f': file = optarg; break;
-		case 's': size_mb = strtoul(optarg, NULL, 10); break;
-		case 't': threads = strtoul(optarg, NULL, 10); break;
-		case 'w': writers = strtoul(optarg, NULL, 10); break;
-		case 'S': seconds = strtod(optarg, NULL); break;
-		case 'W': warmup = strtod(optarg, NULL); break;
-		default: usage();
+		case 'm':
+			mode = optarg;
+			break;
+		case 'f':
+			file = optarg;
+			break;
+		case 's':
+			size_mb = strtoul(optarg, NULL, 10);
+			break;
+		case 't':
+			threads = strtoul(optarg, NULL, 10);
+			break;
+		case 'w':
+			writers = strtoul(optarg, NULL, 10);
+			break;
+		case 'S':
+			seconds = strtod(optarg, NULL);
+			break;
+		case 'W':
+			warmup = strtod(optarg, NULL);
+			break;
+		default:
+			usage();
 		}
 	}
 	if (!mode || threads < 1 || threads > 256 || writers > 64)
@@ -174,7 +190,8 @@ int main(int argc, char **argv)
 		close(fd);
 	} else if (!strcmp(mode, "swap")) {
 		len = size_mb << 20;
-		region = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		region =
+			mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 		if (region != MAP_FAILED) {
 			madvise((void *)region, len, MADV_NOHUGEPAGE);
 			for (size_t off = 0; off < len; off += PAGE) /* non-zero: must go to swap */
@@ -216,7 +233,8 @@ int main(int argc, char **argv)
 	struct rusage ru;
 	getrusage(RUSAGE_SELF, &ru);
 	unsigned long r = atomic_load(&reads_measured);
-	printf("params: mode=%s size_mb=%lu pages=%zu threads=%lu writers=%lu seconds=%.1f warmup=%.1f\n",
+	printf("params: mode=%s size_mb=%lu pages=%zu threads=%lu writers=%lu seconds=%.1f "
+	       "warmup=%.1f\n",
 	       mode, len >> 20, npages, threads, writers, seconds, warmup);
 	printf("result: mode=%s reads=%lu seconds=%.3f reads_per_s=%.1f mmap_cycles=%lu minflt=%ld "
 	       "majflt=%ld\n",

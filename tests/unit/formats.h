@@ -122,8 +122,9 @@ static const char fmt_mm_filemap_add_to_page_cache[] =
 	"\tfield:dev_t s_dev;\toffset:32;\tsize:4;\tsigned:0;\n"
 	"\tfield:unsigned char order;\toffset:36;\tsize:1;\tsigned:0;\n"
 	"\n"
-	"print fmt: \"dev %d:%d ino %lx pfn=0x%lx ofs=%lu order=%u\", ((unsigned int) ((REC->s_dev) >> 20)), ((unsigned int) ((REC->s_dev) & ((1U << 20) - 1))), REC->i_ino, REC->pfn, REC->index << 12, REC->order\n"
-	;
+	"print fmt: \"dev %d:%d ino %lx pfn=0x%lx ofs=%lu order=%u\", ((unsigned int) "
+	"((REC->s_dev) >> 20)), ((unsigned int) ((REC->s_dev) & ((1U << 20) - 1))), REC->i_ino, "
+	"REC->pfn, REC->index << 12, REC->order\n";
 static const char fmt_mm_filemap_map_pages[] =
 	"name: mm_filemap_map_pages\n"
 	"ID: 598\n"
@@ -138,6 +139,7 @@ static const char fmt_mm_filemap_map_pages[] =
 	"\tfield:unsigned long index;\toffset:24;\tsize:8;\tsigned:0;\n"
 	"\tfield:unsigned long last_index;\toffset:32;\tsize:8;\tsigned:0;\n"
 	"\n"
-	"print fmt: \"dev=%d:%d ino=%lx ofs=%lld-%lld\", ((unsigned int) ((REC->s_dev) >> 20)), ((unsigned int) ((REC->s_dev) & ((1U << 20) - 1))), REC->i_ino, ((loff_t)REC->index) << 12, ((((loff_t)REC->last_index + 1) << 12) - 1)\n"
-	;
+	"print fmt: \"dev=%d:%d ino=%lx ofs=%lld-%lld\", ((unsigned int) ((REC->s_dev) >> 20)), "
+	"((unsigned int) ((REC->s_dev) & ((1U << 20) - 1))), REC->i_ino, ((loff_t)REC->index) << "
+	"12, ((((loff_t)REC->last_index + 1) << 12) - 1)\n";
 #endif

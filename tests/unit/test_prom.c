@@ -178,8 +178,8 @@ static void test_label_values_are_escaped(void)
 	strcpy(s->procs[0].comm, "a\"b\\c\nd");
 	char *t = format(s, 1);
 
-	CHECK_CONTAINS(t,
-		       "mmlockd_process_user_page_faults_total{pid=\"100\",comm=\"a\\\"b\\\\c\\nd\"} ");
+	CHECK_CONTAINS(
+		t, "mmlockd_process_user_page_faults_total{pid=\"100\",comm=\"a\\\"b\\\\c\\nd\"} ");
 	/* No raw newline inside a label: every line starts with '#' or the prefix. */
 	for (const char *p = t; *p; p = strchr(p, '\n') + 1)
 		CHECK(*p == '#' || strncmp(p, "mmlockd_", 8) == 0);
