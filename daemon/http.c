@@ -52,7 +52,7 @@ extern const unsigned mm_web_assets_count;
 #define LOCKS_TOP_MAX	     100000
 #define LOCKS_TOP_DEF	     50
 
-#define SEEN_SINCE (1u << 1) /* "since" is keys[1] in history_arg() */
+#define SEEN_SINCE (1u << 1) /* "since" is keys[1] in range_arg() */
 
 #define TYPE_JSON "application/json"
 #define TYPE_PROM "text/plain; version=0.0.4; charset=utf-8"
@@ -188,8 +188,10 @@ struct history_query {
 	int pid; /* -1: every process */
 	double since, until;
 	unsigned limit;
-	unsigned seen; /* bit per parameter (1 << index in keys[]), to refuse repeats */
-	char err[256]; /* set when a parameter is bad; iteration stops */
+	const char *limit_key;	 /* the row limit's parameter name: "limit" or "top" */
+	unsigned long limit_max; /* its largest value */
+	unsigned seen;		 /* bit per parameter (1 << index in keys[]), to refuse repeats */
+	char err[256];		 /* set when a parameter is bad; iteration stops */
 };
 
 /* Whether @s is digits, optionally followed by '.' and digits; sets *ret_end past them. */
@@ -271,11 +273,13 @@ static bool parse_uint(const char *s, unsigned long min, unsigned long max, unsi
 	return true;
 }
 
-static enum MHD_Result history_arg(void *cls, enum MHD_ValueKind kind, const char *key,
-				   const char *value)
+/* One query parameter of /api/v1/history or /api/v1/locks: pid, since, until, and the row limit
+ * under the route's own name (q->limit_key). */
+static enum MHD_Result range_arg(void *cls, enum MHD_ValueKind kind, const char *key,
+				 const char *value)
 {
-	static const char *const keys[] = {"pid", "since", "until", "limit"};
 	struct history_query *q = cls;
+	const char *const keys[] = {"pid", "since", "until", q->limit_key};
 	unsigned long v;
 	unsigned k;
 
@@ -283,7 +287,8 @@ static enum MHD_Result history_arg(void *cls, enum MHD_ValueKind kind, const cha
 		;
 	if (k == 4) {
 		snprintf(q->err, sizeof(q->err),
-			 "unknown parameter '%.64s' (expected pid, since, until, limit)", key);
+			 "unknown parameter '%.64s' (expected pid, since, until, %s)", key,
+			 q->limit_key);
 		return MHD_NO;
 	}
 	if (q->seen & (1u << k)) {
@@ -305,49 +310,69 @@ static enum MHD_Result history_arg(void *cls, enum MHD_ValueKind kind, const cha
 			goto bad;
 		break;
 	case 3:
-		if (!parse_uint(value, 1, HISTORY_LIMIT_MAX, &v))
+		if (!parse_uint(value, 1, q->limit_max, &v))
 			goto bad;
 		q->limit = (unsigned)v;
 		break;
 	}
 	return MHD_YES;
 bad:
-	snprintf(q->err, sizeof(q->err), "%s: bad value '%.64s' (expected %s)", key, value,
-		 k == 0	  ? "a positive integer"
-		 : k == 3 ? "an integer from 1 to 100000"
-			  : "unix seconds, 'now', or a duration before now like 90s, 15m, 2h, 7d");
+	if (k == 3)
+		snprintf(q->err, sizeof(q->err),
+			 "%s: bad value '%.64s' (expected an integer from 1 to %lu)", key, value,
+			 q->limit_max);
+	else
+		snprintf(q->err, sizeof(q->err), "%s: bad value '%.64s' (expected %s)", key, value,
+			 k == 0 ? "a positive integer"
+				: "unix seconds, 'now', or a duration before now like 90s, 15m, "
+				  "2h, 7d");
 	return MHD_NO;
 }
 
-static enum MHD_Result reply_history(struct mm_http *h, struct MHD_Connection *conn)
+/* Parses the query of a history route into @q and opens the database. Returns MHD_YES with *ret_st
+ * set, or the result of the error reply already queued (and *ret_st NULL). */
+static enum MHD_Result open_range(struct mm_http *h, struct MHD_Connection *conn,
+				  struct history_query *q, struct mm_store **ret_st)
 {
-	struct history_query q = {.pid = -1, .limit = HISTORY_LIMIT_DEF};
-	struct mm_buf body = MM_BUF_INIT;
-	struct mm_store *st = NULL;
 	struct timespec ts;
 	int r;
 
+	*ret_st = NULL;
 	clock_gettime(CLOCK_REALTIME, &ts);
-	q.now = (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-	q.until = q.now;
-	MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, history_arg, &q);
-	if (q.err[0])
-		return reply_error(conn, MHD_HTTP_BAD_REQUEST, "%s", q.err);
-	if (!(q.seen & SEEN_SINCE))
-		q.since = q.until > HISTORY_DEFAULT_S ? q.until - HISTORY_DEFAULT_S : 0;
-	if (q.since > q.until)
+	q->now = (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+	q->until = q->now;
+	MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, range_arg, q);
+	if (q->err[0])
+		return reply_error(conn, MHD_HTTP_BAD_REQUEST, "%s", q->err);
+	if (!(q->seen & SEEN_SINCE))
+		q->since = q->until > HISTORY_DEFAULT_S ? q->until - HISTORY_DEFAULT_S : 0;
+	if (q->since > q->until)
 		return reply_error(conn, MHD_HTTP_BAD_REQUEST, "since (%.3f) is after until (%.3f)",
-				   q.since, q.until);
+				   q->since, q->until);
 	if (!h->db_path)
 		return reply_error(conn, MHD_HTTP_SERVICE_UNAVAILABLE, "no history database");
-
-	r = mm_store_open_readonly(h->db_path, &st);
+	r = mm_store_open_readonly(h->db_path, ret_st);
 	if (r < 0)
 		return reply_error(conn, MHD_HTTP_SERVICE_UNAVAILABLE,
 				   "history database %s is not available: %s", h->db_path,
 				   strerror(-r));
+	return MHD_YES;
+}
+
+static enum MHD_Result reply_history(struct mm_http *h, struct MHD_Connection *conn)
+{
+	struct history_query q = {.pid = -1,
+				  .limit = HISTORY_LIMIT_DEF,
+				  .limit_key = "limit",
+				  .limit_max = HISTORY_LIMIT_MAX};
+	struct mm_buf body = MM_BUF_INIT;
+	struct mm_store *st;
+	enum MHD_Result ret = open_range(h, conn, &q, &st);
+	if (!st)
+		return ret;
+
 	mm_buf_printf(&body, "{\"since\":%.3f,\"until\":%.3f,\"rows\":", q.since, q.until);
-	r = mm_store_history_json(st, q.pid, q.since, q.until, q.limit, &body);
+	int r = mm_store_history_json(st, q.pid, q.since, q.until, q.limit, &body);
 	mm_store_close(st);
 	if (r < 0) {
 		mm_buf_free(&body);
@@ -358,88 +383,21 @@ static enum MHD_Result reply_history(struct mm_http *h, struct MHD_Connection *c
 	return reply(conn, MHD_HTTP_OK, TYPE_JSON, &body);
 }
 
-/* Query parameters of /api/v1/locks: pid, since and until as for /api/v1/history, then top (the
- * number of rows, kept in q->limit). */
-static enum MHD_Result locks_arg(void *cls, enum MHD_ValueKind kind, const char *key,
-				 const char *value)
-{
-	static const char *const keys[] = {"pid", "since", "until", "top"};
-	struct history_query *q = cls;
-	unsigned long v;
-	unsigned k;
-
-	for (k = 0; k < 4 && strcmp(key, keys[k]); k++)
-		;
-	if (k == 4) {
-		snprintf(q->err, sizeof(q->err),
-			 "unknown parameter '%.64s' (expected pid, since, until, top)", key);
-		return MHD_NO;
-	}
-	if (q->seen & (1u << k)) {
-		snprintf(q->err, sizeof(q->err), "parameter '%s' given twice", key);
-		return MHD_NO;
-	}
-	q->seen |= 1u << k;
-	if (!value)
-		value = "";
-	switch (k) {
-	case 0:
-		if (!parse_uint(value, 1, INT32_MAX, &v))
-			goto bad;
-		q->pid = (int)v;
-		break;
-	case 1:
-	case 2:
-		if (!parse_time(value, q->now, k == 1 ? &q->since : &q->until))
-			goto bad;
-		break;
-	case 3:
-		if (!parse_uint(value, 1, LOCKS_TOP_MAX, &v))
-			goto bad;
-		q->limit = (unsigned)v;
-		break;
-	}
-	return MHD_YES;
-bad:
-	snprintf(q->err, sizeof(q->err), "%s: bad value '%.64s' (expected %s)", key, value,
-		 k == 0	  ? "a positive integer"
-		 : k == 3 ? "an integer from 1 to 100000"
-			  : "unix seconds, 'now', or a duration before now like 90s, 15m, 2h, 7d");
-	return MHD_NO;
-}
-
 /* GET /api/v1/locks?pid=&since=&until=&top=: lock contention rows from SQLite, summed over the
  * windows in the range per (process, type, caller, lock), longest total wait first. */
 static enum MHD_Result reply_locks(struct mm_http *h, struct MHD_Connection *conn)
 {
-	struct history_query q = {.pid = -1, .limit = LOCKS_TOP_DEF};
+	struct history_query q = {
+		.pid = -1, .limit = LOCKS_TOP_DEF, .limit_key = "top", .limit_max = LOCKS_TOP_MAX};
 	struct mm_buf body = MM_BUF_INIT;
 	struct mm_snap_lock *rows = NULL;
-	struct mm_store *st = NULL;
-	struct timespec ts;
+	struct mm_store *st;
 	size_t n = 0;
-	int r;
+	enum MHD_Result ret = open_range(h, conn, &q, &st);
+	if (!st)
+		return ret;
 
-	clock_gettime(CLOCK_REALTIME, &ts);
-	q.now = (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-	q.until = q.now;
-	MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, locks_arg, &q);
-	if (q.err[0])
-		return reply_error(conn, MHD_HTTP_BAD_REQUEST, "%s", q.err);
-	if (!(q.seen & SEEN_SINCE))
-		q.since = q.until > HISTORY_DEFAULT_S ? q.until - HISTORY_DEFAULT_S : 0;
-	if (q.since > q.until)
-		return reply_error(conn, MHD_HTTP_BAD_REQUEST, "since (%.3f) is after until (%.3f)",
-				   q.since, q.until);
-	if (!h->db_path)
-		return reply_error(conn, MHD_HTTP_SERVICE_UNAVAILABLE, "no history database");
-
-	r = mm_store_open_readonly(h->db_path, &st);
-	if (r < 0)
-		return reply_error(conn, MHD_HTTP_SERVICE_UNAVAILABLE,
-				   "history database %s is not available: %s", h->db_path,
-				   strerror(-r));
-	r = mm_store_locks(st, q.pid, q.since, q.until, q.limit, &rows, &n);
+	int r = mm_store_locks(st, q.pid, q.since, q.until, q.limit, &rows, &n);
 	mm_store_close(st);
 	if (r < 0)
 		return reply_error(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, "lock query failed: %s",
