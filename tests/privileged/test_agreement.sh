@@ -23,6 +23,10 @@
 
 set -u -o pipefail
 
+TEST_NAME=test_agreement
+# shellcheck source=tests/privileged/lib.sh
+. "$(dirname "$0")/lib.sh"
+
 SKIP=77
 TOL=${TOLERANCE_PCT:-1}
 MIN_FAULTS=100000
@@ -32,37 +36,6 @@ TMP=
 DAEMON_PID=
 PERF_PID=
 WPID=
-
-log() { printf '%s\n' "$*"; }
-skip() {
-	log "SKIP: $*"
-	exit "$SKIP"
-}
-pass() {
-	PASSED=$((PASSED + 1))
-	log "PASS: $*"
-}
-fail() {
-	FAILED=$((FAILED + 1))
-	log "FAIL: $*"
-}
-
-summary_and_exit() {
-	if [ "$FAILED" -gt 0 ] && [ -n "$TMP" ] && [ -s "$TMP/mmlockd.log" ]; then
-		log "--- mmlockd log (last 100 lines) ---"
-		tail -n 100 "$TMP/mmlockd.log"
-		log "---"
-	fi
-	log "test_agreement: $PASSED passed, $FAILED failed"
-	[ "$FAILED" -eq 0 ] && exit 0
-	exit 1
-}
-
-# A failure that makes the remaining checks pointless.
-fatal() {
-	fail "$*"
-	summary_and_exit
-}
 
 # shellcheck disable=SC2317 # invoked by the EXIT trap
 cleanup() {
@@ -100,17 +73,7 @@ WORKLOAD=$2
 [ "$(id -u)" -eq 0 ] || skip "needs root (system-wide tracepoints)"
 command -v perf >/dev/null 2>&1 || skip "perf is not installed"
 
-TRACEFS=
-for d in /sys/kernel/tracing /sys/kernel/debug/tracing; do
-	if [ -d "$d/events" ]; then
-		TRACEFS=$d
-		break
-	fi
-done
-if [ -z "$TRACEFS" ] && [ -d /sys/kernel/tracing ]; then
-	mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null && TRACEFS=/sys/kernel/tracing
-fi
-[ -n "$TRACEFS" ] || skip "tracefs is not available"
+find_tracefs
 for tp in exceptions/page_fault_user mmap_lock/mmap_lock_acquire_returned; do
 	[ -d "$TRACEFS/events/$tp" ] || skip "tracepoint ${tp/\//:} does not exist on this kernel"
 done
@@ -174,14 +137,6 @@ EOF
 
 http_get() { # PATH OUTFILE
 	curl -fsS --noproxy '*' --max-time 3 -o "$2" "http://127.0.0.1:$PORT$1" 2>/dev/null
-}
-
-free_port() {
-	python3 -c 'import socket
-s = socket.socket()
-s.bind(("127.0.0.1", 0))
-print(s.getsockname()[1])
-s.close()'
 }
 
 # --- start the daemon -------------------------------------------------------------------------
@@ -356,15 +311,6 @@ else
 fi
 
 # diff_pct PERF MMLOCKD: relative difference in %. within PERF MMLOCKD: |diff| <= TOL.
-diff_pct() {
-	awk -v p="$1" -v m="$2" 'BEGIN { if (p == 0) { printf "%s", (m == 0 ? "0.000" : "inf"); exit }
-		printf "%.3f", (m - p) * 100.0 / p }'
-}
-within() {
-	awk -v p="$1" -v m="$2" -v t="$TOL" 'BEGIN { if (p == 0) exit !(m == 0)
-		d = (m - p) * 100.0 / p; if (d < 0) d = -d; exit !(d <= t) }'
-}
-
 # compare SOURCE FAULTS READ WRITE TFAIL: prints the table, one check per compared metric.
 compare() {
 	local src=$1

@@ -28,6 +28,10 @@
 
 set -u -o pipefail
 
+TEST_NAME=test_fallbacks
+# shellcheck source=tests/privileged/lib.sh
+. "$(dirname "$0")/lib.sh"
+
 SKIP=77
 TOL=${TOLERANCE_PCT:-1}
 MIN_FALLBACKS=${MIN_FALLBACKS:-300}
@@ -41,34 +45,6 @@ PERF_PID=
 WPID=
 CG_NAME=mmlockd-fallbacks.$$
 CG_PATH=
-
-log() { printf '%s\n' "$*"; }
-skip() {
-	log "SKIP: $*"
-	exit "$SKIP"
-}
-pass() {
-	PASSED=$((PASSED + 1))
-	log "PASS: $*"
-}
-fail() {
-	FAILED=$((FAILED + 1))
-	log "FAIL: $*"
-}
-summary_and_exit() {
-	if [ "$FAILED" -gt 0 ] && [ -n "$TMP" ] && [ -s "$TMP/mmlockd.log" ]; then
-		log "--- mmlockd log (last 50 lines) ---"
-		tail -n 50 "$TMP/mmlockd.log"
-		log "---"
-	fi
-	log "test_fallbacks: $PASSED passed, $FAILED failed"
-	[ "$FAILED" -eq 0 ] && exit 0
-	exit 1
-}
-fatal() {
-	fail "$*"
-	summary_and_exit
-}
 
 # shellcheck disable=SC2317 # invoked by the EXIT trap
 cleanup() {
@@ -116,17 +92,7 @@ WORKLOAD=$2
 # --- can this run at all? -------------------------------------------------------------------
 [ "$(id -u)" -eq 0 ] || skip "needs root (system-wide tracepoints, a memory cgroup)"
 command -v perf >/dev/null 2>&1 || skip "perf is not installed"
-TRACEFS=
-for d in /sys/kernel/tracing /sys/kernel/debug/tracing; do
-	if [ -d "$d/events" ]; then
-		TRACEFS=$d
-		break
-	fi
-done
-if [ -z "$TRACEFS" ] && [ -d /sys/kernel/tracing ]; then
-	mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null && TRACEFS=/sys/kernel/tracing
-fi
-[ -n "$TRACEFS" ] || skip "tracefs is not available"
+find_tracefs
 for tp in exceptions/page_fault_user mmap_lock/mmap_lock_acquire_returned \
 	mmap_lock/mmap_lock_start_locking filemap/mm_filemap_fault; do
 	[ -d "$TRACEFS/events/$tp" ] || skip "tracepoint ${tp/\//:} does not exist on this kernel"
@@ -354,15 +320,6 @@ else
 fi
 [ "$(dget rows)" -gt 0 ] || fatal "process_stats has no row for pid $WPID"
 [ "$(dget starts)" -le 1 ] || log "note: pid $WPID has several start times in process_stats"
-
-diff_pct() {
-	awk -v p="$1" -v m="$2" 'BEGIN { if (p == 0) { printf "%s", (m == 0 ? "0.000" : "inf"); exit }
-		printf "%.3f", (m - p) * 100.0 / p }'
-}
-within() {
-	awk -v p="$1" -v m="$2" -v t="$TOL" 'BEGIN { if (p == 0) exit !(m == 0)
-		d = (m - p) * 100.0 / p; if (d < 0) d = -d; exit !(d <= t) }'
-}
 
 log ""
 log "outcomes of pid $WPID: mmlockd (process_stats, summed) vs perf_classify.py (perf record -a)"

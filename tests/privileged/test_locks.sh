@@ -38,6 +38,10 @@
 
 set -u -o pipefail
 
+TEST_NAME=test_locks
+# shellcheck source=tests/privileged/lib.sh
+. "$(dirname "$0")/lib.sh"
+
 SKIP=77
 TOL=${TOLERANCE_PCT:-2}
 TRACER_NS=${TRACER_NS:-15000}
@@ -47,36 +51,6 @@ PASSED=0
 FAILED=0
 TMP=
 DAEMON_PID=
-
-log() { printf '%s\n' "$*"; }
-skip() {
-	log "SKIP: $*"
-	exit "$SKIP"
-}
-pass() {
-	PASSED=$((PASSED + 1))
-	log "PASS: $*"
-}
-fail() {
-	FAILED=$((FAILED + 1))
-	log "FAIL: $*"
-}
-
-summary_and_exit() {
-	if [ "$FAILED" -gt 0 ] && [ -n "$TMP" ] && [ -s "$TMP/mmlockd.log" ]; then
-		log "--- mmlockd log (last 50 lines) ---"
-		tail -n 50 "$TMP/mmlockd.log"
-		log "---"
-	fi
-	log "test_locks: $PASSED passed, $FAILED failed"
-	[ "$FAILED" -eq 0 ] && exit 0
-	exit 1
-}
-
-fatal() {
-	fail "$*"
-	summary_and_exit
-}
 
 # shellcheck disable=SC2317 # invoked by the EXIT trap
 cleanup() {
@@ -108,17 +82,7 @@ WORKLOAD=$2
 # --- can this run at all? -------------------------------------------------------------------
 [ "$(id -u)" -eq 0 ] || skip "needs root (system-wide tracepoints)"
 command -v perf >/dev/null 2>&1 || skip "perf is not installed"
-TRACEFS=
-for d in /sys/kernel/tracing /sys/kernel/debug/tracing; do
-	if [ -d "$d/events" ]; then
-		TRACEFS=$d
-		break
-	fi
-done
-if [ -z "$TRACEFS" ] && [ -d /sys/kernel/tracing ]; then
-	mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null && TRACEFS=/sys/kernel/tracing
-fi
-[ -n "$TRACEFS" ] || skip "tracefs is not available"
+find_tracefs
 for tp in lock/contention_begin lock/contention_end; do
 	[ -d "$TRACEFS/events/$tp" ] || skip "tracepoint ${tp/\//:} does not exist on this kernel"
 done
@@ -148,14 +112,6 @@ http_get() { # PATH OUTFILE
 http_status() { # PATH: prints the HTTP status code
 	curl -sS --noproxy '*' --max-time 5 -o /dev/null -w '%{http_code}' \
 		"http://127.0.0.1:$PORT$1" 2>/dev/null
-}
-
-free_port() {
-	python3 -c 'import socket
-s = socket.socket()
-s.bind(("127.0.0.1", 0))
-print(s.getsockname()[1])
-s.close()'
 }
 
 # "samples lost open" of tracepoint $2 in the status JSON $1, and the contention collector state.
