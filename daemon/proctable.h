@@ -43,8 +43,7 @@ struct mm_proc {
 
 struct mm_proctable;
 
-/* @lookup may be NULL for mm_proc_lookup_procfs. @now_ms gives the current wall time for
- * processes whose start time cannot be found. */
+/* @lookup (called with @ctx) may be NULL for mm_proc_lookup_procfs. Returns NULL on ENOMEM. */
 struct mm_proctable *mm_proctable_new(mm_proc_lookup_fn lookup, void *ctx);
 void mm_proctable_free(struct mm_proctable *t); /* accepts NULL */
 
