@@ -141,7 +141,8 @@ void mm_host_free(struct mm_host *h)
 }
 
 void mm_host_wanted(struct mm_host *h,
-		    void (*fn)(void *ctx, const char *system, const char *name, bool callchain),
+		    void (*fn)(void *ctx, const char *system, const char *name, bool callchain,
+			       const char *filter),
 		    void *ctx)
 {
 	for (unsigned i = 0; i < h->nslots; i++) {
@@ -149,8 +150,8 @@ void mm_host_wanted(struct mm_host *h,
 			continue;
 		for (const struct mm_tp_req *r = h->slots[i].p->tracepoints; r && r->system; r++) {
 			/* Report each tracepoint once, at its first request, with callchain set if
-			 * any collector asks for it. */
-			bool first = true, cc = false;
+			 * any collector asks for it, filtered only if all ask for one filter. */
+			bool first = true, cc = false, filtered = r->filter != NULL;
 			for (unsigned j = 0; j < h->nslots; j++) {
 				if (!h->slots[j].enabled)
 					continue;
@@ -160,12 +161,15 @@ void mm_host_wanted(struct mm_host *h,
 					    strcmp(q->name, r->name))
 						continue;
 					cc |= q->callchain;
+					if (!q->filter || !r->filter ||
+					    strcmp(q->filter, r->filter))
+						filtered = false;
 					if (j < i || (j == i && q < r))
 						first = false;
 				}
 			}
 			if (first)
-				fn(ctx, r->system, r->name, cc);
+				fn(ctx, r->system, r->name, cc, filtered ? r->filter : NULL);
 		}
 	}
 }
@@ -439,6 +443,11 @@ int mm_field_read(const struct tep_format_field *f, const struct mm_sample *s, u
 const char *mm_host_symbol(struct mm_host *h, uint64_t addr, uint64_t *ret_start)
 {
 	return mm_symbols_find(h->syms, addr, ret_start);
+}
+
+uint64_t mm_host_symbol_addr(struct mm_host *h, const char *name)
+{
+	return h->syms ? mm_symbols_addr(h->syms, name) : 0;
 }
 
 void mm_host_set_symbols(struct mm_host *h, const struct mm_symbols *syms)

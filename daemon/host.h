@@ -32,9 +32,10 @@ void mm_host_free(struct mm_host *h); /* accepts NULL; frees collector states */
 int mm_host_check_collectors(const struct mm_config *cfg, char *err, size_t errlen);
 
 /* Calls @fn for every tracepoint the enabled collectors ask for (each once; callchain true when
- * any asks for it). */
+ * any asks for it; @filter the kernel-side filter every asker agrees on, else NULL). */
 void mm_host_wanted(struct mm_host *h,
-		    void (*fn)(void *ctx, const char *system, const char *name, bool callchain),
+		    void (*fn)(void *ctx, const char *system, const char *name, bool callchain,
+			       const char *filter),
 		    void *ctx);
 
 /* Registers stream for tracepoint system:name. @ev is its parsed format (owned by the caller's

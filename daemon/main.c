@@ -173,7 +173,8 @@ struct open_ctx {
 	const char *tracefs_error;
 };
 
-static void open_tp(void *vctx, const char *system, const char *name, bool callchain)
+static void open_tp(void *vctx, const char *system, const char *name, bool callchain,
+		    const char *filter)
 {
 	struct open_ctx *c = vctx;
 	struct daemon *d = c->d;
@@ -191,13 +192,14 @@ static void open_tp(void *vctx, const char *system, const char *name, bool callc
 		if (!d->sampler)
 			snprintf(err, sizeof(err), "perf sampler unavailable");
 		else
-			mm_sampler_add_tp(d->sampler, stream, id, callchain, &sample_type, err,
-					  sizeof(err));
+			mm_sampler_add_tp(d->sampler, stream, id, callchain, filter, &sample_type,
+					  err, sizeof(err));
 	}
 	if (err[0])
 		log_warning("tracepoint %s:%s: %s", system, name, err);
 	else
-		log_debug("tracepoint %s:%s: sampling (id %d)", system, name, id);
+		log_debug("tracepoint %s:%s: sampling (id %d%s%s%s)", system, name, id,
+			  filter ? ", filter \"" : "", filter ? filter : "", filter ? "\"" : "");
 	mm_host_add_tp(d->host, system, name, ev, sample_type, err[0] ? err : NULL);
 	if (d->rec)
 		mm_recorder_stream(d->rec, stream, false, sample_type, system, name,
@@ -521,6 +523,8 @@ static int parse_record(struct daemon *d, int argc, char **argv)
 	bool duration_given = false;
 
 	mm_config_defaults(&d->cfg);
+	/* A recording is for classifying offline: every collector, not the daemon's cheap set. */
+	snprintf(d->cfg.collectors, sizeof(d->cfg.collectors), "all");
 	d->duration_s = 10;
 	optind = 0;
 	while ((c = getopt_long(argc, argv, "+o:d:p:h", opts, NULL)) != -1) {

@@ -40,7 +40,7 @@ int mm_sample_parse(const struct perf_event_header *hdr, uint64_t sample_type,
 	if (sample_type & PERF_SAMPLE_IDENTIFIER)
 		s.id = take_u64(&c);
 	if (sample_type & PERF_SAMPLE_IP)
-		take_u64(&c);
+		s.ip = take_u64(&c);
 	if (sample_type & PERF_SAMPLE_TID) {
 		uint64_t v = take_u64(&c);
 		s.pid = (uint32_t)v;

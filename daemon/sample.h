@@ -15,8 +15,9 @@ struct mm_tp;
 struct mm_sample {
 	const struct mm_tp *tp; /* the tracepoint it came from (set by the host, not the parser) */
 	uint64_t id;		/* PERF_SAMPLE_IDENTIFIER / ID, else 0 */
-	uint32_t pid, tid;	/* thread group and thread of the task that fired the event */
-	uint64_t time_ns;	/* PERF_SAMPLE_TIME in the event's clock */
+	uint64_t ip;	   /* PERF_SAMPLE_IP (for a tracepoint: the code that fired it), else 0 */
+	uint32_t pid, tid; /* thread group and thread of the task that fired the event */
+	uint64_t time_ns;  /* PERF_SAMPLE_TIME in the event's clock */
 	uint32_t cpu;
 	uint64_t nr_ips;     /* callchain length, 0 without PERF_SAMPLE_CALLCHAIN */
 	const uint64_t *ips; /* callchain, context markers (PERF_CONTEXT_*) included */

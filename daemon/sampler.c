@@ -19,6 +19,8 @@
 #include <perf/evsel.h>
 #include <perf/mmap.h>
 #include <perf/threadmap.h>
+/* perf_evsel__apply_filter() is exported by libperf but declared only in its internal header. */
+#include <internal/evsel.h>
 #include <internal/mmap.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -116,7 +118,7 @@ static const char *open_error(int err)
 }
 
 static int add(struct mm_sampler *s, unsigned stream, struct perf_event_attr *attr,
-	       uint64_t *ret_sample_type, char *err, size_t errlen)
+	       const char *filter, uint64_t *ret_sample_type, char *err, size_t errlen)
 {
 	struct stream *n = realloc(s->streams, (s->nstreams + 1) * sizeof(*n));
 	if (!n) {
@@ -149,6 +151,13 @@ static int add(struct mm_sampler *s, unsigned stream, struct perf_event_attr *at
 		perf_evlist__delete(el);
 		return r;
 	}
+	if (filter && (r = perf_evsel__apply_filter(ev, filter)) < 0) {
+		snprintf(err, errlen, "the kernel refused the filter \"%s\": %s", filter,
+			 strerror(r == -1 ? errno : -r));
+		perf_evlist__close(el);
+		perf_evlist__delete(el);
+		return r == -1 ? -errno : r;
+	}
 	r = perf_evlist__mmap(el, (int)s->ring_pages);
 	if (r < 0) {
 		snprintf(err, errlen,
@@ -179,13 +188,17 @@ static int add(struct mm_sampler *s, unsigned stream, struct perf_event_attr *at
 }
 
 int mm_sampler_add_tp(struct mm_sampler *s, unsigned stream, int tp_id, bool callchain,
-		      uint64_t *ret_sample_type, char *err, size_t errlen)
+		      const char *filter, uint64_t *ret_sample_type, char *err, size_t errlen)
 {
 	struct perf_event_attr attr = {0};
 	attr.type = PERF_TYPE_TRACEPOINT;
 	attr.config = (uint64_t)tp_id;
 	attr.sample_period = 1;
-	attr.sample_type = PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU | PERF_SAMPLE_RAW;
+	/* IP: the code that fired the tracepoint, which names the caller where the kernel
+	 * inlines the trace call (e.g. lock_mm_and_find_vma on recent kernels): a free
+	 * alternative to a callchain. */
+	attr.sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU |
+			   PERF_SAMPLE_RAW;
 	if (callchain) {
 		attr.sample_type |= PERF_SAMPLE_CALLCHAIN;
 		attr.exclude_callchain_user = 1;
@@ -193,7 +206,7 @@ int mm_sampler_add_tp(struct mm_sampler *s, unsigned stream, int tp_id, bool cal
 		 * a shorter walk is most of the cost of a callchain. */
 		attr.sample_max_stack = MM_CALLCHAIN_FRAMES;
 	}
-	return add(s, stream, &attr, ret_sample_type, err, errlen);
+	return add(s, stream, &attr, filter, ret_sample_type, err, errlen);
 }
 
 int mm_sampler_add_task(struct mm_sampler *s, unsigned stream, uint64_t *ret_sample_type, char *err,
@@ -207,7 +220,7 @@ int mm_sampler_add_task(struct mm_sampler *s, unsigned stream, uint64_t *ret_sam
 	attr.comm = 1;
 	attr.comm_exec = 1;
 	attr.task = 1;
-	return add(s, stream, &attr, ret_sample_type, err, errlen);
+	return add(s, stream, &attr, NULL, ret_sample_type, err, errlen);
 }
 
 void mm_sampler_enable(struct mm_sampler *s)

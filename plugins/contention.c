@@ -386,11 +386,11 @@ struct state {
 };
 
 static const struct mm_tp_req tracepoints[] = {
-	{"lock", "contention_begin", false, true},
-	{"lock", "contention_end", false, false},
-	{"mmap_lock", "mmap_lock_start_locking", true, false},
-	{"mmap_lock", "mmap_lock_acquire_returned", true, false},
-	{NULL, NULL, false, false},
+	{"lock", "contention_begin", false, true, NULL},
+	{"lock", "contention_end", false, false, NULL},
+	{"mmap_lock", "mmap_lock_start_locking", true, false, NULL},
+	{"mmap_lock", "mmap_lock_acquire_returned", true, false, NULL},
+	{NULL, NULL, false, false, NULL},
 };
 
 static bool read_field(struct state *st, struct mm_host *h, const struct tep_format_field *f,

@@ -81,14 +81,14 @@ struct state {
 };
 
 static const struct mm_tp_req tracepoints[] = {
-	{"exceptions", "page_fault_user", false, false},
-	{"mmap_lock", "mmap_lock_start_locking", false, false},
-	{"mmap_lock", "mmap_lock_acquire_returned", false, true},
-	{"mmap_lock", "mmap_lock_released", true, false},
-	{"filemap", "mm_filemap_fault", false, false},
-	{"filemap", "mm_filemap_add_to_page_cache", true, false},
-	{"filemap", "mm_filemap_map_pages", true, false},
-	{NULL, NULL, false, false},
+	{"exceptions", "page_fault_user", false, false, NULL},
+	{"mmap_lock", "mmap_lock_start_locking", false, false, NULL},
+	{"mmap_lock", "mmap_lock_acquire_returned", false, true, NULL},
+	{"mmap_lock", "mmap_lock_released", true, false, NULL},
+	{"filemap", "mm_filemap_fault", false, false, NULL},
+	{"filemap", "mm_filemap_add_to_page_cache", true, false, NULL},
+	{"filemap", "mm_filemap_map_pages", true, false, NULL},
+	{NULL, NULL, false, false, NULL},
 };
 
 /* --- callchain attribution --- */

@@ -57,12 +57,12 @@ struct state {
 #define MAX_THREADS (1u << 20)
 
 static const struct mm_tp_req tracepoints[] = {
-	{"exceptions", "page_fault_user", false, false},
-	{"mmap_lock", "mmap_lock_start_locking", false, false},
-	{"mmap_lock", "mmap_lock_acquire_returned", false, false},
-	{"mmap_lock", "mmap_lock_released", false, false},
-	{"lock", "contention_begin", true, false},
-	{NULL, NULL, false, false},
+	{"exceptions", "page_fault_user", false, false, NULL},
+	{"mmap_lock", "mmap_lock_start_locking", false, false, NULL},
+	{"mmap_lock", "mmap_lock_acquire_returned", false, false, NULL},
+	{"mmap_lock", "mmap_lock_released", false, false, NULL},
+	{"lock", "contention_begin", true, false, NULL},
+	{NULL, NULL, false, false, NULL},
 };
 
 /* The thread's state, created when @create; NULL when absent or when the table is full. */

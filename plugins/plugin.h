@@ -25,6 +25,10 @@ struct mm_tp_req {
 	const char *name;   /* e.g. "mmap_lock_acquire_returned" */
 	bool optional;	    /* the collector runs (degraded) without it */
 	bool callchain;	    /* wants kernel callchains on this event */
+	/* A kernel-side filter (tracefs filter syntax, e.g. "write == 0") that the collector is
+	 * content with; NULL: every event. The stream gets it only when every collector asking
+	 * for the tracepoint gives the same filter, so sample() must still check the fields. */
+	const char *filter;
 };
 
 struct mm_plugin {
@@ -76,6 +80,9 @@ struct mm_proc_stats *mm_host_proc(struct mm_host *h, uint32_t pid);
 /* The kernel symbol containing @addr (a callchain ip, a static lock's address), or NULL when
  * unknown; *ret_start (optional) gets the symbol's address. */
 const char *mm_host_symbol(struct mm_host *h, uint64_t addr, uint64_t *ret_start);
+
+/* The address of kernel symbol @name (e.g. a static object such as init_mm), or 0 when unknown. */
+uint64_t mm_host_symbol_addr(struct mm_host *h, const char *name);
 
 /* Registers a global counter exported as mmlockd_<family>_total{name="<name>"}; returns its id
  * (>= 0) or -ENOMEM. */

@@ -82,6 +82,24 @@ rec_sample_cc(struct rec *r, struct tep_event *ev, uint32_t pid, uint32_t tid, u
 	return &r->hdr;
 }
 
+#define REC_SAMPLE_TYPE_IP (REC_SAMPLE_TYPE | PERF_SAMPLE_IP)
+
+/* The same with PERF_SAMPLE_IP (REC_SAMPLE_TYPE_IP): @ip is the code that fired the event. */
+static inline const struct perf_event_header *
+rec_sample_ip(struct rec *r, struct tep_event *ev, uint32_t pid, uint32_t tid, uint64_t time,
+	      uint64_t ip, const struct rec_field *fields, unsigned n)
+{
+	struct rec tmp;
+	rec_sample(&tmp, ev, pid, tid, time, fields, n);
+	memset(r, 0, sizeof(*r));
+	r->hdr = tmp.hdr;
+	r->hdr.size = (uint16_t)(tmp.hdr.size + 8);
+	uint8_t *p = (uint8_t *)(&r->hdr + 1);
+	memcpy(p, &ip, 8);
+	memcpy(p + 8, &tmp.hdr + 1, tmp.hdr.size - sizeof(tmp.hdr));
+	return &r->hdr;
+}
+
 static inline void rec_trailer(uint8_t *p, uint32_t pid, uint32_t tid, uint64_t time)
 {
 	uint64_t v = pid | ((uint64_t)tid << 32);
