@@ -325,7 +325,9 @@ class Mmlockd(Tracer):
     def process_totals(self, pid):
         """Sums of the workload's rows in process_stats (after stop)."""
         cols = ["faults", "faults_vma", "faults_vma_retry", "faults_mmap_retry",
-                "faults_mmap_abort", "faults_mmap_unknown", "mmap_lock_read", "mmap_lock_write"]
+                "faults_mmap_abort", "faults_mmap_unknown", "mmap_lock_read", "mmap_lock_write",
+                "minflt", "majflt", "fallback_locks", "fallback_lock_wait_ns",
+                "faults_mmap_fallback"]
         try:
             con = sqlite3.connect(f"file:{self.db}?mode=ro", uri=True)
             row = con.execute(f"SELECT {', '.join(f'sum({c})' for c in cols)} "
@@ -439,7 +441,8 @@ def parse_kv(line):
 def plugin_tracepoints():
     """{"system:name": wants_callchain} from the collectors' tracepoint tables."""
     tps = {}
-    pat = re.compile(r'\{\s*"(\w+)",\s*"(\w+)",\s*(true|false),\s*(true|false)\s*\}')
+    pat = re.compile(r'\{\s*"(\w+)",\s*"(\w+)",\s*(true|false),\s*(true|false)'
+                     r'\s*(?:,\s*(?:NULL|"[^"]*"))?\s*\}')
     for fn in sorted(os.listdir(os.path.join(ROOT, "plugins"))):
         if fn.endswith(".c"):
             with open(os.path.join(ROOT, "plugins", fn)) as f:
@@ -758,9 +761,13 @@ def summarize(bench, configs):
             for r in rs:
                 p = r.get("mmlockd_process")
                 kf = r["result"].get("total_minflt", 0) + r["result"].get("total_majflt", 0)
-                if p and p["faults"] and kf:
-                    acc.append(p["faults"] / kf)
-                if p and p["faults"]:
+                # The kernel's own count (totals collector) where it runs, else the
+                # page_fault_user events the faults/mmaplock collectors saw.
+                seen = (p.get("minflt", 0) + p.get("majflt", 0)) if p else 0
+                seen = seen or (p["faults"] if p else 0)
+                if seen and kf:
+                    acc.append(seen / kf)
+                if seen:
                     outcome.append(p)
             s = {
                 "label": LABELS.get(c, c),
@@ -792,8 +799,9 @@ def summarize(bench, configs):
             }
             if outcome:
                 keys = ["faults", "faults_vma", "faults_vma_retry", "faults_mmap_retry",
-                        "faults_mmap_abort", "faults_mmap_unknown"]
-                s["outcomes_last_run"] = {k: outcome[-1][k] for k in keys}
+                        "faults_mmap_abort", "faults_mmap_unknown", "faults_mmap_fallback",
+                        "minflt", "majflt", "fallback_locks", "fallback_lock_wait_ns"]
+                s["outcomes_last_run"] = {k: outcome[-1].get(k, 0) for k in keys}
             rows[(w, c)] = s
     return rows
 
@@ -876,13 +884,17 @@ def write_report(bench, configs, rows, churn, t_start, t_end):
         if outs:
             L.append("\nFault outcomes mmlockd gave the workload's pid (last run of each "
                      "configuration):\n")
-            L.append("| configuration | faults | vma | vma_retry | mmap_retry | mmap_abort "
-                     "| mmap_unknown |")
-            L.append("|---|---:|---:|---:|---:|---:|---:|")
+            L.append("| configuration | minflt+majflt (totals) | fallback_locks (fallbacks) "
+                     "| fallback wait ms | faults (page_fault_user) | vma | vma_retry "
+                     "| mmap_retry | mmap_abort | mmap_unknown | fallback (faults) |")
+            L.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
             for c, o in outs:
-                L.append(f"| {LABELS.get(c, c)} | {o['faults']} | {o['faults_vma']} "
+                L.append(f"| {LABELS.get(c, c)} | {o['minflt'] + o['majflt']} "
+                         f"| {o['fallback_locks']} | {o['fallback_lock_wait_ns'] / 1e6:.1f} "
+                         f"| {o['faults']} | {o['faults_vma']} "
                          f"| {o['faults_vma_retry']} | {o['faults_mmap_retry']} "
-                         f"| {o['faults_mmap_abort']} | {o['faults_mmap_unknown']} |")
+                         f"| {o['faults_mmap_abort']} | {o['faults_mmap_unknown']} "
+                         f"| {o['faults_mmap_fallback']} |")
     if churn:
         L.append("\n## Bounded memory: short-lived processes\n")
         L.append("| configuration | when | processes (threads) forked | mmlockd RSS MiB "

@@ -22,7 +22,7 @@
 #define DEFAULT_RETENTION_DAYS 7
 #define DEFAULT_TOP_N	       20
 #define DEFAULT_RING_PAGES     256
-#define DEFAULT_COLLECTORS     "all"
+#define DEFAULT_COLLECTORS     "totals,fallbacks,vmstat"
 
 #define STR_(x) #x
 #define STR(x)	STR_(x)
@@ -731,6 +731,17 @@ const char *mm_config_usage(void)
 	       "      --log-level LEVEL   err, warning, notice, info or debug (default: info)\n"
 	       "      --collectors LIST   \"all\" or a comma-separated list of collector names\n"
 	       "                          (default: " DEFAULT_COLLECTORS ")\n"
+	       "                          Default ones cost the workload next to nothing:\n"
+	       "                            totals     minor/major faults per process\n"
+	       "                                       (/proc/PID/stat + taskstats at exit)\n"
+	       "                            fallbacks  faults that fell back to mmap_lock and\n"
+	       "                                       their wait (filtered read-lock events)\n"
+	       "                            vmstat     system-wide /proc/vmstat fault counters\n"
+	       "                          Opt-in, per-event and costly (README, Benchmarks):\n"
+	       "                            faults     every user fault's outcome (vma,\n"
+	       "                                       vma_retry, mmap_retry, mmap_abort, ...)\n"
+	       "                            mmaplock   every mmap_lock acquisition, wait, hold\n"
+	       "                            contention lock contention by caller, callchains\n"
 	       "  -h, --help              show this help and exit\n"
 	       "  -V, --version           show the version and exit\n"
 	       "\n"

@@ -15,6 +15,10 @@
 	"User page faults by how they were handled: vma (under the per-VMA lock), vma_retry "      \
 	"(retried under it), mmap_retry (attempted under it, then mmap_lock), mmap_abort "         \
 	"(straight to mmap_lock), mmap_unknown (fell back, cause not visible)."
+#define KFLT_HELP                                                                                  \
+	"Page faults the kernel accounted to the process (/proc/PID/stat minflt/majflt; exited "   \
+	"threads from taskstats): user and kernel mode and get_user_pages; a retried fault "       \
+	"counts once, as major."
 #define SRC_HELP                                                                                   \
 	"Successful mmap_lock acquisitions by who took them (kernel callchain): the fault "        \
 	"fallback, a fault under the VMA lock, or a system call / kernel path."
@@ -93,6 +97,18 @@ const struct mm_field mm_proc_fields[] = {
 	  SRC_HELP, MM_FIELD_COUNT),
 	F(mmap_lock_by_unknown, "mmap_lock_acquisitions_by_source_total", "source=\"unknown\"",
 	  SRC_HELP, MM_FIELD_COUNT),
+	F(minflt, "page_faults_accounted_total", "type=\"minor\"", KFLT_HELP, MM_FIELD_COUNT),
+	F(majflt, "page_faults_accounted_total", "type=\"major\"", KFLT_HELP, MM_FIELD_COUNT),
+	F(fallback_locks, "fault_fallback_locks_total", NULL,
+	  "mmap_lock read acquisitions by page-fault fallbacks (lock_mm_and_find_vma, user or "
+	  "kernel mode; a fault retried under mmap_lock counts again), from the tracepoint's "
+	  "IP.",
+	  MM_FIELD_COUNT),
+	F(fallback_lock_waits, "fault_fallback_lock_waits_total", NULL,
+	  "Fault fallbacks whose mmap_lock wait was timed (start_locking in lock_mm_and_find_vma).",
+	  MM_FIELD_COUNT),
+	F(fallback_lock_wait_ns, "fault_fallback_lock_wait_seconds_total", NULL,
+	  "Time fault fallbacks waited for mmap_lock.", MM_FIELD_NS),
 };
 
 const size_t mm_proc_nfields = sizeof(mm_proc_fields) / sizeof(mm_proc_fields[0]);

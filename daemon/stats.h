@@ -58,7 +58,17 @@ struct mm_proc_stats {
 	uint64_t mmap_lock_by_exec;
 	uint64_t mmap_lock_by_remote; /* /proc/PID, ptrace, process_vm_*, GUP of another mm */
 	uint64_t mmap_lock_by_other;
-	uint64_t mmap_lock_by_unknown;	    /* no callchain or no kernel symbols */
+	uint64_t mmap_lock_by_unknown; /* no callchain or no kernel symbols */
+
+	/* totals collector (plugins/totals.c): what the kernel itself counted for the process,
+	 * /proc/PID/stat while it lives and taskstats when its threads exit: */
+	uint64_t minflt; /* minor faults (user and kernel mode, get_user_pages) */
+	uint64_t majflt; /* major faults, including every fault that was retried */
+	/* fallbacks collector (plugins/fallbacks.c): mmap_lock read acquisitions in
+	 * lock_mm_and_find_vma, i.e. by fault fallbacks (user or kernel mode), told by IP: */
+	uint64_t fallback_locks;
+	uint64_t fallback_lock_waits;	/* those that had to wait (start_locking traced) */
+	uint64_t fallback_lock_wait_ns; /* their summed wait (start_locking -> acquire_returned) */
 	struct mm_hist mmap_lock_wait_hist; /* distribution of mmap_lock_wait_ns */
 };
 

@@ -7,7 +7,15 @@ extern const struct mm_plugin mm_plugin_mmaplock;
 extern const struct mm_plugin mm_plugin_faults;
 extern const struct mm_plugin mm_plugin_vmstat;
 extern const struct mm_plugin mm_plugin_contention;
+extern const struct mm_plugin mm_plugin_totals;
+extern const struct mm_plugin mm_plugin_fallbacks;
 
 const struct mm_plugin *const mm_plugins[] = {
-	&mm_plugin_mmaplock, &mm_plugin_faults, &mm_plugin_vmstat, &mm_plugin_contention, NULL,
+	&mm_plugin_totals,
+	&mm_plugin_fallbacks,
+	&mm_plugin_vmstat,
+	&mm_plugin_mmaplock,
+	&mm_plugin_faults,
+	&mm_plugin_contention,
+	NULL,
 };

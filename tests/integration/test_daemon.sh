@@ -149,15 +149,17 @@ trap 'exit 129' HUP
 TMP=$(mktemp -d /tmp/mmlockd-it.XXXXXX) || exit 1
 chmod 755 "$TMP" # the nobody daemon must reach its own directory inside
 
-# Starts daemon @1 on a free port with the flags @2... (`--config /dev/null` is added unless a
-# --config is among them). RUN_AS, when set, is a command prefix (e.g. setpriv ...). Waits until
+# Starts daemon @1 on a free port with the flags @2... (`--config /dev/null --collectors all` is
+# added unless a --config or --collectors is among them: these checks read every collector's
+# counters; tests/privileged/test_default.sh checks the default set against the kernel). RUN_AS, when set, is a command prefix (e.g. setpriv ...). Waits until
 # /api/v1/status answers 200, at most 10 s; a port lost to someone else is retried twice. Sets
 # DPID[@1] and DPORT[@1]; returns 1 with REASON on failure.
 start_daemon() {
-	local name=$1 port pid cfg=(--config /dev/null) a
+	local name=$1 port pid cfg=(--config /dev/null --collectors all) a
 	shift
 	for a in "$@"; do
 		[ "$a" = --config ] && cfg=()
+		[ "$a" = --collectors ] && cfg=(--config /dev/null)
 	done
 	local log="$TMP/daemon-$name.log"
 	for _ in 1 2 3; do

@@ -132,7 +132,7 @@ start_daemon() {
 	PORT=$(free_port) || return 1
 	# shellcheck disable=SC2086 # MMLOCKD_ARGS is a list of words
 	"$MMLOCKD" --config "$CONF" --db "$DB" --listen "127.0.0.1:$PORT" --interval 1 \
-		${MMLOCKD_ARGS:-} >"$TMP/mmlockd.log" 2>&1 &
+		${MMLOCKD_ARGS:---collectors all} >"$TMP/mmlockd.log" 2>&1 &
 	DAEMON_PID=$!
 	for _ in $(seq 100); do
 		if ! kill -0 "$DAEMON_PID" 2>/dev/null; then

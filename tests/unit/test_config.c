@@ -93,7 +93,7 @@ static void test_defaults_match_documented_values(void)
 	CHECK_U64(c.top_n, 20);
 	CHECK_U64(c.ring_pages, 256);
 	CHECK_U64(c.log_level, LOG_INFO);
-	CHECK_STR(c.collectors, "all");
+	CHECK_STR(c.collectors, "totals,fallbacks,vmstat");
 }
 
 static void test_interval_accepts_seconds_and_suffixes(void)
@@ -340,6 +340,13 @@ static void test_collector_enabled_matches_exact_names_only(void)
 	struct mm_config c;
 
 	mm_config_defaults(&c);
+	/* The default is the cheap set; "all" enables every name. */
+	CHECK(mm_config_collector_enabled(&c, "totals"));
+	CHECK(mm_config_collector_enabled(&c, "fallbacks"));
+	CHECK(mm_config_collector_enabled(&c, "vmstat"));
+	CHECK(!mm_config_collector_enabled(&c, "faults"));
+	CHECK(!mm_config_collector_enabled(&c, "fallback"));
+	CHECK(set1(&c, "collectors", "all") == 0);
 	CHECK(mm_config_collector_enabled(&c, "faults"));
 	CHECK(mm_config_collector_enabled(&c, "anything"));
 	CHECK(!mm_config_collector_enabled(&c, ""));
@@ -706,7 +713,7 @@ static void test_usage_documents_flags_defaults_files_and_routes(void)
 		"(default: 20)",
 		"(default: 256)",
 		"(default: info)",
-		"(default: all)",
+		"(default: totals,fallbacks,vmstat)",
 		"key = value",
 		"ring_pages",
 		"log_level",

@@ -326,6 +326,7 @@ static void test_missing_required_tracepoint_fails_only_that_collector(void)
 {
 	struct mm_config cfg;
 	mm_config_defaults(&cfg);
+	snprintf(cfg.collectors, sizeof(cfg.collectors), "mmaplock,vmstat");
 	struct mm_host *h = mm_host_new(&cfg, lookup, NULL, 0);
 	mm_host_add_tp(h, "exceptions", "page_fault_user", NULL, 0, "the kernel has no tracepoint");
 	mm_host_add_task_stream(h, REC_TASK_TYPE, NULL);

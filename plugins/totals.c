@@ -1,0 +1,398 @@
+/*
+ * totals: per-process page-fault totals from the kernel's own accounting, at no cost to the
+ * traced workload (no tracepoint at all).
+ *
+ * Live processes: once a tick (about a second, and right before each window closes) every
+ * /proc/PID/stat is read and its minflt/majflt growth since the last reading is added to the
+ * process's window. Exits: the taskstats netlink family sends one message per exiting thread
+ * with that thread's final counts, so a process that leaves /proc between two readings is
+ * settled exactly: its total is what was already dead when it was first read (base) plus every
+ * exit message of its threads since (the kernel sends them before the process can leave /proc,
+ * which is why the messages are drained after the /proc scan). The last reading is a floor
+ * (messages can be lost when the socket overflows; counted in mmlockd_totals_events_total).
+ *
+ * Processes that existed before mmlockd started count from their first reading; their dead
+ * threads' share at that moment (base) comes from /proc/PID/stat minus the live threads'
+ * /proc/PID/task/TID/stat. Processes started later count from zero.
+ *
+ * What the counts are: the kernel's per-task min_flt/maj_flt (mm_account_fault()): every
+ * completed fault on the process's memory, in user and in kernel mode (copy_to_user into a
+ * fresh page), and get_user_pages faults; a fault that was retried counts once, as major. Not
+ * counted: faults that failed (SIGSEGV). exceptions:page_fault_user (the faults collector)
+ * counts user-mode fault entries instead, so the two differ by kernel-mode and failed faults.
+ *
+ * Live only: a replay has no /proc of the recorded machine, so replays skip this collector.
+ */
+#include "totals.h"
+
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "plugin.h"
+#include "taskstats.h"
+
+#define PF_KTHREAD 0x00200000u
+#define NBUCKETS   4096
+#define RCVBUF	   (16u << 20)
+
+struct track {
+	uint32_t pid;
+	bool start_known;
+	uint64_t start_ticks;
+	uint64_t last_min, last_maj; /* the last /proc reading, already accounted */
+	uint64_t base_min, base_maj; /* dead threads' share at the first reading */
+	uint64_t exit_min, exit_maj; /* exit messages since */
+	uint64_t gen;		     /* scan that last saw it in /proc */
+	struct track *next;
+};
+
+struct state {
+	struct track *buckets[NBUCKETS];
+	uint64_t ntracks, gen;
+	uint64_t reg_ticks; /* boot time in ticks when exit messages started */
+	long hz;
+	struct mm_taskstats *ts;
+	uint64_t overflows_seen;
+	int g_exits, g_overflows, g_unreadable, g_drain_errors;
+	struct mm_host *h; /* valid during a hook */
+};
+
+int mm_totals_parse_stat(const char *text, struct mm_pid_stat *ret)
+{
+	/* "pid (comm) state ppid ...": comm may hold spaces and parentheses. */
+	const char *p = strrchr(text, ')');
+	if (!p)
+		return -EINVAL;
+	p++;
+	struct mm_pid_stat st = {0};
+	unsigned long long flags = 0;
+	for (unsigned field = 3; field <= 22; field++) {
+		while (*p == ' ')
+			p++;
+		if (!*p)
+			return -EINVAL;
+		char *end;
+		unsigned long long v = 0;
+		if (field == 3) { /* state: one letter */
+			end = (char *)p + 1;
+		} else {
+			errno = 0;
+			v = strtoull(p, &end, 10);
+			if (end == p || errno)
+				return -EINVAL;
+		}
+		switch (field) {
+		case 9:
+			flags = v;
+			break;
+		case 10:
+			st.minflt = v;
+			break;
+		case 12:
+			st.majflt = v;
+			break;
+		case 22:
+			st.start_ticks = v;
+			break;
+		default:
+			break;
+		}
+		p = end;
+	}
+	st.kthread = (flags & PF_KTHREAD) != 0;
+	*ret = st;
+	return 0;
+}
+
+static int read_stat(const char *path, struct mm_pid_stat *ret)
+{
+	char buf[1024];
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	int e = errno;
+	close(fd);
+	if (n <= 0)
+		return n < 0 ? -e : -ENOENT; /* a process being reaped reads empty */
+	buf[n] = '\0';
+	return mm_totals_parse_stat(buf, ret);
+}
+
+static struct track **slot(struct state *st, uint32_t pid)
+{
+	return &st->buckets[(pid * 2654435761u) % NBUCKETS];
+}
+
+static struct track *find(struct state *st, uint32_t pid)
+{
+	for (struct track *t = *slot(st, pid); t; t = t->next)
+		if (t->pid == pid)
+			return t;
+	return NULL;
+}
+
+static struct track *create(struct state *st, uint32_t pid)
+{
+	struct track *t = calloc(1, sizeof(*t));
+	if (!t)
+		return NULL;
+	t->pid = pid;
+	struct track **b = slot(st, pid);
+	t->next = *b;
+	*b = t;
+	st->ntracks++;
+	return t;
+}
+
+static void add(struct state *st, uint32_t pid, uint64_t dmin, uint64_t dmaj)
+{
+	if (!dmin && !dmaj)
+		return;
+	struct mm_proc_stats *ps = mm_host_proc(st->h, pid);
+	ps->minflt += dmin;
+	ps->majflt += dmaj;
+}
+
+/* The process left /proc: account what its exit messages add to the last reading. */
+static void settle(struct state *st, struct track *t)
+{
+	uint64_t fmin = mm_totals_final(t->last_min, t->base_min, t->exit_min);
+	uint64_t fmaj = mm_totals_final(t->last_maj, t->base_maj, t->exit_maj);
+	add(st, t->pid, fmin - t->last_min, fmaj - t->last_maj);
+}
+
+static void on_exit_msg(void *ctx, const struct mm_task_exit *e)
+{
+	struct state *st = ctx;
+	uint32_t tgid = e->tgid ? e->tgid : e->pid;
+	mm_host_global_add(st->h, st->g_exits, 1);
+	struct track *t = find(st, tgid);
+	if (!t && !(t = create(st, tgid)))
+		return;
+	t->exit_min += e->minflt;
+	t->exit_maj += e->majflt;
+}
+
+static void drain(struct state *st)
+{
+	if (!st->ts)
+		return;
+	if (mm_taskstats_drain(st->ts, on_exit_msg, st) < 0)
+		mm_host_global_add(st->h, st->g_drain_errors, 1);
+	uint64_t o = mm_taskstats_overflows(st->ts);
+	if (o > st->overflows_seen) {
+		mm_host_global_add(st->h, st->g_overflows, o - st->overflows_seen);
+		st->overflows_seen = o;
+	}
+}
+
+/* Sum of the live threads' counts of @pid (to learn what its dead threads had at the first
+ * reading). */
+static void live_threads(uint32_t pid, uint64_t *ret_min, uint64_t *ret_maj)
+{
+	char path[320];
+	snprintf(path, sizeof(path), "/proc/%u/task", pid);
+	DIR *d = opendir(path);
+	*ret_min = *ret_maj = 0;
+	if (!d)
+		return;
+	struct dirent *de;
+	while ((de = readdir(d)) != NULL) {
+		if (!isdigit((unsigned char)de->d_name[0]))
+			continue;
+		struct mm_pid_stat ts;
+		snprintf(path, sizeof(path), "/proc/%u/task/%s/stat", pid, de->d_name);
+		if (read_stat(path, &ts) == 0) {
+			*ret_min += ts.minflt;
+			*ret_maj += ts.majflt;
+		}
+	}
+	closedir(d);
+}
+
+/* First reading of a process that was there before exit messages started: its history is not
+ * ours; remember what its dead threads hold. */
+static void baseline(struct track *t, const struct mm_pid_stat *ps)
+{
+	uint64_t lmin, lmaj;
+	live_threads(t->pid, &lmin, &lmaj);
+	t->last_min = ps->minflt;
+	t->last_maj = ps->majflt;
+	t->base_min = ps->minflt > lmin ? ps->minflt - lmin : 0;
+	t->base_maj = ps->majflt > lmaj ? ps->majflt - lmaj : 0;
+	t->exit_min = t->exit_maj = 0;
+}
+
+static void see(struct state *st, uint32_t pid, const struct mm_pid_stat *ps)
+{
+	struct track *t = find(st, pid);
+	if (t && t->start_known && t->start_ticks != ps->start_ticks) {
+		/* The pid was reused: the old process is gone. */
+		settle(st, t);
+		memset(&t->start_known, 0, sizeof(*t) - offsetof(struct track, start_known));
+	}
+	if (!t && !(t = create(st, pid)))
+		return;
+	if (!t->start_known) {
+		t->start_known = true;
+		t->start_ticks = ps->start_ticks;
+		if (ps->start_ticks <= st->reg_ticks)
+			baseline(t, ps);
+	}
+	t->gen = st->gen;
+	if (ps->minflt >= t->last_min && ps->majflt >= t->last_maj) {
+		add(st, pid, ps->minflt - t->last_min, ps->majflt - t->last_maj);
+		t->last_min = ps->minflt;
+		t->last_maj = ps->majflt;
+	}
+}
+
+static void scan(struct state *st)
+{
+	st->gen++;
+	DIR *d = opendir("/proc");
+	if (!d) {
+		mm_host_global_add(st->h, st->g_unreadable, 1);
+		return;
+	}
+	struct dirent *de;
+	char path[64];
+	while ((de = readdir(d)) != NULL) {
+		if (!isdigit((unsigned char)de->d_name[0]))
+			continue;
+		uint32_t pid = (uint32_t)strtoul(de->d_name, NULL, 10);
+		struct mm_pid_stat ps;
+		snprintf(path, sizeof(path), "/proc/%u/stat", pid);
+		if (read_stat(path, &ps) < 0 || ps.kthread)
+			continue;
+		see(st, pid, &ps);
+	}
+	closedir(d);
+}
+
+/* Scan, then the messages of everything that exited meanwhile, then settle the processes the
+ * scan no longer found. */
+static void update(struct state *st)
+{
+	scan(st);
+	drain(st);
+	for (unsigned i = 0; i < NBUCKETS; i++) {
+		struct track **pp = &st->buckets[i];
+		while (*pp) {
+			struct track *t = *pp;
+			if (t->gen == st->gen) {
+				pp = &t->next;
+				continue;
+			}
+			settle(st, t);
+			*pp = t->next;
+			st->ntracks--;
+			free(t);
+		}
+	}
+}
+
+static uint64_t boot_ticks_now(long hz)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_BOOTTIME, &ts);
+	return (uint64_t)ts.tv_sec * (uint64_t)hz + (uint64_t)ts.tv_nsec / (1000000000ull / hz);
+}
+
+static void discard(void *ctx, const struct mm_task_exit *e)
+{
+}
+
+static int init(struct mm_host *h, void **ret_state)
+{
+	struct state *st = calloc(1, sizeof(*st));
+	if (!st)
+		return mm_host_fail(h, "out of memory");
+	st->h = h;
+	st->hz = sysconf(_SC_CLK_TCK);
+	if (st->hz <= 0)
+		st->hz = 100;
+	if (access("/proc/self/stat", R_OK) < 0) {
+		free(st);
+		return mm_host_fail(h, "/proc is not mounted or not readable");
+	}
+	st->g_exits = mm_host_global(h, "totals_events", "exit_messages",
+				     "totals collector: taskstats exit messages received");
+	st->g_overflows = mm_host_global(
+		h, "totals_events", "exit_overflows",
+		"totals collector: taskstats socket overflows (exit messages lost; those "
+		"processes' last window counts up to their last /proc reading)");
+	st->g_unreadable = mm_host_global(h, "totals_events", "proc_unreadable",
+					  "totals collector: scans that could not read /proc");
+	st->g_drain_errors =
+		mm_host_global(h, "totals_events", "exit_read_errors",
+			       "totals collector: errors reading the taskstats socket");
+
+	char err[160] = "";
+	if (mm_taskstats_open(RCVBUF, &st->ts, err, sizeof(err)) < 0) {
+		st->ts = NULL;
+		mm_host_note(h,
+			     "no exit accounting (%s): a process's faults after its last /proc "
+			     "reading (at most a second) are not counted",
+			     err);
+	}
+	/* Processes started from here on are seen from birth. A tick of slack: starttime has
+	 * tick resolution. */
+	st->reg_ticks = boot_ticks_now(st->hz) + 1;
+	scan(st);
+	/* Exit messages of threads that died during the first scan: already in the bases. */
+	if (st->ts)
+		mm_taskstats_drain(st->ts, discard, NULL);
+	*ret_state = st;
+	return 0;
+}
+
+static void tick(void *vst, struct mm_host *h)
+{
+	struct state *st = vst;
+	st->h = h;
+	update(st);
+}
+
+static void finish(void *vst, struct mm_host *h)
+{
+	struct state *st = vst;
+	st->h = h;
+	update(st);
+}
+
+static void free_state(void *vst)
+{
+	struct state *st = vst;
+	if (!st)
+		return;
+	for (unsigned i = 0; i < NBUCKETS; i++) {
+		struct track *t = st->buckets[i];
+		while (t) {
+			struct track *n = t->next;
+			free(t);
+			t = n;
+		}
+	}
+	mm_taskstats_close(st->ts);
+	free(st);
+}
+
+const struct mm_plugin mm_plugin_totals = {
+	.name = "totals",
+	.description = "per-process minor/major fault totals from /proc/PID/stat and taskstats "
+		       "exit messages (no tracepoints: free for the workload)",
+	.tracepoints = NULL,
+	.init = init,
+	.tick = tick,
+	.finish = finish,
+	.free = free_state,
+};

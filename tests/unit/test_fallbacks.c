@@ -1,0 +1,180 @@
+/*
+ * The fallbacks collector driven through the host with hand-built records carrying an IP: read
+ * locks fired from lock_mm_and_find_vma count as fault fallbacks with their wait (from the first
+ * start_locking through an unsuccessful attempt to the acquisition), read locks fired elsewhere
+ * (a system call's, the out-of-line trace helper's) and write locks do not, and the helper's are
+ * reported as unattributed.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "check.h"
+#include "config.h"
+#include "formats.h"
+#include "host.h"
+#include "records.h"
+#include "symbols.h"
+
+enum { START, ACQ, NTP };
+
+#define IP_FALLBACK 0xffffffff815df083ull /* inside lock_mm_and_find_vma */
+#define IP_HELPER   0xffffffff815de1b0ull /* inside __mmap_lock_do_trace_acquire_returned */
+#define IP_MADVISE  0xffffffff81600040ull /* inside madvise_lock */
+#define MM	    0xffff888000001000ull
+
+struct fx {
+	struct tep_handle *tep;
+	struct mm_host *h;
+	struct mm_symbols *syms;
+	struct tep_event *ev[NTP];
+	unsigned stream[NTP];
+};
+
+static int lookup(void *ctx, uint32_t pid, struct mm_proc_ident *ret)
+{
+	memset(ret, 0, sizeof(*ret));
+	ret->start_ms = 1000;
+	snprintf(ret->comm, sizeof(ret->comm), "p%u", pid);
+	return 0;
+}
+
+static void setup(struct fx *f)
+{
+	static const char *const fmts[NTP] = {fmt_mmap_lock_start_locking,
+					      fmt_mmap_lock_acquire_returned};
+	struct mm_config cfg;
+	mm_config_defaults(&cfg);
+	snprintf(cfg.collectors, sizeof(cfg.collectors), "fallbacks");
+	memset(f, 0, sizeof(*f));
+	f->h = mm_host_new(&cfg, lookup, NULL, 0);
+	f->syms = mm_symbols_new();
+	mm_symbols_add(f->syms, 0xffffffff815de000ull, 'T', "__mmap_lock_do_trace_start_locking");
+	mm_symbols_add(f->syms, 0xffffffff815de100ull, 'T',
+		       "__mmap_lock_do_trace_acquire_returned");
+	mm_symbols_add(f->syms, 0xffffffff815def90ull, 'T', "lock_mm_and_find_vma");
+	mm_symbols_add(f->syms, 0xffffffff815df200ull, 'T', "expand_stack");
+	mm_symbols_add(f->syms, 0xffffffff81600000ull, 't', "madvise_lock");
+	mm_symbols_sort(f->syms);
+	mm_host_set_symbols(f->h, f->syms);
+	f->tep = tep_alloc();
+	for (int i = 0; i < NTP; i++) {
+		tep_parse_format(f->tep, &f->ev[i], fmts[i], strlen(fmts[i]), "mmap_lock");
+		f->stream[i] = (unsigned)mm_host_add_tp(f->h, "mmap_lock", f->ev[i]->name, f->ev[i],
+							REC_SAMPLE_TYPE_IP, NULL);
+	}
+	mm_host_add_task_stream(f->h, REC_TASK_TYPE, NULL);
+	mm_host_start(f->h);
+}
+
+static void teardown(struct fx *f)
+{
+	mm_host_free(f->h);
+	mm_symbols_free(f->syms);
+	tep_free(f->tep);
+}
+
+static void start(struct fx *f, uint32_t pid, uint32_t tid, uint64_t t, uint64_t ip, int write)
+{
+	struct rec r;
+	struct rec_field v[] = {{"mm", MM}, {"write", (uint64_t)write}};
+	mm_host_record(f->h, f->stream[START],
+		       rec_sample_ip(&r, f->ev[START], pid, tid, t, ip, v, 2));
+}
+
+static void acquired(struct fx *f, uint32_t pid, uint32_t tid, uint64_t t, uint64_t ip, int write,
+		     int ok)
+{
+	struct rec r;
+	struct rec_field v[] = {{"mm", MM}, {"write", (uint64_t)write}, {"success", (uint64_t)ok}};
+	mm_host_record(f->h, f->stream[ACQ], rec_sample_ip(&r, f->ev[ACQ], pid, tid, t, ip, v, 3));
+}
+
+static uint64_t global(const struct mm_snapshot *s, const char *name)
+{
+	for (size_t i = 0; i < s->nglobals; i++)
+		if (!strcmp(s->globals[i].family, "fallbacks_events") &&
+		    !strcmp(s->globals[i].name, name))
+			return s->globals[i].total;
+	return UINT64_MAX;
+}
+
+static void test_fallback_waits_are_timed_from_the_first_start(void)
+{
+	struct fx f;
+	setup(&f);
+	/* Uncontended: start, acquired 2 us later. */
+	start(&f, 10, 11, 1000, IP_FALLBACK, 0);
+	acquired(&f, 10, 11, 3000, IP_FALLBACK, 0, 1);
+	/* 6.18's contended shape: start, unsuccessful attempt, start, acquired. */
+	start(&f, 10, 12, 10000, IP_FALLBACK, 0);
+	acquired(&f, 10, 12, 10100, IP_FALLBACK, 0, 0);
+	start(&f, 10, 12, 10200, IP_FALLBACK, 0);
+	acquired(&f, 10, 12, 50000, IP_FALLBACK, 0, 1);
+	/* An acquisition without a traced start (a trylock on other kernels): counted, not
+	 * timed. */
+	acquired(&f, 10, 11, 60000, IP_FALLBACK, 0, 1);
+	struct mm_snapshot *s = mm_host_snapshot(f.h, 1);
+	const struct mm_snap_proc *p = mm_snapshot_find(s, 10);
+	CHECK(p != NULL);
+	if (p) {
+		CHECK_U64(p->window.fallback_locks, 3);
+		CHECK_U64(p->window.fallback_lock_waits, 2);
+		CHECK_U64(p->window.fallback_lock_wait_ns, 2000 + 40000);
+	}
+	mm_snapshot_unref(s);
+	teardown(&f);
+}
+
+static void test_other_read_locks_and_write_locks_are_not_fallbacks(void)
+{
+	struct fx f;
+	setup(&f);
+	/* madvise's read lock, inlined trace: not a fault. */
+	start(&f, 20, 20, 1000, IP_MADVISE, 0);
+	acquired(&f, 20, 20, 2000, IP_MADVISE, 0, 1);
+	/* Through the out-of-line helper: cannot tell, counted as unattributed. */
+	start(&f, 20, 20, 3000, IP_HELPER - 0x100, 0);
+	acquired(&f, 20, 20, 4000, IP_HELPER, 0, 1);
+	/* A write lock fired from the fault path (the stack-expansion upgrade) when the stream
+	 * is unfiltered (another collector wants every event). */
+	start(&f, 20, 21, 5000, IP_FALLBACK, 1);
+	acquired(&f, 20, 21, 6000, IP_FALLBACK, 1, 1);
+	/* No IP (no symbol): unattributed too. */
+	acquired(&f, 20, 21, 7000, 0, 0, 1);
+	struct mm_snapshot *s = mm_host_snapshot(f.h, 1);
+	const struct mm_snap_proc *p = mm_snapshot_find(s, 20);
+	CHECK(!p || (p->window.fallback_locks == 0 && p->window.fallback_lock_waits == 0));
+	CHECK_U64(global(s, "unattributed"), 3);
+	mm_snapshot_unref(s);
+	teardown(&f);
+}
+
+static void test_wait_of_an_exited_thread_is_dropped(void)
+{
+	struct fx f;
+	setup(&f);
+	start(&f, 30, 31, 1000, IP_FALLBACK, 0);
+	struct rec r;
+	mm_host_record(f.h, mm_host_nstreams(f.h) - 1,
+		       rec_task(&r, PERF_RECORD_EXIT, 30, 31, 1500));
+	/* Thread id 31 reused by a new thread: its trylock-style acquisition is not timed. */
+	acquired(&f, 30, 31, 2000, IP_FALLBACK, 0, 1);
+	struct mm_snapshot *s = mm_host_snapshot(f.h, 1);
+	const struct mm_snap_proc *p = mm_snapshot_find(s, 30);
+	CHECK(p != NULL);
+	if (p) {
+		CHECK_U64(p->window.fallback_locks, 1);
+		CHECK_U64(p->window.fallback_lock_waits, 0);
+	}
+	mm_snapshot_unref(s);
+	teardown(&f);
+}
+
+int main(void)
+{
+	RUN(test_fallback_waits_are_timed_from_the_first_start);
+	RUN(test_other_read_locks_and_write_locks_are_not_fallbacks);
+	RUN(test_wait_of_an_exited_thread_is_dropped);
+	return check_summary();
+}
