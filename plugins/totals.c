@@ -237,7 +237,8 @@ static void see(struct state *st, uint32_t pid, const struct mm_pid_stat *ps)
 	if (t && t->start_known && t->start_ticks != ps->start_ticks) {
 		/* The pid was reused: the old process is gone. */
 		settle(st, t);
-		memset(&t->start_known, 0, sizeof(*t) - offsetof(struct track, start_known));
+		struct track *next = t->next;
+		*t = (struct track){.pid = pid, .next = next};
 	}
 	if (!t && !(t = create(st, pid)))
 		return;
