@@ -466,6 +466,12 @@ struct mm_proc_stats *mm_host_proc(struct mm_host *h, uint32_t pid)
 	return &p->window;
 }
 
+struct mm_proc_stats *mm_host_proc_known(struct mm_host *h, uint32_t pid)
+{
+	struct mm_proc *p = mm_proctable_find(h->procs, pid);
+	return p ? &p->window : NULL;
+}
+
 int mm_host_global(struct mm_host *h, const char *family, const char *name, const char *help)
 {
 	for (unsigned i = 0; i < h->nglobals; i++)

@@ -210,12 +210,37 @@ struct mm_proc *mm_proctable_get(struct mm_proctable *t, uint32_t pid, uint64_t 
 	return p ? p : create(t, pid, fallback_ms, true);
 }
 
+/* A FORK record's process may already have an entry: a collector that reads /proc (totals) can
+ * see a new process before its FORK record arrives (records are delivered ~0.1 s late). The same
+ * process when /proc says so, or, once it is gone, when the entry's start is the fork's time
+ * within a few clock ticks. */
+#define SAME_START_MS 250
+
+static bool same_process(struct mm_proctable *t, const struct mm_proc *old, uint32_t pid,
+			 uint64_t fork_ms)
+{
+	struct mm_proc_ident id;
+	if (t->lookup(t->ctx, pid, &id) == 0)
+		return id.start_ms == old->start_ms;
+	uint64_t d = old->start_ms > fork_ms ? old->start_ms - fork_ms : fork_ms - old->start_ms;
+	return fork_ms && d <= SAME_START_MS;
+}
+
 void mm_proctable_fork(struct mm_proctable *t, uint32_t pid, uint64_t fallback_ms)
 {
 	struct mm_proc *old = find_live(t, pid);
-	if (old)
+	if (old) {
+		if (same_process(t, old, pid, fallback_ms))
+			return;
 		old->exited = true; /* its EXIT record was lost */
+	}
 	create(t, pid, fallback_ms, false);
+}
+
+struct mm_proc *mm_proctable_find(struct mm_proctable *t, uint32_t pid)
+{
+	struct mm_proc *p = find_live(t, pid);
+	return p ? p : find(t, pid, true);
 }
 
 void mm_proctable_exit(struct mm_proctable *t, uint32_t pid)

@@ -51,9 +51,14 @@ void mm_proctable_free(struct mm_proctable *t); /* accepts NULL */
  * @fallback_ms is used as start time when the lookup cannot tell. */
 struct mm_proc *mm_proctable_get(struct mm_proctable *t, uint32_t pid, uint64_t fallback_ms);
 
-/* A new process @pid was forked: any live entry with that pid belonged to an earlier process and
- * is retired. Creates the new entry. */
+/* A new process @pid was forked at @fallback_ms: a live entry with that pid belonged to an
+ * earlier process and is retired, unless it is this process already (created from /proc before
+ * the FORK record arrived). Creates the new entry. */
 void mm_proctable_fork(struct mm_proctable *t, uint32_t pid, uint64_t fallback_ms);
+
+/* The live entry for @pid, else its newest exited one still held; NULL when there is none (no
+ * lookup, nothing created). */
+struct mm_proc *mm_proctable_find(struct mm_proctable *t, uint32_t pid);
 
 /* Process @pid exited: its entry is no longer the live one (it stays until mm_proctable_roll). */
 void mm_proctable_exit(struct mm_proctable *t, uint32_t pid);

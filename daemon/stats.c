@@ -105,10 +105,11 @@ const struct mm_field mm_proc_fields[] = {
 	  "IP.",
 	  MM_FIELD_COUNT),
 	F(fallback_lock_waits, "fault_fallback_lock_waits_total", NULL,
-	  "Fault fallbacks whose mmap_lock wait was timed (start_locking in lock_mm_and_find_vma).",
+	  "Fault fallbacks that found mmap_lock taken (an attempt failed before the acquisition).",
 	  MM_FIELD_COUNT),
 	F(fallback_lock_wait_ns, "fault_fallback_lock_wait_seconds_total", NULL,
-	  "Time fault fallbacks waited for mmap_lock.", MM_FIELD_NS),
+	  "Time fault fallbacks took to get mmap_lock (first attempt to acquisition).",
+	  MM_FIELD_NS),
 };
 
 const size_t mm_proc_nfields = sizeof(mm_proc_fields) / sizeof(mm_proc_fields[0]);

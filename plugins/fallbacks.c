@@ -10,10 +10,12 @@
  * the development machine: the function lives in mm/mmap_lock.c next to the trace helpers) the
  * IP names it, and
  *   acquire_returned(read, success) in lock_mm_and_find_vma -> fallback_locks += 1
- *   start_locking(read) there ... that acquisition              -> fallback_lock_waits += 1,
- *                                                   fallback_lock_wait_ns += the wait
- * (6.18 traces a start_locking and an unsuccessful acquire_returned before the blocking wait of
- * about a quarter of its fallbacks; the wait runs from the first start_locking.)
+ *   the same, after an acquire_returned(read, !success) there -> fallback_lock_waits += 1
+ *   first start_locking (or failed attempt) there -> success  -> fallback_lock_wait_ns
+ * 6.18 traces start_locking before every attempt, the trylock included: an uncontended fallback
+ * is "start, acquired" (about a microsecond), a contended one "start, failed, start, acquired".
+ * Kernels whose trylock traces no start_locking give "failed, start, acquired". Both count one
+ * wait, timed from the first attempt.
  * A fault retried under mmap_lock calls lock_mm_and_find_vma again and counts twice (the
  * faults collector counts those retries separately).
  *
@@ -31,7 +33,8 @@
 #include "tidmap.h"
 
 struct thread {
-	uint64_t wait_start; /* start_locking(read) time, in lock_mm_and_find_vma */
+	uint64_t wait_start; /* the fallback's first attempt, in lock_mm_and_find_vma */
+	bool contended;	     /* an attempt returned without the lock */
 };
 
 enum site { SITE_UNKNOWN, SITE_FALLBACK, SITE_HELPER, SITE_OTHER };
@@ -144,23 +147,29 @@ static void sample(void *vst, struct mm_host *h, const struct mm_sample *s)
 		}
 		return;
 	}
-	/* Per thread: the first start_locking of a fallback opens its wait; attempts that return
-	 * without the lock (6.18 traces one before the blocking wait) keep it open; the
-	 * successful acquisition closes it. */
-	struct thread *t = mm_tidmap_get(st->threads, s->tid, is_start);
-	if (is_start) {
-		if (!t)
+	/* Per thread: the fallback's first start_locking (or, where trylocks trace none, its failed
+	 * trylock) opens its wait; an acquisition that returns without the lock marks it
+	 * contended; the successful acquisition closes it. */
+	if (!is_start && !read_field(st, h, st->acq_success, s, &success))
+		return;
+	bool opens = is_start || !success;
+	struct thread *t = mm_tidmap_get(st->threads, s->tid, opens);
+	if (opens) {
+		if (!t) {
 			mm_host_global_add(h, st->g_threads_dropped, 1);
-		else if (!t->wait_start)
+			return;
+		}
+		if (!t->wait_start)
 			t->wait_start = s->time_ns ? s->time_ns : 1;
+		if (!is_start)
+			t->contended = true;
 		return;
 	}
-	if (!read_field(st, h, st->acq_success, s, &success) || !success)
-		return;
 	struct mm_proc_stats *ps = mm_host_proc(h, s->pid);
 	ps->fallback_locks++;
 	if (t) {
-		ps->fallback_lock_waits++;
+		if (t->contended)
+			ps->fallback_lock_waits++;
 		if (s->time_ns >= t->wait_start)
 			ps->fallback_lock_wait_ns += s->time_ns - t->wait_start;
 		mm_tidmap_remove(st->threads, s->tid);

@@ -77,6 +77,11 @@ int mm_field_read(const struct tep_format_field *f, const struct mm_sample *s, u
  * overflow record is returned and counted. */
 struct mm_proc_stats *mm_host_proc(struct mm_host *h, uint32_t pid);
 
+/* The same for a process the host already knows (live, or exited and not yet stored), without
+ * creating it; NULL otherwise. For collectors that learn of a process from /proc or netlink
+ * before its FORK record has been delivered. */
+struct mm_proc_stats *mm_host_proc_known(struct mm_host *h, uint32_t pid);
+
 /* The kernel symbol containing @addr (a callchain ip, a static lock's address), or NULL when
  * unknown; *ret_start (optional) gets the symbol's address. */
 const char *mm_host_symbol(struct mm_host *h, uint64_t addr, uint64_t *ret_start);

@@ -38,9 +38,10 @@
 #include "plugin.h"
 #include "taskstats.h"
 
-#define PF_KTHREAD 0x00200000u
-#define NBUCKETS   4096
-#define RCVBUF	   (16u << 20)
+#define PF_KTHREAD   0x00200000u
+#define NBUCKETS     4096
+#define RCVBUF	     (16u << 20)
+#define SETTLE_TICKS 3
 
 struct track {
 	uint32_t pid;
@@ -50,6 +51,7 @@ struct track {
 	uint64_t base_min, base_maj; /* dead threads' share at the first reading */
 	uint64_t exit_min, exit_maj; /* exit messages since */
 	uint64_t gen;		     /* scan that last saw it in /proc */
+	unsigned dead_ticks;	     /* ticks it waited, gone, for the host to know it */
 	struct track *next;
 };
 
@@ -152,21 +154,27 @@ static struct track *create(struct state *st, uint32_t pid)
 	return t;
 }
 
-static void add(struct state *st, uint32_t pid, uint64_t dmin, uint64_t dmaj)
+static void add_to(struct mm_proc_stats *ps, uint64_t dmin, uint64_t dmaj)
 {
-	if (!dmin && !dmaj)
-		return;
-	struct mm_proc_stats *ps = mm_host_proc(st->h, pid);
 	ps->minflt += dmin;
 	ps->majflt += dmaj;
 }
 
-/* The process left /proc: account what its exit messages add to the last reading. */
-static void settle(struct state *st, struct track *t)
+/* The process left /proc: account what its exit messages add to the last reading, to the entry
+ * the host knows for it. A process that lived less than a round may be unknown yet (its FORK
+ * record is still on its way, ~0.1 s behind): returns false to be asked again next tick, unless
+ * @force (shutdown, a reused pid, or a few ticks passed: no task records) creates the entry. */
+static bool settle(struct state *st, struct track *t, bool force)
 {
 	uint64_t fmin = mm_totals_final(t->last_min, t->base_min, t->exit_min);
 	uint64_t fmaj = mm_totals_final(t->last_maj, t->base_maj, t->exit_maj);
-	add(st, t->pid, fmin - t->last_min, fmaj - t->last_maj);
+	if (fmin == t->last_min && fmaj == t->last_maj)
+		return true;
+	struct mm_proc_stats *ps = mm_host_proc_known(st->h, t->pid);
+	if (!ps && !force && t->dead_ticks++ < SETTLE_TICKS)
+		return false;
+	add_to(ps ? ps : mm_host_proc(st->h, t->pid), fmin - t->last_min, fmaj - t->last_maj);
+	return true;
 }
 
 static void on_exit_msg(void *ctx, const struct mm_task_exit *e)
@@ -236,7 +244,7 @@ static void see(struct state *st, uint32_t pid, const struct mm_pid_stat *ps)
 	struct track *t = find(st, pid);
 	if (t && t->start_known && t->start_ticks != ps->start_ticks) {
 		/* The pid was reused: the old process is gone. */
-		settle(st, t);
+		settle(st, t, true);
 		struct track *next = t->next;
 		*t = (struct track){.pid = pid, .next = next};
 	}
@@ -250,7 +258,10 @@ static void see(struct state *st, uint32_t pid, const struct mm_pid_stat *ps)
 	}
 	t->gen = st->gen;
 	if (ps->minflt >= t->last_min && ps->majflt >= t->last_maj) {
-		add(st, pid, ps->minflt - t->last_min, ps->majflt - t->last_maj);
+		/* Alive: the host's lookup in /proc gives it its true identity. */
+		if (ps->minflt > t->last_min || ps->majflt > t->last_maj)
+			add_to(mm_host_proc(st->h, pid), ps->minflt - t->last_min,
+			       ps->majflt - t->last_maj);
 		t->last_min = ps->minflt;
 		t->last_maj = ps->majflt;
 	}
@@ -280,8 +291,8 @@ static void scan(struct state *st)
 }
 
 /* Scan, then the messages of everything that exited meanwhile, then settle the processes the
- * scan no longer found. */
-static void update(struct state *st)
+ * scan no longer found (@final: now, whether the host knows them or not). */
+static void update(struct state *st, bool final)
 {
 	scan(st);
 	drain(st);
@@ -289,11 +300,10 @@ static void update(struct state *st)
 		struct track **pp = &st->buckets[i];
 		while (*pp) {
 			struct track *t = *pp;
-			if (t->gen == st->gen) {
+			if (t->gen == st->gen || !settle(st, t, final)) {
 				pp = &t->next;
 				continue;
 			}
-			settle(st, t);
 			*pp = t->next;
 			st->ntracks--;
 			free(t);
@@ -360,14 +370,14 @@ static void tick(void *vst, struct mm_host *h)
 {
 	struct state *st = vst;
 	st->h = h;
-	update(st);
+	update(st, false);
 }
 
 static void finish(void *vst, struct mm_host *h)
 {
 	struct state *st = vst;
 	st->h = h;
-	update(st);
+	update(st, true);
 }
 
 static void free_state(void *vst)

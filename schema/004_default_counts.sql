@@ -8,13 +8,12 @@
 --                          (totals collector: /proc/PID/stat of live processes, taskstats for
 --                          threads that exited). Includes faults taken in kernel mode on user
 --                          memory and by get_user_pages; a retried fault counts once, as major.
---   fallback_locks         read trylocks of the process's own mmap_lock (fallbacks collector:
---                          mmap_lock_acquire_returned without a start_locking before it). Every
---                          page-fault fallback to mmap_lock (lock_mm_and_find_vma) starts with
---                          one; a retry under mmap_lock adds one; the first anonymous fault of a
---                          VMA under the VMA lock (anon_vma set-up) takes one too.
---   fallback_lock_waits    fallbacks whose trylock failed and that then waited for mmap_lock
---   fallback_lock_wait_ns  their summed wait, nanoseconds
+--   fallback_locks         mmap_lock read acquisitions by page-fault fallbacks (fallbacks
+--                          collector: mmap_lock_acquire_returned(write=0, success) whose sample
+--                          IP is in lock_mm_and_find_vma), user or kernel mode; a fault retried
+--                          under mmap_lock counts again
+--   fallback_lock_waits    fallbacks that found mmap_lock taken (an attempt failed first)
+--   fallback_lock_wait_ns  time from each fallback's first attempt to its acquisition, summed
 --
 -- Example: per process over the last hour, faults and the share that fell back to mmap_lock
 --   SELECT pid, comm, sum(minflt + majflt) AS faults, sum(fallback_locks) AS fallbacks,

@@ -124,7 +124,8 @@ static void usage(FILE *f, const char *argv0)
 		"\n"
 		"Prints one line: rounds, map cycles, pages touched, faults accounted by the "
 		"kernel\n"
-		"(getrusage minflt+majflt), elapsed seconds.\n",
+		"(getrusage minflt+majflt), elapsed seconds, and the faults since the process\n"
+		"started (since_start).\n",
 		argv0, MAP_ROUND_CYCLES);
 }
 
@@ -548,12 +549,15 @@ int main(int argc, char **argv)
 	minflt = (unsigned long)(ru1.ru_minflt - ru0.ru_minflt);
 	majflt = (unsigned long)(ru1.ru_majflt - ru0.ru_majflt);
 
+	/* since_start: every fault of the process so far, exec and start-up included (what
+	 * /proc/PID/stat shows), for checks of mmlockd's per-process totals. */
 	printf("fault_workload: pid %d fault_threads %u map_threads %u fault_rounds %lu "
 	       "map_cycles %lu pages_touched %lu mm_syscalls %lu faults %lu (minflt %lu majflt "
 	       "%lu) "
-	       "elapsed %.3f s\n",
+	       "elapsed %.3f s since_start %lu\n",
 	       (int)getpid(), o.fault_threads, o.map_threads, rounds, cycles, touched, syscalls,
-	       minflt + majflt, minflt, majflt, (double)(t1 - t0) / 1e9);
+	       minflt + majflt, minflt, majflt, (double)(t1 - t0) / 1e9,
+	       (unsigned long)(ru1.ru_minflt + ru1.ru_majflt));
 
 	fflush(stdout);
 	if (o.done_file && write_pid_file(o.done_file)) {

@@ -1,9 +1,9 @@
 /*
  * The fallbacks collector driven through the host with hand-built records carrying an IP: read
- * locks fired from lock_mm_and_find_vma count as fault fallbacks with their wait (from the first
- * start_locking through an unsuccessful attempt to the acquisition), read locks fired elsewhere
- * (a system call's, the out-of-line trace helper's) and write locks do not, and the helper's are
- * reported as unattributed.
+ * locks fired from lock_mm_and_find_vma count as fault fallbacks, timed from the first attempt
+ * and counted as waits when an attempt failed first, in both kernels' shapes; read locks fired
+ * elsewhere (a system call's, the out-of-line trace helper's) and write locks do not, and the
+ * helper's are reported as unattributed.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -114,13 +114,18 @@ static void test_fallback_waits_are_timed_from_the_first_start(void)
 	/* An acquisition without a traced start (a trylock on other kernels): counted, not
 	 * timed. */
 	acquired(&f, 10, 11, 60000, IP_FALLBACK, 0, 1);
+	/* Such a kernel's contended shape: failed trylock, start, acquired: timed from the
+	 * failure. */
+	acquired(&f, 10, 13, 70000, IP_FALLBACK, 0, 0);
+	start(&f, 10, 13, 70100, IP_FALLBACK, 0);
+	acquired(&f, 10, 13, 75000, IP_FALLBACK, 0, 1);
 	struct mm_snapshot *s = mm_host_snapshot(f.h, 1);
 	const struct mm_snap_proc *p = mm_snapshot_find(s, 10);
 	CHECK(p != NULL);
 	if (p) {
-		CHECK_U64(p->window.fallback_locks, 3);
-		CHECK_U64(p->window.fallback_lock_waits, 2);
-		CHECK_U64(p->window.fallback_lock_wait_ns, 2000 + 40000);
+		CHECK_U64(p->window.fallback_locks, 4);
+		CHECK_U64(p->window.fallback_lock_waits, 2); /* the ones that found it taken */
+		CHECK_U64(p->window.fallback_lock_wait_ns, 2000 + 40000 + 5000);
 	}
 	mm_snapshot_unref(s);
 	teardown(&f);

@@ -66,6 +66,43 @@ static void test_fork_of_a_reused_pid_retires_the_old_entry(void)
 	mm_proctable_free(t);
 }
 
+/* The lookup answers with a fixed identity, or "gone". */
+static int gone;
+static int fixed(void *ctx, uint32_t pid, struct mm_proc_ident *ret)
+{
+	if (gone)
+		return -ENOENT;
+	memset(ret, 0, sizeof(*ret));
+	ret->start_ms = 5000;
+	snprintf(ret->comm, sizeof(ret->comm), "early");
+	return 0;
+}
+
+static void test_fork_of_a_process_seen_early_keeps_its_entry(void)
+{
+	/* Seen in /proc (by the totals collector) before its FORK record: one process, not two. */
+	gone = 0;
+	struct mm_proctable *t = mm_proctable_new(fixed, NULL);
+	struct mm_proc *early = mm_proctable_get(t, 7, 0);
+	early->window.minflt = 100;
+	mm_proctable_fork(t, 7, 5003);
+	CHECK(mm_proctable_get(t, 7, 0) == early);
+	CHECK(!early->exited);
+	CHECK_U64(mm_proctable_count(t), 1);
+	/* Gone by the time the FORK record arrives: the fork time matches its start. */
+	struct mm_proc *p8 = mm_proctable_get(t, 8, 0);
+	gone = 1;
+	mm_proctable_fork(t, 8, 5040);
+	CHECK(mm_proctable_find(t, 8) == p8);
+	CHECK(!p8->exited);
+	/* A fork long after the entry's start is another process on a reused pid. */
+	mm_proctable_fork(t, 8, 9000);
+	CHECK(p8->exited);
+	CHECK(mm_proctable_find(t, 8) != p8);
+	CHECK(mm_proctable_find(t, 9) == NULL);
+	mm_proctable_free(t);
+}
+
 static void test_roll_moves_window_into_closed(void)
 {
 	fake_calls = 0;
@@ -89,6 +126,7 @@ int main(void)
 	RUN(test_procfs_lookup_of_ourselves);
 	RUN(test_lookup_happens_once_per_process);
 	RUN(test_fork_of_a_reused_pid_retires_the_old_entry);
+	RUN(test_fork_of_a_process_seen_early_keeps_its_entry);
 	RUN(test_roll_moves_window_into_closed);
 	return check_summary();
 }
