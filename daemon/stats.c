@@ -108,7 +108,8 @@ const struct mm_field mm_proc_fields[] = {
 	  "Fault fallbacks that found mmap_lock taken (an attempt failed before the acquisition).",
 	  MM_FIELD_COUNT),
 	F(fallback_lock_wait_ns, "fault_fallback_lock_wait_seconds_total", NULL,
-	  "Time fault fallbacks took to get mmap_lock (first attempt to acquisition).",
+	  "Time fault fallbacks that found mmap_lock taken waited for it (failed attempt to "
+	  "acquisition).",
 	  MM_FIELD_NS),
 };
 

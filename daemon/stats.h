@@ -68,7 +68,7 @@ struct mm_proc_stats {
 	 * lock_mm_and_find_vma, i.e. by fault fallbacks (user or kernel mode), told by IP: */
 	uint64_t fallback_locks;
 	uint64_t fallback_lock_waits;	/* those that found it taken (a failed attempt first) */
-	uint64_t fallback_lock_wait_ns; /* first attempt -> acquisition, summed over all */
+	uint64_t fallback_lock_wait_ns; /* their wait: failed attempt -> acquisition */
 	struct mm_hist mmap_lock_wait_hist; /* distribution of mmap_lock_wait_ns */
 };
 

@@ -1,23 +1,22 @@
 /*
  * fallbacks: per-process page-fault fallbacks to mmap_lock and their wait, cheaply enough for
- * the default configuration (no per-fault event, no callchain).
+ * the default configuration (no per-fault event, no callchain, one tracepoint).
  *
  * Every fault that falls back from the per-VMA lock (and, on x86, every fault taken in kernel
  * mode on user memory) takes mmap_lock for read in lock_mm_and_find_vma(). The collector samples
- * mmap_lock_start_locking and mmap_lock_acquire_returned filtered in the kernel to write == 0,
- * without callchains, and attributes each by the sample's IP: the code that fired the
- * tracepoint. Where the kernel inlines the trace call into lock_mm_and_find_vma (Linux 6.18 on
- * the development machine: the function lives in mm/mmap_lock.c next to the trace helpers) the
- * IP names it, and
- *   acquire_returned(read, success) in lock_mm_and_find_vma -> fallback_locks += 1
- *   the same, after an acquire_returned(read, !success) there -> fallback_lock_waits += 1
- *   first start_locking (or failed attempt) there -> success  -> fallback_lock_wait_ns
- * 6.18 traces start_locking before every attempt, the trylock included: an uncontended fallback
- * is "start, acquired" (about a microsecond), a contended one "start, failed, start, acquired".
- * Kernels whose trylock traces no start_locking give "failed, start, acquired". Both count one
- * wait, timed from the first attempt.
- * A fault retried under mmap_lock calls lock_mm_and_find_vma again and counts twice (the
- * faults collector counts those retries separately).
+ * mmap_lock_acquire_returned filtered in the kernel to write == 0, without callchains, and
+ * attributes each sample by its IP: the code that fired the tracepoint. Where the kernel inlines
+ * the trace call into lock_mm_and_find_vma (Linux 6.18 on the development machine: the function
+ * lives in mm/mmap_lock.c next to the trace helpers) the IP names it, and per thread
+ *   acquire_returned(read, success) there          -> fallback_locks += 1
+ *   the same after acquire_returned(read, !success) -> fallback_lock_waits += 1 and
+ *                                                     fallback_lock_wait_ns += the time between
+ * The first attempt is a trylock (6.12's mmap_read_trylock, 6.18's likewise); when it fails the
+ * fault sleeps in mmap_read_lock_killable() until the lock is its: the failed attempt marks the
+ * start of the wait within a microsecond. An uncontended fallback costs one sample. (start_locking
+ * is not sampled: on 6.18 it fires before every attempt, trylocks included, doubling the samples
+ * for no information the failed attempt does not give.) A fault retried under mmap_lock calls
+ * lock_mm_and_find_vma again and counts twice (the faults collector counts those retries).
  *
  * Kernels that reach the tracepoint through the out-of-line helper __mmap_lock_do_trace_*
  * (6.12, for example: lock_mm_and_find_vma in mm/memory.c) give every read lock the helper's IP,
@@ -33,8 +32,7 @@
 #include "tidmap.h"
 
 struct thread {
-	uint64_t wait_start; /* the fallback's first attempt, in lock_mm_and_find_vma */
-	bool contended;	     /* an attempt returned without the lock */
+	uint64_t failed_at; /* a failed attempt of the fallback in progress */
 };
 
 enum site { SITE_UNKNOWN, SITE_FALLBACK, SITE_HELPER, SITE_OTHER };
@@ -42,8 +40,7 @@ enum site { SITE_UNKNOWN, SITE_FALLBACK, SITE_HELPER, SITE_OTHER };
 #define IP_CACHE 256
 
 struct state {
-	const struct mm_tp *start, *acquired;
-	const struct tep_format_field *start_write;
+	const struct mm_tp *acquired;
 	const struct tep_format_field *acq_write, *acq_success;
 	struct {
 		uint64_t ip;
@@ -51,13 +48,12 @@ struct state {
 	} cache[IP_CACHE]; /* IP -> site: a handful of call sites fire these tracepoints */
 	bool noted;
 	int g_bad_field, g_threads_dropped, g_unattributed;
-	struct mm_tidmap *threads; /* threads waiting in lock_mm_and_find_vma */
+	struct mm_tidmap *threads; /* threads waiting in lock_mm_and_find_vma after a failure */
 };
 
 #define MAX_THREADS (1u << 20)
 
 static const struct mm_tp_req tracepoints[] = {
-	{"mmap_lock", "mmap_lock_start_locking", false, false, "write == 0"},
 	{"mmap_lock", "mmap_lock_acquire_returned", false, false, "write == 0"},
 	{NULL, NULL, false, false, NULL},
 };
@@ -101,12 +97,10 @@ static int init(struct mm_host *h, void **ret_state)
 		free(st);
 		return mm_host_fail(h, "out of memory");
 	}
-	st->start = mm_host_tp(h, "mmap_lock", "mmap_lock_start_locking");
 	st->acquired = mm_host_tp(h, "mmap_lock", "mmap_lock_acquire_returned");
-	st->start_write = mm_tp_field(st->start, "write");
 	st->acq_write = mm_tp_field(st->acquired, "write");
 	st->acq_success = mm_tp_field(st->acquired, "success");
-	if (!st->start_write || !st->acq_write || !st->acq_success) {
+	if (!st->acq_write || !st->acq_success) {
 		mm_tidmap_free(st->threads);
 		free(st);
 		return mm_host_fail(h, "mmap_lock tracepoints lack the fields write, success");
@@ -128,10 +122,7 @@ static void sample(void *vst, struct mm_host *h, const struct mm_sample *s)
 {
 	struct state *st = vst;
 	uint64_t write, success;
-	bool is_start = s->tp == st->start;
-	if (!is_start && s->tp != st->acquired)
-		return;
-	if (!read_field(st, h, is_start ? st->start_write : st->acq_write, s, &write) || write)
+	if (s->tp != st->acquired || !read_field(st, h, st->acq_write, s, &write) || write)
 		return;
 	enum site site = classify(st, h, s->ip);
 	if (site != SITE_FALLBACK) {
@@ -147,31 +138,23 @@ static void sample(void *vst, struct mm_host *h, const struct mm_sample *s)
 		}
 		return;
 	}
-	/* Per thread: the fallback's first start_locking (or, where trylocks trace none, its failed
-	 * trylock) opens its wait; an acquisition that returns without the lock marks it
-	 * contended; the successful acquisition closes it. */
-	if (!is_start && !read_field(st, h, st->acq_success, s, &success))
+	if (!read_field(st, h, st->acq_success, s, &success))
 		return;
-	bool opens = is_start || !success;
-	struct thread *t = mm_tidmap_get(st->threads, s->tid, opens);
-	if (opens) {
-		if (!t) {
+	struct thread *t = mm_tidmap_get(st->threads, s->tid, !success);
+	if (!success) {
+		/* The wait starts at the first failed attempt. */
+		if (!t)
 			mm_host_global_add(h, st->g_threads_dropped, 1);
-			return;
-		}
-		if (!t->wait_start)
-			t->wait_start = s->time_ns ? s->time_ns : 1;
-		if (!is_start)
-			t->contended = true;
+		else if (!t->failed_at)
+			t->failed_at = s->time_ns ? s->time_ns : 1;
 		return;
 	}
 	struct mm_proc_stats *ps = mm_host_proc(h, s->pid);
 	ps->fallback_locks++;
 	if (t) {
-		if (t->contended)
-			ps->fallback_lock_waits++;
-		if (s->time_ns >= t->wait_start)
-			ps->fallback_lock_wait_ns += s->time_ns - t->wait_start;
+		ps->fallback_lock_waits++;
+		if (s->time_ns >= t->failed_at)
+			ps->fallback_lock_wait_ns += s->time_ns - t->failed_at;
 		mm_tidmap_remove(st->threads, s->tid);
 	}
 }
@@ -193,8 +176,8 @@ static void free_state(void *vst)
 
 const struct mm_plugin mm_plugin_fallbacks = {
 	.name = "fallbacks",
-	.description = "per-process page-fault fallbacks to mmap_lock and their wait (cheap: two "
-		       "filtered tracepoints, attributed by IP, no callchains)",
+	.description = "per-process page-fault fallbacks to mmap_lock and their wait (cheap: one "
+		       "filtered tracepoint, attributed by IP, no callchains)",
 	.tracepoints = tracepoints,
 	.init = init,
 	.sample = sample,

@@ -1,6 +1,6 @@
 -- 004_default_counts.sql: the counters of the default configuration, which must cost the traced
 -- workload next to nothing (see README "Benchmarks"), so they come from the kernel's own
--- accounting and from one cheap, filtered tracepoint pair instead of per-fault events.
+-- accounting and from one cheap, filtered tracepoint instead of per-fault events.
 -- New columns default to 0 in windows stored before this migration.
 --
 -- New process_stats columns (INTEGER counts unless noted):
@@ -13,7 +13,7 @@
 --                          IP is in lock_mm_and_find_vma), user or kernel mode; a fault retried
 --                          under mmap_lock counts again
 --   fallback_lock_waits    fallbacks that found mmap_lock taken (an attempt failed first)
---   fallback_lock_wait_ns  time from each fallback's first attempt to its acquisition, summed
+--   fallback_lock_wait_ns  their summed wait: failed attempt -> acquisition, nanoseconds
 --
 -- Example: per process over the last hour, faults and the share that fell back to mmap_lock
 --   SELECT pid, comm, sum(minflt + majflt) AS faults, sum(fallback_locks) AS fallbacks,
