@@ -326,7 +326,7 @@ class Mmlockd(Tracer):
         """Sums of the workload's rows in process_stats (after stop)."""
         cols = ["faults", "faults_vma", "faults_vma_retry", "faults_mmap_retry",
                 "faults_mmap_abort", "faults_mmap_unknown", "mmap_lock_read", "mmap_lock_write",
-                "minflt", "majflt", "fallback_locks", "fallback_lock_wait_ns",
+                "minflt", "majflt", "fallback_locks", "fallback_lock_waits",
                 "faults_mmap_fallback"]
         try:
             con = sqlite3.connect(f"file:{self.db}?mode=ro", uri=True)
@@ -800,7 +800,7 @@ def summarize(bench, configs):
             if outcome:
                 keys = ["faults", "faults_vma", "faults_vma_retry", "faults_mmap_retry",
                         "faults_mmap_abort", "faults_mmap_unknown", "faults_mmap_fallback",
-                        "minflt", "majflt", "fallback_locks", "fallback_lock_wait_ns"]
+                        "minflt", "majflt", "fallback_locks", "fallback_lock_waits"]
                 s["outcomes_last_run"] = {k: outcome[-1].get(k, 0) for k in keys}
             rows[(w, c)] = s
     return rows
@@ -885,12 +885,12 @@ def write_report(bench, configs, rows, churn, t_start, t_end):
             L.append("\nFault outcomes mmlockd gave the workload's pid (last run of each "
                      "configuration):\n")
             L.append("| configuration | minflt+majflt (totals) | fallback_locks (fallbacks) "
-                     "| fallback wait ms | faults (page_fault_user) | vma | vma_retry "
+                     "| fallback_lock_waits | faults (page_fault_user) | vma | vma_retry "
                      "| mmap_retry | mmap_abort | mmap_unknown | fallback (faults) |")
             L.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
             for c, o in outs:
                 L.append(f"| {LABELS.get(c, c)} | {o['minflt'] + o['majflt']} "
-                         f"| {o['fallback_locks']} | {o['fallback_lock_wait_ns'] / 1e6:.1f} "
+                         f"| {o['fallback_locks']} | {o['fallback_lock_waits']} "
                          f"| {o['faults']} | {o['faults_vma']} "
                          f"| {o['faults_vma_retry']} | {o['faults_mmap_retry']} "
                          f"| {o['faults_mmap_abort']} | {o['faults_mmap_unknown']} "

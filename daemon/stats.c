@@ -107,10 +107,6 @@ const struct mm_field mm_proc_fields[] = {
 	F(fallback_lock_waits, "fault_fallback_lock_waits_total", NULL,
 	  "Fault fallbacks that found mmap_lock taken (an attempt failed before the acquisition).",
 	  MM_FIELD_COUNT),
-	F(fallback_lock_wait_ns, "fault_fallback_lock_wait_seconds_total", NULL,
-	  "Time fault fallbacks that found mmap_lock taken waited for it (failed attempt to "
-	  "acquisition).",
-	  MM_FIELD_NS),
 };
 
 const size_t mm_proc_nfields = sizeof(mm_proc_fields) / sizeof(mm_proc_fields[0]);

@@ -67,8 +67,7 @@ struct mm_proc_stats {
 	/* fallbacks collector (plugins/fallbacks.c): mmap_lock read acquisitions in
 	 * lock_mm_and_find_vma, i.e. by fault fallbacks (user or kernel mode), told by IP: */
 	uint64_t fallback_locks;
-	uint64_t fallback_lock_waits;	/* those that found it taken (a failed attempt first) */
-	uint64_t fallback_lock_wait_ns; /* their wait: failed attempt -> acquisition */
+	uint64_t fallback_lock_waits;	    /* those that found it taken (a failed attempt first) */
 	struct mm_hist mmap_lock_wait_hist; /* distribution of mmap_lock_wait_ns */
 };
 

@@ -1,28 +1,32 @@
 /*
- * fallbacks: per-process page-fault fallbacks to mmap_lock and their wait, cheaply enough for
- * the default configuration (no per-fault event, no callchain, one tracepoint).
+ * fallbacks: per-process page-fault fallbacks to mmap_lock, cheaply enough for the default
+ * configuration (no per-fault event, no callchain, no event from mmap_lock's writers).
  *
  * Every fault that falls back from the per-VMA lock (and, on x86, every fault taken in kernel
- * mode on user memory) takes mmap_lock for read in lock_mm_and_find_vma(). The collector samples
- * mmap_lock_acquire_returned filtered in the kernel to write == 0, without callchains, and
- * attributes each sample by its IP: the code that fired the tracepoint. Where the kernel inlines
- * the trace call into lock_mm_and_find_vma (Linux 6.18 on the development machine: the function
- * lives in mm/mmap_lock.c next to the trace helpers) the IP names it, and per thread
- *   acquire_returned(read, success) there          -> fallback_locks += 1
- *   the same after acquire_returned(read, !success) -> fallback_lock_waits += 1 and
- *                                                     fallback_lock_wait_ns += the time between
- * The first attempt is a trylock (6.12's mmap_read_trylock, 6.18's likewise); when it fails the
- * fault sleeps in mmap_read_lock_killable() until the lock is its: the failed attempt marks the
- * start of the wait within a microsecond. An uncontended fallback costs one sample. (start_locking
- * is not sampled: on 6.18 it fires before every attempt, trylocks included, doubling the samples
- * for no information the failed attempt does not give.) A fault retried under mmap_lock calls
+ * mode on user memory) takes mmap_lock for read in lock_mm_and_find_vma(). On 6.18 each attempt
+ * there traces mmap_lock_start_locking(read) first, the trylock included, so a fallback is
+ *   start, acquired                    (uncontended)
+ *   start, acquired(failed), start, acquired   (the trylock failed; it slept for the lock)
+ * The collector samples start_locking filtered in the kernel to write == 0, and
+ * acquire_returned filtered to write == 0 && success == 0 (failed attempts only), without
+ * callchains, and attributes each sample by its IP: the code that fired the tracepoint, which is
+ * lock_mm_and_find_vma itself where the kernel inlines the trace call there (6.18 on the
+ * development machine: the function lives in mm/mmap_lock.c next to the trace helpers). Per
+ * thread, at that site:
+ *   a start not right after a failed attempt  -> fallback_locks += 1
+ *   a failed attempt                          -> fallback_lock_waits += 1 (it found the lock
+ *                                                taken and waits; the retry's start is skipped)
+ * Successful acquisitions are not sampled: munmap's mmap_write_downgrade() traces one per call
+ * while it holds the lock for write, and sampling those cost ~10% of the swap-in workload's
+ * throughput (bench, first rounds). So the default has no wait times: the faults and mmaplock
+ * collectors (opt-in) time every wait. A fault retried under mmap_lock calls
  * lock_mm_and_find_vma again and counts twice (the faults collector counts those retries).
  *
  * Kernels that reach the tracepoint through the out-of-line helper __mmap_lock_do_trace_*
  * (6.12, for example: lock_mm_and_find_vma in mm/memory.c) give every read lock the helper's IP,
- * so nothing can be attributed without a callchain: such samples are counted in
- * mmlockd_fallbacks_events_total{name="unattributed"}, the collector says so in its state, and
- * --collectors faults (callchains, costly) gives the fallbacks instead.
+ * and kernels whose trylock traces no start_locking cannot be counted this way either: both are
+ * detected, counted in mmlockd_fallbacks_events_total{name="unattributed"} and said in the
+ * collector's state; --collectors faults (callchains, costly) gives the fallbacks instead.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -32,7 +36,9 @@
 #include "tidmap.h"
 
 struct thread {
-	uint64_t failed_at; /* a failed attempt of the fallback in progress */
+	bool started; /* a start at the site, not yet followed by a failed attempt */
+	bool failed;  /* the last attempt failed: the next start is its retry */
+	bool waited;  /* the fallback in progress has counted its wait */
 };
 
 enum site { SITE_UNKNOWN, SITE_FALLBACK, SITE_HELPER, SITE_OTHER };
@@ -40,21 +46,22 @@ enum site { SITE_UNKNOWN, SITE_FALLBACK, SITE_HELPER, SITE_OTHER };
 #define IP_CACHE 256
 
 struct state {
-	const struct mm_tp *acquired;
-	const struct tep_format_field *acq_write, *acq_success;
+	const struct mm_tp *start, *acquired;
+	const struct tep_format_field *start_write, *acq_write, *acq_success;
 	struct {
 		uint64_t ip;
 		uint8_t site;
 	} cache[IP_CACHE]; /* IP -> site: a handful of call sites fire these tracepoints */
-	bool noted;
+	bool noted, noted_trylock;
 	int g_bad_field, g_threads_dropped, g_unattributed;
-	struct mm_tidmap *threads; /* threads waiting in lock_mm_and_find_vma after a failure */
+	struct mm_tidmap *threads; /* threads inside lock_mm_and_find_vma */
 };
 
 #define MAX_THREADS (1u << 20)
 
 static const struct mm_tp_req tracepoints[] = {
-	{"mmap_lock", "mmap_lock_acquire_returned", false, false, "write == 0"},
+	{"mmap_lock", "mmap_lock_start_locking", false, false, "write == 0"},
+	{"mmap_lock", "mmap_lock_acquire_returned", false, false, "write == 0 && success == 0"},
 	{NULL, NULL, false, false, NULL},
 };
 
@@ -97,10 +104,12 @@ static int init(struct mm_host *h, void **ret_state)
 		free(st);
 		return mm_host_fail(h, "out of memory");
 	}
+	st->start = mm_host_tp(h, "mmap_lock", "mmap_lock_start_locking");
 	st->acquired = mm_host_tp(h, "mmap_lock", "mmap_lock_acquire_returned");
+	st->start_write = mm_tp_field(st->start, "write");
 	st->acq_write = mm_tp_field(st->acquired, "write");
 	st->acq_success = mm_tp_field(st->acquired, "success");
-	if (!st->acq_write || !st->acq_success) {
+	if (!st->start_write || !st->acq_write || !st->acq_success) {
 		mm_tidmap_free(st->threads);
 		free(st);
 		return mm_host_fail(h, "mmap_lock tracepoints lack the fields write, success");
@@ -118,45 +127,64 @@ static int init(struct mm_host *h, void **ret_state)
 	return 0;
 }
 
+static void unattributed(struct state *st, struct mm_host *h, bool *noted, const char *why)
+{
+	mm_host_global_add(h, st->g_unattributed, 1);
+	if (!*noted) {
+		*noted = true;
+		mm_host_note(h,
+			     "%s: fault fallbacks cannot be counted without callchains (use the "
+			     "faults collector)",
+			     why);
+	}
+}
+
 static void sample(void *vst, struct mm_host *h, const struct mm_sample *s)
 {
 	struct state *st = vst;
-	uint64_t write, success;
-	if (s->tp != st->acquired || !read_field(st, h, st->acq_write, s, &write) || write)
+	uint64_t write, success = 0;
+	bool is_start = s->tp == st->start;
+	if (!is_start && s->tp != st->acquired)
 		return;
+	if (!read_field(st, h, is_start ? st->start_write : st->acq_write, s, &write) || write ||
+	    (!is_start && (!read_field(st, h, st->acq_success, s, &success) || success)))
+		return; /* the stream is unfiltered when another collector wants every event */
 	enum site site = classify(st, h, s->ip);
 	if (site != SITE_FALLBACK) {
-		if (site == SITE_HELPER || site == SITE_UNKNOWN) {
+		if (site == SITE_HELPER)
+			unattributed(st, h, &st->noted,
+				     "this kernel fires mmap_lock tracepoints from an out-of-line "
+				     "helper");
+		else if (site == SITE_UNKNOWN)
 			mm_host_global_add(h, st->g_unattributed, 1);
-			if (!st->noted && site == SITE_HELPER) {
-				st->noted = true;
-				mm_host_note(h,
-					     "this kernel fires mmap_lock tracepoints from an "
-					     "out-of-line helper: fault fallbacks cannot be told "
-					     "apart without callchains (use the faults collector)");
-			}
+		return;
+	}
+	struct thread *t = mm_tidmap_get(st->threads, s->tid, true);
+	if (!t) {
+		mm_host_global_add(h, st->g_threads_dropped, 1);
+		return;
+	}
+	if (is_start) {
+		if (!t->failed) {
+			mm_host_proc(h, s->pid)->fallback_locks++;
+			t->waited = false;
 		}
+		t->failed = false;
+		t->started = true;
 		return;
 	}
-	if (!read_field(st, h, st->acq_success, s, &success))
-		return;
-	struct thread *t = mm_tidmap_get(st->threads, s->tid, !success);
-	if (!success) {
-		/* The wait starts at the first failed attempt. */
-		if (!t)
-			mm_host_global_add(h, st->g_threads_dropped, 1);
-		else if (!t->failed_at)
-			t->failed_at = s->time_ns ? s->time_ns : 1;
-		return;
-	}
-	struct mm_proc_stats *ps = mm_host_proc(h, s->pid);
-	ps->fallback_locks++;
-	if (t) {
-		ps->fallback_lock_waits++;
-		if (s->time_ns >= t->failed_at)
-			ps->fallback_lock_wait_ns += s->time_ns - t->failed_at;
+	if (!t->started) {
+		/* A failed trylock with no start before it. */
+		unattributed(st, h, &st->noted_trylock,
+			     "this kernel's mmap_read_trylock traces no start_locking");
 		mm_tidmap_remove(st->threads, s->tid);
+		return;
 	}
+	if (!t->waited)
+		mm_host_proc(h, s->pid)->fallback_lock_waits++;
+	t->waited = true;
+	t->started = false;
+	t->failed = true;
 }
 
 static void thread_exit(void *vst, struct mm_host *h, uint32_t pid, uint32_t tid)
@@ -176,8 +204,8 @@ static void free_state(void *vst)
 
 const struct mm_plugin mm_plugin_fallbacks = {
 	.name = "fallbacks",
-	.description = "per-process page-fault fallbacks to mmap_lock and their wait (cheap: one "
-		       "filtered tracepoint, attributed by IP, no callchains)",
+	.description = "per-process page-fault fallbacks to mmap_lock and how many found it taken "
+		       "(cheap: filtered read-lock events attributed by IP, no callchains)",
 	.tracepoints = tracepoints,
 	.init = init,
 	.sample = sample,

@@ -12,13 +12,15 @@
 --                          collector: mmap_lock_acquire_returned(write=0, success) whose sample
 --                          IP is in lock_mm_and_find_vma), user or kernel mode; a fault retried
 --                          under mmap_lock counts again
---   fallback_lock_waits    fallbacks that found mmap_lock taken (an attempt failed first)
---   fallback_lock_wait_ns  their summed wait: failed attempt -> acquisition, nanoseconds
+--   fallback_lock_waits    fallbacks that found mmap_lock taken (their trylock failed) and slept
+--                          for it. How long they waited is left to the opt-in collectors
+--                          (faults_mmap_lock_wait_ns): timing it needs the successful
+--                          acquisitions, and sampling those costs the workload too much.
 --
 -- Example: per process over the last hour, faults and the share that fell back to mmap_lock
 --   SELECT pid, comm, sum(minflt + majflt) AS faults, sum(fallback_locks) AS fallbacks,
 --          round(100.0 * sum(fallback_locks) / max(sum(minflt + majflt), 1), 2) AS pct,
---          sum(fallback_lock_wait_ns) / 1e6 AS wait_ms
+--          sum(fallback_lock_waits) AS waited
 --   FROM process_stats WHERE ts_end > strftime('%s','now') - 3600
 --   GROUP BY pid, start_time ORDER BY faults DESC LIMIT 10;
 
@@ -26,7 +28,6 @@ ALTER TABLE process_windows ADD COLUMN minflt INTEGER NOT NULL DEFAULT 0 CHECK (
 ALTER TABLE process_windows ADD COLUMN majflt INTEGER NOT NULL DEFAULT 0 CHECK (majflt >= 0);
 ALTER TABLE process_windows ADD COLUMN fallback_locks INTEGER NOT NULL DEFAULT 0 CHECK (fallback_locks >= 0);
 ALTER TABLE process_windows ADD COLUMN fallback_lock_waits INTEGER NOT NULL DEFAULT 0 CHECK (fallback_lock_waits >= 0);
-ALTER TABLE process_windows ADD COLUMN fallback_lock_wait_ns INTEGER NOT NULL DEFAULT 0 CHECK (fallback_lock_wait_ns >= 0);
 
 DROP VIEW process_stats;
 CREATE VIEW process_stats AS
@@ -74,8 +75,7 @@ SELECT
 	pw.minflt AS minflt,
 	pw.majflt AS majflt,
 	pw.fallback_locks AS fallback_locks,
-	pw.fallback_lock_waits AS fallback_lock_waits,
-	pw.fallback_lock_wait_ns AS fallback_lock_wait_ns
+	pw.fallback_lock_waits AS fallback_lock_waits
 FROM process_windows AS pw
 JOIN windows AS w ON w.id = pw.window_id
 JOIN processes AS p ON p.id = pw.process_id;
