@@ -33,6 +33,31 @@ fatal() {
 	summary_and_exit
 }
 
+# stop_process PID SIGNAL [TENTHS]: when PID runs, sends SIGNAL, waits up to TENTHS tenths of a
+# second (default 50) for it to end, then SIGKILL, and reaps it (if it is our child).
+stop_process() {
+	local pid=$1 sig=$2 tenths=${3:-50}
+	[ -n "$pid" ] && kill -0 "$pid" 2>/dev/null || return 0
+	kill "-$sig" "$pid" 2>/dev/null
+	for _ in $(seq "$tenths"); do
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.1
+	done
+	kill -KILL "$pid" 2>/dev/null
+	wait "$pid" 2>/dev/null
+	return 0
+}
+
+# Removes $TMP, or keeps it and says so with KEEP_TMP=1.
+remove_tmp() {
+	[ -n "$TMP" ] && [ -d "$TMP" ] || return 0
+	if [ "${KEEP_TMP:-0}" = 1 ]; then
+		log "kept $TMP"
+	else
+		rm -rf "$TMP"
+	fi
+}
+
 # Sets TRACEFS to a mounted tracefs (mounting it at /sys/kernel/tracing if needed), or skips.
 find_tracefs() {
 	TRACEFS=

@@ -41,25 +41,10 @@ WPID=
 cleanup() {
 	if [ -n "$PERF_PID" ] && kill -0 "$PERF_PID" 2>/dev/null; then
 		[ -n "$WPID" ] && kill -KILL "$WPID" 2>/dev/null
-		kill -TERM "$PERF_PID" 2>/dev/null
-		wait "$PERF_PID" 2>/dev/null
+		stop_process "$PERF_PID" TERM
 	fi
-	if [ -n "$DAEMON_PID" ] && kill -0 "$DAEMON_PID" 2>/dev/null; then
-		kill -TERM "$DAEMON_PID" 2>/dev/null
-		for _ in $(seq 50); do
-			kill -0 "$DAEMON_PID" 2>/dev/null || break
-			sleep 0.1
-		done
-		kill -KILL "$DAEMON_PID" 2>/dev/null
-		wait "$DAEMON_PID" 2>/dev/null
-	fi
-	if [ -n "$TMP" ] && [ -d "$TMP" ]; then
-		if [ "${KEEP_TMP:-0}" = 1 ]; then
-			log "kept $TMP"
-		else
-			rm -rf "$TMP"
-		fi
-	fi
+	stop_process "$DAEMON_PID" TERM
+	remove_tmp
 }
 
 if [ $# -ne 2 ]; then

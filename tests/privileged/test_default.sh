@@ -63,34 +63,11 @@ TRUE_PID=
 
 # shellcheck disable=SC2317 # invoked by the EXIT trap
 cleanup() {
-	if [ -n "$TRUE_PID" ] && kill -0 "$TRUE_PID" 2>/dev/null; then
-		kill -TERM "$TRUE_PID" 2>/dev/null
-		wait "$TRUE_PID" 2>/dev/null
-	fi
-	if [ -n "$WPID" ] && kill -0 "$WPID" 2>/dev/null; then
-		kill -KILL "$WPID" 2>/dev/null
-		wait "$WPID" 2>/dev/null
-	fi
-	if [ -n "$PERF_PID" ] && kill -0 "$PERF_PID" 2>/dev/null; then
-		kill -INT "$PERF_PID" 2>/dev/null
-		wait "$PERF_PID" 2>/dev/null
-	fi
-	if [ -n "$DAEMON_PID" ] && kill -0 "$DAEMON_PID" 2>/dev/null; then
-		kill -TERM "$DAEMON_PID" 2>/dev/null
-		for _ in $(seq 50); do
-			kill -0 "$DAEMON_PID" 2>/dev/null || break
-			sleep 0.1
-		done
-		kill -KILL "$DAEMON_PID" 2>/dev/null
-		wait "$DAEMON_PID" 2>/dev/null
-	fi
-	if [ -n "$TMP" ] && [ -d "$TMP" ]; then
-		if [ "${KEEP_TMP:-0}" = 1 ]; then
-			log "kept $TMP"
-		else
-			rm -rf "$TMP"
-		fi
-	fi
+	stop_process "$TRUE_PID" TERM
+	stop_process "$WPID" KILL
+	stop_process "$PERF_PID" INT
+	stop_process "$DAEMON_PID" TERM
+	remove_tmp
 }
 
 if [ $# -ne 2 ]; then

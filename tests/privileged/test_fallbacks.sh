@@ -48,38 +48,14 @@ CG_PATH=
 
 # shellcheck disable=SC2317 # invoked by the EXIT trap
 cleanup() {
-	if [ -n "$WPID" ] && kill -0 "$WPID" 2>/dev/null; then
-		kill -TERM "$WPID" 2>/dev/null # it removes its cgroup itself
-		for _ in $(seq 100); do
-			kill -0 "$WPID" 2>/dev/null || break
-			sleep 0.1
-		done
-		kill -KILL "$WPID" 2>/dev/null
-	fi
-	if [ -n "$PERF_PID" ] && kill -0 "$PERF_PID" 2>/dev/null; then
-		kill -INT "$PERF_PID" 2>/dev/null
-		wait "$PERF_PID" 2>/dev/null
-	fi
-	if [ -n "$DAEMON_PID" ] && kill -0 "$DAEMON_PID" 2>/dev/null; then
-		kill -TERM "$DAEMON_PID" 2>/dev/null
-		for _ in $(seq 50); do
-			kill -0 "$DAEMON_PID" 2>/dev/null || break
-			sleep 0.1
-		done
-		kill -KILL "$DAEMON_PID" 2>/dev/null
-		wait "$DAEMON_PID" 2>/dev/null
-	fi
+	stop_process "$WPID" TERM 100 # it removes its cgroup itself
+	stop_process "$PERF_PID" INT
+	stop_process "$DAEMON_PID" TERM
 	# The workload's cgroup, if it was killed before removing it (a name this test chose).
 	if [ -n "$CG_PATH" ] && [ -d "$CG_PATH" ]; then
 		rmdir "$CG_PATH" 2>/dev/null || log "could not remove the cgroup $CG_PATH"
 	fi
-	if [ -n "$TMP" ] && [ -d "$TMP" ]; then
-		if [ "${KEEP_TMP:-0}" = 1 ]; then
-			log "kept $TMP"
-		else
-			rm -rf "$TMP"
-		fi
-	fi
+	remove_tmp
 }
 
 if [ $# -ne 2 ]; then

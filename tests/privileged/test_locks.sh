@@ -54,22 +54,8 @@ DAEMON_PID=
 
 # shellcheck disable=SC2317 # invoked by the EXIT trap
 cleanup() {
-	if [ -n "$DAEMON_PID" ] && kill -0 "$DAEMON_PID" 2>/dev/null; then
-		kill -TERM "$DAEMON_PID" 2>/dev/null
-		for _ in $(seq 50); do
-			kill -0 "$DAEMON_PID" 2>/dev/null || break
-			sleep 0.1
-		done
-		kill -KILL "$DAEMON_PID" 2>/dev/null
-		wait "$DAEMON_PID" 2>/dev/null
-	fi
-	if [ -n "$TMP" ] && [ -d "$TMP" ]; then
-		if [ "${KEEP_TMP:-0}" = 1 ]; then
-			log "kept $TMP"
-		else
-			rm -rf "$TMP"
-		fi
-	fi
+	stop_process "$DAEMON_PID" TERM
+	remove_tmp
 }
 
 if [ $# -ne 2 ]; then
