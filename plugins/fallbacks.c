@@ -24,9 +24,12 @@
  *
  * Kernels that reach the tracepoint through the out-of-line helper __mmap_lock_do_trace_*
  * (6.12, for example: lock_mm_and_find_vma in mm/memory.c) give every read lock the helper's IP,
- * and kernels whose trylock traces no start_locking cannot be counted this way either: both are
- * detected, counted in mmlockd_fallbacks_events_total{name="unattributed"} and said in the
- * collector's state; --collectors faults (callchains, costly) gives the fallbacks instead.
+ * and kernels whose trylock traces no start_locking cannot be counted this way either. Read locks
+ * through the helper are normal (system calls take them on every kernel) and are counted in
+ * mmlockd_fallbacks_events_total{name="unattributed"}; the collector's state says the kernel
+ * cannot be read when the first HELPER_VERDICT of them come with none at lock_mm_and_find_vma,
+ * or when a failed trylock there has no start before it. --collectors faults (callchains,
+ * costly) gives the fallbacks on such kernels.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -53,11 +56,16 @@ struct state {
 		uint8_t site;
 	} cache[IP_CACHE]; /* IP -> site: a handful of call sites fire these tracepoints */
 	bool noted, noted_trylock;
+	uint64_t n_site, n_helper; /* samples at lock_mm_and_find_vma, at the helper */
 	int g_bad_field, g_threads_dropped, g_unattributed;
 	struct mm_tidmap *threads; /* threads inside lock_mm_and_find_vma */
 };
 
 #define MAX_THREADS (1u << 20)
+/* Read locks through the helper with none at lock_mm_and_find_vma before saying this kernel
+ * cannot be read: on a kernel that inlines, process start-up alone (kernel-mode faults of exec)
+ * puts samples there long before. */
+#define HELPER_VERDICT 1000
 
 static const struct mm_tp_req tracepoints[] = {
 	{"mmap_lock", "mmap_lock_start_locking", false, false, "write == 0"},
@@ -151,14 +159,19 @@ static void sample(void *vst, struct mm_host *h, const struct mm_sample *s)
 		return; /* the stream is unfiltered when another collector wants every event */
 	enum site site = classify(st, h, s->ip);
 	if (site != SITE_FALLBACK) {
-		if (site == SITE_HELPER)
-			unattributed(st, h, &st->noted,
-				     "this kernel fires mmap_lock tracepoints from an out-of-line "
-				     "helper");
-		else if (site == SITE_UNKNOWN)
+		/* System calls' read locks go through the helper on every kernel; where the fault
+		 * path does too, no sample ever names lock_mm_and_find_vma. */
+		if (site == SITE_HELPER && ++st->n_helper >= HELPER_VERDICT && !st->n_site)
+			unattributed(
+				st, h, &st->noted,
+				"none of the first read locks came from lock_mm_and_find_vma, "
+				"all through the out-of-line trace helper: this kernel does not "
+				"inline the trace call there");
+		else if (site == SITE_HELPER || site == SITE_UNKNOWN)
 			mm_host_global_add(h, st->g_unattributed, 1);
 		return;
 	}
+	st->n_site++;
 	struct thread *t = mm_tidmap_get(st->threads, s->tid, true);
 	if (!t) {
 		mm_host_global_add(h, st->g_threads_dropped, 1);

@@ -99,6 +99,14 @@ static uint64_t global(const struct mm_snapshot *s, const char *name)
 	return UINT64_MAX;
 }
 
+static bool noted(const struct mm_snapshot *s, const char *what)
+{
+	for (size_t i = 0; i < s->ncollectors; i++)
+		if (!strcmp(s->collectors[i].name, "fallbacks"))
+			return strstr(s->collectors[i].reason, what) != NULL;
+	return false;
+}
+
 static void test_fallbacks_and_waits(void)
 {
 	struct fx f;
@@ -139,11 +147,7 @@ static void test_a_trylock_without_start_is_detected(void)
 	start(&f, 40, 41, 1100, IP_FALLBACK, 0);
 	struct mm_snapshot *s = mm_host_snapshot(f.h, 1);
 	CHECK_U64(global(s, "unattributed"), 1);
-	bool noted = false;
-	for (size_t i = 0; i < s->ncollectors; i++)
-		if (!strcmp(s->collectors[i].name, "fallbacks"))
-			noted = strstr(s->collectors[i].reason, "start_locking") != NULL;
-	CHECK(noted);
+	CHECK(noted(s, "start_locking"));
 	mm_snapshot_unref(s);
 	teardown(&f);
 }
@@ -168,6 +172,33 @@ static void test_other_read_locks_and_write_locks_are_not_fallbacks(void)
 	const struct mm_snap_proc *p = mm_snapshot_find(s, 20);
 	CHECK(!p || (p->window.fallback_locks == 0 && p->window.fallback_lock_waits == 0));
 	CHECK_U64(global(s, "unattributed"), 2); /* the helper's start, the start without IP */
+	mm_snapshot_unref(s);
+	teardown(&f);
+}
+
+static void test_a_kernel_tracing_only_through_the_helper_is_detected(void)
+{
+	struct fx f;
+	setup(&f);
+	/* Where the fault path is inlined, helper samples (system calls) are normal. */
+	start(&f, 50, 51, 1, IP_FALLBACK, 0);
+	for (uint64_t i = 0; i < 2000; i++)
+		start(&f, 50, 51, 10 + i, IP_HELPER - 0x100, 0);
+	struct mm_snapshot *s = mm_host_snapshot(f.h, 1);
+	CHECK(!noted(s, "helper"));
+	mm_snapshot_unref(s);
+	teardown(&f);
+	/* 999 helper samples and nothing else: too early to say. At 1000: said. */
+	setup(&f);
+	for (uint64_t i = 0; i < 999; i++)
+		start(&f, 50, 51, 10 + i, IP_HELPER - 0x100, 0);
+	s = mm_host_snapshot(f.h, 1);
+	CHECK(!noted(s, "helper"));
+	mm_snapshot_unref(s);
+	start(&f, 50, 51, 5000, IP_HELPER - 0x100, 0);
+	s = mm_host_snapshot(f.h, 1);
+	CHECK(noted(s, "helper"));
+	CHECK_U64(global(s, "unattributed"), 1000);
 	mm_snapshot_unref(s);
 	teardown(&f);
 }
@@ -199,6 +230,7 @@ int main(void)
 	RUN(test_fallbacks_and_waits);
 	RUN(test_a_trylock_without_start_is_detected);
 	RUN(test_other_read_locks_and_write_locks_are_not_fallbacks);
+	RUN(test_a_kernel_tracing_only_through_the_helper_is_detected);
 	RUN(test_state_of_an_exited_thread_is_dropped);
 	return check_summary();
 }
