@@ -72,6 +72,7 @@ struct mm_host {
 	uint64_t started_ms, window_start_ms;
 	int64_t mono_to_wall_ms;
 	unsigned interval_s;
+	bool closing; /* in mm_host_tick_closing() */
 	uint64_t windows_stored, store_errors;
 	char kernel[128];
 	const struct mm_symbols *syms;
@@ -388,6 +389,18 @@ void mm_host_lost(struct mm_host *h, unsigned stream, uint64_t n)
 		return;
 	h->streams[stream].lost += n;
 	h->streams[stream].window_lost += n;
+}
+
+void mm_host_tick_closing(struct mm_host *h)
+{
+	h->closing = true;
+	mm_host_tick(h);
+	h->closing = false;
+}
+
+bool mm_host_window_closing(const struct mm_host *h)
+{
+	return h->closing;
 }
 
 void mm_host_tick(struct mm_host *h)

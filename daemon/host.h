@@ -67,6 +67,10 @@ void mm_host_lost(struct mm_host *h, unsigned stream, uint64_t n);
 /* Calls every collector's tick hook. */
 void mm_host_tick(struct mm_host *h);
 
+/* The same right before the open window closes (mm_host_window_closing() is true meanwhile):
+ * collectors that read /proc once per window do it then. */
+void mm_host_tick_closing(struct mm_host *h);
+
 /* Tells every collector that no more records will come (calls their finish hooks). */
 void mm_host_finish(struct mm_host *h);
 

@@ -99,16 +99,19 @@ static void set_next_end(struct daemon *d, uint64_t after_ms)
 
 /* Runs the collectors' periodic work; a recording notes when, so replay ticks at the same
  * point of the record stream. */
-static void tick(struct daemon *d)
+static void tick(struct daemon *d, bool closing)
 {
-	mm_host_tick(d->host);
+	if (closing)
+		mm_host_tick_closing(d->host);
+	else
+		mm_host_tick(d->host);
 	if (d->rec)
 		mm_recorder_tick(d->rec, d->last_delivered_ns);
 }
 
 static void close_window(struct daemon *d, uint64_t end_ms)
 {
-	tick(d); /* let periodic collectors account up to the boundary */
+	tick(d, true); /* let periodic collectors account up to the boundary */
 	struct mm_snapshot *w = mm_host_close_window(d->host, end_ms);
 	if (w && d->writer) {
 		mm_writer_submit(d->writer, w);
@@ -459,7 +462,7 @@ static int run(struct daemon *d)
 			running = false;
 		if (now - last_tick_ms >= 1000) {
 			last_tick_ms = now;
-			tick(d);
+			tick(d, false);
 			if (!d->rec)
 				publish(d);
 			if (d->watchdog_usec)
