@@ -1,5 +1,6 @@
+# shellcheck shell=bash
 # Shared by the privileged test scripts (sourced, not run): reporting, finding tracefs, a free
-# loopback port, relative differences. The sourcing script sets TEST_NAME, PASSED=0, FAILED=0,
+# loopback port, starting mmlockd and stopping what a test started, relative differences. The sourcing script sets TEST_NAME, PASSED=0, FAILED=0,
 # SKIP=77, TMP (its temp dir, whose mmlockd.log is shown on failure) and, for within(), TOL.
 
 log() { printf '%s\n' "$*"; }
@@ -79,6 +80,46 @@ s = socket.socket()
 s.bind(("127.0.0.1", 0))
 print(s.getsockname()[1])
 s.close()'
+}
+
+# http_get PATH OUTFILE: GET http://127.0.0.1:$PORT$PATH into OUTFILE; fails on HTTP errors.
+http_get() {
+	curl -fsS --noproxy '*' --max-time 5 -o "$2" "http://127.0.0.1:$PORT$1" 2>/dev/null
+}
+
+# start_mmlockd [DEFAULT_FLAG...]: starts $MMLOCKD with --config $CONF --db $DB, a free loopback
+# port and 1-second windows, then the words of $MMLOCKD_ARGS if it is set and not empty, else
+# the DEFAULT_FLAGs; its log goes to $TMP/mmlockd.log. Waits up to ~20 s for /api/v1/status
+# (kept in $TMP/status.json), and starts again on another port (twice at most) only when the
+# first was taken between free_port and bind. Sets PORT and DAEMON_PID and passes, or is fatal.
+start_mmlockd() {
+	local flags=("$@") attempt
+	[ -n "${MMLOCKD_ARGS:-}" ] && read -ra flags <<<"$MMLOCKD_ARGS"
+	for attempt in 1 2 3; do
+		PORT=$(free_port) || fatal "no free loopback port"
+		"$MMLOCKD" --config "$CONF" --db "$DB" --listen "127.0.0.1:$PORT" --interval 1 \
+			"${flags[@]}" >"$TMP/mmlockd.log" 2>&1 &
+		DAEMON_PID=$!
+		for _ in $(seq 100); do # up to ~20 s
+			if ! kill -0 "$DAEMON_PID" 2>/dev/null; then
+				wait "$DAEMON_PID"
+				log "mmlockd exited during start-up with status $?"
+				DAEMON_PID=
+				break
+			fi
+			if http_get /api/v1/status "$TMP/status.json"; then
+				pass "mmlockd (pid $DAEMON_PID) answers on 127.0.0.1:$PORT"
+				return 0
+			fi
+			sleep 0.2
+		done
+		[ -n "$DAEMON_PID" ] && log "mmlockd did not answer /api/v1/status on 127.0.0.1:$PORT"
+		if [ -n "$DAEMON_PID" ] || ! grep -qi 'in use' "$TMP/mmlockd.log" 2>/dev/null; then
+			break
+		fi
+		log "port $PORT was taken, retrying ($attempt)"
+	done
+	fatal "mmlockd did not start"
 }
 
 # (mmlockd - perf) / perf in percent, 3 decimals; "inf" when perf is 0 and mmlockd not.

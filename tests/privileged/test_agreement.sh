@@ -120,45 +120,8 @@ elif cmd == "proc":
                               for k in keys))
 EOF
 
-http_get() { # PATH OUTFILE
-	curl -fsS --noproxy '*' --max-time 3 -o "$2" "http://127.0.0.1:$PORT$1" 2>/dev/null
-}
-
 # --- start the daemon -------------------------------------------------------------------------
-start_daemon() {
-	PORT=$(free_port) || return 1
-	# shellcheck disable=SC2086 # MMLOCKD_ARGS is a list of words
-	"$MMLOCKD" --config "$CONF" --db "$DB" --listen "127.0.0.1:$PORT" --interval 1 \
-		${MMLOCKD_ARGS:---ring-pages 1024 --collectors all} >"$TMP/mmlockd.log" 2>&1 &
-	DAEMON_PID=$!
-	for _ in $(seq 100); do # up to ~20 s
-		if ! kill -0 "$DAEMON_PID" 2>/dev/null; then
-			wait "$DAEMON_PID"
-			log "mmlockd exited during start-up with status $?"
-			DAEMON_PID=
-			return 1
-		fi
-		http_get /api/v1/status "$TMP/status.json" && return 0
-		sleep 0.2
-	done
-	log "mmlockd did not answer /api/v1/status on 127.0.0.1:$PORT"
-	return 1
-}
-
-started=0
-for attempt in 1 2 3; do
-	if start_daemon; then
-		started=1
-		break
-	fi
-	# Another process may have taken the port between free_port and bind: retry then only.
-	if [ -n "$DAEMON_PID" ] || ! grep -qi 'in use' "$TMP/mmlockd.log" 2>/dev/null; then
-		break
-	fi
-	log "port $PORT was taken, retrying ($attempt)"
-done
-[ "$started" -eq 1 ] || fatal "mmlockd did not start"
-pass "mmlockd (pid $DAEMON_PID) answers on 127.0.0.1:$PORT"
+start_mmlockd --ring-pages 1024 --collectors all
 
 # Wait until both compared tracepoints are open.
 tp_open=0

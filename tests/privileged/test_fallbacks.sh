@@ -23,7 +23,7 @@
 #
 # Exit: 0 passed, 1 failed, 77 skipped (not root, no perf, perf cannot open the tracepoints,
 # the tracepoints do not exist, no memory cgroup controller). Environment: WORKLOAD_ARGS (extra
-# workload flags), MMLOCKD_ARGS (extra daemon flags, default --ring-pages 1024), TOLERANCE_PCT,
+# workload flags), MMLOCKD_ARGS (daemon flags instead of the default --ring-pages 1024 --collectors all), TOLERANCE_PCT,
 # MIN_FALLBACKS, KEEP_TMP=1.
 
 set -u -o pipefail
@@ -104,15 +104,10 @@ CONF=$TMP/mmlockd.conf
 : >"$CONF"
 
 cat >"$TMP/util.py" <<'EOF'
-import json, socket, sqlite3, sys, urllib.request
+import json, sqlite3, sys, urllib.request
 
 cmd = sys.argv[1]
-if cmd == "port":
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    print(s.getsockname()[1])
-    s.close()
-elif cmd == "status":  # PORT: "name open samples lost" per event, exit 1 if no answer
+if cmd == "status":  # PORT: "name open samples lost" per event, exit 1 if no answer
     try:
         with urllib.request.urlopen("http://127.0.0.1:%s/api/v1/status" % sys.argv[2],
                                     timeout=3) as r:
@@ -142,38 +137,7 @@ elif cmd == "db":  # DB PID: key=value sums for the pid, and lost events of all 
 EOF
 
 # --- the daemon ------------------------------------------------------------------------------
-start_daemon() {
-	PORT=$(python3 "$TMP/util.py" port) || return 1
-	# shellcheck disable=SC2086 # MMLOCKD_ARGS is a list of words
-	"$MMLOCKD" --config "$CONF" --db "$DB" --listen "127.0.0.1:$PORT" --interval 1 \
-		${MMLOCKD_ARGS:---ring-pages 1024 --collectors all} >"$TMP/mmlockd.log" 2>&1 &
-	DAEMON_PID=$!
-	for _ in $(seq 100); do # up to ~20 s
-		if ! kill -0 "$DAEMON_PID" 2>/dev/null; then
-			wait "$DAEMON_PID"
-			log "mmlockd exited during start-up with status $?"
-			DAEMON_PID=
-			return 1
-		fi
-		python3 "$TMP/util.py" status "$PORT" >"$TMP/events.txt" 2>/dev/null && return 0
-		sleep 0.2
-	done
-	log "mmlockd did not answer /api/v1/status on 127.0.0.1:$PORT"
-	return 1
-}
-started=0
-for attempt in 1 2 3; do
-	if start_daemon; then
-		started=1
-		break
-	fi
-	if [ -n "$DAEMON_PID" ] || ! grep -qi 'in use' "$TMP/mmlockd.log" 2>/dev/null; then
-		break
-	fi
-	log "port $PORT was taken, retrying ($attempt)"
-done
-[ "$started" -eq 1 ] || fatal "mmlockd did not start"
-pass "mmlockd (pid $DAEMON_PID) answers on 127.0.0.1:$PORT"
+start_mmlockd --ring-pages 1024 --collectors all
 
 COMPARED="exceptions:page_fault_user mmap_lock:mmap_lock_acquire_returned filemap:mm_filemap_fault"
 tp_open=0

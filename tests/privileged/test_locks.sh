@@ -92,9 +92,6 @@ DB=$TMP/mmlockd.db
 CONF=$TMP/mmlockd.conf # empty: keeps /etc/mmlockd.conf out of the test
 : >"$CONF"
 
-http_get() { # PATH OUTFILE
-	curl -fsS --noproxy '*' --max-time 5 -o "$2" "http://127.0.0.1:$PORT$1" 2>/dev/null
-}
 http_status() { # PATH: prints the HTTP status code
 	curl -sS --noproxy '*' --max-time 5 -o /dev/null -w '%{http_code}' \
 		"http://127.0.0.1:$PORT$1" 2>/dev/null
@@ -114,37 +111,7 @@ EOF
 }
 
 # --- start the daemon -------------------------------------------------------------------------
-start_daemon() {
-	PORT=$(free_port) || return 1
-	# shellcheck disable=SC2086 # MMLOCKD_ARGS is a list of words
-	"$MMLOCKD" --config "$CONF" --db "$DB" --listen "127.0.0.1:$PORT" --interval 1 \
-		${MMLOCKD_ARGS:---collectors all} >"$TMP/mmlockd.log" 2>&1 &
-	DAEMON_PID=$!
-	for _ in $(seq 100); do
-		if ! kill -0 "$DAEMON_PID" 2>/dev/null; then
-			wait "$DAEMON_PID"
-			log "mmlockd exited during start-up with status $?"
-			DAEMON_PID=
-			return 1
-		fi
-		http_get /api/v1/status "$TMP/status.json" && return 0
-		sleep 0.2
-	done
-	return 1
-}
-started=0
-for _ in 1 2 3; do
-	if start_daemon; then
-		started=1
-		break
-	fi
-	# Another process may have taken the port between free_port and bind: retry then only.
-	if [ -n "$DAEMON_PID" ] || ! grep -qi 'in use' "$TMP/mmlockd.log" 2>/dev/null; then
-		break
-	fi
-done
-[ "$started" -eq 1 ] || fatal "mmlockd did not start"
-pass "mmlockd (pid $DAEMON_PID) answers on 127.0.0.1:$PORT"
+start_mmlockd --collectors all
 
 read -r B_SAMPLES _ B_OPEN B_STATE < <(status_of "$TMP/status.json" lock:contention_begin)
 if [ "$B_OPEN" != open ] || [ "$B_STATE" != running ]; then
