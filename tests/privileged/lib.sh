@@ -1,7 +1,8 @@
 # shellcheck shell=bash
 # Shared by the privileged test scripts (sourced, not run): reporting, finding tracefs, a free
-# loopback port, starting mmlockd and stopping what a test started, relative differences. The sourcing script sets TEST_NAME, PASSED=0, FAILED=0,
-# SKIP=77, TMP (its temp dir, whose mmlockd.log is shown on failure) and, for within(), TOL.
+# loopback port, starting mmlockd and stopping what a test started, relative differences. The
+# sourcing script sets TEST_NAME, PASSED=0, FAILED=0, SKIP=77, TMP (its temp dir, whose
+# mmlockd.log is shown on failure), for start_mmlockd MMLOCKD, CONF and DB, for within() TOL.
 
 log() { printf '%s\n' "$*"; }
 skip() {
