@@ -123,6 +123,42 @@ start_mmlockd() {
 	fatal "mmlockd did not start"
 }
 
+# mmlockd_alive: fatal (with its exit status) when the daemon exited on its own before the test
+# stopped it.
+mmlockd_alive() {
+	kill -0 "$DAEMON_PID" 2>/dev/null && return 0
+	wait "$DAEMON_PID"
+	local rc=$?
+	DAEMON_PID=
+	fatal "mmlockd exited on its own (status $rc) before the test sent SIGTERM;" \
+		"a 'received Terminated' line in its log means someone else signalled it"
+}
+
+# sigterm_mmlockd: SIGTERM, which must flush the open window and exit 0 within 15 s (a check);
+# SIGKILL after that. Clears DAEMON_PID.
+sigterm_mmlockd() {
+	local rc
+	kill -TERM "$DAEMON_PID"
+	for _ in $(seq 150); do
+		kill -0 "$DAEMON_PID" 2>/dev/null || break
+		sleep 0.1
+	done
+	if kill -0 "$DAEMON_PID" 2>/dev/null; then
+		fail "mmlockd did not exit within 15 s of SIGTERM"
+		kill -KILL "$DAEMON_PID" 2>/dev/null
+		wait "$DAEMON_PID" 2>/dev/null
+	else
+		wait "$DAEMON_PID"
+		rc=$?
+		if [ "$rc" -eq 0 ]; then
+			pass "mmlockd exited 0 on SIGTERM"
+		else
+			fail "mmlockd exited with status $rc on SIGTERM"
+		fi
+	fi
+	DAEMON_PID=
+}
+
 # (mmlockd - perf) / perf in percent, 3 decimals; "inf" when perf is 0 and mmlockd not.
 diff_pct() {
 	awk -v p="$1" -v m="$2" 'BEGIN { if (p == 0) { printf "%s", (m == 0 ? "0.000" : "inf"); exit }

@@ -321,37 +321,8 @@ else
 fi
 
 # --- SIGTERM: flush the open window and exit 0 -------------------------------------------------
-if ! kill -0 "$DAEMON_PID" 2>/dev/null; then
-	wait "$DAEMON_PID"
-	rc=$?
-	DAEMON_PID=
-	fatal "mmlockd exited on its own (status $rc) before the test sent SIGTERM;" \
-		"a 'received Terminated' line in its log means someone else signalled it"
-fi
-kill -TERM "$DAEMON_PID"
-exited=0
-for _ in $(seq 150); do # up to ~15 s
-	if ! kill -0 "$DAEMON_PID" 2>/dev/null; then
-		exited=1
-		break
-	fi
-	sleep 0.1
-done
-if [ "$exited" -eq 1 ]; then
-	wait "$DAEMON_PID"
-	rc=$?
-	DAEMON_PID=
-	if [ "$rc" -eq 0 ]; then
-		pass "mmlockd exited 0 on SIGTERM"
-	else
-		fail "mmlockd exited with status $rc on SIGTERM"
-	fi
-else
-	fail "mmlockd did not exit within 15 s of SIGTERM"
-	kill -KILL "$DAEMON_PID" 2>/dev/null
-	wait "$DAEMON_PID" 2>/dev/null
-	DAEMON_PID=
-fi
+mmlockd_alive
+sigterm_mmlockd
 
 # --- SQLite history ------------------------------------------------------------------------------
 if [ ! -s "$DB" ]; then

@@ -268,43 +268,14 @@ if [ "$rc" -ne 0 ] && ! { [ "$rc" -eq 130 ] && grep -q 'Captured and wrote' "$TM
 fi
 
 # --- the daemon's status, then SIGTERM -----------------------------------------------------------
-if ! kill -0 "$DAEMON_PID" 2>/dev/null; then
-	wait "$DAEMON_PID"
-	rc=$?
-	DAEMON_PID=
-	fatal "mmlockd exited on its own (status $rc) before the test sent SIGTERM;" \
-		"a 'received Terminated' line in its log means someone else signalled it"
-fi
+mmlockd_alive
 status_ok=0
 if http_get /api/v1/status "$TMP/status.json" &&
 	python3 "$TMP/parse_json.py" events "$TMP/status.json" >"$TMP/events.txt" 2>"$TMP/parse.err" &&
 	python3 "$TMP/parse_json.py" globals "$TMP/status.json" >"$TMP/globals.txt" 2>>"$TMP/parse.err"; then
 	status_ok=1
 fi
-kill -TERM "$DAEMON_PID"
-exited=0
-for _ in $(seq 150); do # up to ~15 s
-	if ! kill -0 "$DAEMON_PID" 2>/dev/null; then
-		exited=1
-		break
-	fi
-	sleep 0.1
-done
-if [ "$exited" -eq 1 ]; then
-	wait "$DAEMON_PID"
-	rc=$?
-	DAEMON_PID=
-	if [ "$rc" -eq 0 ]; then
-		pass "mmlockd exited 0 on SIGTERM"
-	else
-		fail "mmlockd exited with status $rc on SIGTERM"
-	fi
-else
-	fail "mmlockd did not exit within 15 s of SIGTERM"
-	kill -KILL "$DAEMON_PID" 2>/dev/null
-	wait "$DAEMON_PID" 2>/dev/null
-	DAEMON_PID=
-fi
+sigterm_mmlockd
 [ -s "$DB" ] || fatal "no database at $DB"
 
 sql() { # QUERY: one row per line, fields separated by spaces

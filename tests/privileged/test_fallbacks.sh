@@ -201,37 +201,9 @@ if [ "$rc" -ne 0 ] && ! { [ "$rc" -eq 130 ] && grep -q 'Captured and wrote' "$TM
 	cat "$TMP/perf.log"
 	fatal "perf record exited with status $rc"
 fi
-if ! kill -0 "$DAEMON_PID" 2>/dev/null; then
-	wait "$DAEMON_PID"
-	rc=$?
-	DAEMON_PID=
-	fatal "mmlockd exited on its own (status $rc) before the test sent SIGTERM"
-fi
+mmlockd_alive
 python3 "$TMP/util.py" status "$PORT" >"$TMP/events.txt" 2>/dev/null
-kill -TERM "$DAEMON_PID"
-exited=0
-for _ in $(seq 150); do # up to ~15 s
-	if ! kill -0 "$DAEMON_PID" 2>/dev/null; then
-		exited=1
-		break
-	fi
-	sleep 0.1
-done
-if [ "$exited" -eq 1 ]; then
-	wait "$DAEMON_PID"
-	rc=$?
-	DAEMON_PID=
-	if [ "$rc" -eq 0 ]; then
-		pass "mmlockd exited 0 on SIGTERM"
-	else
-		fail "mmlockd exited with status $rc on SIGTERM"
-	fi
-else
-	kill -KILL "$DAEMON_PID" 2>/dev/null
-	wait "$DAEMON_PID" 2>/dev/null
-	DAEMON_PID=
-	fail "mmlockd did not exit within 15 s of SIGTERM"
-fi
+sigterm_mmlockd
 
 # --- the two counts ------------------------------------------------------------------------------
 python3 "$CLASSIFY" "$TMP/perf.data" --pid "$WPID" --format expected --also-naive \

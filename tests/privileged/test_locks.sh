@@ -173,23 +173,7 @@ else
 fi
 
 # --- SIGTERM: flush the open window and exit 0 -------------------------------------------------
-kill -TERM "$DAEMON_PID"
-for _ in $(seq 150); do
-	kill -0 "$DAEMON_PID" 2>/dev/null || break
-	sleep 0.1
-done
-if kill -0 "$DAEMON_PID" 2>/dev/null; then
-	fail "mmlockd did not exit within 15 s of SIGTERM"
-else
-	wait "$DAEMON_PID"
-	rc=$?
-	if [ "$rc" -eq 0 ]; then
-		pass "mmlockd exited 0 on SIGTERM"
-	else
-		fail "mmlockd exited with status $rc on SIGTERM"
-	fi
-fi
-DAEMON_PID=
+sigterm_mmlockd
 
 # --- the two tables --------------------------------------------------------------------------------
 perf lock contention -i "$TMP/perf.data" --stack-skip 0 -E 1000000 >"$TMP/perf.txt" 2>&1
