@@ -11,6 +11,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <getopt.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
@@ -111,6 +113,57 @@ static int parse_ulong(const char *s, unsigned long max, unsigned long *ret)
 		return -1;
 	*ret = v;
 	return 0;
+}
+
+int bench_parse_args(int argc, char **argv, struct bench_common *c,
+		     const struct bench_num_opt *opts, void (*usage)(FILE *f, const char *argv0))
+{
+	static const struct option common[] = {BENCH_COMMON_LONGOPTS};
+	enum { OWN_BASE = 2000 };
+	size_t n = 0, ncommon = sizeof(common) / sizeof(common[0]);
+	while (opts[n].name)
+		n++;
+	struct option *longopts = calloc(n + ncommon + 2, sizeof(*longopts));
+	if (!longopts) {
+		fprintf(stderr, "%s: out of memory\n", argv[0]);
+		return -1;
+	}
+	for (size_t i = 0; i < n; i++)
+		longopts[i] =
+			(struct option){opts[i].name, required_argument, NULL, OWN_BASE + (int)i};
+	memcpy(longopts + n, common, sizeof(common));
+	longopts[n + ncommon] = (struct option){"help", no_argument, NULL, 'h'};
+
+	int code, r = 0;
+	while (r == 0 && (code = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+		unsigned long v;
+		if (code == 'h') {
+			usage(stdout, argv[0]);
+			exit(0);
+		} else if (code == '?') {
+			r = -1;
+		} else if (code >= OWN_BASE && code < OWN_BASE + (int)n) {
+			const struct bench_num_opt *o = &opts[code - OWN_BASE];
+			if (parse_ulong(optarg, 1ul << 24, &v)) {
+				fprintf(stderr, "%s: bad value '%s' for --%s\n", argv[0], optarg,
+					o->name);
+				r = -1;
+			} else if (o->ul) {
+				*o->ul = v;
+			} else {
+				*o->u = (unsigned)v;
+			}
+		} else if (bench_common_set(c, code, optarg)) {
+			r = -1;
+		}
+	}
+	free(longopts);
+	if (r == 0 && optind < argc) {
+		fprintf(stderr, "%s: unexpected argument '%s' (see --help)\n", argv[0],
+			argv[optind]);
+		r = -1;
+	}
+	return r;
 }
 
 static int parse_seconds(const char *s, double *ret)

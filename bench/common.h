@@ -68,6 +68,21 @@ struct bench_env {
 		"swappiness", required_argument, NULL, BENCH_OPT_BASE + 7                          \
 	}
 
+/* A workload's own numeric option: --NAME N, a whole number 0..2^24, stored in *ul or *u (set
+ * exactly one). */
+struct bench_num_opt {
+	const char *name;
+	unsigned long *ul;
+	unsigned *u;
+};
+
+/* Parses the command line: the workload's numeric options @opts (ending with name == NULL), the
+ * common ones into @c, and --help (prints @usage to stdout and exits 0). Defaults must be set
+ * before. Returns 0, or -1 after saying why on stderr (unknown option, bad value, an argument
+ * that is not an option). */
+int bench_parse_args(int argc, char **argv, struct bench_common *c,
+		     const struct bench_num_opt *opts, void (*usage)(FILE *f, const char *argv0));
+
 #define BENCH_COMMON_USAGE                                                                         \
 	"  --seconds S        measured phase (default %.0f)\n"                                     \
 	"  --warmup S         unmeasured phase before it (default %.0f)\n"                         \

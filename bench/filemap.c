@@ -117,19 +117,16 @@ static void usage(FILE *f, const char *argv0)
 
 static int parse_args(int argc, char **argv, struct opts *o)
 {
-	static const struct option longopts[] = {
-		{"threads", required_argument, NULL, 't'},
-		{"munmap-threads", required_argument, NULL, 'm'},
-		{"file-mb", required_argument, NULL, 'f'},
-		{"window-kb", required_argument, NULL, 'w'},
-		{"munmap-rate", required_argument, NULL, 'R'},
-		{"help", no_argument, NULL, 'h'},
-		BENCH_COMMON_LONGOPTS,
-		{NULL, 0, NULL, 0},
+	/* clang-format off */
+	const struct bench_num_opt opts[] = {
+		{"threads", NULL, &o->threads},
+		{"munmap-threads", NULL, &o->munmappers},
+		{"file-mb", &o->file_mb, NULL},
+		{"window-kb", &o->window_kb, NULL},
+		{"munmap-rate", &o->munmap_rate, NULL},
+		{NULL, NULL, NULL},
 	};
-	unsigned long v;
-	char *end;
-	int c;
+	/* clang-format on */
 
 	bench_common_defaults(&o->c, 8, 2, 128, 0);
 	o->threads = 8;
@@ -137,43 +134,9 @@ static int parse_args(int argc, char **argv, struct opts *o)
 	o->file_mb = 512;
 	o->window_kb = 1024;
 	o->munmap_rate = 20000;
-	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
-		if (c >= BENCH_OPT_BASE) {
-			if (bench_common_set(&o->c, c, optarg))
-				return -1;
-			continue;
-		}
-		if (c == 'h') {
-			usage(stdout, argv[0]);
-			exit(0);
-		}
-		if (c == '?')
-			return -1;
-		errno = 0;
-		v = strtoul(optarg, &end, 10);
-		if (errno || end == optarg || *end || optarg[0] == '-' || v > (1ul << 24)) {
-			fprintf(stderr, "%s: bad value '%s'\n", argv[0], optarg);
-			return -1;
-		}
-		switch (c) {
-		case 't':
-			o->threads = (unsigned)v;
-			break;
-		case 'm':
-			o->munmappers = (unsigned)v;
-			break;
-		case 'f':
-			o->file_mb = v;
-			break;
-		case 'w':
-			o->window_kb = v;
-			break;
-		case 'R':
-			o->munmap_rate = v;
-			break;
-		}
-	}
-	if (optind < argc || !o->threads || !o->file_mb || !o->window_kb || o->window_kb % 4 ||
+	if (bench_parse_args(argc, argv, &o->c, opts, usage) < 0)
+		return -1;
+	if (!o->threads || !o->file_mb || !o->window_kb || o->window_kb % 4 ||
 	    (o->window_kb << 10) > (o->file_mb << 20)) {
 		fprintf(stderr, "%s: inconsistent options (see --help)\n", argv[0]);
 		return -1;

@@ -56,6 +56,7 @@ static void *reader(void *arg)
 	struct worker *w = arg;
 	struct shared *sh = w->sh;
 	size_t chunk = sh->o->chunk_pages * sh->page, slice = sh->len / sh->o->readers;
+	       slice = sh->len / sh->o->readers / chunk * chunk;
 	size_t nchunks = slice / chunk;
 	char *base = sh->region + w->index * slice;
 	uint64_t seed = 0x9e3779b97f4a7c15ull * (w->index + 1);
@@ -126,19 +127,16 @@ static void usage(FILE *f, const char *argv0)
 
 static int parse_args(int argc, char **argv, struct opts *o)
 {
-	static const struct option longopts[] = {
-		{"readers", required_argument, NULL, 'r'},
-		{"writers", required_argument, NULL, 'w'},
-		{"anon-mb", required_argument, NULL, 'a'},
-		{"chunk-pages", required_argument, NULL, 'c'},
-		{"writer-rate", required_argument, NULL, 'R'},
-		{"help", no_argument, NULL, 'h'},
-		BENCH_COMMON_LONGOPTS,
-		{NULL, 0, NULL, 0},
+	/* clang-format off */
+	const struct bench_num_opt opts[] = {
+		{"readers", NULL, &o->readers},
+		{"writers", NULL, &o->writers},
+		{"anon-mb", &o->anon_mb, NULL},
+		{"chunk-pages", &o->chunk_pages, NULL},
+		{"writer-rate", &o->writer_rate, NULL},
+		{NULL, NULL, NULL},
 	};
-	unsigned long v;
-	char *end;
-	int c;
+	/* clang-format on */
 
 	bench_common_defaults(&o->c, 8, 2, 0, 0);
 	o->readers = 2;
@@ -146,43 +144,9 @@ static int parse_args(int argc, char **argv, struct opts *o)
 	o->anon_mb = 64;
 	o->chunk_pages = 64;
 	o->writer_rate = 1000;
-	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
-		if (c >= BENCH_OPT_BASE) {
-			if (bench_common_set(&o->c, c, optarg))
-				return -1;
-			continue;
-		}
-		if (c == 'h') {
-			usage(stdout, argv[0]);
-			exit(0);
-		}
-		if (c == '?')
-			return -1;
-		errno = 0;
-		v = strtoul(optarg, &end, 10);
-		if (errno || end == optarg || *end || optarg[0] == '-' || v > (1ul << 24)) {
-			fprintf(stderr, "%s: bad value '%s'\n", argv[0], optarg);
-			return -1;
-		}
-		switch (c) {
-		case 'r':
-			o->readers = (unsigned)v;
-			break;
-		case 'w':
-			o->writers = (unsigned)v;
-			break;
-		case 'a':
-			o->anon_mb = v;
-			break;
-		case 'c':
-			o->chunk_pages = v;
-			break;
-		case 'R':
-			o->writer_rate = v;
-			break;
-		}
-	}
-	if (optind < argc || !o->readers || !o->anon_mb || !o->chunk_pages ||
+	if (bench_parse_args(argc, argv, &o->c, opts, usage) < 0)
+		return -1;
+	if (!o->readers || !o->anon_mb || !o->chunk_pages ||
 	    o->chunk_pages * 4096 * o->readers > o->anon_mb << 20) {
 		fprintf(stderr, "%s: inconsistent options (see --help)\n", argv[0]);
 		return -1;

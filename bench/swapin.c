@@ -146,21 +146,18 @@ static void usage(FILE *f, const char *argv0)
 
 static int parse_args(int argc, char **argv, struct opts *o)
 {
-	static const struct option longopts[] = {
-		{"readers", required_argument, NULL, 'r'},
-		{"writers", required_argument, NULL, 'w'},
-		{"map-mb", required_argument, NULL, 'm'},
-		{"chunk-pages", required_argument, NULL, 'c'},
-		{"pressure-kb", required_argument, NULL, 'p'},
-		{"pressure-us", required_argument, NULL, 'u'},
-		{"writer-rate", required_argument, NULL, 'R'},
-		{"help", no_argument, NULL, 'h'},
-		BENCH_COMMON_LONGOPTS,
-		{NULL, 0, NULL, 0},
+	/* clang-format off */
+	const struct bench_num_opt opts[] = {
+		{"readers", NULL, &o->readers},
+		{"writers", NULL, &o->writers},
+		{"map-mb", &o->map_mb, NULL},
+		{"chunk-pages", &o->chunk_pages, NULL},
+		{"pressure-kb", &o->pressure_kb, NULL},
+		{"pressure-us", &o->pressure_us, NULL},
+		{"writer-rate", &o->writer_rate, NULL},
+		{NULL, NULL, NULL},
 	};
-	unsigned long v;
-	char *end;
-	int c;
+	/* clang-format on */
 
 	bench_common_defaults(&o->c, 8, 2, 96, 512);
 	o->readers = 4;
@@ -170,49 +167,9 @@ static int parse_args(int argc, char **argv, struct opts *o)
 	o->pressure_kb = 1024;
 	o->pressure_us = 2000;
 	o->writer_rate = 20000;
-	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
-		if (c >= BENCH_OPT_BASE) {
-			if (bench_common_set(&o->c, c, optarg))
-				return -1;
-			continue;
-		}
-		if (c == 'h') {
-			usage(stdout, argv[0]);
-			exit(0);
-		}
-		if (c == '?')
-			return -1;
-		errno = 0;
-		v = strtoul(optarg, &end, 10);
-		if (errno || end == optarg || *end || optarg[0] == '-' || v > (1ul << 24)) {
-			fprintf(stderr, "%s: bad value '%s'\n", argv[0], optarg);
-			return -1;
-		}
-		switch (c) {
-		case 'r':
-			o->readers = (unsigned)v;
-			break;
-		case 'w':
-			o->writers = (unsigned)v;
-			break;
-		case 'm':
-			o->map_mb = v;
-			break;
-		case 'c':
-			o->chunk_pages = v;
-			break;
-		case 'p':
-			o->pressure_kb = v;
-			break;
-		case 'u':
-			o->pressure_us = v;
-			break;
-		case 'R':
-			o->writer_rate = v;
-			break;
-		}
-	}
-	if (optind < argc || !o->readers || !o->map_mb || !o->chunk_pages ||
+	if (bench_parse_args(argc, argv, &o->c, opts, usage) < 0)
+		return -1;
+	if (!o->readers || !o->map_mb || !o->chunk_pages ||
 	    o->chunk_pages * 4096 > o->map_mb << 20 || (o->pressure_kb << 10) > (o->map_mb << 20)) {
 		fprintf(stderr, "%s: inconsistent options (see --help)\n", argv[0]);
 		return -1;
