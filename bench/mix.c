@@ -55,7 +55,8 @@ static void *reader(void *arg)
 {
 	struct worker *w = arg;
 	struct shared *sh = w->sh;
-	size_t chunk = sh->o->chunk_pages * sh->page, slice = sh->len / sh->o->readers;
+	/* Whole chunks per reader, so every chunk starts on a page (madvise needs it). */
+	size_t chunk = sh->o->chunk_pages * sh->page,
 	       slice = sh->len / sh->o->readers / chunk * chunk;
 	size_t nchunks = slice / chunk;
 	char *base = sh->region + w->index * slice;
