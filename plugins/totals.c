@@ -45,7 +45,7 @@
 #define PF_KTHREAD   0x00200000u
 #define NBUCKETS     4096
 #define RCVBUF	     (16u << 20)
-#define SETTLE_TICKS 3
+#define SETTLE_SCANS 2
 
 struct track {
 	uint32_t pid;
@@ -55,13 +55,13 @@ struct track {
 	uint64_t base_min, base_maj; /* dead threads' share at the first reading */
 	uint64_t exit_min, exit_maj; /* exit messages since */
 	uint64_t gen;		     /* scan that last saw it in /proc */
-	unsigned dead_ticks;	     /* ticks it waited, gone, for the host to know it */
+	unsigned dead_scans;	     /* scans it waited, gone, for the host to know it */
 	struct track *next;
 };
 
 struct state {
 	struct track *buckets[NBUCKETS];
-	uint64_t ntracks, gen;
+	uint64_t gen;
 	uint64_t reg_ticks; /* boot time in ticks when exit messages started */
 	long hz;
 	struct mm_taskstats *ts;
@@ -154,7 +154,6 @@ static struct track *create(struct state *st, uint32_t pid)
 	struct track **b = slot(st, pid);
 	t->next = *b;
 	*b = t;
-	st->ntracks++;
 	return t;
 }
 
@@ -166,8 +165,9 @@ static void add_to(struct mm_proc_stats *ps, uint64_t dmin, uint64_t dmaj)
 
 /* The process left /proc: account what its exit messages add to the last reading, to the entry
  * the host knows for it. A process that lived less than a round may be unknown yet (its FORK
- * record is still on its way, ~0.1 s behind): returns false to be asked again next tick, unless
- * @force (shutdown, a reused pid, or a few ticks passed: no task records) creates the entry. */
+ * record is still on its way, ~0.1 s behind): returns false to be asked again at the next scan,
+ * unless @force (shutdown, a reused pid) or SETTLE_SCANS scans passed (no task records) make it
+ * create the entry. */
 static bool settle(struct state *st, struct track *t, bool force)
 {
 	uint64_t fmin = mm_totals_final(t->last_min, t->base_min, t->exit_min);
@@ -175,7 +175,7 @@ static bool settle(struct state *st, struct track *t, bool force)
 	if (fmin == t->last_min && fmaj == t->last_maj)
 		return true;
 	struct mm_proc_stats *ps = mm_host_proc_known(st->h, t->pid);
-	if (!ps && !force && t->dead_ticks++ < SETTLE_TICKS)
+	if (!ps && !force && t->dead_scans++ < SETTLE_SCANS)
 		return false;
 	add_to(ps ? ps : mm_host_proc(st->h, t->pid), fmin - t->last_min, fmaj - t->last_maj);
 	return true;
@@ -309,7 +309,6 @@ static void update(struct state *st, bool final)
 				continue;
 			}
 			*pp = t->next;
-			st->ntracks--;
 			free(t);
 		}
 	}
