@@ -458,11 +458,6 @@ const char *mm_host_symbol(struct mm_host *h, uint64_t addr, uint64_t *ret_start
 	return mm_symbols_find(h->syms, addr, ret_start);
 }
 
-uint64_t mm_host_symbol_addr(struct mm_host *h, const char *name)
-{
-	return h->syms ? mm_symbols_addr(h->syms, name) : 0;
-}
-
 void mm_host_set_symbols(struct mm_host *h, const struct mm_symbols *syms)
 {
 	h->syms = syms;

@@ -86,9 +86,6 @@ struct mm_proc_stats *mm_host_proc_known(struct mm_host *h, uint32_t pid);
  * unknown; *ret_start (optional) gets the symbol's address. */
 const char *mm_host_symbol(struct mm_host *h, uint64_t addr, uint64_t *ret_start);
 
-/* The address of kernel symbol @name (e.g. a static object such as init_mm), or 0 when unknown. */
-uint64_t mm_host_symbol_addr(struct mm_host *h, const char *name);
-
 /* True during the tick right before the open window closes (collectors that read /proc once
  * per window do it then). */
 bool mm_host_window_closing(const struct mm_host *h);
