@@ -458,6 +458,15 @@ const char *mm_host_symbol(struct mm_host *h, uint64_t addr, uint64_t *ret_start
 	return mm_symbols_find(h->syms, addr, ret_start);
 }
 
+bool mm_field_read_counted(struct mm_host *h, int bad_id, const struct tep_format_field *f,
+			   const struct mm_sample *s, uint64_t *ret)
+{
+	if (mm_field_read(f, s, ret) == 0)
+		return true;
+	mm_host_global_add(h, bad_id, 1);
+	return false;
+}
+
 void mm_host_set_symbols(struct mm_host *h, const struct mm_symbols *syms)
 {
 	h->syms = syms;

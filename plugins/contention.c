@@ -393,15 +393,6 @@ static const struct mm_tp_req tracepoints[] = {
 	{NULL, NULL, false, false, NULL},
 };
 
-static bool read_field(struct state *st, struct mm_host *h, const struct tep_format_field *f,
-		       const struct mm_sample *s, uint64_t *v)
-{
-	if (mm_field_read(f, s, v) == 0)
-		return true;
-	mm_host_global_add(h, st->g_short, 1);
-	return false;
-}
-
 static uint32_t thread_id(const struct mm_sample *s)
 {
 	return s->tid ? s->tid : IDLE_TID | s->cpu;
@@ -556,7 +547,8 @@ static void account(struct state *st, struct mm_host *h, const struct key *k, ui
 static void on_begin(struct state *st, struct mm_host *h, const struct mm_sample *s)
 {
 	uint64_t addr, flags;
-	if (!read_field(st, h, st->b_addr, s, &addr) || !read_field(st, h, st->b_flags, s, &flags))
+	if (!mm_field_read_counted(h, st->g_short, st->b_addr, s, &addr) ||
+	    !mm_field_read_counted(h, st->g_short, st->b_flags, s, &flags))
 		return;
 	uint32_t tid = thread_id(s);
 	struct thread *t = mm_tidmap_get(st->threads, tid, true);
@@ -603,7 +595,7 @@ static void on_begin(struct state *st, struct mm_host *h, const struct mm_sample
 static void on_end(struct state *st, struct mm_host *h, const struct mm_sample *s)
 {
 	uint64_t addr;
-	if (!read_field(st, h, st->e_addr, s, &addr))
+	if (!mm_field_read_counted(h, st->g_short, st->e_addr, s, &addr))
 		return;
 	uint32_t tid = thread_id(s);
 	struct thread *t = mm_tidmap_get(st->threads, tid, false);
@@ -622,7 +614,8 @@ static void on_end(struct state *st, struct mm_host *h, const struct mm_sample *
 static void on_start_locking(struct state *st, struct mm_host *h, const struct mm_sample *s)
 {
 	uint64_t mm, write;
-	if (!read_field(st, h, st->s_mm, s, &mm) || !read_field(st, h, st->s_write, s, &write))
+	if (!mm_field_read_counted(h, st->g_short, st->s_mm, s, &mm) ||
+	    !mm_field_read_counted(h, st->g_short, st->s_write, s, &write))
 		return;
 	note_owner(st, mm, s->pid, write);
 	struct thread *t = mm_tidmap_get(st->threads, thread_id(s), true);
@@ -635,8 +628,9 @@ static void on_start_locking(struct state *st, struct mm_host *h, const struct m
 static void on_acquired(struct state *st, struct mm_host *h, const struct mm_sample *s)
 {
 	uint64_t mm, write, success;
-	if (!read_field(st, h, st->a_mm, s, &mm) || !read_field(st, h, st->a_write, s, &write) ||
-	    !read_field(st, h, st->a_success, s, &success))
+	if (!mm_field_read_counted(h, st->g_short, st->a_mm, s, &mm) ||
+	    !mm_field_read_counted(h, st->g_short, st->a_write, s, &write) ||
+	    !mm_field_read_counted(h, st->g_short, st->a_success, s, &success))
 		return;
 	if (success)
 		note_owner(st, mm, s->pid, write);

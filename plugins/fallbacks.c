@@ -73,15 +73,6 @@ static const struct mm_tp_req tracepoints[] = {
 	{NULL, NULL, false, false, NULL},
 };
 
-static bool read_field(struct state *st, struct mm_host *h, const struct tep_format_field *f,
-		       const struct mm_sample *s, uint64_t *v)
-{
-	if (mm_field_read(f, s, v) == 0)
-		return true;
-	mm_host_global_add(h, st->g_bad_field, 1);
-	return false;
-}
-
 static enum site classify(struct state *st, struct mm_host *h, uint64_t ip)
 {
 	unsigned i = (unsigned)((ip * 0x9e3779b97f4a7c15ull) >> 56) % IP_CACHE;
@@ -154,8 +145,11 @@ static void sample(void *vst, struct mm_host *h, const struct mm_sample *s)
 	bool is_start = s->tp == st->start;
 	if (!is_start && s->tp != st->acquired)
 		return;
-	if (!read_field(st, h, is_start ? st->start_write : st->acq_write, s, &write) || write ||
-	    (!is_start && (!read_field(st, h, st->acq_success, s, &success) || success)))
+	if (!mm_field_read_counted(h, st->g_bad_field, is_start ? st->start_write : st->acq_write,
+				   s, &write) ||
+	    write ||
+	    (!is_start &&
+	     (!mm_field_read_counted(h, st->g_bad_field, st->acq_success, s, &success) || success)))
 		return; /* the stream is unfiltered when another collector wants every event */
 	enum site site = classify(st, h, s->ip);
 	if (site != SITE_FALLBACK) {

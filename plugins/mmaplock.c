@@ -95,15 +95,6 @@ static bool end_hold(struct thread *t, uint64_t mm, uint64_t time_ns, struct mm_
 	return false;
 }
 
-static bool read_field(struct state *st, struct mm_host *h, const struct tep_format_field *f,
-		       const struct mm_sample *s, uint64_t *v)
-{
-	if (mm_field_read(f, s, v) == 0)
-		return true;
-	mm_host_global_add(h, st->g_bad_field, 1);
-	return false;
-}
-
 static int init(struct mm_host *h, void **ret_state)
 {
 	struct state *st = calloc(1, sizeof(*st));
@@ -152,8 +143,8 @@ static int init(struct mm_host *h, void **ret_state)
 static void on_start(struct state *st, struct mm_host *h, const struct mm_sample *s)
 {
 	uint64_t mm, write;
-	if (!read_field(st, h, st->start_mm, s, &mm) ||
-	    !read_field(st, h, st->start_write, s, &write))
+	if (!mm_field_read_counted(h, st->g_bad_field, st->start_mm, s, &mm) ||
+	    !mm_field_read_counted(h, st->g_bad_field, st->start_write, s, &write))
 		return;
 	struct thread *t = get_thread(st, h, s->tid, true);
 	if (!t)
@@ -167,9 +158,9 @@ static void on_start(struct state *st, struct mm_host *h, const struct mm_sample
 static void on_acquired(struct state *st, struct mm_host *h, const struct mm_sample *s)
 {
 	uint64_t mm, write, success;
-	if (!read_field(st, h, st->acq_mm, s, &mm) ||
-	    !read_field(st, h, st->acq_write, s, &write) ||
-	    !read_field(st, h, st->acq_success, s, &success))
+	if (!mm_field_read_counted(h, st->g_bad_field, st->acq_mm, s, &mm) ||
+	    !mm_field_read_counted(h, st->g_bad_field, st->acq_write, s, &write) ||
+	    !mm_field_read_counted(h, st->g_bad_field, st->acq_success, s, &success))
 		return;
 	struct mm_proc_stats *ps = mm_host_proc(h, s->pid);
 	if (!success)
@@ -209,7 +200,8 @@ static void on_acquired(struct state *st, struct mm_host *h, const struct mm_sam
 static void on_released(struct state *st, struct mm_host *h, const struct mm_sample *s)
 {
 	uint64_t mm, write;
-	if (!read_field(st, h, st->rel_mm, s, &mm) || !read_field(st, h, st->rel_write, s, &write))
+	if (!mm_field_read_counted(h, st->g_bad_field, st->rel_mm, s, &mm) ||
+	    !mm_field_read_counted(h, st->g_bad_field, st->rel_write, s, &write))
 		return;
 	if (!write)
 		return;
@@ -227,7 +219,7 @@ static void on_contention(struct state *st, struct mm_host *h, const struct mm_s
 	if (!t || !t->waiting)
 		return;
 	uint64_t flags;
-	if (!read_field(st, h, st->cb_flags, s, &flags))
+	if (!mm_field_read_counted(h, st->g_bad_field, st->cb_flags, s, &flags))
 		return;
 	if ((flags & (LCB_F_READ | LCB_F_WRITE)) && !(flags & LCB_F_SPIN))
 		t->contended = true;

@@ -72,6 +72,12 @@ const struct tep_format_field *mm_tp_field(const struct mm_tp *tp, const char *n
  * or -EINVAL when the record is too short. */
 int mm_field_read(const struct tep_format_field *f, const struct mm_sample *s, uint64_t *ret);
 
+/* mm_field_read() for hooks: a record too short for @f adds 1 to the collector's global counter
+ * @bad_id (from mm_host_global) instead of being silently skipped. Returns true when *ret was
+ * read. */
+bool mm_field_read_counted(struct mm_host *h, int bad_id, const struct tep_format_field *f,
+			   const struct mm_sample *s, uint64_t *ret);
+
 /* The statistics of the open window for the process @pid (created on first use; its identity,
  * name and cgroup are looked up by the host). Never NULL: on allocation failure a shared
  * overflow record is returned and counted. */
