@@ -13,7 +13,6 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <getopt.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,20 +28,6 @@
 
 /* Room for the reason a setter gives; the full message adds the key, the value and the place. */
 #define WHY_MAX 160
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!err || errlen == 0)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
 
 void mm_config_defaults(struct mm_config *c)
 {
@@ -101,11 +86,11 @@ static int parse_ranged(const char *value, const struct unit *units, unsigned lo
 	int r = parse_number(value, units, &v);
 
 	if (r == -EINVAL) {
-		set_err(why, whylen, "expected %s", syntax);
+		mm_set_err(why, whylen, "expected %s", syntax);
 		return -EINVAL;
 	}
 	if (r < 0 || v < min || v > max) {
-		set_err(why, whylen, "must be between %llu and %llu %s", min, max, what);
+		mm_set_err(why, whylen, "must be between %llu and %llu %s", min, max, what);
 		return -EINVAL;
 	}
 	*ret = (unsigned)v;
@@ -115,11 +100,11 @@ static int parse_ranged(const char *value, const struct unit *units, unsigned lo
 static int set_db(struct mm_config *c, const char *v, char *why, size_t whylen)
 {
 	if (!*v) {
-		set_err(why, whylen, "must not be empty");
+		mm_set_err(why, whylen, "must not be empty");
 		return -EINVAL;
 	}
 	if (strlen(v) >= sizeof(c->db_path)) {
-		set_err(why, whylen, "path is longer than %zu bytes", sizeof(c->db_path) - 1);
+		mm_set_err(why, whylen, "path is longer than %zu bytes", sizeof(c->db_path) - 1);
 		return -EINVAL;
 	}
 	strcpy(c->db_path, v);
@@ -170,11 +155,11 @@ static int set_listen(struct mm_config *c, const char *v, char *why, size_t whyl
 	size_t n;
 
 	if (!*v) {
-		set_err(why, whylen, "must not be empty");
+		mm_set_err(why, whylen, "must not be empty");
 		return -EINVAL;
 	}
 	if (strlen(v) >= sizeof(c->listen)) {
-		set_err(why, whylen, "longer than %zu bytes", sizeof(c->listen) - 1);
+		mm_set_err(why, whylen, "longer than %zu bytes", sizeof(c->listen) - 1);
 		return -EINVAL;
 	}
 	if (v[0] == '[') {
@@ -183,16 +168,16 @@ static int set_listen(struct mm_config *c, const char *v, char *why, size_t whyl
 		char *zone;
 
 		if (!close) {
-			set_err(why, whylen, "missing ']' after the IPv6 address");
+			mm_set_err(why, whylen, "missing ']' after the IPv6 address");
 			return -EINVAL;
 		}
 		if (close[1] != ':') {
-			set_err(why, whylen, "expected [ADDRESS]:PORT");
+			mm_set_err(why, whylen, "expected [ADDRESS]:PORT");
 			return -EINVAL;
 		}
 		n = (size_t)(close - (v + 1));
 		if (n == 0 || n >= sizeof(addr)) {
-			set_err(why, whylen, "expected an IPv6 address between '[' and ']'");
+			mm_set_err(why, whylen, "expected an IPv6 address between '[' and ']'");
 			return -EINVAL;
 		}
 		memcpy(addr, v + 1, n);
@@ -206,12 +191,13 @@ static int set_listen(struct mm_config *c, const char *v, char *why, size_t whyl
 			if (zn == 0 ||
 			    strspn(zone + 1, "abcdefghijklmnopqrstuvwxyz"
 					     "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-") != zn) {
-				set_err(why, whylen, "invalid zone after '%%' in the IPv6 address");
+				mm_set_err(why, whylen,
+					   "invalid zone after '%%' in the IPv6 address");
 				return -EINVAL;
 			}
 		}
 		if (inet_pton(AF_INET6, addr, &in6) != 1) {
-			set_err(why, whylen, "'%s' is not an IPv6 address", addr);
+			mm_set_err(why, whylen, "'%s' is not an IPv6 address", addr);
 			return -EINVAL;
 		}
 		port = close + 2;
@@ -219,42 +205,43 @@ static int set_listen(struct mm_config *c, const char *v, char *why, size_t whyl
 		const char *colon = strrchr(v, ':');
 
 		if (!colon) {
-			set_err(why, whylen, "expected ADDRESS:PORT, e.g. %s", MM_DEFAULT_LISTEN);
+			mm_set_err(why, whylen, "expected ADDRESS:PORT, e.g. %s",
+				   MM_DEFAULT_LISTEN);
 			return -EINVAL;
 		}
 		n = (size_t)(colon - v);
 		if (memchr(v, ':', n)) {
-			set_err(why, whylen, "an IPv6 address needs brackets, e.g. [::1]:9477");
+			mm_set_err(why, whylen, "an IPv6 address needs brackets, e.g. [::1]:9477");
 			return -EINVAL;
 		}
 		if (n == 0) {
-			set_err(why, whylen,
-				"missing address before ':' (0.0.0.0 means every IPv4 address)");
+			mm_set_err(why, whylen,
+				   "missing address before ':' (0.0.0.0 means every IPv4 address)");
 			return -EINVAL;
 		}
 		if (all_digits_and_dots(v, n)) {
 			struct in_addr in4;
 
 			if (n >= sizeof(addr)) {
-				set_err(why, whylen, "not an IPv4 address");
+				mm_set_err(why, whylen, "not an IPv4 address");
 				return -EINVAL;
 			}
 			memcpy(addr, v, n);
 			addr[n] = '\0';
 			if (inet_pton(AF_INET, addr, &in4) != 1) {
-				set_err(why, whylen, "'%s' is not an IPv4 address", addr);
+				mm_set_err(why, whylen, "'%s' is not an IPv4 address", addr);
 				return -EINVAL;
 			}
 		} else if (!valid_hostname(v, n)) {
-			set_err(why, whylen, "'%.*s' is neither an IP address nor a host name",
-				(int)n, v);
+			mm_set_err(why, whylen, "'%.*s' is neither an IP address nor a host name",
+				   (int)n, v);
 			return -EINVAL;
 		}
 		port = colon + 1;
 	}
 	/* Port 0 asks the kernel for a free port; the daemon logs the one it got. */
 	if (parse_number(port, NULL, &port_num) < 0 || port_num > 65535) {
-		set_err(why, whylen, "port must be a number between 0 and 65535");
+		mm_set_err(why, whylen, "port must be a number between 0 and 65535");
 		return -EINVAL;
 	}
 	strcpy(c->listen, v);
@@ -292,7 +279,7 @@ static int set_ring_pages(struct mm_config *c, const char *v, char *why, size_t 
 		return -EINVAL;
 	/* The kernel maps a ring of 2^n data pages only. */
 	if (pages & (pages - 1)) {
-		set_err(why, whylen, "must be a power of two (8, 16, ..., 65536)");
+		mm_set_err(why, whylen, "must be a power of two (8, 16, ..., 65536)");
 		return -EINVAL;
 	}
 	c->ring_pages = pages;
@@ -304,7 +291,7 @@ static int set_log_level(struct mm_config *c, const char *v, char *why, size_t w
 	int level = mm_log_parse_level(v);
 
 	if (level < 0) {
-		set_err(why, whylen, "expected err, warning, notice, info or debug");
+		mm_set_err(why, whylen, "expected err, warning, notice, info or debug");
 		return -EINVAL;
 	}
 	c->log_level = level;
@@ -328,13 +315,14 @@ static int set_collectors(struct mm_config *c, const char *v, char *why, size_t 
 		while (e > s && (e[-1] == ' ' || e[-1] == '\t'))
 			e--;
 		if (s == e) {
-			set_err(why, whylen,
-				"expected \"all\" or a comma-separated list of collector names");
+			mm_set_err(why, whylen,
+				   "expected \"all\" or a comma-separated list of collector names");
 			return -EINVAL;
 		}
 		for (const char *q = s; q < e; q++) {
 			if (!((*q >= 'a' && *q <= 'z') || (*q >= '0' && *q <= '9') || *q == '_')) {
-				set_err(why, whylen,
+				mm_set_err(
+					why, whylen,
 					"collector names contain only a-z, 0-9 and '_', not '%c'",
 					*q);
 				return -EINVAL;
@@ -343,7 +331,7 @@ static int set_collectors(struct mm_config *c, const char *v, char *why, size_t 
 		if ((size_t)(e - s) == 3 && memcmp(s, "all", 3) == 0)
 			all = true;
 		if (len + (count ? 1 : 0) + (size_t)(e - s) >= sizeof(out)) {
-			set_err(why, whylen, "longer than %zu bytes", sizeof(out) - 1);
+			mm_set_err(why, whylen, "longer than %zu bytes", sizeof(out) - 1);
 			return -EINVAL;
 		}
 		if (count++)
@@ -355,7 +343,7 @@ static int set_collectors(struct mm_config *c, const char *v, char *why, size_t 
 		p = end + 1;
 	}
 	if (all && count > 1) {
-		set_err(why, whylen, "\"all\" cannot be combined with other names");
+		mm_set_err(why, whylen, "\"all\" cannot be combined with other names");
 		return -EINVAL;
 	}
 	out[len] = '\0';
@@ -402,11 +390,11 @@ static int apply(struct mm_config *c, const struct key *k, const char *label, co
 	char why[WHY_MAX];
 
 	if (!value) {
-		set_err(err, errlen, "missing value for %s", label);
+		mm_set_err(err, errlen, "missing value for %s", label);
 		return -EINVAL;
 	}
 	if (k->set(c, value, why, sizeof(why)) < 0) {
-		set_err(err, errlen, "invalid %s '%s': %s", label, value, why);
+		mm_set_err(err, errlen, "invalid %s '%s': %s", label, value, why);
 		return -EINVAL;
 	}
 	return 0;
@@ -417,7 +405,7 @@ int mm_config_set(struct mm_config *c, const char *key, const char *value, char 
 	const struct key *k = find_key(key);
 
 	if (!k) {
-		set_err(err, errlen, "unknown key '%s'", key ? key : "");
+		mm_set_err(err, errlen, "unknown key '%s'", key ? key : "");
 		return -EINVAL;
 	}
 	return apply(c, k, k->name, value, err, errlen);
@@ -439,7 +427,7 @@ static int parse_line(struct mm_config *c, char *line, size_t n, char *msg, size
 	char *p, *eq, *key, *value;
 
 	if (strlen(line) != n) {
-		set_err(msg, msglen, "line contains a NUL byte");
+		mm_set_err(msg, msglen, "line contains a NUL byte");
 		return -EINVAL;
 	}
 	rstrip(line);
@@ -449,19 +437,19 @@ static int parse_line(struct mm_config *c, char *line, size_t n, char *msg, size
 
 	eq = strchr(p, '=');
 	if (!eq) {
-		set_err(msg, msglen, "expected 'key = value', got '%s'", p);
+		mm_set_err(msg, msglen, "expected 'key = value', got '%s'", p);
 		return -EINVAL;
 	}
 	*eq = '\0';
 	key = p;
 	rstrip(key);
 	if (!*key) {
-		set_err(msg, msglen, "missing key before '='");
+		mm_set_err(msg, msglen, "missing key before '='");
 		return -EINVAL;
 	}
 	k = find_key(key);
 	if (!k) {
-		set_err(msg, msglen, "unknown key '%s'", key);
+		mm_set_err(msg, msglen, "unknown key '%s'", key);
 		return -EINVAL;
 	}
 
@@ -471,15 +459,15 @@ static int parse_line(struct mm_config *c, char *line, size_t n, char *msg, size
 		char *close = strchr(value + 1, '"'), *rest;
 
 		if (!close) {
-			set_err(msg, msglen, "missing closing '\"' for %s", k->name);
+			mm_set_err(msg, msglen, "missing closing '\"' for %s", k->name);
 			return -EINVAL;
 		}
 		*close = '\0';
 		value++;
 		rest = close + 1 + strspn(close + 1, " \t");
 		if (*rest && *rest != '#') {
-			set_err(msg, msglen, "unexpected '%s' after the quoted value of %s", rest,
-				k->name);
+			mm_set_err(msg, msglen, "unexpected '%s' after the quoted value of %s",
+				   rest, k->name);
 			return -EINVAL;
 		}
 	} else {
@@ -507,17 +495,17 @@ int mm_config_load(struct mm_config *c, const char *path, char *err, size_t errl
 	int r = 0;
 
 	if (!path || !*path) {
-		set_err(err, errlen, "configuration file path is empty");
+		mm_set_err(err, errlen, "configuration file path is empty");
 		return -EINVAL;
 	}
 	if (strlen(path) >= sizeof(tmp.config_path)) {
-		set_err(err, errlen, "configuration file path is too long");
+		mm_set_err(err, errlen, "configuration file path is too long");
 		return -ENAMETOOLONG;
 	}
 	f = fopen(path, "re");
 	if (!f) {
 		r = -errno;
-		set_err(err, errlen, "cannot open %s: %s", path, strerror(-r));
+		mm_set_err(err, errlen, "cannot open %s: %s", path, strerror(-r));
 		return r;
 	}
 	for (;;) {
@@ -528,14 +516,14 @@ int mm_config_load(struct mm_config *c, const char *path, char *err, size_t errl
 		lineno++;
 		r = parse_line(&tmp, line, (size_t)n, msg, sizeof(msg));
 		if (r < 0) {
-			set_err(err, errlen, "%s:%zu: %s", path, lineno, msg);
+			mm_set_err(err, errlen, "%s:%zu: %s", path, lineno, msg);
 			goto out;
 		}
 	}
 	if (!feof(f)) {
 		/* getline() failed: EISDIR for a directory, EIO, ENOMEM. */
 		r = errno > 0 ? -errno : -EIO;
-		set_err(err, errlen, "cannot read %s: %s", path, strerror(-r));
+		mm_set_err(err, errlen, "cannot read %s: %s", path, strerror(-r));
 		goto out;
 	}
 	strcpy(tmp.config_path, path);
@@ -595,21 +583,22 @@ static int scan(int argc, char **argv, struct mm_config *c, const char **ret_con
 			break;
 		case ':':
 			if (optopt >= OPT_BASE && optopt < OPT_BASE + 9)
-				set_err(err, errlen, "option --%s needs an argument",
-					options[optopt - OPT_BASE].name);
+				mm_set_err(err, errlen, "option --%s needs an argument",
+					   options[optopt - OPT_BASE].name);
 			else
-				set_err(err, errlen, "option '%s' needs an argument",
-					argv[optind - 1]);
+				mm_set_err(err, errlen, "option '%s' needs an argument",
+					   argv[optind - 1]);
 			return -EINVAL;
 		case '?':
 			if (optopt == 'h' || optopt == 'V')
-				set_err(err, errlen, "option '%s' does not take an argument",
-					argv[optind - 1]);
+				mm_set_err(err, errlen, "option '%s' does not take an argument",
+					   argv[optind - 1]);
 			else if (optopt > 0 && optopt < OPT_BASE)
-				set_err(err, errlen, "unknown option '-%c'; see --help", optopt);
+				mm_set_err(err, errlen, "unknown option '-%c'; see --help", optopt);
 			else
-				set_err(err, errlen, "unknown or ambiguous option '%s'; see --help",
-					argv[optind - 1]);
+				mm_set_err(err, errlen,
+					   "unknown or ambiguous option '%s'; see --help",
+					   argv[optind - 1]);
 			return -EINVAL;
 		default:
 			if (!c)
@@ -622,10 +611,10 @@ static int scan(int argc, char **argv, struct mm_config *c, const char **ret_con
 		}
 	}
 	if (optind < argc) {
-		set_err(err, errlen,
-			"unexpected argument '%s': mmlockd takes options only, it has no "
-			"subcommands yet; see --help",
-			argv[optind]);
+		mm_set_err(err, errlen,
+			   "unexpected argument '%s': mmlockd takes options only, it has no "
+			   "subcommands yet; see --help",
+			   argv[optind]);
 		return -EINVAL;
 	}
 	return 0;
@@ -651,7 +640,7 @@ int mm_config_from_args(struct mm_config *c, int argc, char **argv, enum mm_comm
 
 	if (config) {
 		if (!*config) {
-			set_err(err, errlen, "option --config needs a file name");
+			mm_set_err(err, errlen, "option --config needs a file name");
 			r = -EINVAL;
 			goto out;
 		}
@@ -672,7 +661,7 @@ int mm_config_from_args(struct mm_config *c, int argc, char **argv, enum mm_comm
 done:
 	*c = tmp;
 	*ret_cmd = cmd;
-	set_err(err, errlen, "%s", "");
+	mm_set_err(err, errlen, "%s", "");
 	r = 0;
 out:
 	opterr = saved_opterr;

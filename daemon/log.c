@@ -71,3 +71,14 @@ int mm_log_errno(int prio, int err, const char *fmt, ...)
 	}
 	return -err;
 }
+
+void mm_set_err(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!err || errlen == 0)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+}

@@ -6,6 +6,7 @@
 #ifndef MM_LOG_H
 #define MM_LOG_H
 
+#include <stddef.h>
 #include <syslog.h>
 
 /* Messages with a priority numerically above @level (e.g. LOG_DEBUG when level is LOG_INFO) are
@@ -23,6 +24,11 @@ int mm_log(int prio, const char *fmt, ...) __attribute__((format(printf, 2, 3)))
 /* Logs one line at @prio with errno set to @err (positive or negative) so "%m" prints it.
  * Returns -abs(err), so callers can `return mm_log_errno(...)`. */
 int mm_log_errno(int prio, int err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* Formats a one-line reason into @err (@errlen bytes; nothing when @err is NULL or @errlen 0),
+ * for functions that return -errno and leave the wording to their caller. */
+void mm_set_err(char *err, size_t errlen, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
 
 #define log_debug(...)		    mm_log(LOG_DEBUG, __VA_ARGS__)
 #define log_info(...)		    mm_log(LOG_INFO, __VA_ARGS__)

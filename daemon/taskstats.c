@@ -14,7 +14,6 @@
 #include <limits.h>
 #include <poll.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,6 +29,8 @@
 #include <linux/genetlink.h>
 #include <linux/netlink.h>
 #include <linux/taskstats.h>
+
+#include "log.h"
 
 #define RECV_BUF_SIZE	  (64 * 1024) /* far above one exit message (under 1 KiB) */
 #define PENDING_MAX	  (1024 * 1024)
@@ -47,20 +48,6 @@ struct mm_taskstats {
 	unsigned char *pending; /* exit datagrams received during open */
 	size_t pending_len;
 };
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!err || errlen == 0)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
 
 /* ---- parsing (pure) ---- */
 
@@ -436,19 +423,19 @@ int mm_taskstats_open(size_t rcvbuf_bytes, struct mm_taskstats **ret, char *err,
 	*ret = NULL;
 	if (!t || !(t->buf = malloc(RECV_BUF_SIZE))) {
 		free(t);
-		set_err(err, errlen, "taskstats: out of memory");
+		mm_set_err(err, errlen, "taskstats: out of memory");
 		return -ENOMEM;
 	}
 	t->fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_GENERIC);
 	if (t->fd < 0) {
 		r = -errno;
-		set_err(err, errlen, "taskstats: socket(AF_NETLINK, NETLINK_GENERIC): %s",
-			strerror(-r));
+		mm_set_err(err, errlen, "taskstats: socket(AF_NETLINK, NETLINK_GENERIC): %s",
+			   strerror(-r));
 		goto fail;
 	}
 	if (bind(t->fd, (struct sockaddr *)&local, sizeof(local)) < 0) {
 		r = -errno;
-		set_err(err, errlen, "taskstats: bind(AF_NETLINK): %s", strerror(-r));
+		mm_set_err(err, errlen, "taskstats: bind(AF_NETLINK): %s", strerror(-r));
 		goto fail;
 	}
 	if (rcvbuf_bytes) {
@@ -456,8 +443,8 @@ int mm_taskstats_open(size_t rcvbuf_bytes, struct mm_taskstats **ret, char *err,
 		if (setsockopt(t->fd, SOL_SOCKET, SO_RCVBUFFORCE, &v, sizeof(v)) < 0 &&
 		    setsockopt(t->fd, SOL_SOCKET, SO_RCVBUF, &v, sizeof(v)) < 0) {
 			r = -errno;
-			set_err(err, errlen, "taskstats: setsockopt(SO_RCVBUF, %d): %s", v,
-				strerror(-r));
+			mm_set_err(err, errlen, "taskstats: setsockopt(SO_RCVBUF, %d): %s", v,
+				   strerror(-r));
 			goto fail;
 		}
 	}
@@ -474,30 +461,30 @@ int mm_taskstats_open(size_t rcvbuf_bytes, struct mm_taskstats **ret, char *err,
 		r = wait_ack(t, seq, &family);
 	if (r == -ENOENT || (r == 0 && family == 0)) {
 		r = -ENOENT;
-		set_err(err, errlen,
-			"taskstats: no \"%s\" genetlink family (kernel built without "
-			"CONFIG_TASKSTATS)",
-			TASKSTATS_GENL_NAME);
+		mm_set_err(err, errlen,
+			   "taskstats: no \"%s\" genetlink family (kernel built without "
+			   "CONFIG_TASKSTATS)",
+			   TASKSTATS_GENL_NAME);
 		goto fail;
 	}
 	if (r < 0) {
-		set_err(err, errlen, "taskstats: resolving the \"%s\" genetlink family: %s",
-			TASKSTATS_GENL_NAME, strerror(-r));
+		mm_set_err(err, errlen, "taskstats: resolving the \"%s\" genetlink family: %s",
+			   TASKSTATS_GENL_NAME, strerror(-r));
 		goto fail;
 	}
 	t->family = family;
 
 	if (!in_init_netns()) {
 		r = -EXDEV;
-		set_err(err, errlen,
-			"taskstats: not in the initial network namespace (the kernel sends exit "
-			"statistics there only)");
+		mm_set_err(err, errlen,
+			   "taskstats: not in the initial network namespace (the kernel sends exit "
+			   "statistics there only)");
 		goto fail;
 	}
 	t->cpumask = possible_cpus();
 	if (!t->cpumask) {
 		r = -ENOMEM;
-		set_err(err, errlen, "taskstats: out of memory");
+		mm_set_err(err, errlen, "taskstats: out of memory");
 		goto fail;
 	}
 	r = send_request(t, family, TASKSTATS_CMD_GET, TASKSTATS_GENL_VERSION,
@@ -505,34 +492,36 @@ int mm_taskstats_open(size_t rcvbuf_bytes, struct mm_taskstats **ret, char *err,
 	if (r == 0)
 		r = wait_ack(t, seq, NULL);
 	if (r == -EPERM || r == -EACCES) {
-		set_err(err, errlen,
-			"taskstats: registering for exit statistics needs CAP_NET_ADMIN (%s)",
-			strerror(-r));
+		mm_set_err(err, errlen,
+			   "taskstats: registering for exit statistics needs CAP_NET_ADMIN (%s)",
+			   strerror(-r));
 		goto fail;
 	}
 	if (r == -EINVAL) {
-		set_err(err, errlen,
+		mm_set_err(
+			err, errlen,
 			"taskstats: the kernel refused to register cpus \"%s\" (EINVAL): listeners "
 			"must run in the initial user and pid namespaces",
 			t->cpumask);
 		goto fail;
 	}
 	if (r < 0) {
-		set_err(err, errlen, "taskstats: registering cpus \"%s\": %s", t->cpumask,
-			strerror(-r));
+		mm_set_err(err, errlen, "taskstats: registering cpus \"%s\": %s", t->cpumask,
+			   strerror(-r));
 		goto fail;
 	}
 	r = probe_delivery(t);
 	if (r < 0) {
 		if (r == -EXDEV)
-			set_err(err, errlen,
+			mm_set_err(
+				err, errlen,
 				"taskstats: registered, but no exit message arrived for a probe "
 				"thread: not in the initial network namespace? (the kernel sends "
 				"exit "
 				"statistics there only)");
 		else
-			set_err(err, errlen, "taskstats: probing delivery with a thread: %s",
-				strerror(-r));
+			mm_set_err(err, errlen, "taskstats: probing delivery with a thread: %s",
+				   strerror(-r));
 		mm_taskstats_close(t); /* deregisters */
 		return r;
 	}
@@ -540,7 +529,7 @@ int mm_taskstats_open(size_t rcvbuf_bytes, struct mm_taskstats **ret, char *err,
 	int fl = fcntl(t->fd, F_GETFL);
 	if (fl < 0 || fcntl(t->fd, F_SETFL, fl | O_NONBLOCK) < 0) {
 		r = -errno;
-		set_err(err, errlen, "taskstats: fcntl(O_NONBLOCK): %s", strerror(-r));
+		mm_set_err(err, errlen, "taskstats: fcntl(O_NONBLOCK): %s", strerror(-r));
 		mm_taskstats_close(t);
 		return r;
 	}
