@@ -388,7 +388,13 @@ if [ "$p_fb_all" -eq 0 ] && [ "$p_helper" -gt 0 ]; then
 		"call, and the fallbacks collector documents that it cannot attribute then"
 fi
 
-# fallback_checks WHAT MMLOCKD_FALLBACKS WAITS WAIT_NS PERF_FALLBACKS PERF_FAILED_TRYLOCKS
+# Whether mmlockd's $2 is within TOL% + 2 of perf's $1.
+close_to_perf() {
+	awk -v p="$1" -v m="$2" -v t="$TOL" 'BEGIN { d = m - p; if (d < 0) d = -d
+		exit !(d <= p * t / 100.0 + 2) }'
+}
+
+# fallback_checks WHAT MMLOCKD_FALLBACKS MMLOCKD_WAITS PERF_FALLBACKS PERF_FAILED_ATTEMPTS
 fallback_checks() {
 	local what=$1 m=$2 waits=$3 p=$4 pfail=$5
 	log ""
@@ -396,8 +402,7 @@ fallback_checks() {
 		"($(diff_pct "$p" "$m")%)"
 	if [ "$helper_only" -eq 1 ]; then
 		log "  (not compared: see the SKIP above)"
-	elif awk -v p="$p" -v m="$m" -v t="$TOL" 'BEGIN { d = m - p; if (d < 0) d = -d
-		exit !(d <= p * t / 100.0 + 2) }'; then
+	elif close_to_perf "$p" "$m"; then
 		pass "fallback_locks of $what: mmlockd $m vs perf $p (difference $((m - p))," \
 			"allowed ${TOL}% + 2)"
 	else
@@ -410,8 +415,7 @@ fallback_checks() {
 		fail "fallback_lock_waits of $what: $waits > fallback_locks $m"
 	elif [ "$helper_only" -eq 1 ]; then
 		log "  (waits not compared: see the SKIP above)"
-	elif awk -v p="$pfail" -v m="$waits" -v t="$TOL" 'BEGIN { d = m - p; if (d < 0) d = -d
-		exit !(d <= p * t / 100.0 + 2) }'; then
+	elif close_to_perf "$pfail" "$waits"; then
 		pass "fallback_lock_waits of $what: mmlockd $waits vs perf's failed attempts $pfail" \
 			"(allowed ${TOL}% + 2; one failed attempt per contended fallback)"
 	else
