@@ -42,6 +42,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "workload.h"
+
 #ifndef MADV_NOHUGEPAGE
 #define MADV_NOHUGEPAGE 15
 #endif
@@ -87,14 +89,6 @@ struct worker {
 	const char *what;	/* which call failed */
 };
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 static void usage(FILE *f, const char *argv0)
 {
 	fprintf(f,
@@ -127,19 +121,6 @@ static void usage(FILE *f, const char *argv0)
 		"(getrusage minflt+majflt), elapsed seconds, and the faults since the process\n"
 		"started (since_start).\n",
 		argv0, MAP_ROUND_CYCLES);
-}
-
-static int parse_ulong(const char *s, unsigned long max, unsigned long *ret)
-{
-	char *end;
-	unsigned long v;
-
-	errno = 0;
-	v = strtoul(s, &end, 10);
-	if (errno || end == s || *end || s[0] == '-' || v > max)
-		return -1;
-	*ret = v;
-	return 0;
 }
 
 static int parse_seconds(const char *s, double *ret)
@@ -389,16 +370,6 @@ static void *map_thread(void *arg)
 		w->rounds++;
 	}
 	return NULL;
-}
-
-static int write_pid_file(const char *path)
-{
-	FILE *f = fopen(path, "w");
-
-	if (!f)
-		return -1;
-	fprintf(f, "%d\n", (int)getpid());
-	return fclose(f);
 }
 
 /* Sleeps @seconds unless a signal of @set (blocked in every thread) arrives first. */

@@ -66,6 +66,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "workload.h"
+
 #ifndef MADV_NOHUGEPAGE
 #define MADV_NOHUGEPAGE 15
 #endif
@@ -112,13 +114,6 @@ static void on_signal(int sig)
 {
 	(void)sig;
 	atomic_store(&stop_flag, true);
-}
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
 static void sleep_us(unsigned long us)
@@ -823,17 +818,6 @@ static void usage(FILE *f, const char *argv0)
 		argv0);
 }
 
-static int parse_ulong(const char *s, unsigned long max, unsigned long *ret)
-{
-	char *end;
-	errno = 0;
-	unsigned long v = strtoul(s, &end, 10);
-	if (errno || end == s || *end || s[0] == '-' || v > max)
-		return -1;
-	*ret = v;
-	return 0;
-}
-
 static int parse_args(int argc, char **argv, struct opts *o)
 {
 	enum {
@@ -1042,15 +1026,6 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		return -1;
 	}
 	return 0;
-}
-
-static int write_pid_file(const char *path)
-{
-	FILE *f = fopen(path, "w");
-	if (!f)
-		return -1;
-	fprintf(f, "%d\n", (int)getpid());
-	return fclose(f);
 }
 
 static void linger(double seconds)
