@@ -76,6 +76,16 @@ struct mm_host {
 	uint64_t windows_stored, store_errors;
 	char kernel[128];
 	const struct mm_symbols *syms;
+
+	struct mm_clock clock;
+	struct {
+		mm_sink_fn fn;
+		void *ctx;
+	} sinks[MM_HOST_MAX_SINKS];
+	unsigned nsinks;
+	const struct mm_tap *tap;
+	void *tap_ctx;
+	uint64_t fed, late, last_fed_ns;
 };
 
 struct mm_host *mm_host_new(const struct mm_config *cfg, mm_proc_lookup_fn lookup, void *ctx,
@@ -92,6 +102,7 @@ struct mm_host *mm_host_new(const struct mm_config *cfg, mm_proc_lookup_fn looku
 	h->cur = -1;
 	h->started_ms = h->window_start_ms = start_ms;
 	h->interval_s = cfg->interval_s;
+	mm_clock_init(&h->clock, cfg->interval_s, 0, start_ms);
 	for (unsigned i = 0; mm_plugins[i] && i < MAX_PLUGINS; i++) {
 		struct slot *s = &h->slots[h->nslots++];
 		s->p = mm_plugins[i];
@@ -141,10 +152,7 @@ void mm_host_free(struct mm_host *h)
 	free(h);
 }
 
-void mm_host_wanted(struct mm_host *h,
-		    void (*fn)(void *ctx, const char *system, const char *name, bool callchain,
-			       const char *filter),
-		    void *ctx)
+int mm_host_wanted(struct mm_host *h, mm_host_wanted_fn fn, void *ctx)
 {
 	for (unsigned i = 0; i < h->nslots; i++) {
 		if (!h->slots[i].enabled)
@@ -169,10 +177,14 @@ void mm_host_wanted(struct mm_host *h,
 						first = false;
 				}
 			}
-			if (first)
-				fn(ctx, r->system, r->name, cc, filtered ? r->filter : NULL);
+			int ret =
+				first ? fn(ctx, r->system, r->name, cc, filtered ? r->filter : NULL)
+				      : 0;
+			if (ret < 0)
+				return ret;
 		}
 	}
+	return 0;
 }
 
 static int add_stream(struct mm_host *h, struct stream *proto)
@@ -211,6 +223,17 @@ int mm_host_add_task_stream(struct mm_host *h, uint64_t sample_type, const char 
 		snprintf(s.error, sizeof(s.error), "%s", error);
 	s.sample_type = sample_type;
 	return add_stream(h, &s);
+}
+
+void mm_host_stream_opened(struct mm_host *h, unsigned stream, uint64_t sample_type,
+			   const char *error)
+{
+	if (stream >= h->nstreams)
+		return;
+	struct stream *st = &h->streams[stream];
+	st->sample_type = sample_type;
+	st->open = !error;
+	snprintf(st->error, sizeof(st->error), "%s", error ? error : "");
 }
 
 static struct stream *find_stream(struct mm_host *h, const char *system, const char *name)
@@ -391,19 +414,12 @@ void mm_host_lost(struct mm_host *h, unsigned stream, uint64_t n)
 	h->streams[stream].window_lost += n;
 }
 
-void mm_host_tick_closing(struct mm_host *h)
-{
-	h->closing = true;
-	mm_host_tick(h);
-	h->closing = false;
-}
-
 bool mm_host_window_closing(const struct mm_host *h)
 {
 	return h->closing;
 }
 
-void mm_host_tick(struct mm_host *h)
+static void tick_collectors(struct mm_host *h)
 {
 	for (unsigned i = 0; i < h->nslots; i++) {
 		struct slot *sl = &h->slots[i];
@@ -413,6 +429,13 @@ void mm_host_tick(struct mm_host *h)
 		sl->p->tick(sl->state_ptr, h);
 		h->cur = -1;
 	}
+}
+
+void mm_host_tick(struct mm_host *h)
+{
+	tick_collectors(h);
+	if (h->tap && h->tap->tick)
+		h->tap->tick(h->tap_ctx, h->last_fed_ns);
 }
 
 void mm_host_finish(struct mm_host *h)
@@ -660,9 +683,10 @@ struct mm_snapshot *mm_host_close_window(struct mm_host *h, uint64_t end_ms)
 	return s;
 }
 
-void mm_host_set_interval(struct mm_host *h, unsigned interval_s)
+void mm_host_set_interval(struct mm_host *h, unsigned interval_s, uint64_t now_ms)
 {
 	h->interval_s = interval_s;
+	mm_clock_set_interval(&h->clock, interval_s, now_ms);
 }
 
 void mm_host_set_store_stats(struct mm_host *h, uint64_t windows_stored, uint64_t store_errors)
@@ -674,9 +698,90 @@ void mm_host_set_store_stats(struct mm_host *h, uint64_t windows_stored, uint64_
 void mm_host_set_clock_offset(struct mm_host *h, int64_t mono_to_wall_ms)
 {
 	h->mono_to_wall_ms = mono_to_wall_ms;
+	h->clock.mono_to_wall_ms = mono_to_wall_ms;
 }
 
 void mm_host_set_kernel(struct mm_host *h, const char *release)
 {
 	snprintf(h->kernel, sizeof(h->kernel), "%s", release);
+}
+
+/* --- the pipeline (see host.h) --- */
+
+int mm_host_add_sink(struct mm_host *h, mm_sink_fn fn, void *ctx)
+{
+	if (h->nsinks == MM_HOST_MAX_SINKS)
+		return -ENOSPC;
+	h->sinks[h->nsinks].fn = fn;
+	h->sinks[h->nsinks].ctx = ctx;
+	h->nsinks++;
+	return 0;
+}
+
+void mm_host_set_tap(struct mm_host *h, const struct mm_tap *tap, void *ctx)
+{
+	h->tap = tap;
+	h->tap_ctx = ctx;
+}
+
+/* The closing tick, the window's snapshot, the sinks. */
+static void close_window(struct mm_host *h, uint64_t end_ms)
+{
+	h->closing = true;
+	tick_collectors(h);
+	h->closing = false;
+	struct mm_snapshot *w = mm_host_close_window(h, end_ms);
+	if (!w) {
+		log_error("out of memory closing a window; its counts stay in the totals only");
+		return;
+	}
+	for (unsigned i = 0; i < h->nsinks; i++)
+		h->sinks[i].fn(h->sinks[i].ctx, w);
+	mm_snapshot_unref(w);
+}
+
+/* Closes what @mono_ns passed; returns the number of windows closed (at most two). */
+static unsigned advance(struct mm_host *h, uint64_t mono_ns)
+{
+	unsigned n = 0;
+	for (uint64_t end; (end = mm_clock_next_close(&h->clock, mono_ns)); n++)
+		close_window(h, end);
+	return n;
+}
+
+void mm_host_feed(struct mm_host *h, unsigned stream, uint64_t time_ns,
+		  const struct perf_event_header *hdr)
+{
+	if (time_ns) {
+		advance(h, time_ns);
+		if (time_ns < h->last_fed_ns)
+			h->late++;
+		else
+			h->last_fed_ns = time_ns;
+	}
+	uint64_t type = mm_host_sample_type(h, stream);
+	bool is_task = mm_host_stream_is_task(h, stream);
+	if (h->tap && h->tap->wants && !h->tap->wants(h->tap_ctx, hdr, type, is_task))
+		return;
+	mm_host_record(h, stream, hdr);
+	if (h->tap && h->tap->record)
+		h->tap->record(h->tap_ctx, stream, time_ns, hdr, type);
+	h->fed++;
+}
+
+void mm_host_advance(struct mm_host *h, uint64_t horizon_ns)
+{
+	if (advance(h, horizon_ns) && h->tap && h->tap->advance)
+		h->tap->advance(h->tap_ctx, horizon_ns);
+}
+
+void mm_host_close_now(struct mm_host *h, uint64_t end_ms)
+{
+	close_window(h, end_ms);
+}
+
+void mm_host_feed_stats(const struct mm_host *h, uint64_t *ret_records, uint64_t *ret_late)
+{
+	*ret_records = h->fed;
+	*ret_late = h->late;
 }

@@ -1,8 +1,13 @@
 /*
  * Replay of a recording (see replay.h). Two passes over the file: the first collects the
- * metadata, tracepoint formats and kernel symbols; the second feeds PROC answers, records and
- * ticks to the host in the order the live run saw them, closing windows on the recorded clock.
- * Nothing depends on the machine replaying, so the output is the same everywhere, every time.
+ * metadata, tracepoint formats and kernel symbols; the second feeds PROC answers, records, ticks
+ * and horizon advances to the host in the order the live run saw them. The host's window clock
+ * (clock.h) closes the windows, the same code as in the live daemon, closing tick included; the
+ * sinks here are the run tally, the lock accumulator and, with --db, the store. Nothing depends
+ * on the machine replaying, so the output is the same everywhere, every time.
+ *
+ * A recording is input from anywhere: every loop is bounded by the file (the clock closes at most
+ * two windows per record), and impossible sizes and time stamps are refused with their offset.
  */
 #include "replay.h"
 
@@ -11,12 +16,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <traceevent/event-parse.h>
 
 #include "config.h"
 #include "host.h"
 #include "locktable.h"
 #include "log.h"
+#include "parse.h"
 #include "plugin.h"
 #include "recording.h"
 #include "store.h"
@@ -33,6 +40,10 @@ static const char usage[] =
 	"lock_stats). With --locks, prints the lock contention table instead, in perf lock\n"
 	"contention's columns, or with --seed-table in seed 004's (max, min, avg, sum, count,\n"
 	"blocked function).\n";
+
+/* A recording is made before it is replayed: a record later than now (with a day for the clocks
+ * of two machines to disagree) is corruption. */
+#define LATEST_SLACK_MS 86400000ull
 
 struct answer {
 	uint32_t pid;
@@ -51,7 +62,8 @@ struct replay {
 	size_t nlocks;
 	int64_t mono_to_wall_ms;
 	unsigned interval_s;
-	uint64_t next_end_ms;
+	uint64_t recorded_at_ms;
+	char collectors[256], kernel[256];
 	int store_err;
 };
 
@@ -88,17 +100,11 @@ static int add_answer(struct replay *rp, const struct mm_chunk *c)
 	return 0;
 }
 
-static void set_next_end(struct replay *rp, uint64_t after_ms)
+/* The replay's sink: the tally, the lock rows summed over windows, the store. */
+static void sink(void *ctx, struct mm_snapshot *w)
 {
-	uint64_t iv = (uint64_t)rp->interval_s * 1000;
-	rp->next_end_ms = (after_ms / iv + 1) * iv;
-}
+	struct replay *rp = ctx;
 
-static void close_window(struct replay *rp, uint64_t end_ms)
-{
-	struct mm_snapshot *w = mm_host_close_window(rp->host, end_ms);
-	if (!w)
-		return;
 	if (mm_tally_add(rp->tally, w) < 0 ||
 	    mm_lock_rows_append(&rp->locks, &rp->nlocks, w->locks, w->nlocks) < 0)
 		rp->store_err = -ENOMEM;
@@ -107,14 +113,6 @@ static void close_window(struct replay *rp, uint64_t end_ms)
 		if (r < 0 && !rp->store_err)
 			rp->store_err = r;
 	}
-	mm_snapshot_unref(w);
-	set_next_end(rp, end_ms);
-}
-
-static uint64_t wall_of(const struct replay *rp, uint64_t mono_ns)
-{
-	int64_t ms = (int64_t)(mono_ns / 1000000) + rp->mono_to_wall_ms;
-	return ms > 0 ? (uint64_t)ms : 0;
 }
 
 /* The collectors to run: the recorded ones that read tracepoints (a collector reading /proc, like
@@ -136,15 +134,135 @@ static void replay_collectors(const char *recorded, char *buf, size_t size)
 	}
 }
 
-static int run(const char *path, const char *db, unsigned interval_s, int locks)
+/* Logs why reading @path stopped at the reader's offset; returns -EINVAL. */
+static int corrupt(const char *path, struct mm_rec_reader *rd, const char *why)
+{
+	log_error("%s: corrupt recording at offset %lld: %s", path, mm_rec_offset(rd), why);
+	return -EINVAL;
+}
+
+static void read_meta(struct replay *rp, const struct mm_chunk *c)
+{
+	char value[256];
+	unsigned long long v;
+
+	if (mm_rec_meta_get(c, "collectors", value, sizeof(value)) == 0)
+		snprintf(rp->collectors, sizeof(rp->collectors), "%s", value);
+	if (mm_rec_meta_get(c, "kernel", value, sizeof(value)) == 0)
+		snprintf(rp->kernel, sizeof(rp->kernel), "%s", value);
+	if (mm_rec_meta_get(c, "recorded_at_ms", value, sizeof(value)) == 0 &&
+	    mm_parse_number(value, NULL, 0, UINT64_MAX, &v) == 0)
+		rp->recorded_at_ms = v;
+	if (mm_rec_meta_get(c, "mono_to_wall_ms", value, sizeof(value)) == 0)
+		rp->mono_to_wall_ms = strtoll(value, NULL, 10);
+	if (!rp->interval_s && mm_rec_meta_get(c, "interval_s", value, sizeof(value)) == 0 &&
+	    mm_parse_number(value, NULL, 1, 3600, &v) == 0)
+		rp->interval_s = (unsigned)v;
+}
+
+/* Pass 1: metadata and symbols. */
+static int read_header(struct replay *rp, const char *path, struct mm_rec_reader *rd,
+		       struct mm_symbols *syms)
+{
+	struct mm_chunk c;
+	int r;
+
+	while ((r = mm_rec_next(rd, &c)) > 0) {
+		uint64_t addr;
+		char type;
+		const char *name;
+
+		if (c.type == MM_CHUNK_META)
+			read_meta(rp, &c);
+		else if (c.type == MM_CHUNK_SYMBOL &&
+			 mm_rec_parse_symbol(&c, &addr, &type, &name) == 0 &&
+			 mm_symbols_add(syms, addr, type, name) < 0)
+			return log_error_errno(ENOMEM, "out of memory");
+	}
+	if (r < 0)
+		return corrupt(path, rd, mm_rec_error(rd));
+	mm_symbols_sort(syms);
+	if (!rp->interval_s)
+		rp->interval_s = 10;
+	return 0;
+}
+
+/* The streams, in index order (the order they were recorded in). */
+static int add_streams(struct replay *rp, const char *path, struct mm_rec_reader *rd,
+		       struct tep_handle *tep)
+{
+	struct mm_chunk c;
+	int r;
+
+	while ((r = mm_rec_next(rd, &c)) > 0) {
+		struct mm_rec_stream st;
+		struct tep_event *ev = NULL;
+
+		if (c.type != MM_CHUNK_STREAM)
+			continue;
+		if (mm_rec_parse_stream(&c, &st) < 0 || st.index != mm_host_nstreams(rp->host))
+			return corrupt(path, rd, "the stream table is inconsistent");
+		if (st.is_task) {
+			r = mm_host_add_task_stream(rp->host, st.sample_type,
+						    st.sample_type ? NULL : "not recorded");
+		} else {
+			if (st.format[0] && tep_parse_format(tep, &ev, st.format, strlen(st.format),
+							     st.system) != TEP_ERRNO__SUCCESS)
+				ev = NULL;
+			r = mm_host_add_tp(rp->host, st.system, st.name, ev, st.sample_type,
+					   ev ? NULL : "not recorded");
+		}
+		if (r < 0)
+			return log_error_errno(r, "out of memory");
+	}
+	return r < 0 ? corrupt(path, rd, mm_rec_error(rd)) : 0;
+}
+
+/* Pass 2: the run. */
+static int feed(struct replay *rp, const char *path, struct mm_rec_reader *rd)
+{
+	struct mm_rec_feeder f = {rp->host, rp->mono_to_wall_ms,
+				  (uint64_t)time(NULL) * 1000 + LATEST_SLACK_MS, 0};
+	struct mm_chunk c;
+	char why[160];
+	int r;
+
+	while ((r = mm_rec_next(rd, &c)) > 0) {
+		if (c.type == MM_CHUNK_PROC && add_answer(rp, &c) < 0)
+			return corrupt(path, rd, "malformed process chunk");
+		if (mm_rec_feed(&f, &c, why, sizeof(why)) < 0)
+			return corrupt(path, rd, why);
+	}
+	if (r < 0)
+		return corrupt(path, rd, mm_rec_error(rd));
+	mm_host_finish(rp->host);
+	mm_host_close_now(rp->host,
+			  f.last_ms > rp->recorded_at_ms ? f.last_ms : rp->recorded_at_ms);
+	return 0;
+}
+
+static int start_host(struct replay *rp, struct mm_symbols *syms)
+{
+	struct mm_config cfg;
+
+	mm_config_defaults(&cfg);
+	cfg.interval_s = rp->interval_s;
+	replay_collectors(rp->collectors, cfg.collectors, sizeof(cfg.collectors));
+	rp->host = mm_host_new(&cfg, lookup, rp, rp->recorded_at_ms);
+	if (!rp->host || mm_host_add_sink(rp->host, sink, rp) < 0)
+		return log_error_errno(ENOMEM, "out of memory");
+	mm_host_set_clock_offset(rp->host, rp->mono_to_wall_ms);
+	mm_host_set_symbols(rp->host, syms);
+	mm_host_set_kernel(rp->host, rp->kernel);
+	return 0;
+}
+
+static int replay_file(const char *path, const char *db, unsigned interval_s, int locks)
 {
 	struct mm_rec_reader *rd = NULL;
 	struct tep_handle *tep = tep_alloc();
 	struct mm_symbols *syms = mm_symbols_new();
-	struct replay rp = {.interval_s = interval_s};
-	struct mm_chunk c;
-	char value[256], collectors[256] = "all", kernel[256] = "";
-	uint64_t recorded_at_ms = 0, last_ms = 0;
+	struct replay rp = {.interval_s = interval_s, .collectors = "all"};
 	int r;
 
 	rp.tally = mm_tally_new();
@@ -159,113 +277,15 @@ static int run(const char *path, const char *db, unsigned interval_s, int locks)
 			path);
 		goto out;
 	}
-
-	/* Pass 1: metadata and symbols. */
-	while ((r = mm_rec_next(rd, &c)) > 0) {
-		if (c.type == MM_CHUNK_META) {
-			if (mm_rec_meta_get(&c, "collectors", value, sizeof(value)) == 0)
-				snprintf(collectors, sizeof(collectors), "%s", value);
-			if (mm_rec_meta_get(&c, "kernel", value, sizeof(value)) == 0)
-				snprintf(kernel, sizeof(kernel), "%s", value);
-			if (mm_rec_meta_get(&c, "recorded_at_ms", value, sizeof(value)) == 0)
-				recorded_at_ms = strtoull(value, NULL, 10);
-			if (mm_rec_meta_get(&c, "mono_to_wall_ms", value, sizeof(value)) == 0)
-				rp.mono_to_wall_ms = strtoll(value, NULL, 10);
-			if (!rp.interval_s &&
-			    mm_rec_meta_get(&c, "interval_s", value, sizeof(value)) == 0)
-				rp.interval_s = (unsigned)strtoul(value, NULL, 10);
-		} else if (c.type == MM_CHUNK_SYMBOL) {
-			uint64_t addr;
-			char type;
-			const char *name;
-			if (mm_rec_parse_symbol(&c, &addr, &type, &name) == 0 &&
-			    mm_symbols_add(syms, addr, type, name) < 0) {
-				r = log_error_errno(ENOMEM, "out of memory");
-				goto out;
-			}
-		}
-	}
-	if (r < 0) {
-		log_error("%s: truncated or corrupt recording", path);
+	if ((r = read_header(&rp, path, rd, syms)) < 0 || (r = start_host(&rp, syms)) < 0)
 		goto out;
-	}
-	mm_symbols_sort(syms);
-	if (!rp.interval_s)
-		rp.interval_s = 10;
-
-	struct mm_config cfg;
-	mm_config_defaults(&cfg);
-	cfg.interval_s = rp.interval_s;
-	replay_collectors(collectors, cfg.collectors, sizeof(cfg.collectors));
-	rp.host = mm_host_new(&cfg, lookup, &rp, recorded_at_ms);
-	if (!rp.host) {
-		r = log_error_errno(ENOMEM, "out of memory");
-		goto out;
-	}
-	mm_host_set_clock_offset(rp.host, rp.mono_to_wall_ms);
-	mm_host_set_symbols(rp.host, syms);
-	mm_host_set_kernel(rp.host, kernel);
 	if (db && (r = mm_store_open(db, &rp.store)) < 0)
 		goto out;
-
-	/* Streams, in index order (the order they were recorded in). */
-	mm_rec_rewind(rd);
-	while ((r = mm_rec_next(rd, &c)) > 0) {
-		struct mm_rec_stream st;
-		if (c.type != MM_CHUNK_STREAM)
-			continue;
-		if (mm_rec_parse_stream(&c, &st) < 0 || st.index != mm_host_nstreams(rp.host)) {
-			r = -EINVAL;
-			log_error("%s: stream table is inconsistent", path);
-			goto out;
-		}
-		if (st.is_task) {
-			mm_host_add_task_stream(rp.host, st.sample_type,
-						st.sample_type ? NULL : "not recorded");
-			continue;
-		}
-		struct tep_event *ev = NULL;
-		if (st.format[0] && tep_parse_format(tep, &ev, st.format, strlen(st.format),
-						     st.system) != TEP_ERRNO__SUCCESS)
-			ev = NULL;
-		mm_host_add_tp(rp.host, st.system, st.name, ev, st.sample_type,
-			       ev ? NULL : "not recorded");
-	}
-	mm_host_start(rp.host);
-	set_next_end(&rp, recorded_at_ms);
-
-	/* Pass 2: the run. */
-	mm_rec_rewind(rd);
-	while ((r = mm_rec_next(rd, &c)) > 0) {
-		if (c.type == MM_CHUNK_PROC) {
-			if ((r = add_answer(&rp, &c)) < 0)
-				break;
-		} else if (c.type == MM_CHUNK_TICK) {
-			mm_host_tick(rp.host);
-		} else if (c.type == MM_CHUNK_RECORD) {
-			unsigned stream;
-			uint64_t t;
-			const struct perf_event_header *hdr;
-			if (mm_rec_parse_record(&c, &stream, &t, &hdr) < 0) {
-				r = -EINVAL;
-				break;
-			}
-			if (t) {
-				uint64_t ms = wall_of(&rp, t);
-				while (ms >= rp.next_end_ms)
-					close_window(&rp, rp.next_end_ms);
-				if (ms > last_ms)
-					last_ms = ms;
-			}
-			mm_host_record(rp.host, stream, hdr);
-		}
-	}
-	if (r < 0) {
-		log_error("%s: truncated or corrupt recording", path);
+	if ((r = mm_rec_rewind(rd)) < 0 || (r = add_streams(&rp, path, rd, tep)) < 0)
 		goto out;
-	}
-	mm_host_finish(rp.host);
-	close_window(&rp, last_ms > recorded_at_ms ? last_ms : recorded_at_ms);
+	mm_host_start(rp.host);
+	if ((r = mm_rec_rewind(rd)) < 0 || (r = feed(&rp, path, rd)) < 0)
+		goto out;
 	if (rp.store_err < 0) {
 		r = log_error_errno(rp.store_err, "writing the windows failed: %m");
 		goto out;
@@ -346,5 +366,5 @@ int mm_cmd_replay(int argc, char **argv)
 		return 2;
 	}
 	mm_log_set_level(cfg.log_level);
-	return run(argv[optind], db, interval, locks + seed) < 0 ? 1 : 0;
+	return replay_file(argv[optind], db, interval, locks + seed) < 0 ? 1 : 0;
 }
