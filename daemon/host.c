@@ -36,7 +36,10 @@ struct stream {
 	uint64_t samples, lost, window_samples, window_lost;
 	uint64_t bad; /* records that failed to decode */
 	unsigned nsubs;
-	unsigned subs[MAX_PLUGINS]; /* plugin slots that receive its samples */
+	struct {
+		unsigned slot;
+		mm_tp_handler handler;
+	} subs[MAX_PLUGINS]; /* the collectors' handler table rows for it, resolved at start */
 };
 
 struct slot {
@@ -273,8 +276,10 @@ void mm_host_start(struct mm_host *h)
 		if (sl->state == MM_COLLECTOR_RUNNING) {
 			for (const struct mm_tp_req *r = sl->p->tracepoints; r && r->system; r++) {
 				struct stream *st = find_stream(h, r->system, r->name);
-				if (st && st->open && st->nsubs < MAX_PLUGINS)
-					st->subs[st->nsubs++] = i;
+				if (st && st->open && r->handler && st->nsubs < MAX_PLUGINS) {
+					st->subs[st->nsubs].slot = i;
+					st->subs[st->nsubs++].handler = r->handler;
+				}
 			}
 			log_info("collector %s: running%s%s", sl->p->name,
 				 sl->reason[0] ? "; " : "", sl->reason);
@@ -397,11 +402,11 @@ void mm_host_record(struct mm_host *h, unsigned stream, const struct perf_event_
 	st->samples++;
 	st->window_samples++;
 	for (unsigned i = 0; i < st->nsubs; i++) {
-		struct slot *sl = &h->slots[st->subs[i]];
+		struct slot *sl = &h->slots[st->subs[i].slot];
 		if (sl->state != MM_COLLECTOR_RUNNING)
 			continue;
-		h->cur = (int)st->subs[i];
-		sl->p->sample(sl->state_ptr, h, &s);
+		h->cur = (int)st->subs[i].slot;
+		st->subs[i].handler(sl->state_ptr, h, &s);
 		h->cur = -1;
 	}
 }
@@ -456,6 +461,19 @@ const struct mm_tp *mm_host_tp(struct mm_host *h, const char *system, const char
 {
 	struct stream *st = find_stream(h, system, name);
 	return st && st->open ? &st->tp : NULL;
+}
+
+const struct mm_tp *mm_host_fields(struct mm_host *h, const char *system, const char *name,
+				   const char *const *names, const struct tep_format_field **ret)
+{
+	const struct mm_tp *tp = mm_host_tp(h, system, name);
+	bool all = true;
+
+	for (unsigned i = 0; names[i]; i++) {
+		ret[i] = mm_tp_field(tp, names[i]);
+		all &= ret[i] != NULL;
+	}
+	return all ? tp : NULL;
 }
 
 const struct tep_format_field *mm_tp_field(const struct mm_tp *tp, const char *name)
