@@ -48,6 +48,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "locktable.h"
 #include "plugin.h"
 #include "snapshot.h"
 #include "tidmap.h"
@@ -694,16 +695,6 @@ static void format_lock(struct mm_host *h, const struct key *k, struct mm_snap_l
 	}
 }
 
-static int cmp_wait(const void *a, const void *b)
-{
-	const struct mm_snap_lock *x = a, *y = b;
-	if (x->wait_ns != y->wait_ns)
-		return x->wait_ns > y->wait_ns ? -1 : 1;
-	if (x->contended != y->contended)
-		return x->contended > y->contended ? -1 : 1;
-	return strcmp(x->caller, y->caller);
-}
-
 static void snapshot(void *state, struct mm_host *h, struct mm_snapshot *s, bool closing)
 {
 	struct state *st = state;
@@ -736,7 +727,7 @@ static void snapshot(void *state, struct mm_host *h, struct mm_snapshot *s, bool
 			o->min_ns = r->min_ns;
 			o->hist = r->hist;
 		}
-		qsort(rows, nrows, sizeof(*rows), cmp_wait);
+		mm_lock_rows_sort(rows, nrows);
 	}
 
 	if (st->sites.used)
@@ -755,7 +746,7 @@ static void snapshot(void *state, struct mm_host *h, struct mm_snapshot *s, bool
 			o->max_ns = c->max_ns;
 			o->min_ns = c->min_ns;
 		}
-		qsort(sites, nsites, sizeof(*sites), cmp_wait);
+		mm_lock_rows_sort(sites, nsites);
 		if (nsites > MAX_SNAP_CALLERS) {
 			struct mm_snap_lock *n = realloc(sites, MAX_SNAP_CALLERS * sizeof(*n));
 			if (n)
