@@ -18,7 +18,6 @@ struct mm_proctable {
 	struct mm_proc *buckets[NBUCKETS];
 	struct mm_proc *all;
 	uint64_t count;
-	uint64_t lookup_failures;
 	mm_proc_lookup_fn lookup;
 	void *ctx;
 };
@@ -191,7 +190,6 @@ static struct mm_proc *create(struct mm_proctable *t, uint32_t pid, uint64_t fal
 		memcpy(p->comm, id.comm, sizeof(p->comm));
 		memcpy(p->cgroup, id.cgroup, sizeof(p->cgroup));
 	} else {
-		t->lookup_failures++;
 		p->start_ms = fallback_ms;
 		snprintf(p->comm, sizeof(p->comm), "pid-%u", pid);
 	}
@@ -283,9 +281,4 @@ struct mm_proc *mm_proctable_first(struct mm_proctable *t)
 uint64_t mm_proctable_count(const struct mm_proctable *t)
 {
 	return t->count;
-}
-
-uint64_t mm_proctable_lookup_failures(const struct mm_proctable *t)
-{
-	return t->lookup_failures;
 }

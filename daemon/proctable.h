@@ -73,6 +73,5 @@ void mm_proctable_roll(struct mm_proctable *t);
 /* The list of all entries (live and exited), for iteration via ->next. */
 struct mm_proc *mm_proctable_first(struct mm_proctable *t);
 uint64_t mm_proctable_count(const struct mm_proctable *t);
-uint64_t mm_proctable_lookup_failures(const struct mm_proctable *t);
 
 #endif
