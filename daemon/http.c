@@ -38,6 +38,7 @@
 #include "log.h"
 #include "parse.h"
 #include "prom.h"
+#include "route.h"
 #include "snapshot.h"
 #include "store.h"
 
@@ -47,13 +48,10 @@ extern const char *const mm_web_assets_names[];
 extern const unsigned mm_web_assets_count;
 
 #define CONNECTION_TIMEOUT_S 30
-#define HISTORY_DEFAULT_S    3600
 #define HISTORY_LIMIT_MAX    100000
 #define HISTORY_LIMIT_DEF    1000
 #define LOCKS_TOP_MAX	     100000
 #define LOCKS_TOP_DEF	     50
-
-#define SEEN_SINCE (1u << 1) /* "since" is keys[1] in range_arg() */
 
 #define TYPE_JSON "application/json"
 #define TYPE_PROM "text/plain; version=0.0.4; charset=utf-8"
@@ -153,10 +151,10 @@ static enum MHD_Result reply_asset(struct MHD_Connection *conn, unsigned i)
 	return ret;
 }
 
-enum route { R_METRICS, R_STATUS, R_PROCESSES };
+enum snapshot_view { R_METRICS, R_STATUS, R_PROCESSES };
 
 static enum MHD_Result reply_snapshot(struct mm_http *h, struct MHD_Connection *conn,
-				      enum route route)
+				      enum snapshot_view view)
 {
 	struct mm_snapshot *s = mm_snapshot_current();
 	struct mm_buf body = MM_BUF_INIT;
@@ -165,7 +163,7 @@ static enum MHD_Result reply_snapshot(struct mm_http *h, struct MHD_Connection *
 	if (!s)
 		return reply_error(conn, MHD_HTTP_SERVICE_UNAVAILABLE,
 				   "no data yet: mmlockd has not taken its first snapshot");
-	switch (route) {
+	switch (view) {
 	case R_METRICS:
 		mm_prom_format(s, __atomic_load_n(&h->top_n, __ATOMIC_RELAXED), &body);
 		type = TYPE_PROM;
@@ -183,92 +181,24 @@ static enum MHD_Result reply_snapshot(struct mm_http *h, struct MHD_Connection *
 	return reply(conn, MHD_HTTP_OK, type, &body);
 }
 
-/* Query parameters of /api/v1/history. */
-struct history_query {
-	double now;
-	int pid; /* -1: every process */
-	double since, until;
-	unsigned limit;
-	const char *limit_key;	 /* the row limit's parameter name: "limit" or "top" */
-	unsigned long limit_max; /* its largest value */
-	unsigned seen;		 /* bit per parameter (1 << index in keys[]), to refuse repeats */
-	char err[256];		 /* set when a parameter is bad; iteration stops */
-};
-
-/* One query parameter of /api/v1/history or /api/v1/locks: pid, since, until, and the row limit
- * under the route's own name (q->limit_key). */
-static enum MHD_Result range_arg(void *cls, enum MHD_ValueKind kind, const char *key,
-				 const char *value)
-{
-	struct history_query *q = cls;
-	const char *const keys[] = {"pid", "since", "until", q->limit_key};
-	unsigned long v;
-	unsigned k;
-
-	for (k = 0; k < 4 && strcmp(key, keys[k]); k++)
-		;
-	if (k == 4) {
-		snprintf(q->err, sizeof(q->err),
-			 "unknown parameter '%.64s' (expected pid, since, until, %s)", key,
-			 q->limit_key);
-		return MHD_NO;
-	}
-	if (q->seen & (1u << k)) {
-		snprintf(q->err, sizeof(q->err), "parameter '%s' given twice", key);
-		return MHD_NO;
-	}
-	q->seen |= 1u << k;
-	if (!value)
-		value = "";
-	switch (k) {
-	case 0:
-		if (mm_parse_ulong(value, 1, INT32_MAX, &v) < 0)
-			goto bad;
-		q->pid = (int)v;
-		break;
-	case 1:
-	case 2:
-		if (mm_parse_time(value, q->now, k == 1 ? &q->since : &q->until) < 0)
-			goto bad;
-		break;
-	case 3:
-		if (mm_parse_ulong(value, 1, q->limit_max, &v) < 0)
-			goto bad;
-		q->limit = (unsigned)v;
-		break;
-	}
-	return MHD_YES;
-bad:
-	if (k == 3)
-		snprintf(q->err, sizeof(q->err),
-			 "%s: bad value '%.64s' (expected an integer from 1 to %lu)", key, value,
-			 q->limit_max);
-	else
-		snprintf(q->err, sizeof(q->err), "%s: bad value '%.64s' (expected %s)", key, value,
-			 k == 0 ? "a positive integer" : MM_TIME_SYNTAX);
-	return MHD_NO;
-}
-
-/* Parses the query of a history route into @q and opens the database. Returns MHD_YES with *ret_st
- * set, or the result of the error reply already queued (and *ret_st NULL). */
+/* Reads the range parameters of a history route into @q and opens the database. Returns MHD_YES
+ * with *ret_st set, or the result of the error reply already queued (and *ret_st NULL). */
 static enum MHD_Result open_range(struct mm_http *h, struct MHD_Connection *conn,
-				  struct history_query *q, struct mm_store **ret_st)
+				  const struct mm_route_req *req, const char *limit_key,
+				  unsigned long limit_def, unsigned long limit_max,
+				  struct mm_route_range *q, struct mm_store **ret_st)
 {
 	struct timespec ts;
+	char err[256];
+	unsigned st;
 	int r;
 
 	*ret_st = NULL;
 	clock_gettime(CLOCK_REALTIME, &ts);
-	q->now = (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-	q->until = q->now;
-	MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, range_arg, q);
-	if (q->err[0])
-		return reply_error(conn, MHD_HTTP_BAD_REQUEST, "%s", q->err);
-	if (!(q->seen & SEEN_SINCE))
-		q->since = q->until > HISTORY_DEFAULT_S ? q->until - HISTORY_DEFAULT_S : 0;
-	if (q->since > q->until)
-		return reply_error(conn, MHD_HTTP_BAD_REQUEST, "since (%.3f) is after until (%.3f)",
-				   q->since, q->until);
+	st = mm_route_range(req, limit_key, limit_def, limit_max,
+			    (double)ts.tv_sec + (double)ts.tv_nsec / 1e9, q, err, sizeof(err));
+	if (st)
+		return reply_error(conn, st, "%s", err);
 	if (!h->db_path)
 		return reply_error(conn, MHD_HTTP_SERVICE_UNAVAILABLE, "no history database");
 	r = mm_store_open_readonly(h->db_path, ret_st);
@@ -279,20 +209,19 @@ static enum MHD_Result open_range(struct mm_http *h, struct MHD_Connection *conn
 	return MHD_YES;
 }
 
-static enum MHD_Result reply_history(struct mm_http *h, struct MHD_Connection *conn)
+static enum MHD_Result reply_history(struct mm_http *h, struct MHD_Connection *conn,
+				     const struct mm_route_req *req)
 {
-	struct history_query q = {.pid = -1,
-				  .limit = HISTORY_LIMIT_DEF,
-				  .limit_key = "limit",
-				  .limit_max = HISTORY_LIMIT_MAX};
+	struct mm_route_range q;
 	struct mm_buf body = MM_BUF_INIT;
 	struct mm_store *st;
-	enum MHD_Result ret = open_range(h, conn, &q, &st);
+	enum MHD_Result ret =
+		open_range(h, conn, req, "limit", HISTORY_LIMIT_DEF, HISTORY_LIMIT_MAX, &q, &st);
 	if (!st)
 		return ret;
 
 	mm_buf_printf(&body, "{\"since\":%.3f,\"until\":%.3f,\"rows\":", q.since, q.until);
-	int r = mm_store_history_json(st, q.pid, q.since, q.until, q.limit, &body);
+	int r = mm_store_history_json(st, q.pid, q.since, q.until, (unsigned)q.limit, &body);
 	mm_store_close(st);
 	if (r < 0) {
 		mm_buf_free(&body);
@@ -305,19 +234,20 @@ static enum MHD_Result reply_history(struct mm_http *h, struct MHD_Connection *c
 
 /* GET /api/v1/locks?pid=&since=&until=&top=: lock contention rows from SQLite, summed over the
  * windows in the range per (process, type, caller, lock), longest total wait first. */
-static enum MHD_Result reply_locks(struct mm_http *h, struct MHD_Connection *conn)
+static enum MHD_Result reply_locks(struct mm_http *h, struct MHD_Connection *conn,
+				   const struct mm_route_req *req)
 {
-	struct history_query q = {
-		.pid = -1, .limit = LOCKS_TOP_DEF, .limit_key = "top", .limit_max = LOCKS_TOP_MAX};
+	struct mm_route_range q;
 	struct mm_buf body = MM_BUF_INIT;
 	struct mm_snap_lock *rows = NULL;
 	struct mm_store *st;
 	size_t n = 0;
-	enum MHD_Result ret = open_range(h, conn, &q, &st);
+	enum MHD_Result ret =
+		open_range(h, conn, req, "top", LOCKS_TOP_DEF, LOCKS_TOP_MAX, &q, &st);
 	if (!st)
 		return ret;
 
-	int r = mm_store_locks(st, q.pid, q.since, q.until, q.limit, &rows, &n);
+	int r = mm_store_locks(st, q.pid, q.since, q.until, (unsigned)q.limit, &rows, &n);
 	mm_store_close(st);
 	if (r < 0)
 		return reply_error(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, "lock query failed: %s",
@@ -329,18 +259,84 @@ static enum MHD_Result reply_locks(struct mm_http *h, struct MHD_Connection *con
 	return reply(conn, MHD_HTTP_OK, TYPE_JSON, &body);
 }
 
+static enum MHD_Result route_metrics(struct mm_http *h, struct MHD_Connection *conn,
+				     const struct mm_route_req *req)
+{
+	return reply_snapshot(h, conn, R_METRICS);
+}
+
+static enum MHD_Result route_status(struct mm_http *h, struct MHD_Connection *conn,
+				    const struct mm_route_req *req)
+{
+	return reply_snapshot(h, conn, R_STATUS);
+}
+
+static enum MHD_Result route_processes(struct mm_http *h, struct MHD_Connection *conn,
+				       const struct mm_route_req *req)
+{
+	return reply_snapshot(h, conn, R_PROCESSES);
+}
+
+/* The API. A route that reads SQLite is marked slow. Paths not here are the web assets or 404. */
+static const struct route {
+	const char *path;
+	enum MHD_Result (*fn)(struct mm_http *h, struct MHD_Connection *conn,
+			      const struct mm_route_req *req);
+	bool slow;
+} routes[] = {
+	{"/metrics", route_metrics, false},
+	{"/api/v1/status", route_status, false},
+	{"/api/v1/processes", route_processes, false},
+	{"/api/v1/history", reply_history, true},
+	{"/api/v1/locks", reply_locks, true},
+};
+
+/* One request: created by the URI log callback (the first thing libmicrohttpd tells us about a
+ * request, with the target still raw: it splits and unescapes it in place afterwards), freed by
+ * request_done(). */
+struct request {
+	const char *line_uri; /* where the target was in libmicrohttpd's read buffer */
+	size_t raw_len;	      /* bytes up to the target's first NUL (more: 414) */
+	bool headers_seen;
+	char raw[MM_ROUTE_TARGET_MAX + 1];
+	struct mm_route_req route;
+};
+
+static void *request_new(void *cls, const char *uri, struct MHD_Connection *conn)
+{
+	struct request *rq = malloc(sizeof(*rq));
+
+	if (rq) {
+		rq->line_uri = uri;
+		rq->raw_len = strnlen(uri, MM_ROUTE_TARGET_MAX + 1);
+		rq->headers_seen = false;
+		memcpy(rq->raw, uri, rq->raw_len <= MM_ROUTE_TARGET_MAX ? rq->raw_len : 0);
+	}
+	return rq; /* NULL: handle() answers 500 */
+}
+
+static void request_done(void *cls, struct MHD_Connection *conn, void **con_cls,
+			 enum MHD_RequestTerminationCode toe)
+{
+	free(*con_cls);
+	*con_cls = NULL;
+}
+
 static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char *url,
 			      const char *method, const char *version, const char *upload_data,
 			      size_t *upload_data_size, void **con_cls)
 {
-	static int first_call_seen;
 	struct mm_http *h = cls;
+	struct request *rq = *con_cls;
+	char err[256];
 
+	if (!rq)
+		return reply_error(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
 	if (strcmp(method, MHD_HTTP_METHOD_GET) && strcmp(method, MHD_HTTP_METHOD_HEAD))
 		return reply_error(conn, MHD_HTTP_METHOD_NOT_ALLOWED,
 				   "method %.32s not allowed (GET, HEAD)", method);
-	if (!*con_cls) {
-		*con_cls = &first_call_seen;
+	if (!rq->headers_seen) {
+		rq->headers_seen = true;
 		return MHD_YES;
 	}
 	if (*upload_data_size) {
@@ -348,23 +344,29 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
 		return MHD_YES;
 	}
 
-	log_debug("http: %s %s", method, url);
-	if (!strcmp(url, "/metrics"))
-		return reply_snapshot(h, conn, R_METRICS);
-	if (!strcmp(url, "/api/v1/status"))
-		return reply_snapshot(h, conn, R_STATUS);
-	if (!strcmp(url, "/api/v1/processes"))
-		return reply_snapshot(h, conn, R_PROCESSES);
-	if (!strcmp(url, "/api/v1/history"))
-		return reply_history(h, conn);
-	if (!strcmp(url, "/api/v1/locks"))
-		return reply_locks(h, conn);
-	if (!strcmp(url, "/") && mm_web_assets_count > 0)
+	/* libmicrohttpd cut the request line into C strings in place, so the version follows the
+	 * target and its terminating NUL; a version further on means the target went on past a
+	 * NUL byte, which a C string cannot carry. */
+	if (rq->raw_len > MM_ROUTE_TARGET_MAX)
+		return reply_error(conn, MHD_HTTP_URI_TOO_LONG,
+				   "request target longer than %u bytes", MM_ROUTE_TARGET_MAX);
+	if (version != rq->line_uri + rq->raw_len + 1)
+		return reply_error(conn, MHD_HTTP_BAD_REQUEST, "NUL byte in the request target");
+	unsigned st = mm_route_parse(rq->raw, rq->raw_len, &rq->route, err, sizeof(err));
+	if (st)
+		return reply_error(conn, st, "%s", err);
+
+	const char *path = rq->route.path;
+	log_debug("http: %s %s", method, path);
+	for (size_t i = 0; i < sizeof(routes) / sizeof(routes[0]); i++)
+		if (!strcmp(path, routes[i].path))
+			return routes[i].fn(h, conn, &rq->route);
+	if (!strcmp(path, "/") && mm_web_assets_count > 0)
 		return reply_asset(conn, 0);
-	for (unsigned i = 0; url[0] == '/' && i < mm_web_assets_count; i++)
-		if (!strcmp(url + 1, mm_web_assets_names[i]))
+	for (unsigned i = 0; i < mm_web_assets_count; i++)
+		if (!strcmp(path + 1, mm_web_assets_names[i]))
 			return reply_asset(conn, i);
-	return reply_error(conn, MHD_HTTP_NOT_FOUND, "no such path: %.200s", url);
+	return reply_error(conn, MHD_HTTP_NOT_FOUND, "no such path: %.200s", path);
 }
 
 /* Resolves "ADDR:PORT" or "[V6ADDR]:PORT" (parse.h) into *ret. Logs and returns -EINVAL when
@@ -445,7 +447,8 @@ int mm_http_start(const char *listen, const char *db_path, unsigned top_n, struc
 	h->mhd = MHD_start_daemon(flags, port, NULL, NULL, handle, h, MHD_OPTION_EXTERNAL_LOGGER,
 				  mhd_logger, h, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
 				  MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)CONNECTION_TIMEOUT_S,
-				  MHD_OPTION_END);
+				  MHD_OPTION_URI_LOG_CALLBACK, request_new, h,
+				  MHD_OPTION_NOTIFY_COMPLETED, request_done, h, MHD_OPTION_END);
 	if (!h->mhd) {
 		r = probe_bind(&sa, salen);
 		if (r < 0)

@@ -10,6 +10,9 @@
  *   /api/v1/status     version, kernel, uptime, collectors, events and lost events per tracepoint
  *   /api/v1/processes  per process: current window and since start
  *   /api/v1/history    ?pid=&since=&until=&limit= rows of process_stats from SQLite
+ *
+ * The request target is parsed by route.h (pure code): a NUL byte, a bad escape, an empty
+ * parameter name or more than 16 parameters is a 400, a target over 4096 bytes a 414.
  */
 #ifndef MM_HTTP_H
 #define MM_HTTP_H
