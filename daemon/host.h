@@ -1,8 +1,11 @@
 /*
- * The collector host: everything between raw perf records and snapshots. It owns the tracepoint
- * list (one "stream" per perf event), the enabled collectors, the process table, global counters
- * and the open window. The live daemon feeds it records from the rings (in time order, see
- * order.h); a replay feeds it records from a file. Nothing here touches perf, SQLite or HTTP.
+ * The collector host: it owns the pipeline between the sources and the sinks. It numbers the
+ * streams (one per perf event; sources tag their records with that index), runs the enabled
+ * collectors through their handler tables, keeps the process table, global counters and the
+ * open window, and closes windows on the window clock (clock.h), handing each closed window to
+ * the sinks. The live loop (live.h) feeds it records from the rings in time order (order.h) and
+ * its drain horizon; a replay feeds it a recording's records and horizons; the recorder of
+ * `mmlockd record` is a tap on the feed. Nothing here touches perf, SQLite or HTTP.
  *
  * Single-threaded: every call comes from the collection thread.
  */
