@@ -7,7 +7,6 @@
 #include "record.h"
 
 #include <errno.h>
-#include <getopt.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -18,6 +17,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "cmdline.h"
 #include "config.h"
 #include "host.h"
 #include "live.h"
@@ -31,6 +31,7 @@ struct record {
 	struct mm_config cfg;
 	const char *rec_path;
 	unsigned duration_s;
+	bool duration_given;
 	char **command;	     /* run this and record its process tree */
 	uint32_t follow[64]; /* --pid */
 	unsigned nfollow;
@@ -64,78 +65,66 @@ static const char record_usage[] =
 	"it\n"
 	"                        exits\n";
 
+enum { O_OUTPUT, O_DURATION, O_PID };
+static const struct mm_cmd_opt record_opts[] = {
+	[O_OUTPUT] = {"output", 'o', true, NULL},
+	[O_DURATION] = {"duration", 'd', true, NULL},
+	[O_PID] = {"pid", 'p', true, NULL},
+	{"collectors", 0, true, "collectors"},
+	{"ring-pages", 0, true, "ring_pages"},
+	{"log-level", 0, true, "log_level"},
+	{NULL},
+};
+
+static int record_option(void *ctx, const struct mm_cmd_opt *o, const char *arg)
+{
+	struct record *d = ctx;
+	unsigned long v;
+
+	switch (o - record_opts) {
+	case O_OUTPUT:
+		d->rec_path = arg;
+		break;
+	case O_DURATION:
+		if (mm_parse_ulong(arg, 0, 86400, &v) < 0) {
+			fprintf(stderr, "mmlockd record: bad --duration '%s' (0..86400)\n", arg);
+			return -EINVAL;
+		}
+		d->duration_s = (unsigned)v;
+		d->duration_given = true;
+		break;
+	case O_PID:
+		if (mm_parse_ulong(arg, 1, 0x3fffffff, &v) < 0 || d->nfollow == 64) {
+			fprintf(stderr, "mmlockd record: bad --pid '%s'\n", arg);
+			return -EINVAL;
+		}
+		d->follow[d->nfollow++] = (uint32_t)v;
+		break;
+	}
+	return 0;
+}
+
 /* Parses `mmlockd record ...` (argv[0] is "record") into @d. Returns 0, 1 after --help, or
  * -EINVAL after printing why. */
 static int parse_record(struct record *d, int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{"output", required_argument, NULL, 'o'},
-		{"duration", required_argument, NULL, 'd'},
-		{"pid", required_argument, NULL, 'p'},
-		{"collectors", required_argument, NULL, 'c'},
-		{"ring-pages", required_argument, NULL, 'r'},
-		{"log-level", required_argument, NULL, 'l'},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
-	};
+	const struct mm_cmd cmd = {"record", record_usage, record_opts, true, record_option, d};
 	char err[256];
-	int c;
-	bool duration_given = false;
 
 	mm_config_defaults(&d->cfg);
 	/* A recording is for classifying offline: every collector, not the daemon's cheap set. */
 	snprintf(d->cfg.collectors, sizeof(d->cfg.collectors), "all");
 	d->duration_s = 10;
-	optind = 0;
-	while ((c = getopt_long(argc, argv, "+o:d:p:h", opts, NULL)) != -1) {
-		unsigned long v;
-		switch (c) {
-		case 'o':
-			d->rec_path = optarg;
-			break;
-		case 'd':
-			if (mm_parse_ulong(optarg, 0, 86400, &v) < 0) {
-				fprintf(stderr, "mmlockd record: bad --duration '%s' (0..86400)\n",
-					optarg);
-				return -EINVAL;
-			}
-			d->duration_s = (unsigned)v;
-			duration_given = true;
-			break;
-		case 'p':
-			if (mm_parse_ulong(optarg, 1, 0x3fffffff, &v) < 0 || d->nfollow == 64) {
-				fprintf(stderr, "mmlockd record: bad --pid '%s'\n", optarg);
-				return -EINVAL;
-			}
-			d->follow[d->nfollow++] = (uint32_t)v;
-			break;
-		case 'c':
-		case 'r':
-		case 'l': {
-			const char *key = c == 'c'   ? "collectors"
-					  : c == 'r' ? "ring_pages"
-						     : "log_level";
-			if (mm_config_set(&d->cfg, key, optarg, err, sizeof(err)) < 0) {
-				fprintf(stderr, "mmlockd record: %s\n", err);
-				return -EINVAL;
-			}
-			break;
-		}
-		case 'h':
-			fputs(record_usage, stdout);
-			return 1;
-		default:
-			fputs(record_usage, stderr);
-			return -EINVAL;
-		}
-	}
+	int first = mm_cmd_parse(&cmd, &d->cfg, argc, argv);
+	if (first <= 0)
+		return first < 0 ? first : 1;
 	if (!d->rec_path) {
 		fprintf(stderr, "mmlockd record: -o FILE is required\n%s", record_usage);
 		return -EINVAL;
 	}
-	if (optind < argc) {
-		d->command = argv + optind;
-		if (!duration_given)
+	if (first < argc) {
+		d->command = argv + first;
+		if (!d->duration_given)
 			d->duration_s = 0;
 	}
 	if (mm_host_check_collectors(&d->cfg, err, sizeof(err)) < 0) {

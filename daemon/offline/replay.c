@@ -12,13 +12,13 @@
 #include "replay.h"
 
 #include <errno.h>
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <traceevent/event-parse.h>
 
+#include "cmdline.h"
 #include "config.h"
 #include "host.h"
 #include "locktable.h"
@@ -308,63 +308,59 @@ out:
 	return r;
 }
 
+enum { O_DB, O_INTERVAL, O_LOCKS, O_SEED };
+static const struct mm_cmd_opt replay_opts[] = {
+	[O_DB] = {"db", 0, true, NULL},	       [O_INTERVAL] = {"interval", 0, true, "interval"},
+	[O_LOCKS] = {"locks", 0, false, NULL}, [O_SEED] = {"seed-table", 0, false, NULL},
+	{"log-level", 0, true, "log_level"},   {NULL},
+};
+
+struct replay_args {
+	const char *db;
+	bool interval, locks, seed;
+};
+
+static int replay_option(void *ctx, const struct mm_cmd_opt *o, const char *arg)
+{
+	struct replay_args *a = ctx;
+
+	switch (o - replay_opts) {
+	case O_DB:
+		a->db = arg;
+		break;
+	case O_INTERVAL:
+		a->interval = true;
+		break;
+	case O_LOCKS:
+		a->locks = true;
+		break;
+	case O_SEED:
+		a->seed = true;
+		break;
+	}
+	return 0;
+}
+
 int mm_cmd_replay(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{"db", required_argument, NULL, 'b'},
-		{"interval", required_argument, NULL, 'i'},
-		{"log-level", required_argument, NULL, 'l'},
-		{"locks", no_argument, NULL, 'k'},
-		{"seed-table", no_argument, NULL, 's'},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
-	};
-	const char *db = NULL;
-	unsigned interval = 0;
-	int c, locks = 0;
-	bool seed = false;
-	char err[256];
+	struct replay_args a = {0};
+	const struct mm_cmd cmd = {"replay", usage, replay_opts, false, replay_option, &a};
 	struct mm_config cfg;
 
 	mm_config_defaults(&cfg);
-	optind = 0;
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-		switch (c) {
-		case 'b':
-			db = optarg;
-			break;
-		case 'i':
-		case 'l':
-			if (mm_config_set(&cfg, c == 'i' ? "interval" : "log_level", optarg, err,
-					  sizeof(err)) < 0) {
-				fprintf(stderr, "mmlockd replay: %s\n", err);
-				return 2;
-			}
-			if (c == 'i')
-				interval = cfg.interval_s;
-			break;
-		case 'k':
-			locks = 1;
-			break;
-		case 's':
-			seed = true;
-			break;
-		case 'h':
-			fputs(usage, stdout);
-			return 0;
-		default:
-			fputs(usage, stderr);
-			return 2;
-		}
-	}
-	if (optind + 1 != argc) {
+	int first = mm_cmd_parse(&cmd, &cfg, argc, argv);
+	if (first <= 0)
+		return first < 0 ? 2 : 0;
+	if (first + 1 != argc) {
 		fprintf(stderr, "mmlockd replay: exactly one recording file expected\n%s", usage);
 		return 2;
 	}
-	if (seed && !locks) {
+	if (a.seed && !a.locks) {
 		fprintf(stderr, "mmlockd replay: --seed-table goes with --locks\n");
 		return 2;
 	}
 	mm_log_set_level(cfg.log_level);
-	return replay_file(argv[optind], db, interval, locks + seed) < 0 ? 1 : 0;
+	return replay_file(argv[first], a.db, a.interval ? cfg.interval_s : 0, a.locks + a.seed) < 0
+		       ? 1
+		       : 0;
 }
