@@ -9,6 +9,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "log.h"
+
 #define MAX_OPTS 16
 
 int mm_cmd_parse(const struct mm_cmd *cmd, struct mm_config *cfg, int argc, char **argv)
@@ -49,7 +51,7 @@ int mm_cmd_parse(const struct mm_cmd *cmd, struct mm_config *cfg, int argc, char
 		}
 		if (o->config_key &&
 		    mm_config_set(cfg, o->config_key, optarg, err, sizeof(err)) < 0) {
-			fprintf(stderr, "mmlockd %s: %s\n", cmd->name, err);
+			log_error("mmlockd %s: %s", cmd->name, err);
 			return -EINVAL;
 		}
 		if (cmd->option && cmd->option(cmd->ctx, o, optarg) < 0)

@@ -172,11 +172,11 @@ static int open_tp(void *ctx, const char *system, const char *name, bool callcha
 	int id = -1;
 
 	if (l->tracefs_error)
-		snprintf(err, sizeof(err), "%s", l->tracefs_error);
+		mm_set_err(err, sizeof(err), "%s", l->tracefs_error);
 	else if (mm_tracefs_event(l->tracefs, l->tep, system, name, &ev, &id, &format, err,
 				  sizeof(err)) == 0 &&
 		 !l->sampler)
-		snprintf(err, sizeof(err), "perf sampler unavailable");
+		mm_set_err(err, sizeof(err), "perf sampler unavailable");
 	int stream = mm_host_add_tp(l->host, system, name, ev, 0, "not opened");
 	if (stream < 0) {
 		free(format);
@@ -207,7 +207,7 @@ static int open_task_stream(struct mm_live *l)
 	if (stream < 0)
 		return log_error_errno(stream, "out of memory");
 	if (!l->sampler)
-		snprintf(err, sizeof(err), "perf sampler unavailable");
+		mm_set_err(err, sizeof(err), "perf sampler unavailable");
 	else
 		mm_sampler_add_task(l->sampler, (unsigned)stream, &type, err, sizeof(err));
 	if (err[0])

@@ -121,7 +121,7 @@ static int add(struct mm_sampler *s, unsigned stream, struct perf_event_attr *at
 {
 	struct stream *n = realloc(s->streams, (s->nstreams + 1) * sizeof(*n));
 	if (!n) {
-		snprintf(err, errlen, "out of memory");
+		mm_set_err(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
 	s->streams = n;
@@ -138,7 +138,7 @@ static int add(struct mm_sampler *s, unsigned stream, struct perf_event_attr *at
 	struct perf_evsel *ev = el ? perf_evsel__new(attr) : NULL;
 	if (!ev) {
 		perf_evlist__delete(el);
-		snprintf(err, errlen, "out of memory");
+		mm_set_err(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
 	perf_evlist__add(el, ev);
@@ -146,23 +146,23 @@ static int add(struct mm_sampler *s, unsigned stream, struct perf_event_attr *at
 	int r = perf_evlist__open(el);
 	if (r < 0) {
 		const char *why = open_error(r);
-		snprintf(err, errlen, "perf_event_open failed: %s", why ? why : strerror(-r));
+		mm_set_err(err, errlen, "perf_event_open failed: %s", why ? why : strerror(-r));
 		perf_evlist__delete(el);
 		return r;
 	}
 	if (filter && (r = perf_evsel__apply_filter(ev, filter)) < 0) {
-		snprintf(err, errlen, "the kernel refused the filter \"%s\": %s", filter,
-			 strerror(r == -1 ? errno : -r));
+		mm_set_err(err, errlen, "the kernel refused the filter \"%s\": %s", filter,
+			   strerror(r == -1 ? errno : -r));
 		perf_evlist__close(el);
 		perf_evlist__delete(el);
 		return r == -1 ? -errno : r;
 	}
 	r = perf_evlist__mmap(el, (int)s->ring_pages);
 	if (r < 0) {
-		snprintf(err, errlen,
-			 "mapping %u-page rings failed: %s (lower ring_pages or raise "
-			 "kernel.perf_event_mlock_kb)",
-			 s->ring_pages, strerror(-r));
+		mm_set_err(err, errlen,
+			   "mapping %u-page rings failed: %s (lower ring_pages or raise "
+			   "kernel.perf_event_mlock_kb)",
+			   s->ring_pages, strerror(-r));
 		perf_evlist__close(el);
 		perf_evlist__delete(el);
 		return r;

@@ -87,7 +87,7 @@ static int record_option(void *ctx, const struct mm_cmd_opt *o, const char *arg)
 		break;
 	case O_DURATION:
 		if (mm_parse_ulong(arg, 0, 86400, &v) < 0) {
-			fprintf(stderr, "mmlockd record: bad --duration '%s' (0..86400)\n", arg);
+			log_error("mmlockd record: bad --duration '%s' (0..86400)", arg);
 			return -EINVAL;
 		}
 		d->duration_s = (unsigned)v;
@@ -95,7 +95,7 @@ static int record_option(void *ctx, const struct mm_cmd_opt *o, const char *arg)
 		break;
 	case O_PID:
 		if (mm_parse_ulong(arg, 1, 0x3fffffff, &v) < 0 || d->nfollow == 64) {
-			fprintf(stderr, "mmlockd record: bad --pid '%s'\n", arg);
+			log_error("mmlockd record: bad --pid '%s'", arg);
 			return -EINVAL;
 		}
 		d->follow[d->nfollow++] = (uint32_t)v;
@@ -119,7 +119,8 @@ static int parse_record(struct record *d, int argc, char **argv)
 	if (first <= 0)
 		return first < 0 ? first : 1;
 	if (!d->rec_path) {
-		fprintf(stderr, "mmlockd record: -o FILE is required\n%s", record_usage);
+		log_error("mmlockd record: -o FILE is required");
+		fputs(record_usage, stderr);
 		return -EINVAL;
 	}
 	if (first < argc) {
@@ -128,7 +129,7 @@ static int parse_record(struct record *d, int argc, char **argv)
 			d->duration_s = 0;
 	}
 	if (mm_host_check_collectors(&d->cfg, err, sizeof(err)) < 0) {
-		fprintf(stderr, "mmlockd record: %s\n", err);
+		log_error("mmlockd record: %s", err);
 		return -EINVAL;
 	}
 	d->cfg.interval_s = 1;
@@ -185,8 +186,7 @@ static int start_child(struct record *d)
 		sigemptyset(&none);
 		pthread_sigmask(SIG_SETMASK, &none, NULL);
 		execvp(d->command[0], d->command);
-		fprintf(stderr, "mmlockd record: cannot run %s: %s\n", d->command[0],
-			strerror(errno));
+		log_error("mmlockd record: cannot run %s: %s", d->command[0], strerror(errno));
 		_exit(127);
 	}
 	mm_recorder_follow(d->rec, (uint32_t)d->child, true);

@@ -352,11 +352,12 @@ int mm_cmd_replay(int argc, char **argv)
 	if (first <= 0)
 		return first < 0 ? 2 : 0;
 	if (first + 1 != argc) {
-		fprintf(stderr, "mmlockd replay: exactly one recording file expected\n%s", usage);
+		log_error("mmlockd replay: exactly one recording file expected");
+		fputs(usage, stderr);
 		return 2;
 	}
 	if (a.seed && !a.locks) {
-		fprintf(stderr, "mmlockd replay: --seed-table goes with --locks\n");
+		log_error("mmlockd replay: --seed-table goes with --locks");
 		return 2;
 	}
 	mm_log_set_level(cfg.log_level);
