@@ -40,9 +40,9 @@
 #include <unistd.h>
 
 #include "plugin.h"
+#include "proctable.h"
 #include "taskstats.h"
 
-#define PF_KTHREAD   0x00200000u
 #define NBUCKETS     4096
 #define RCVBUF	     (16u << 20)
 #define SETTLE_SCANS 2
@@ -70,53 +70,6 @@ struct state {
 	struct mm_host *h; /* valid during a hook */
 };
 
-int mm_totals_parse_stat(const char *text, struct mm_pid_stat *ret)
-{
-	/* "pid (comm) state ppid ...": comm may hold spaces and parentheses. */
-	const char *p = strrchr(text, ')');
-	if (!p)
-		return -EINVAL;
-	p++;
-	struct mm_pid_stat st = {0};
-	unsigned long long flags = 0;
-	for (unsigned field = 3; field <= 22; field++) {
-		while (*p == ' ')
-			p++;
-		if (!*p)
-			return -EINVAL;
-		char *end;
-		unsigned long long v = 0;
-		if (field == 3) { /* state: one letter */
-			end = (char *)p + 1;
-		} else {
-			errno = 0;
-			v = strtoull(p, &end, 10);
-			if (end == p || errno)
-				return -EINVAL;
-		}
-		switch (field) {
-		case 9:
-			flags = v;
-			break;
-		case 10:
-			st.minflt = v;
-			break;
-		case 12:
-			st.majflt = v;
-			break;
-		case 22:
-			st.start_ticks = v;
-			break;
-		default:
-			break;
-		}
-		p = end;
-	}
-	st.kthread = (flags & PF_KTHREAD) != 0;
-	*ret = st;
-	return 0;
-}
-
 static int read_stat(const char *path, struct mm_pid_stat *ret)
 {
 	char buf[1024];
@@ -129,7 +82,7 @@ static int read_stat(const char *path, struct mm_pid_stat *ret)
 	if (n <= 0)
 		return n < 0 ? -e : -ENOENT; /* a process being reaped reads empty */
 	buf[n] = '\0';
-	return mm_totals_parse_stat(buf, ret);
+	return mm_proc_parse_stat(buf, ret);
 }
 
 static struct track **slot(struct state *st, uint32_t pid)
