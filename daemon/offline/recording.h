@@ -109,14 +109,6 @@ struct mm_rec_feeder {
  * malformed chunk or an impossible time stamp (later than f->latest_ms). */
 int mm_rec_feed(struct mm_rec_feeder *f, const struct mm_chunk *c, char *why, size_t whylen);
 
-/* A set of 64-bit values (symbol addresses the records touch). */
-struct mm_u64set;
-struct mm_u64set *mm_u64set_new(void);
-void mm_u64set_free(struct mm_u64set *s);
-int mm_u64set_add(struct mm_u64set *s, uint64_t v); /* 1 added, 0 present, -ENOMEM */
-/* The values, sorted; *ret_n gets their number. The array belongs to the set. */
-const uint64_t *mm_u64set_sorted(struct mm_u64set *s, size_t *ret_n);
-
 /* --- the recorder: what `mmlockd record` does with each record the collectors see --- */
 
 struct mm_symbols;
