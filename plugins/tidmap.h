@@ -31,4 +31,11 @@ size_t mm_tidmap_count(const struct mm_tidmap *m);
 void mm_tidmap_foreach(struct mm_tidmap *m, void (*fn)(void *ctx, uint32_t tid, void *value),
 		       void *ctx);
 
+/* Hooks for a collector whose state is a malloc'ed struct starting with its thread map
+ * (`struct state { struct mm_tidmap *threads; ... }`) and owning nothing else: thread_exit
+ * forgets the thread, free frees the map and the state (accepts NULL). */
+struct mm_host;
+void mm_tidmap_state_forget(void *state, struct mm_host *h, uint32_t pid, uint32_t tid);
+void mm_tidmap_state_free(void *state);
+
 #endif
