@@ -89,20 +89,14 @@ static enum site classify(struct state *st, struct mm_host *h, uint64_t ip)
 
 static int init(struct mm_host *h, void **ret_state)
 {
-	struct state *st = calloc(1, sizeof(*st));
+	struct state *st = mm_tidmap_state_new(sizeof(*st), sizeof(struct thread), MAX_THREADS);
 	if (!st)
 		return mm_host_fail(h, "out of memory");
-	st->threads = mm_tidmap_new(sizeof(struct thread), MAX_THREADS);
-	if (!st->threads) {
-		free(st);
-		return mm_host_fail(h, "out of memory");
-	}
 	static const char *const write[] = {"write", NULL}, *const acq[] = {"write", "success",
 									    NULL};
 	if (!mm_host_fields(h, "mmap_lock", "mmap_lock_start_locking", write, &st->start_write) ||
 	    !mm_host_fields(h, "mmap_lock", "mmap_lock_acquire_returned", acq, st->acq)) {
-		mm_tidmap_free(st->threads);
-		free(st);
+		mm_tidmap_state_free(st);
 		return mm_host_fail(h, "mmap_lock tracepoints lack the fields write, success");
 	}
 	st->g_bad_field = mm_host_global(h, "fallbacks_events", "bad_field",

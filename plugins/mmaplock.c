@@ -84,14 +84,9 @@ static bool end_hold(struct thread *t, uint64_t mm, uint64_t time_ns, struct mm_
 
 static int init(struct mm_host *h, void **ret_state)
 {
-	struct state *st = calloc(1, sizeof(*st));
+	struct state *st = mm_tidmap_state_new(sizeof(*st), sizeof(struct thread), MAX_THREADS);
 	if (!st)
 		return mm_host_fail(h, "out of memory");
-	st->threads = mm_tidmap_new(sizeof(struct thread), MAX_THREADS);
-	if (!st->threads) {
-		free(st);
-		return mm_host_fail(h, "out of memory");
-	}
 	static const char *const mm_write[] = {"mm", "write", NULL};
 	static const char *const mm_write_success[] = {"mm", "write", "success", NULL};
 	static const char *const flags[] = {"flags", NULL};
@@ -99,8 +94,7 @@ static int init(struct mm_host *h, void **ret_state)
 	    !mm_host_fields(h, "mmap_lock", "mmap_lock_acquire_returned", mm_write_success,
 			    st->acq) ||
 	    !mm_host_fields(h, "mmap_lock", "mmap_lock_released", mm_write, st->rel)) {
-		mm_tidmap_free(st->threads);
-		free(st);
+		mm_tidmap_state_free(st);
 		return mm_host_fail(h, "mmap_lock tracepoints lack the fields mm/write/success "
 				       "(unsupported kernel version)");
 	}
