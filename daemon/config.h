@@ -20,7 +20,8 @@ struct mm_config {
 	char listen[128];	    /* key "listen": "ADDR:PORT", "[V6ADDR]:PORT" */
 	unsigned interval_s;	 /* key "interval": window length in seconds, 1..3600, default 10 */
 	unsigned retention_days; /* key "retention": days of history kept, 1..3650, default 7 */
-	unsigned top_n;	      /* key "top": processes with their own /metrics series, default 20 */
+	unsigned top_n;	      /* key "top": processes with their own /metrics series, default 0 */
+	unsigned cgroup_top;  /* key "cgroup_top": cgroups with their own series, default 20 */
 	unsigned ring_pages;  /* key "ring_pages": pages per ring (per event per CPU), power of two,
 				 default 256 */
 	int log_level;	      /* key "log_level": err|warning|notice|info|debug, default info */
@@ -46,7 +47,7 @@ int mm_config_load(struct mm_config *c, const char *path, char *err, size_t errl
 
 /* Parses the command line into @c (starting from defaults, then --config FILE if given, then the
  * other flags) and the command to run. Flags: --config FILE, --db PATH, --listen ADDR:PORT,
- * --interval SECONDS, --retention DAYS, --top N, --ring-pages N, --log-level LEVEL,
+ * --interval SECONDS, --retention DAYS, --top N, --cgroup-top N, --ring-pages N, --log-level LEVEL,
  * --collectors LIST, --help, --version. Without --config, MM_DEFAULT_CONFIG is read when it
  * exists. Returns 0, or -EINVAL with the reason in @err. */
 int mm_config_from_args(struct mm_config *c, int argc, char **argv, enum mm_command *ret_cmd,

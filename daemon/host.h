@@ -84,6 +84,8 @@ struct mm_snapshot *mm_host_close_window(struct mm_host *h, uint64_t end_ms);
 
 /* The window length shown in snapshots (after a reload). */
 void mm_host_set_interval(struct mm_host *h, unsigned interval_s);
+/* How many cgroups get their own /metrics series (config cgroup_top; see cgtable.h). */
+void mm_host_set_cgroup_top(struct mm_host *h, unsigned cgroup_top);
 
 /* Store progress shown in snapshots. */
 void mm_host_set_store_stats(struct mm_host *h, uint64_t windows_stored, uint64_t store_errors);
