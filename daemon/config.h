@@ -12,7 +12,11 @@
 
 #define MM_DEFAULT_DB	  "/var/lib/mmlockd/mmlockd.db"
 #define MM_DEFAULT_LISTEN "127.0.0.1:9477"
+/* meson sets it from its sysconfdir (<prefix>/etc, /etc for prefix /usr), where it installs the
+ * file, so the installed unit and a hand-run mmlockd read the same one. */
+#ifndef MM_DEFAULT_CONFIG
 #define MM_DEFAULT_CONFIG "/etc/mmlockd.conf"
+#endif
 
 struct mm_config {
 	char config_path[PATH_MAX]; /* file the configuration came from, "" if none */
