@@ -23,9 +23,9 @@ for t in systemd-analyze man meson; do
 done
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
-PASSED=0 FAILED=0
-pass() { PASSED=$((PASSED + 1)); echo "PASS: $*"; }
-fail() { FAILED=$((FAILED + 1)); echo "FAIL: $*"; }
+PASSED=0 FAILED=0 TEST_NAME=test_install
+# shellcheck source=tests/privileged/lib.sh
+. "$(dirname "$0")/../privileged/lib.sh" # pass, fail, summary_and_exit
 
 eval "$(meson introspect --buildoptions "$BUILD" | python3 -c '
 import json, sys
@@ -38,7 +38,7 @@ print("PREFIX=%s SBINDIR=%s SYSCONFDIR=%s MANDIR=%s DATADIR=%s UNITDIR=%s" % (p,
 
 D=$TMP/destdir
 meson install -C "$BUILD" --destdir "$D" --no-rebuild --quiet >"$TMP/install.log" 2>&1 ||
-	{ cat "$TMP/install.log"; fail "meson install --destdir failed"; echo "test_install: $PASSED passed, $FAILED failed"; exit 1; }
+	{ cat "$TMP/install.log"; fatal "meson install --destdir failed"; }
 want=("$SBINDIR/mmlockd" "$UNITDIR/mmlockd.service" "$SYSCONFDIR/mmlockd.conf"
 	"$MANDIR/man8/mmlockd.8" "$DATADIR/mmlockd/mmlockd.json" "$DATADIR/mmlockd/mmlockd.rules.yml")
 missing=""
@@ -101,5 +101,4 @@ if [ -z "$absent" ]; then
 else
 	fail "mmlockd(8) does not name:$absent"
 fi
-echo "test_install: $PASSED passed, $FAILED failed"
-[ "$FAILED" -eq 0 ]
+summary_and_exit

@@ -18,9 +18,9 @@ for k in vanilla patched; do
 done
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
-PASSED=0 FAILED=0
-pass() { PASSED=$((PASSED + 1)); echo "PASS: $*"; }
-fail() { FAILED=$((FAILED + 1)); echo "FAIL: $*"; }
+PASSED=0 FAILED=0 TEST_NAME=test_report
+# shellcheck source=tests/privileged/lib.sh
+. "$(dirname "$0")/../privileged/lib.sh" # pass, fail, summary_and_exit
 sql() { sqlite3 -batch -noheader "$@"; }
 
 for k in vanilla patched; do
@@ -109,5 +109,4 @@ bad 2 --db "$TMP/both.db" --compare "x..y" "1h.."
 bad 2 --db "$TMP/both.db" --sort nosuch
 bad 2 --db "$TMP/both.db" --compare "$TMP/vanilla.db"
 bad 1 --db "$TMP/nonexistent.db"
-echo "test_report: $PASSED passed, $FAILED failed"
-[ "$FAILED" -eq 0 ]
+summary_and_exit
