@@ -36,6 +36,7 @@
 #include "api.h"
 #include "buf.h"
 #include "log.h"
+#include "parse.h"
 #include "prom.h"
 #include "snapshot.h"
 #include "store.h"
@@ -194,85 +195,6 @@ struct history_query {
 	char err[256];		 /* set when a parameter is bad; iteration stops */
 };
 
-/* Whether @s is digits, optionally followed by '.' and digits; sets *ret_end past them. */
-static bool scan_decimal(const char *s, const char **ret_end)
-{
-	const char *p = s;
-	while (*p >= '0' && *p <= '9')
-		p++;
-	if (p == s)
-		return false;
-	if (*p == '.') {
-		const char *frac = ++p;
-		while (*p >= '0' && *p <= '9')
-			p++;
-		if (p == frac)
-			return false;
-	}
-	*ret_end = p;
-	return true;
-}
-
-/* "1700000000", "1700000000.5" (unix seconds), "now", or "90s", "15m", "2h", "7d" (that long
- * before @now). Returns false on anything else. */
-static bool parse_time(const char *s, double now, double *ret)
-{
-	const char *end;
-	double v;
-
-	if (!strcmp(s, "now")) {
-		*ret = now;
-		return true;
-	}
-	if (strlen(s) > 32 || !scan_decimal(s, &end))
-		return false;
-	v = strtod(s, NULL);
-	if (*end == '\0') {
-		*ret = v;
-		return true;
-	}
-	if (end[1] != '\0')
-		return false;
-	switch (*end) {
-	case 's':
-		break;
-	case 'm':
-		v *= 60;
-		break;
-	case 'h':
-		v *= 3600;
-		break;
-	case 'd':
-		v *= 86400;
-		break;
-	default:
-		return false;
-	}
-	*ret = v < now ? now - v : 0;
-	return true;
-}
-
-/* A decimal integer in [min, max] and nothing else. */
-static bool parse_uint(const char *s, unsigned long min, unsigned long max, unsigned long *ret)
-{
-	unsigned long v = 0;
-	const char *p = s;
-
-	if (!*p)
-		return false;
-	for (; *p; p++) {
-		if (*p < '0' || *p > '9')
-			return false;
-		v = v * 10 + (unsigned long)(*p - '0');
-		if (v > max)
-			return false;
-	}
-	if (v < min)
-		return false;
-	*ret = v;
-	return true;
-}
-
 /* One query parameter of /api/v1/history or /api/v1/locks: pid, since, until, and the row limit
  * under the route's own name (q->limit_key). */
 static enum MHD_Result range_arg(void *cls, enum MHD_ValueKind kind, const char *key,
@@ -300,17 +222,17 @@ static enum MHD_Result range_arg(void *cls, enum MHD_ValueKind kind, const char 
 		value = "";
 	switch (k) {
 	case 0:
-		if (!parse_uint(value, 1, INT32_MAX, &v))
+		if (mm_parse_ulong(value, 1, INT32_MAX, &v) < 0)
 			goto bad;
 		q->pid = (int)v;
 		break;
 	case 1:
 	case 2:
-		if (!parse_time(value, q->now, k == 1 ? &q->since : &q->until))
+		if (mm_parse_time(value, q->now, k == 1 ? &q->since : &q->until) < 0)
 			goto bad;
 		break;
 	case 3:
-		if (!parse_uint(value, 1, q->limit_max, &v))
+		if (mm_parse_ulong(value, 1, q->limit_max, &v) < 0)
 			goto bad;
 		q->limit = (unsigned)v;
 		break;
@@ -323,9 +245,7 @@ bad:
 			 q->limit_max);
 	else
 		snprintf(q->err, sizeof(q->err), "%s: bad value '%.64s' (expected %s)", key, value,
-			 k == 0 ? "a positive integer"
-				: "unix seconds, 'now', or a duration before now like 90s, 15m, "
-				  "2h, 7d");
+			 k == 0 ? "a positive integer" : MM_TIME_SYNTAX);
 	return MHD_NO;
 }
 
@@ -447,56 +367,24 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
 	return reply_error(conn, MHD_HTTP_NOT_FOUND, "no such path: %.200s", url);
 }
 
-/* Resolves "ADDR:PORT" or "[V6ADDR]:PORT" into *ret. Logs and returns -EINVAL when malformed. */
+/* Resolves "ADDR:PORT" or "[V6ADDR]:PORT" (parse.h) into *ret. Logs and returns -EINVAL when
+ * malformed. */
 static int parse_listen(const char *listen, struct sockaddr_storage *ret, socklen_t *ret_len)
 {
 	struct addrinfo hints = {.ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV};
 	struct addrinfo *res = NULL;
-	unsigned long port;
-	char host[256];
-	const char *port_s;
-	const char *host_s = listen;
-	size_t n;
+	struct mm_listen_addr la;
+	char why[160], port_s[8];
 	int r;
 
-	if (listen[0] == '[') {
-		const char *end = strchr(listen, ']');
-		if (!end || end[1] != ':')
-			return log_error_errno(
-				EINVAL, "Invalid listen address '%s': expected [IPV6ADDRESS]:PORT",
-				listen);
-		host_s = listen + 1;
-		n = (size_t)(end - host_s);
-		port_s = end + 2;
+	if (mm_parse_listen(listen, &la, why, sizeof(why)) < 0)
+		return log_error_errno(EINVAL, "Invalid listen address '%s': %s", listen, why);
+	if (la.ipv6) {
 		hints.ai_family = AF_INET6;
 		hints.ai_flags |= AI_NUMERICHOST;
-	} else {
-		const char *colon = strrchr(listen, ':');
-		if (!colon)
-			return log_error_errno(EINVAL,
-					       "Invalid listen address '%s': expected "
-					       "ADDRESS:PORT, e.g. 127.0.0.1:9477",
-					       listen);
-		n = (size_t)(colon - listen);
-		port_s = colon + 1;
-		if (memchr(listen, ':', n))
-			return log_error_errno(EINVAL,
-					       "Invalid listen address '%s': IPv6 addresses go in "
-					       "brackets, e.g. [::1]:9477",
-					       listen);
 	}
-	if (n == 0 || n >= sizeof(host))
-		return log_error_errno(
-			EINVAL, "Invalid listen address '%s': missing or overlong host", listen);
-	memcpy(host, host_s, n);
-	host[n] = '\0';
-	if (!parse_uint(port_s, 0, 65535, &port))
-		return log_error_errno(
-			EINVAL,
-			"Invalid listen address '%s': port must be a number from 0 to 65535",
-			listen);
-
-	r = getaddrinfo(host, port_s, &hints, &res);
+	snprintf(port_s, sizeof(port_s), "%u", la.port);
+	r = getaddrinfo(la.host, port_s, &hints, &res);
 	if (r != 0)
 		return log_error_errno(EINVAL, "Invalid listen address '%s': %s", listen,
 				       r == EAI_SYSTEM ? strerror(errno) : gai_strerror(r));

@@ -20,6 +20,7 @@
 #include "faulttable.h"
 #include "locktable.h"
 #include "log.h"
+#include "parse.h"
 #include "store.h"
 
 static const char usage[] =
@@ -73,63 +74,6 @@ static const char usage[] =
 	"'YYYY-MM-DD[ HH:MM[:SS]]'. Callers are named as by `perf lock contention --stack-skip "
 	"0`.\n";
 
-/* Parses a time argument (see usage) into unix seconds. */
-static int parse_when(const char *s, double now, double *ret)
-{
-	static const char *const fmts[] = {"%Y-%m-%d %H:%M:%S", "%Y-%m-%dT%H:%M:%S",
-					   "%Y-%m-%d %H:%M", "%Y-%m-%d"};
-	char *end;
-	double v;
-
-	if (!strcmp(s, "now")) {
-		*ret = now;
-		return 0;
-	}
-	errno = 0;
-	v = strtod(s, &end);
-	if (end != s && !errno && v >= 0) {
-		double mult = 0;
-		if (!*end) {
-			*ret = v;
-			return 0;
-		}
-		if (!end[1])
-			mult = *end == 's'   ? 1
-			       : *end == 'm' ? 60
-			       : *end == 'h' ? 3600
-			       : *end == 'd' ? 86400
-					     : 0;
-		if (mult) {
-			*ret = v * mult < now ? now - v * mult : 0;
-			return 0;
-		}
-	}
-	for (size_t i = 0; i < sizeof(fmts) / sizeof(fmts[0]); i++) {
-		struct tm tm = {0};
-		const char *rest = strptime(s, fmts[i], &tm);
-		if (!rest || *rest)
-			continue;
-		tm.tm_isdst = -1;
-		time_t t = mktime(&tm);
-		if (t == (time_t)-1)
-			return -EINVAL;
-		*ret = (double)t;
-		return 0;
-	}
-	return -EINVAL;
-}
-
-static int parse_count(const char *s, unsigned long max, unsigned long *ret)
-{
-	char *end;
-	errno = 0;
-	unsigned long v = strtoul(s, &end, 10);
-	if (end == s || *end || errno || v < 1 || v > max || s[0] == '-')
-		return -EINVAL;
-	*ret = v;
-	return 0;
-}
-
 /* A "SINCE..UNTIL" range (either end may be empty) into unix seconds. */
 static int parse_range(const char *s, double now, double *ret_since, double *ret_until)
 {
@@ -140,8 +84,8 @@ static int parse_range(const char *s, double now, double *ret_since, double *ret
 	if (!dots || (size_t)(dots - s) >= sizeof(since))
 		return -EINVAL;
 	snprintf(since, sizeof(since), "%.*s", (int)(dots - s), s);
-	if ((since[0] && parse_when(since, now, &a) < 0) ||
-	    (dots[2] && parse_when(dots + 2, now, &b) < 0) || a > b)
+	if ((since[0] && mm_parse_time(since, now, &a) < 0) ||
+	    (dots[2] && mm_parse_time(dots + 2, now, &b) < 0) || a > b)
 		return -EINVAL;
 	*ret_since = a;
 	*ret_until = b;
@@ -424,13 +368,13 @@ static int parse_args(int argc, char **argv, struct args *a)
 			a->until = optarg;
 			break;
 		case O_PID:
-			if (parse_count(optarg, INT32_MAX, &a->pid) < 0) {
+			if (mm_parse_ulong(optarg, 1, INT32_MAX, &a->pid) < 0) {
 				fprintf(stderr, "mmlockd report: bad --pid '%s'\n", optarg);
 				return -EINVAL;
 			}
 			break;
 		case O_TOP:
-			if (parse_count(optarg, UINT32_MAX, &a->top) < 0) {
+			if (mm_parse_ulong(optarg, 1, UINT32_MAX, &a->top) < 0) {
 				fprintf(stderr, "mmlockd report: bad --top '%s'\n", optarg);
 				return -EINVAL;
 			}
@@ -516,7 +460,7 @@ static int parse_args(int argc, char **argv, struct args *a)
 	}
 	for (int k = 0; k < 2; k++) {
 		const char *t = k ? a->until : a->since;
-		if (t && parse_when(t, a->now, k ? &a->until_s : &a->since_s) < 0) {
+		if (t && mm_parse_time(t, a->now, k ? &a->until_s : &a->since_s) < 0) {
 			fprintf(stderr,
 				"mmlockd report: bad time '%s' for --%s (unix seconds, 'now', 15m, "
 				"2h, 7d, or YYYY-MM-DD[ HH:MM[:SS]])\n",

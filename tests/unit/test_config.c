@@ -101,7 +101,6 @@ static void test_cgroup_top_is_0_to_1000_from_file_key_and_flag(void)
 {
 	struct mm_config c;
 	enum mm_command cmd;
-	char err[256];
 
 	mm_config_defaults(&c);
 	CHECK(mm_config_set(&c, "cgroup_top", "0", err, sizeof(err)) == 0);
@@ -741,11 +740,15 @@ static void test_usage_documents_flags_defaults_files_and_routes(void)
 		"key = value",
 		"ring_pages",
 		"log_level",
-		"no subcommands",
+		"mmlockd COMMAND [ARGS...]",
+		"  record ",
+		"  replay ",
+		"  report ",
 		"/metrics",
 		"/api/v1/status",
 		"/api/v1/processes",
 		"/api/v1/history?pid=&since=&until=&limit=",
+		"/api/v1/locks?pid=&since=&until=&top=",
 	};
 
 	for (size_t i = 0; i < sizeof(needles) / sizeof(needles[0]); i++)
