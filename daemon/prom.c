@@ -473,9 +473,10 @@ static void put_simple(struct mm_buf *out, struct names *ns, const char *name, c
 	mm_buf_printf(out, "%s %" PRIu64 "\n", name, v);
 }
 
-/* The @top_n call sites with the longest total lock wait since start (s->lock_callers is sorted
- * that way): contentions and wait, labelled by lock type and caller. Nothing without the contention
- * collector. A (type, caller) pair already written is skipped, so labels never repeat. */
+/* The max(@top_n, MM_PROM_LOCK_CALLERS) call sites with the longest total lock wait since start
+ * (s->lock_callers is sorted that way): contentions and wait, labelled by lock type and caller.
+ * Nothing without the contention collector. A (type, caller) pair already written is skipped, so
+ * labels never repeat. */
 static void put_lock_callers(struct mm_buf *out, const struct mm_snapshot *s, unsigned top_n,
 			     struct names *ns)
 {
@@ -488,7 +489,9 @@ static void put_lock_callers(struct mm_buf *out, const struct mm_snapshot *s, un
 		 "perf lock contention --stack-skip 0 names it."},
 		{PREFIX LOCK_WAIT, "Time waited in those lock contentions since start."},
 	};
-	size_t n = s->nlock_callers < top_n ? s->nlock_callers : top_n;
+	/* Not tied to the per-pid series, which are off by default. */
+	unsigned want = top_n > MM_PROM_LOCK_CALLERS ? top_n : MM_PROM_LOCK_CALLERS;
+	size_t n = s->nlock_callers < want ? s->nlock_callers : want;
 
 	if (!n)
 		return;
