@@ -52,6 +52,7 @@ struct global {
 	char family[32];
 	char name[64];
 	char help[160];
+	int slot; /* the collector that registered it, -1 for none */
 	uint64_t window, total;
 };
 
@@ -512,6 +513,7 @@ int mm_host_global(struct mm_host *h, const char *family, const char *name, cons
 	snprintf(g->family, sizeof(g->family), "%s", family);
 	snprintf(g->name, sizeof(g->name), "%s", name);
 	snprintf(g->help, sizeof(g->help), "%s", help ? help : "");
+	g->slot = h->cur;
 	return (int)h->nglobals++;
 }
 
@@ -608,6 +610,9 @@ static struct mm_snapshot *build(struct mm_host *h, uint64_t now_ms, bool closin
 		memcpy(sg->family, h->globals[g].family, sizeof(sg->family));
 		memcpy(sg->name, h->globals[g].name, sizeof(sg->name));
 		memcpy(sg->help, h->globals[g].help, sizeof(sg->help));
+		if (h->globals[g].slot >= 0)
+			snprintf(sg->collector, sizeof(sg->collector), "%s",
+				 h->slots[h->globals[g].slot].p->name);
 		sg->window = h->globals[g].window;
 		sg->total = h->globals[g].total + h->globals[g].window;
 	}

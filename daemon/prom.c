@@ -433,7 +433,8 @@ static void put_globals(struct mm_buf *out, const struct mm_snapshot *s, struct 
 		bool first = true;
 		for (size_t j = 0; j < i && first; j++)
 			first = strcmp(s->globals[j].family, g->family) != 0;
-		if (!first || !g->family[0])
+		if (!first || !g->family[0] ||
+		    (g->collector[0] && !collector_running(s, g->collector)))
 			continue;
 		global_name(name, sizeof(name), g->family, false);
 		if (!names_claim(ns, name, out)) {

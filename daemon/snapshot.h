@@ -34,6 +34,7 @@ struct mm_snap_global {
 	char family[32];
 	char name[64];
 	char help[160];
+	char collector[32]; /* the collector that registered it; "" for the daemon's own */
 	uint64_t window;
 	uint64_t total;
 };

@@ -371,6 +371,17 @@ static void test_families_of_collectors_not_running_are_absent(void)
 {
 	struct mm_snapshot *s = snap(2);
 	set_collectors(s, "mmaplock,faults,contention");
+	/* Globals of a collector and one of nobody's. */
+	free(s->globals);
+	s->globals = calloc(2, sizeof(*s->globals));
+	s->nglobals = 2;
+	strcpy(s->globals[0].family, "totals_events");
+	strcpy(s->globals[0].name, "exit_messages");
+	strcpy(s->globals[0].collector, "totals");
+	s->globals[0].total = 7;
+	strcpy(s->globals[1].family, "daemon_things");
+	strcpy(s->globals[1].name, "x");
+	s->globals[1].total = 3;
 	s->procs[0].total.minflt = 5;
 	s->all_total.minflt = 5;
 	char *t = format(s, 2);
@@ -388,6 +399,7 @@ static void test_families_of_collectors_not_running_are_absent(void)
 	CHECK(!strstr(t, "mmlockd_user_page_faults_total"));
 	CHECK(!strstr(t, "mmlockd_page_faults_total"));
 	CHECK_CONTAINS(t, "\nmmlockd_page_faults_accounted_total{type=\"minor\"} 5\n");
+	CHECK_CONTAINS(t, "\nmmlockd_totals_events_total{name=\"exit_messages\"} 7\n");
 	CHECK_CONTAINS(t, "\nmmlockd_collector_up{collector=\"faults\",state=\"disabled\"} 0\n");
 	CHECK_CONTAINS(t, "\nmmlockd_collector_up{collector=\"totals\",state=\"running\"} 1\n");
 	CHECK_U64(count(t, "\nmmlockd_collector_up{"), s->ncollectors);
@@ -398,6 +410,8 @@ static void test_families_of_collectors_not_running_are_absent(void)
 			s->collectors[i].state = MM_COLLECTOR_FAILED;
 	t = format(s, 2);
 	CHECK(!strstr(t, "page_faults_accounted_total"));
+	CHECK(!strstr(t, "mmlockd_totals_events_total")); /* its globals go with it */
+	CHECK_CONTAINS(t, "\nmmlockd_daemon_things_total{name=\"x\"} 3\n");
 	CHECK_CONTAINS(t, "# TYPE mmlockd_fault_fallback_locks_total counter\n");
 	CHECK_CONTAINS(t, "\nmmlockd_collector_up{collector=\"totals\",state=\"failed\"} 0\n");
 	free(t);
