@@ -80,6 +80,7 @@ static void reload(void *ctx)
 			    "ignoring their changes");
 	mm_log_set_level(n.log_level);
 	mm_http_set_top_n(d->http, n.top_n);
+	mm_host_set_cgroup_top(mm_live_host(d->live), n.cgroup_top);
 	mm_writer_set_retention(d->writer, n.retention_days);
 	if (n.interval_s != d->cfg.interval_s) {
 		d->cfg.interval_s = n.interval_s;
