@@ -32,6 +32,7 @@
 #include "log.h"
 #include "notify.h"
 #include "order.h"
+#include "privilege.h"
 #include "replay.h"
 #include "report.h"
 #include "recording.h"
@@ -425,6 +426,7 @@ static int run(struct daemon *d)
 		stop_ms = d->duration_s ? last_tick_ms + d->duration_s * 1000ull : 0;
 	} else {
 		publish(d);
+		mm_privilege_drop_main(); /* every source is set up: privilege.h */
 		mm_notify_watchdog_usec(&d->watchdog_usec);
 		mm_notify("READY=1\nSTATUS=collecting");
 		log_info("mmlockd %s: collecting; %u-second windows into %s; serving http://%s/",

@@ -7,6 +7,8 @@ cd "$(dirname "$0")/.."
 
 PKGS="build-essential meson ninja-build pkg-config libtraceevent-dev libsqlite3-dev libmicrohttpd-dev
 linux-source-6.12 xz-utils sqlite3 curl linux-perf prometheus python3"
+# daemon/privilege.c: the seccomp filters of the HTTP and collection threads (build and runtime).
+PKGS="$PKGS libseccomp-dev libseccomp2"
 
 missing=""
 for p in $PKGS; do
