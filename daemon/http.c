@@ -628,6 +628,8 @@ static void *query_worker(void *arg)
 {
 	struct mm_http *h = arg;
 
+	pthread_setname_np(pthread_self(), "mmlockd-query");
+
 	pthread_mutex_lock(&h->jobs_lock);
 	for (;;) {
 		while (!h->jobs && !h->stopping)
@@ -886,6 +888,8 @@ static void *sweeper(void *arg)
 	struct mm_http *h = arg;
 	const uint64_t head_ns = HEAD_DEADLINE_S * 1000000000ull;
 	const uint64_t req_ns = REQUEST_DEADLINE_S * 1000000000ull;
+
+	pthread_setname_np(pthread_self(), "mmlockd-sweep");
 
 	for (;;) {
 		struct timespec pause = {0, SWEEP_MS * 1000000L};
