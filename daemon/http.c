@@ -102,7 +102,7 @@ extern const unsigned mm_web_assets_count;
  * mmlockd_http_connections_aborted_total. */
 enum abort_reason {
 	AB_CLIENT,	     /* the client closed or reset it */
-	AB_IDLE,	     /* libmicrohttpd's idle timeout */
+	AB_IDLE,	     /* idle: libmicrohttpd's timeout, or kept alive past HEAD_DEADLINE_S */
 	AB_HEAD_DEADLINE,    /* no complete request head within HEAD_DEADLINE_S */
 	AB_REQUEST_DEADLINE, /* no reply sent within REQUEST_DEADLINE_S */
 	AB_EVICTED,	     /* made room for a new connection */
@@ -117,11 +117,11 @@ static const char *const abort_names[AB_COUNT] = {
 struct conn {
 	struct conn *prev, *next;
 	int fd;
-	unsigned char
-		addr[17];  /* family byte + IPv4/IPv6 address, or + peer uid on a Unix socket */
-	uint64_t since_ns; /* opened, or its previous reply was complete (CLOCK_MONOTONIC) */
-	bool busy;	   /* its request head is complete: the request deadline applies */
-	bool killed;	   /* shut down by us: its end is counted already */
+	unsigned char addr[17]; /* family byte, then IPv4/6 address or peer uid (Unix) */
+	uint64_t since_ns;	/* opened, or its previous reply was complete (CLOCK_MONOTONIC) */
+	bool busy;		/* its request head is complete: the request deadline applies */
+	bool served;		/* it has had a complete reply: waiting now is keep-alive idle */
+	bool killed;		/* shut down by us: its end is counted already */
 };
 
 struct request;
@@ -593,6 +593,7 @@ static void request_done(void *cls, struct MHD_Connection *mc, void **con_cls,
 		count_abort(h, toe == MHD_REQUEST_TERMINATED_TIMEOUT_REACHED ? AB_IDLE : AB_CLIENT);
 	if (c) {
 		c->busy = false;
+		c->served |= toe == MHD_REQUEST_TERMINATED_COMPLETED_OK;
 		c->since_ns = mono_ns();
 	}
 	pthread_mutex_unlock(&h->conns_lock);
@@ -903,7 +904,7 @@ static void *sweeper(void *arg)
 			if (c->killed)
 				continue;
 			if (!c->busy && now - c->since_ns > head_ns)
-				kill_conn(h, c, AB_HEAD_DEADLINE);
+				kill_conn(h, c, c->served ? AB_IDLE : AB_HEAD_DEADLINE);
 			else if (now - c->since_ns > req_ns)
 				kill_conn(h, c, AB_REQUEST_DEADLINE);
 		}
