@@ -64,6 +64,7 @@
 #include "api.h"
 #include "buf.h"
 #include "log.h"
+#include "parse.h"
 #include "privilege.h"
 #include "prom.h"
 #include "route.h"
@@ -918,56 +919,24 @@ static void *sweeper(void *arg)
 	}
 }
 
-/* Resolves "ADDR:PORT" or "[V6ADDR]:PORT" into *ret. Logs and returns -EINVAL when malformed. */
+/* Resolves "ADDR:PORT" or "[V6ADDR]:PORT" (parse.h) into *ret. Logs and returns -EINVAL when
+ * malformed. */
 static int parse_listen(const char *listen, struct sockaddr_storage *ret, socklen_t *ret_len)
 {
 	struct addrinfo hints = {.ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV};
 	struct addrinfo *res = NULL;
-	unsigned long port;
-	char host[256];
-	const char *port_s;
-	const char *host_s = listen;
-	size_t n;
+	struct mm_listen_addr la;
+	char why[160], port_s[8];
 	int r;
 
-	if (listen[0] == '[') {
-		const char *end = strchr(listen, ']');
-		if (!end || end[1] != ':')
-			return log_error_errno(
-				EINVAL, "Invalid listen address '%s': expected [IPV6ADDRESS]:PORT",
-				listen);
-		host_s = listen + 1;
-		n = (size_t)(end - host_s);
-		port_s = end + 2;
+	if (mm_parse_listen(listen, &la, why, sizeof(why)) < 0)
+		return log_error_errno(EINVAL, "Invalid listen address '%s': %s", listen, why);
+	if (la.ipv6) {
 		hints.ai_family = AF_INET6;
 		hints.ai_flags |= AI_NUMERICHOST;
-	} else {
-		const char *colon = strrchr(listen, ':');
-		if (!colon)
-			return log_error_errno(EINVAL,
-					       "Invalid listen address '%s': expected "
-					       "ADDRESS:PORT, e.g. 127.0.0.1:9477",
-					       listen);
-		n = (size_t)(colon - listen);
-		port_s = colon + 1;
-		if (memchr(listen, ':', n))
-			return log_error_errno(EINVAL,
-					       "Invalid listen address '%s': IPv6 addresses go in "
-					       "brackets, e.g. [::1]:9477",
-					       listen);
 	}
-	if (n == 0 || n >= sizeof(host))
-		return log_error_errno(
-			EINVAL, "Invalid listen address '%s': missing or overlong host", listen);
-	memcpy(host, host_s, n);
-	host[n] = '\0';
-	if (!mm_route_uint(port_s, 0, 65535, &port))
-		return log_error_errno(
-			EINVAL,
-			"Invalid listen address '%s': port must be a number from 0 to 65535",
-			listen);
-
-	r = getaddrinfo(host, port_s, &hints, &res);
+	snprintf(port_s, sizeof(port_s), "%u", la.port);
+	r = getaddrinfo(la.host, port_s, &hints, &res);
 	if (r != 0)
 		return log_error_errno(EINVAL, "Invalid listen address '%s': %s", listen,
 				       r == EAI_SYSTEM ? strerror(errno) : gai_strerror(r));

@@ -32,6 +32,7 @@
 #include "log.h"
 #include "notify.h"
 #include "order.h"
+#include "parse.h"
 #include "privilege.h"
 #include "replay.h"
 #include "report.h"
@@ -533,15 +534,13 @@ static int parse_record(struct daemon *d, int argc, char **argv)
 	d->duration_s = 10;
 	optind = 0;
 	while ((c = getopt_long(argc, argv, "+o:d:p:h", opts, NULL)) != -1) {
-		char *end;
 		unsigned long v;
 		switch (c) {
 		case 'o':
 			d->rec_path = optarg;
 			break;
 		case 'd':
-			v = strtoul(optarg, &end, 10);
-			if (*end || end == optarg || v > 86400) {
+			if (mm_parse_ulong(optarg, 0, 86400, &v) < 0) {
 				fprintf(stderr, "mmlockd record: bad --duration '%s' (0..86400)\n",
 					optarg);
 				return -EINVAL;
@@ -550,8 +549,7 @@ static int parse_record(struct daemon *d, int argc, char **argv)
 			duration_given = true;
 			break;
 		case 'p':
-			v = strtoul(optarg, &end, 10);
-			if (*end || end == optarg || !v || v > 0x3fffffff || d->nfollow == 64) {
+			if (mm_parse_ulong(optarg, 1, 0x3fffffff, &v) < 0 || d->nfollow == 64) {
 				fprintf(stderr, "mmlockd record: bad --pid '%s'\n", optarg);
 				return -EINVAL;
 			}
@@ -594,26 +592,37 @@ static int parse_record(struct daemon *d, int argc, char **argv)
 	return 0;
 }
 
-int main(int argc, char **argv)
+/* Runs the collection (daemon or record mode), then frees everything. Returns the exit code. */
+static int run_daemon(struct daemon *d)
 {
-	struct daemon d = {.argc = argc, .argv = argv};
+	int r = run(d);
+
+	mm_http_stop(d->http);
+	int w = mm_writer_stop(d->writer);
+	mm_sampler_free(d->sampler);
+	mm_recorder_close(d->rec);
+	mm_tally_free(d->tally);
+	mm_host_free(d->host);
+	mm_symbols_free(d->syms);
+	if (d->tep)
+		tep_free(d->tep);
+	mm_order_free(d->order);
+	mm_snapshot_publish(NULL);
+	if (r < 0)
+		return 1;
+	log_info("stopped; %llu records processed, %llu out of order",
+		 (unsigned long long)d->records, (unsigned long long)d->late_records);
+	return w < 0 ? 1 : 0;
+}
+
+/* mmlockd without a command: the daemon. */
+static int cmd_daemon(struct daemon *d, int argc, char **argv)
+{
 	enum mm_command cmd;
 	char err[512];
 
-	if (argc > 1 && !strcmp(argv[1], "report"))
-		return mm_cmd_report(argc - 1, argv + 1);
-	if (argc > 1 && !strcmp(argv[1], "replay"))
-		return mm_cmd_replay(argc - 1, argv + 1);
-	if (argc > 1 && !strcmp(argv[1], "record")) {
-		int n = parse_record(&d, argc - 1, argv + 1);
-		if (n != 0)
-			return n < 0 ? 2 : 0;
-		mm_log_set_level(d.cfg.log_level);
-		goto run;
-	}
-
-	if (mm_config_from_args(&d.cfg, argc, argv, &cmd, err, sizeof(err)) < 0 ||
-	    (cmd == MM_CMD_RUN && mm_host_check_collectors(&d.cfg, err, sizeof(err)) < 0)) {
+	if (mm_config_from_args(&d->cfg, argc, argv, &cmd, err, sizeof(err)) < 0 ||
+	    (cmd == MM_CMD_RUN && mm_host_check_collectors(&d->cfg, err, sizeof(err)) < 0)) {
 		log_error("mmlockd: %s; try 'mmlockd --help'", err);
 		return 2;
 	}
@@ -625,25 +634,47 @@ int main(int argc, char **argv)
 		printf("mmlockd %s\n", MM_VERSION);
 		return 0;
 	}
-	mm_log_set_level(d.cfg.log_level);
+	mm_log_set_level(d->cfg.log_level);
+	return run_daemon(d);
+}
 
-run:;
-	int r = run(&d);
+/* mmlockd record: the daemon's collection without HTTP and SQLite, into a recording. */
+static int cmd_record(struct daemon *d, int argc, char **argv)
+{
+	int n = parse_record(d, argc, argv);
+	if (n != 0)
+		return n < 0 ? 2 : 0;
+	mm_log_set_level(d->cfg.log_level);
+	return run_daemon(d);
+}
 
-	mm_http_stop(d.http);
-	int w = mm_writer_stop(d.writer);
-	mm_sampler_free(d.sampler);
-	mm_recorder_close(d.rec);
-	mm_tally_free(d.tally);
-	mm_host_free(d.host);
-	mm_symbols_free(d.syms);
-	if (d.tep)
-		tep_free(d.tep);
-	mm_order_free(d.order);
-	mm_snapshot_publish(NULL);
-	if (r < 0)
-		return 1;
-	log_info("stopped; %llu records processed, %llu out of order",
-		 (unsigned long long)d.records, (unsigned long long)d.late_records);
-	return w < 0 ? 1 : 0;
+static int cmd_replay(struct daemon *d, int argc, char **argv)
+{
+	return mm_cmd_replay(argc, argv);
+}
+
+static int cmd_report(struct daemon *d, int argc, char **argv)
+{
+	return mm_cmd_report(argc, argv);
+}
+
+/* The subcommands, as perf and git have them: `mmlockd NAME ARGS...` runs fn(ARGS with NAME as
+ * argv[0]); anything else is the daemon's command line. Each prints its own --help. */
+static const struct {
+	const char *name;
+	int (*fn)(struct daemon *d, int argc, char **argv);
+} commands[] = {
+	{"record", cmd_record},
+	{"replay", cmd_replay},
+	{"report", cmd_report},
+};
+
+int main(int argc, char **argv)
+{
+	struct daemon d = {.argc = argc, .argv = argv};
+
+	for (size_t i = 0; argc > 1 && i < sizeof(commands) / sizeof(commands[0]); i++)
+		if (!strcmp(argv[1], commands[i].name))
+			return commands[i].fn(&d, argc - 1, argv + 1);
+	return cmd_daemon(&d, argc, argv);
 }

@@ -17,6 +17,7 @@
 #include "config.h"
 #include "locktable.h"
 #include "log.h"
+#include "parse.h"
 #include "store.h"
 
 static const char usage[] =
@@ -38,63 +39,6 @@ static const char usage[] =
 	"T is unix seconds, 'now', a duration before now (90s, 15m, 2h, 7d) or a local time\n"
 	"'YYYY-MM-DD[ HH:MM[:SS]]'. Callers are named as by `perf lock contention --stack-skip "
 	"0`.\n";
-
-/* Parses a time argument (see usage) into unix seconds. */
-static int parse_when(const char *s, double now, double *ret)
-{
-	static const char *const fmts[] = {"%Y-%m-%d %H:%M:%S", "%Y-%m-%dT%H:%M:%S",
-					   "%Y-%m-%d %H:%M", "%Y-%m-%d"};
-	char *end;
-	double v;
-
-	if (!strcmp(s, "now")) {
-		*ret = now;
-		return 0;
-	}
-	errno = 0;
-	v = strtod(s, &end);
-	if (end != s && !errno && v >= 0) {
-		double mult = 0;
-		if (!*end) {
-			*ret = v;
-			return 0;
-		}
-		if (!end[1])
-			mult = *end == 's'   ? 1
-			       : *end == 'm' ? 60
-			       : *end == 'h' ? 3600
-			       : *end == 'd' ? 86400
-					     : 0;
-		if (mult) {
-			*ret = v * mult < now ? now - v * mult : 0;
-			return 0;
-		}
-	}
-	for (size_t i = 0; i < sizeof(fmts) / sizeof(fmts[0]); i++) {
-		struct tm tm = {0};
-		const char *rest = strptime(s, fmts[i], &tm);
-		if (!rest || *rest)
-			continue;
-		tm.tm_isdst = -1;
-		time_t t = mktime(&tm);
-		if (t == (time_t)-1)
-			return -EINVAL;
-		*ret = (double)t;
-		return 0;
-	}
-	return -EINVAL;
-}
-
-static int parse_count(const char *s, unsigned long max, unsigned long *ret)
-{
-	char *end;
-	errno = 0;
-	unsigned long v = strtoul(s, &end, 10);
-	if (end == s || *end || errno || v < 1 || v > max || s[0] == '-')
-		return -EINVAL;
-	*ret = v;
-	return 0;
-}
 
 int mm_cmd_report(int argc, char **argv)
 {
@@ -143,13 +87,13 @@ int mm_cmd_report(int argc, char **argv)
 			until_s = optarg;
 			break;
 		case O_PID:
-			if (parse_count(optarg, INT32_MAX, &pid) < 0) {
+			if (mm_parse_ulong(optarg, 1, INT32_MAX, &pid) < 0) {
 				fprintf(stderr, "mmlockd report: bad --pid '%s'\n", optarg);
 				goto usage_error;
 			}
 			break;
 		case O_TOP:
-			if (parse_count(optarg, UINT32_MAX, &top) < 0) {
+			if (mm_parse_ulong(optarg, 1, UINT32_MAX, &top) < 0) {
 				fprintf(stderr, "mmlockd report: bad --top '%s'\n", optarg);
 				goto usage_error;
 			}
@@ -177,7 +121,7 @@ int mm_cmd_report(int argc, char **argv)
 	}
 	for (int k = 0; k < 2; k++) {
 		const char *t = k ? until_s : since_s;
-		if (t && parse_when(t, now, k ? &until : &since) < 0) {
+		if (t && mm_parse_time(t, now, k ? &until : &since) < 0) {
 			fprintf(stderr,
 				"mmlockd report: bad time '%s' for --%s (unix seconds, 'now', 15m, "
 				"2h, 7d, or YYYY-MM-DD[ HH:MM[:SS]])\n",

@@ -6,6 +6,8 @@
  */
 #include "route.h"
 
+#include "parse.h"
+
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -140,85 +142,6 @@ unsigned mm_route_parse(const char *target, size_t len, struct mm_route_req *ret
 	return 0;
 }
 
-bool mm_route_uint(const char *s, unsigned long min, unsigned long max, unsigned long *ret)
-{
-	unsigned long v = 0;
-	const char *p = s;
-
-	if (!*p)
-		return false;
-	for (; *p; p++) {
-		if (*p < '0' || *p > '9')
-			return false;
-		unsigned long d = (unsigned long)(*p - '0');
-		if (v > (max - d) / 10)
-			return false;
-		v = v * 10 + d;
-	}
-	if (v < min)
-		return false;
-	*ret = v;
-	return true;
-}
-
-/* Whether @s is digits, optionally followed by '.' and digits; sets *ret_end past them. */
-static bool scan_decimal(const char *s, const char **ret_end)
-{
-	const char *p = s;
-	while (*p >= '0' && *p <= '9')
-		p++;
-	if (p == s)
-		return false;
-	if (*p == '.') {
-		const char *frac = ++p;
-		while (*p >= '0' && *p <= '9')
-			p++;
-		if (p == frac)
-			return false;
-	}
-	*ret_end = p;
-	return true;
-}
-
-/* "1700000000", "1700000000.5" (unix seconds), "now", or "90s", "15m", "2h", "7d" (that long
- * before @now). Returns false on anything else. */
-static bool parse_time(const char *s, double now, double *ret)
-{
-	const char *end;
-	double v;
-
-	if (!strcmp(s, "now")) {
-		*ret = now;
-		return true;
-	}
-	if (strlen(s) > 32 || !scan_decimal(s, &end))
-		return false;
-	v = strtod(s, NULL);
-	if (*end == '\0') {
-		*ret = v;
-		return true;
-	}
-	if (end[1] != '\0')
-		return false;
-	switch (*end) {
-	case 's':
-		break;
-	case 'm':
-		v *= 60;
-		break;
-	case 'h':
-		v *= 3600;
-		break;
-	case 'd':
-		v *= 86400;
-		break;
-	default:
-		return false;
-	}
-	*ret = v < now ? now - v : 0;
-	return true;
-}
-
 unsigned mm_route_range(const struct mm_route_req *req, const char *limit_key,
 			unsigned long limit_def, unsigned long limit_max, double now,
 			struct mm_route_range *ret, char *err, size_t errlen)
@@ -249,7 +172,7 @@ unsigned mm_route_range(const struct mm_route_req *req, const char *limit_key,
 		seen |= 1u << k;
 		switch (k) {
 		case 0:
-			if (!mm_route_uint(val, 1, INT32_MAX, &v)) {
+			if (mm_parse_ulong(val, 1, INT32_MAX, &v) < 0) {
 				snprintf(err, errlen,
 					 "pid: bad value '%s' (expected a positive integer)",
 					 value);
@@ -259,16 +182,14 @@ unsigned mm_route_range(const struct mm_route_req *req, const char *limit_key,
 			break;
 		case 1:
 		case 2:
-			if (!parse_time(val, now, k == 1 ? &ret->since : &ret->until)) {
-				snprintf(err, errlen,
-					 "%s: bad value '%s' (expected unix seconds, 'now', or a "
-					 "duration before now like 90s, 15m, 2h, 7d)",
-					 name, value);
+			if (mm_parse_time(val, now, k == 1 ? &ret->since : &ret->until) < 0) {
+				snprintf(err, errlen, "%s: bad value '%s' (expected %s)", name,
+					 value, MM_TIME_SYNTAX);
 				return 400;
 			}
 			break;
 		case 3:
-			if (!mm_route_uint(val, 1, limit_max, &ret->limit)) {
+			if (mm_parse_ulong(val, 1, limit_max, &ret->limit) < 0) {
 				snprintf(err, errlen,
 					 "%s: bad value '%s' (expected an integer from 1 to %lu)",
 					 name, value, limit_max);

@@ -57,7 +57,4 @@ unsigned mm_route_range(const struct mm_route_req *req, const char *limit_key,
 			unsigned long limit_def, unsigned long limit_max, double now,
 			struct mm_route_range *ret, char *err, size_t errlen);
 
-/* A decimal integer in [min, max] and nothing else (no sign, no spaces, at least one digit). */
-bool mm_route_uint(const char *s, unsigned long min, unsigned long max, unsigned long *ret);
-
 #endif

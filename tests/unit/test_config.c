@@ -717,11 +717,15 @@ static void test_usage_documents_flags_defaults_files_and_routes(void)
 		"key = value",
 		"ring_pages",
 		"log_level",
-		"no subcommands",
+		"mmlockd COMMAND [ARGS...]",
+		"  record ",
+		"  replay ",
+		"  report ",
 		"/metrics",
 		"/api/v1/status",
 		"/api/v1/processes",
 		"/api/v1/history?pid=&since=&until=&limit=",
+		"/api/v1/locks?pid=&since=&until=&top=",
 	};
 
 	for (size_t i = 0; i < sizeof(needles) / sizeof(needles[0]); i++)

@@ -201,6 +201,59 @@ static void test_view_columns_are_head_then_every_counter(void)
 	}
 }
 
+/* cgroup_stats (schema/005) is process_stats summed per cgroup per window: three processes in two
+ * cgroups over two windows give two rows per window, each the sum of its processes' columns. */
+static void test_cgroup_stats_sums_every_counter_per_cgroup_and_window(void)
+{
+	const char *path = new_path();
+	struct mm_store *st = NULL;
+	static const char *const head[] = {"ts_start", "ts_end", "kernel", "cgroup", "processes"};
+	char sql[512], buf[64];
+
+	CHECK(mm_store_open(path, &st) == 0);
+	for (unsigned win = 0; win < 2; win++) {
+		struct mm_snapshot *w =
+			new_window(10000 + 10000 * win, 20000 + 10000 * win, 3, 0, 0);
+		set_proc(&w->procs[0], 100, 1000, "a", "/system.slice/a.service", 1);
+		set_proc(&w->procs[1], 101, 1000, "a2", "/system.slice/a.service", 2);
+		set_proc(&w->procs[2], 200, 1000, "b", "/system.slice/b.service", 3 + win);
+		CHECK(mm_store_write_window(st, w) == 0);
+		mm_snapshot_unref(w);
+	}
+	mm_store_close(st);
+
+	CHECK_U64(q_int(path, "SELECT count(*) FROM pragma_table_info('cgroup_stats')"),
+		  5 + mm_proc_nfields);
+	for (int i = 0; i < 5; i++) {
+		snprintf(sql, sizeof(sql),
+			 "SELECT name FROM pragma_table_info('cgroup_stats') WHERE cid = %d", i);
+		CHECK_STR(q_text(path, sql, buf, sizeof(buf)), head[i]);
+	}
+	CHECK_U64(q_int(path, "SELECT count(*) FROM cgroup_stats"), 4);
+	CHECK_U64(q_int(path, "SELECT processes FROM cgroup_stats WHERE ts_start = 10 AND "
+			      "cgroup = '/system.slice/a.service'"),
+		  2);
+	CHECK_STR(q_text(path, "SELECT kernel FROM cgroup_stats LIMIT 1", buf, sizeof(buf)),
+		  "6.18.0-test");
+	for (size_t f = 0; f < mm_proc_nfields; f++) {
+		const char *c = mm_proc_fields[f].name;
+		snprintf(sql, sizeof(sql),
+			 "SELECT name FROM pragma_table_info('cgroup_stats') WHERE cid = %zu",
+			 5 + f);
+		CHECK_STR(q_text(path, sql, buf, sizeof(buf)), c);
+		snprintf(sql, sizeof(sql),
+			 "SELECT %s FROM cgroup_stats WHERE ts_start = 10 AND "
+			 "cgroup = '/system.slice/a.service'",
+			 c);
+		CHECK_U64(q_int(path, sql), field_value(1, f) + field_value(2, f));
+		snprintf(sql, sizeof(sql),
+			 "SELECT %s FROM cgroup_stats WHERE ts_start = 20 AND "
+			 "cgroup = '/system.slice/b.service'",
+			 c);
+		CHECK_U64(q_int(path, sql), field_value(4, f));
+	}
+}
+
 static void test_reopen_applies_nothing_and_keeps_data(void)
 {
 	const char *path = new_path();
@@ -848,6 +901,7 @@ int main(void)
 	RUN(test_fresh_open_creates_schema_in_wal_mode);
 	RUN(test_missing_directory_is_created_0750_file_0640);
 	RUN(test_view_columns_are_head_then_every_counter);
+	RUN(test_cgroup_stats_sums_every_counter_per_cgroup_and_window);
 	RUN(test_reopen_applies_nothing_and_keeps_data);
 	RUN(test_newer_schema_version_is_refused_untouched);
 	RUN(test_version0_database_with_other_table_is_migrated);
