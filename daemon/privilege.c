@@ -16,6 +16,7 @@
 #include <linux/capability.h>
 #include <linux/securebits.h>
 #include <sched.h>
+#include <dirent.h>
 #include <seccomp.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -26,6 +27,7 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
+#include <sys/utsname.h>
 #include <termios.h>
 #include <unistd.h>
 
@@ -359,6 +361,32 @@ static bool proc_hides_pids(void)
 	return hides;
 }
 
+/* Whether this process holds BPF maps (the BPF source) on a kernel older than 6.5, which refuses
+ * every bpf() command, map reads on an open fd included, without CAP_BPF while
+ * kernel.unprivileged_bpf_disabled is set; 6.5 moved that check to creating maps and loading
+ * programs. */
+static bool bpf_reads_need_cap(void)
+{
+	struct utsname u;
+	unsigned major = 0, minor = 0;
+	char link[64];
+	bool maps = false;
+
+	if (uname(&u) < 0 || sscanf(u.release, "%u.%u", &major, &minor) != 2 || major > 6 ||
+	    (major == 6 && minor >= 5))
+		return false;
+	DIR *d = opendir("/proc/self/fd");
+	if (!d)
+		return true; /* cannot tell: keep it */
+	struct dirent *de;
+	while (!maps && (de = readdir(d))) {
+		ssize_t n = readlinkat(dirfd(d), de->d_name, link, sizeof(link) - 1);
+		maps = n > 0 && (link[n] = '\0', !strcmp(link, "anon_inode:bpf-map"));
+	}
+	closedir(d);
+	return maps;
+}
+
 int mm_privilege_drop_main(void)
 {
 	uint64_t keep = 0;
@@ -366,12 +394,19 @@ int mm_privilege_drop_main(void)
 
 	if (proc_hides_pids())
 		keep |= 1ull << CAP_SYS_PTRACE;
+	if (bpf_reads_need_cap())
+		keep |= 1ull << CAP_BPF;
 	r = drop_caps(keep);
 	n = no_new_privs();
 	f = n < 0 ? n : deny_filter("main thread's");
 	if (r == 0 && n == 0 && f == 0)
-		log_info("privileges: collection thread keeps %s; HTTP and store threads keep no "
+		log_info("privileges: collection thread keeps %s%s%s; HTTP and store threads keep "
+			 "no "
 			 "capabilities; no_new_privs and seccomp filters on every thread",
-			 keep ? "CAP_SYS_PTRACE (/proc has hidepid)" : "no capabilities");
+			 keep ? "" : "no capabilities",
+			 keep & (1ull << CAP_SYS_PTRACE) ? "CAP_SYS_PTRACE (/proc has hidepid) "
+							 : "",
+			 keep & (1ull << CAP_BPF) ? "CAP_BPF (BPF map reads before Linux 6.5)"
+						  : "");
 	return r < 0 ? r : n < 0 ? n : f;
 }

@@ -11,7 +11,8 @@
  *   The store writer: mm_privilege_drop_thread(): no capabilities, no_new_privs, the deny-list
  *     below.
  *   The main (collection) thread: mm_privilege_drop_main() once every source is set up: no
- *     capabilities except CAP_SYS_PTRACE when /proc hides other users' processes (hidepid), and
+ *     capabilities except CAP_SYS_PTRACE when /proc hides other users' processes (hidepid) and
+ *     CAP_BPF when it reads BPF maps on a kernel before 6.5 (which wants it for any bpf()), and
  *     a seccomp deny-list (no exec, ptrace, mounts, modules, namespaces, uid changes,
  *     perf_event_open, ...).
  *

@@ -481,9 +481,12 @@ def check_privilege(mmlockd, tmp):
             while not os.path.exists(path) and time.time() < deadline:
                 time.sleep(0.1)
             st = os.stat(path)
-            out = subprocess.run(["curl", "-s", "-o", "/dev/null", "-w", "%{http_code}",
-                                  "--unix-socket", path, "http://x/metrics"],
-                                 capture_output=True, text=True).stdout
+            out = None
+            while out != "200" and time.time() < deadline:  # 503 until the first snapshot
+                out = subprocess.run(["curl", "-s", "-o", "/dev/null", "-w", "%{http_code}",
+                                      "--unix-socket", path, "http://x/metrics"],
+                                     capture_output=True, text=True).stdout
+                time.sleep(0.1)
             nobody = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534",
                                      "--clear-groups", "curl", "-s", "--unix-socket", path,
                                      "http://x/metrics"], capture_output=True)
