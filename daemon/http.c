@@ -8,26 +8,15 @@
  * delay a scrape, and nothing here can stall collection. At most QUERY_QUEUE_MAX queries wait;
  * more get 503 at once.
  *
- * Abuse. Any local user can connect, so the server bounds what a client can hold:
- *  - a connection must deliver a complete request head within HEAD_DEADLINE_S of opening (or of
- *    its previous reply), and a request must be answered within REQUEST_DEADLINE_S; a byte now
- *    and then resets libmicrohttpd's idle timeout but not these. A sweeper thread enforces them
- *    by shutting the socket down (libmicrohttpd then closes it as a client abort);
- *  - at most CONN_PER_ADDR connections per client address (per uid on a Unix socket) and
- *    CONN_EVICT_AT in all: a new connection over either limit evicts the oldest connection of
- *    that address (or of anyone) that has waited EVICT_AGE_MS or more for its request head, so
- *    slow clients cannot lock out a scrape while clients that send at once are never evicted;
- *    the sweeper also evicts while there are more than CONN_EVICT_AT. libmicrohttpd's hard
- *    limits above that: CONN_MAX in all, 2 * CONN_PER_ADDR per address;
- *  - what it answers itself is JSON: the raw target is checked in the URI log callback (too
- *    long, too many parameters, an HTTP version other than 1.0/1.1) and refused there by writing
- *    the JSON reply on the socket directly, before libmicrohttpd stores the arguments (a thousand
- *    of them used to exhaust its connection memory and get no reply at all); the handler refuses
- *    NUL bytes, bad escapes and empty names (route.h), request heads over HEAD_MAX (431) and
- *    bodies (413). Left to libmicrohttpd's own HTML: a request head over CONN_MEMORY and a
- *    request line it cannot parse at all, which it answers before any callback;
- *  - aborted connections are counted (mmlockd_http_connections_aborted_total{reason}) and
- *    libmicrohttpd's messages are rate-limited (LOG_BURST per minute).
+ * Abuse. Any local user can connect, so what one client may hold is bounded: connection limits
+ * per address and in all, a head and a request deadline, refusals before libmicrohttpd parses a
+ * request, counts of aborted connections and rate-limited logs are httpconn.h's. Here: the raw
+ * target is checked in the URI log callback (too long, too many parameters, an HTTP version
+ * other than 1.0/1.1) and refused there in JSON, before libmicrohttpd stores the arguments (a
+ * thousand of them used to exhaust its connection memory and get no reply at all); the handler
+ * refuses NUL bytes, bad escapes and empty names (route.h), request heads over HEAD_MAX (431) and
+ * bodies (413). Left to libmicrohttpd's own HTML: a request head over CONN_MEMORY, which it
+ * refuses before any callback.
  *
  * Privilege: the listening socket is bound by the caller's thread (which may need
  * CAP_NET_BIND_SERVICE, or CAP_CHOWN for a Unix socket's group); the threads that then parse
@@ -46,7 +35,6 @@
 #include <inttypes.h>
 #include <netdb.h>
 #include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -63,6 +51,7 @@
 
 #include "api.h"
 #include "buf.h"
+#include "httpconn.h"
 #include "log.h"
 #include "parse.h"
 #include "privilege.h"
@@ -77,18 +66,10 @@ extern const char *const mm_web_assets_names[];
 extern const unsigned mm_web_assets_count;
 
 #define CONNECTION_TIMEOUT_S 30		  /* libmicrohttpd's idle timeout */
-#define HEAD_DEADLINE_S	     10		  /* from open (or the previous reply) to a complete head */
-#define REQUEST_DEADLINE_S   60		  /* from open (or the previous reply) to the reply sent */
-#define CONN_PER_ADDR	     32		  /* connections per client address before evicting */
-#define CONN_EVICT_AT	     480	  /* connections in all before evicting */
-#define CONN_MAX	     512	  /* libmicrohttpd's hard limit: refused above */
 #define CONN_MEMORY	     (128 * 1024) /* libmicrohttpd's buffer per connection */
 #define HEAD_MAX	     (16 * 1024)  /* request line and headers */
 #define QUERY_WORKERS	     2
 #define QUERY_QUEUE_MAX	     64
-#define LOG_BURST	     10 /* libmicrohttpd messages logged per minute */
-#define SWEEP_MS	     200
-#define EVICT_AGE_MS	     250 /* a connection waits this long for its head before it can be evicted */
 
 #define HISTORY_LIMIT_MAX 100000
 #define HISTORY_LIMIT_DEF 1000
@@ -98,32 +79,6 @@ extern const unsigned mm_web_assets_count;
 #define TYPE_JSON "application/json"
 #define TYPE_PROM "text/plain; version=0.0.4; charset=utf-8"
 #define TYPE_HTML "text/html; charset=utf-8"
-
-/* Why a connection ended before its reply was complete; the label of
- * mmlockd_http_connections_aborted_total. */
-enum abort_reason {
-	AB_CLIENT,	     /* the client closed or reset it */
-	AB_IDLE,	     /* idle: libmicrohttpd's timeout, or kept alive past HEAD_DEADLINE_S */
-	AB_HEAD_DEADLINE,    /* no complete request head within HEAD_DEADLINE_S */
-	AB_REQUEST_DEADLINE, /* no reply sent within REQUEST_DEADLINE_S */
-	AB_EVICTED,	     /* made room for a new connection */
-	AB_REFUSED,	     /* refused in the URI log callback (reply written directly) */
-	AB_COUNT
-};
-static const char *const abort_names[AB_COUNT] = {
-	"client", "idle_timeout", "head_deadline", "request_deadline", "evicted", "refused",
-};
-
-/* One client connection (libmicrohttpd's socket context), on mm_http.conns under conns_lock. */
-struct conn {
-	struct conn *prev, *next;
-	int fd;
-	unsigned char addr[17]; /* family byte, then IPv4/6 address or peer uid (Unix) */
-	uint64_t since_ns;	/* opened, or its previous reply was complete (CLOCK_MONOTONIC) */
-	bool busy;		/* its request head is complete: the request deadline applies */
-	bool served;		/* it has had a complete reply: waiting now is keep-alive idle */
-	bool killed;		/* shut down by us: its end is counted already */
-};
 
 struct request;
 
@@ -135,51 +90,29 @@ struct mm_http {
 	char *db_path;	 /* NULL: no history */
 	unsigned top_n;	 /* __atomic: set from the main thread, read by handlers */
 
-	pthread_mutex_t conns_lock;
-	struct conn conns; /* list head */
-	unsigned nconns;   /* on the list */
-	unsigned nlive;	   /* on the list and not killed */
+	struct mm_httpconn *conns; /* limits, deadlines, aborted counts (httpconn.h) */
 
 	pthread_mutex_t jobs_lock;
 	pthread_cond_t jobs_cond;
 	struct request *jobs, **jobs_tail;
 	unsigned njobs;
 	bool stopping; /* under jobs_lock: workers finish the queue and exit, no new jobs */
-	pthread_t workers[QUERY_WORKERS], sweeper;
+	pthread_t workers[QUERY_WORKERS];
 	unsigned nworkers;
-	bool sweeper_started;
-	bool sweeper_stop; /* __atomic */
 
-	uint64_t aborted[AB_COUNT]; /* __atomic */
-	uint64_t queries_refused;   /* __atomic: 503 because the query queue was full */
+	uint64_t queries_refused; /* __atomic: 503 because the query queue was full */
 
-	pthread_mutex_t log_lock;
-	uint64_t log_window_ns;
-	unsigned log_count, log_suppressed;
 	bool started;	     /* __atomic: libmicrohttpd messages are logged once set */
 	char start_msg[256]; /* last libmicrohttpd message during start-up */
 };
 
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-static void count_abort(struct mm_http *h, enum abort_reason why)
-{
-	__atomic_fetch_add(&h->aborted[why], 1, __ATOMIC_RELAXED);
-}
-
-/* libmicrohttpd's messages: at most LOG_BURST a minute, then one line saying how many were
- * dropped, so a client that aborts thousands of connections cannot flood the journal. */
+/* libmicrohttpd's messages: kept during start-up for the failure message, then logged
+ * rate-limited (mm_httpconn_log()), so a client that aborts thousands of connections cannot flood
+ * the journal. */
 static void mhd_logger(void *cls, const char *fmt, va_list ap)
 {
 	struct mm_http *h = cls;
 	char msg[256];
-	unsigned dropped = 0;
-	bool show;
 
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	msg[strcspn(msg, "\n")] = '\0';
@@ -187,27 +120,7 @@ static void mhd_logger(void *cls, const char *fmt, va_list ap)
 		snprintf(h->start_msg, sizeof(h->start_msg), "%s", msg);
 		return;
 	}
-	uint64_t now = mono_ns();
-	pthread_mutex_lock(&h->log_lock);
-	if (now - h->log_window_ns >= 60000000000ull) {
-		dropped = h->log_suppressed;
-		h->log_window_ns = now;
-		h->log_count = 0;
-		h->log_suppressed = 0;
-	}
-	show = h->log_count < LOG_BURST;
-	if (show)
-		h->log_count++;
-	else
-		h->log_suppressed++;
-	pthread_mutex_unlock(&h->log_lock);
-	if (dropped)
-		log_notice("http: %u more libmicrohttpd messages in the last minute not logged "
-			   "(aborted connections are counted in "
-			   "mmlockd_http_connections_aborted_total)",
-			   dropped);
-	if (show)
-		log_notice("http: %s", msg);
+	mm_httpconn_log(h->conns, msg);
 }
 
 /* Queues @body (its storage moves to libmicrohttpd; @body is reset) with @status and @type. */
@@ -240,24 +153,6 @@ static enum MHD_Result reply(struct MHD_Connection *conn, unsigned status, const
 	return ret;
 }
 
-/* Replaces @body with the JSON error {"error": "..."}. */
-static void error_body(struct mm_buf *body, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-static void error_body(struct mm_buf *body, const char *fmt, ...)
-{
-	char msg[512];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	mm_buf_reset(body);
-	mm_buf_puts(body, "{");
-	mm_buf_json_key(body, "error");
-	mm_buf_json_str(body, msg);
-	mm_buf_puts(body, "}\n");
-}
-
 static enum MHD_Result reply_error(struct MHD_Connection *conn, unsigned status, const char *fmt,
 				   ...) __attribute__((format(printf, 3, 4)));
 static enum MHD_Result reply_error(struct MHD_Connection *conn, unsigned status, const char *fmt,
@@ -270,7 +165,7 @@ static enum MHD_Result reply_error(struct MHD_Connection *conn, unsigned status,
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	error_body(&body, "%s", msg);
+	mm_http_error_json(&body, "%s", msg);
 	return reply(conn, status, TYPE_JSON, &body);
 }
 
@@ -298,31 +193,6 @@ static enum MHD_Result reply_asset(struct MHD_Connection *conn, unsigned i)
 	return ret;
 }
 
-/* The Prometheus lines of this file's own counters, appended to /metrics. */
-static void format_http_metrics(struct mm_http *h, struct mm_buf *b)
-{
-	pthread_mutex_lock(&h->conns_lock);
-	unsigned open = h->nconns;
-	pthread_mutex_unlock(&h->conns_lock);
-
-	mm_buf_puts(b, "# HELP mmlockd_http_connections Client connections open now.\n"
-		       "# TYPE mmlockd_http_connections gauge\n");
-	mm_buf_printf(b, "mmlockd_http_connections %u\n", open);
-	mm_buf_puts(b,
-		    "# HELP mmlockd_http_connections_aborted_total Connections that ended before "
-		    "their reply was complete, by why.\n"
-		    "# TYPE mmlockd_http_connections_aborted_total counter\n");
-	for (unsigned i = 0; i < AB_COUNT; i++)
-		mm_buf_printf(b,
-			      "mmlockd_http_connections_aborted_total{reason=\"%s\"} %" PRIu64 "\n",
-			      abort_names[i], __atomic_load_n(&h->aborted[i], __ATOMIC_RELAXED));
-	mm_buf_puts(b, "# HELP mmlockd_http_queries_refused_total History queries answered 503 "
-		       "because the query queue was full.\n"
-		       "# TYPE mmlockd_http_queries_refused_total counter\n");
-	mm_buf_printf(b, "mmlockd_http_queries_refused_total %" PRIu64 "\n",
-		      __atomic_load_n(&h->queries_refused, __ATOMIC_RELAXED));
-}
-
 /* A route fills @body (and may set *@type, JSON by default) and returns the HTTP status. */
 typedef unsigned route_fn(struct mm_http *h, const struct mm_route_req *req, struct mm_buf *body,
 			  const char **type);
@@ -335,13 +205,19 @@ static unsigned snapshot_view(struct mm_http *h, enum snapshot_view view, struct
 	struct mm_snapshot *s = mm_snapshot_current();
 
 	if (!s) {
-		error_body(body, "no data yet: mmlockd has not taken its first snapshot");
+		mm_http_error_json(body, "no data yet: mmlockd has not taken its first snapshot");
 		return MHD_HTTP_SERVICE_UNAVAILABLE;
 	}
 	switch (view) {
 	case R_METRICS:
 		mm_prom_format(s, __atomic_load_n(&h->top_n, __ATOMIC_RELAXED), body);
-		format_http_metrics(h, body);
+		mm_httpconn_format_metrics(h->conns, body);
+		mm_buf_puts(body,
+			    "# HELP mmlockd_http_queries_refused_total History queries answered "
+			    "503 because the query queue was full.\n"
+			    "# TYPE mmlockd_http_queries_refused_total counter\n");
+		mm_buf_printf(body, "mmlockd_http_queries_refused_total %" PRIu64 "\n",
+			      __atomic_load_n(&h->queries_refused, __ATOMIC_RELAXED));
 		*type = TYPE_PROM;
 		break;
 	case R_STATUS:
@@ -391,17 +267,17 @@ static unsigned open_range(struct mm_http *h, const struct mm_route_req *req, co
 	st = mm_route_range(req, limit_key, limit_def, limit_max,
 			    (double)ts.tv_sec + (double)ts.tv_nsec / 1e9, q, err, sizeof(err));
 	if (st) {
-		error_body(body, "%s", err);
+		mm_http_error_json(body, "%s", err);
 		return st;
 	}
 	if (!h->db_path) {
-		error_body(body, "no history database");
+		mm_http_error_json(body, "no history database");
 		return MHD_HTTP_SERVICE_UNAVAILABLE;
 	}
 	r = mm_store_open_readonly(h->db_path, ret_st);
 	if (r < 0) {
-		error_body(body, "history database %s is not available: %s", h->db_path,
-			   strerror(-r));
+		mm_http_error_json(body, "history database %s is not available: %s", h->db_path,
+				   strerror(-r));
 		return MHD_HTTP_SERVICE_UNAVAILABLE;
 	}
 	return 0;
@@ -422,7 +298,7 @@ static unsigned route_history(struct mm_http *h, const struct mm_route_req *req,
 	int r = mm_store_history_json(st, q.pid, q.since, q.until, (unsigned)q.limit, body);
 	mm_store_close(st);
 	if (r < 0) {
-		error_body(body, "history query failed: %s", strerror(-r));
+		mm_http_error_json(body, "history query failed: %s", strerror(-r));
 		return MHD_HTTP_INTERNAL_SERVER_ERROR;
 	}
 	mm_buf_puts(body, "}\n");
@@ -445,7 +321,7 @@ static unsigned route_locks(struct mm_http *h, const struct mm_route_req *req, s
 	int r = mm_store_locks(st, q.pid, q.since, q.until, (unsigned)q.limit, &rows, &n);
 	mm_store_close(st);
 	if (r < 0) {
-		error_body(body, "lock query failed: %s", strerror(-r));
+		mm_http_error_json(body, "lock query failed: %s", strerror(-r));
 		return MHD_HTTP_INTERNAL_SERVER_ERROR;
 	}
 	mm_buf_printf(body, "{\"since\":%.3f,\"until\":%.3f,\"rows\":", q.since, q.until);
@@ -489,58 +365,6 @@ struct request {
 	struct mm_route_req req;
 };
 
-static struct conn *conn_of(struct MHD_Connection *c)
-{
-	const union MHD_ConnectionInfo *i =
-		MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
-	return i ? i->socket_context : NULL;
-}
-
-/* Shuts @c's socket down so libmicrohttpd closes it at its next read or write, and counts why.
- * Caller holds conns_lock, which conn_closed() takes before libmicrohttpd closes the fd, so the
- * fd is still this connection's. */
-static void kill_conn(struct mm_http *h, struct conn *c, enum abort_reason why)
-{
-	if (c->killed)
-		return;
-	c->killed = true;
-	h->nlive--;
-	shutdown(c->fd, SHUT_RDWR);
-	count_abort(h, why);
-}
-
-/* Answers a request on @c's socket, before libmicrohttpd has parsed it (it would otherwise answer
- * in HTML, or, for a thousand arguments, not at all), and closes the connection. The reply is
- * small and the first bytes on the socket since the previous reply, so a non-blocking send
- * writes all of it. */
-static void refuse_conn(struct mm_http *h, struct conn *c, unsigned status, const char *reason,
-			const char *msg)
-{
-	struct mm_buf body = MM_BUF_INIT, all = MM_BUF_INIT;
-
-	error_body(&body, "%s", msg);
-	mm_buf_printf(&all,
-		      "HTTP/1.1 %u %s\r\nConnection: close\r\nContent-Type: " TYPE_JSON
-		      "\r\nCache-Control: no-store\r\nContent-Length: %zu\r\n\r\n%s",
-		      status, reason, body.len, body.data ? body.data : "");
-	pthread_mutex_lock(&h->conns_lock);
-	if (!c->killed && !mm_buf_failed(&all)) {
-		(void)send(c->fd, all.data, all.len, MSG_NOSIGNAL | MSG_DONTWAIT);
-		kill_conn(h, c, AB_REFUSED);
-	}
-	pthread_mutex_unlock(&h->conns_lock);
-	mm_buf_free(&body);
-	mm_buf_free(&all);
-}
-
-static void refuse_early(struct mm_http *h, struct MHD_Connection *mc, unsigned status,
-			 const char *reason, const char *msg)
-{
-	struct conn *c = conn_of(mc);
-	if (c)
-		refuse_conn(h, c, status, reason, msg);
-}
-
 static void *request_new(void *cls, const char *uri, struct MHD_Connection *conn)
 {
 	struct mm_http *h = cls;
@@ -554,7 +378,7 @@ static void *request_new(void *cls, const char *uri, struct MHD_Connection *conn
 	if (rq->raw_len > MM_ROUTE_TARGET_MAX) {
 		snprintf(msg, sizeof(msg), "request target longer than %u bytes",
 			 MM_ROUTE_TARGET_MAX);
-		refuse_early(h, conn, MHD_HTTP_URI_TOO_LONG, "URI Too Long", msg);
+		mm_httpconn_refuse(h->conns, conn, MHD_HTTP_URI_TOO_LONG, "URI Too Long", msg);
 		rq->refused = true;
 		return rq;
 	}
@@ -564,7 +388,7 @@ static void *request_new(void *cls, const char *uri, struct MHD_Connection *conn
 		params += *p == '?' || *p == '&';
 	if (params > MM_ROUTE_PARAMS_MAX) {
 		snprintf(msg, sizeof(msg), "more than %u query parameters", MM_ROUTE_PARAMS_MAX);
-		refuse_early(h, conn, MHD_HTTP_BAD_REQUEST, "Bad Request", msg);
+		mm_httpconn_refuse(h->conns, conn, MHD_HTTP_BAD_REQUEST, "Bad Request", msg);
 		rq->refused = true;
 		return rq;
 	}
@@ -574,8 +398,8 @@ static void *request_new(void *cls, const char *uri, struct MHD_Connection *conn
 	if (!strncmp(v, "HTTP/", 5) && strcmp(v, "HTTP/1.1") && strcmp(v, "HTTP/1.0")) {
 		snprintf(msg, sizeof(msg), "HTTP version %.16s not supported (HTTP/1.0, HTTP/1.1)",
 			 v + 5);
-		refuse_early(h, conn, MHD_HTTP_HTTP_VERSION_NOT_SUPPORTED,
-			     "HTTP Version Not Supported", msg);
+		mm_httpconn_refuse(h->conns, conn, MHD_HTTP_HTTP_VERSION_NOT_SUPPORTED,
+				   "HTTP Version Not Supported", msg);
 		rq->refused = true;
 	}
 	return rq;
@@ -586,18 +410,7 @@ static void request_done(void *cls, struct MHD_Connection *mc, void **con_cls,
 {
 	struct mm_http *h = cls;
 	struct request *rq = *con_cls;
-	struct conn *c = conn_of(mc);
-
-	pthread_mutex_lock(&h->conns_lock);
-	if (c && !c->killed && toe != MHD_REQUEST_TERMINATED_COMPLETED_OK &&
-	    toe != MHD_REQUEST_TERMINATED_DAEMON_SHUTDOWN)
-		count_abort(h, toe == MHD_REQUEST_TERMINATED_TIMEOUT_REACHED ? AB_IDLE : AB_CLIENT);
-	if (c) {
-		c->busy = false;
-		c->served |= toe == MHD_REQUEST_TERMINATED_COMPLETED_OK;
-		c->since_ns = mono_ns();
-	}
-	pthread_mutex_unlock(&h->conns_lock);
+	mm_httpconn_request_done(h->conns, mc, toe);
 	if (rq)
 		mm_buf_free(&rq->body);
 	free(rq);
@@ -643,10 +456,16 @@ static void *query_worker(void *arg)
 		if (!h->jobs)
 			h->jobs_tail = &h->jobs;
 		h->njobs--;
+		bool stopping = h->stopping;
 		pthread_mutex_unlock(&h->jobs_lock);
 
 		rq->type = TYPE_JSON;
-		rq->status = rq->route->fn(h, &rq->req, &rq->body, &rq->type);
+		if (stopping) { /* what is still queued at stop is not run: stopping stays quick */
+			mm_http_error_json(&rq->body, "mmlockd is stopping");
+			rq->status = MHD_HTTP_SERVICE_UNAVAILABLE;
+		} else {
+			rq->status = rq->route->fn(h, &rq->req, &rq->body, &rq->type);
+		}
 
 		pthread_mutex_lock(&h->jobs_lock);
 		rq->done = true;
@@ -674,12 +493,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
 	}
 	if (!rq->headers_seen) {
 		rq->headers_seen = true;
-		struct conn *c = conn_of(conn);
-		if (c) {
-			pthread_mutex_lock(&h->conns_lock);
-			c->busy = true;
-			pthread_mutex_unlock(&h->conns_lock);
-		}
+		mm_httpconn_head_complete(h->conns, conn);
 		if (strcmp(method, MHD_HTTP_METHOD_GET) && strcmp(method, MHD_HTTP_METHOD_HEAD))
 			return reply_error(conn, MHD_HTTP_METHOD_NOT_ALLOWED,
 					   "method %.32s not allowed (GET, HEAD)", method);
@@ -739,184 +553,6 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
 		if (!strcmp(path + 1, mm_web_assets_names[i]))
 			return reply_asset(conn, i);
 	return reply_error(conn, MHD_HTTP_NOT_FOUND, "no such path: %.200s", path);
-}
-
-/* The client's address key: family and address (the port does not matter), or the peer's uid on
- * a Unix socket. */
-static void addr_key(struct MHD_Connection *mc, int fd, unsigned char key[17])
-{
-	const union MHD_ConnectionInfo *i =
-		MHD_get_connection_info(mc, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
-	const struct sockaddr *sa = i ? i->client_addr : NULL;
-
-	memset(key, 0, 17);
-	if (sa && sa->sa_family == AF_INET) {
-		key[0] = AF_INET;
-		memcpy(key + 1, &((const struct sockaddr_in *)sa)->sin_addr, 4);
-	} else if (sa && sa->sa_family == AF_INET6) {
-		key[0] = AF_INET6;
-		memcpy(key + 1, &((const struct sockaddr_in6 *)sa)->sin6_addr, 16);
-	} else {
-		struct ucred cred = {.uid = (uid_t)-1};
-		socklen_t len = sizeof(cred);
-		(void)getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len);
-		key[0] = AF_UNIX;
-		memcpy(key + 1, &cred.uid, sizeof(cred.uid));
-	}
-}
-
-/* The oldest connection that has been waiting for its request head for EVICT_AGE_MS or more, of
- * address @key or (NULL) anyone. A client that sends its request at once is never evicted. */
-static struct conn *oldest_waiting(struct mm_http *h, const unsigned char *key, uint64_t now)
-{
-	struct conn *best = NULL;
-
-	for (struct conn *c = h->conns.next; c != &h->conns; c = c->next)
-		if (!c->busy && !c->killed && now - c->since_ns >= EVICT_AGE_MS * 1000000ull &&
-		    (!key || !memcmp(c->addr, key, 17)) && (!best || c->since_ns < best->since_ns))
-			best = c;
-	return best;
-}
-
-/* Looks at the first request line before libmicrohttpd reads it, for what libmicrohttpd would
- * refuse in HTML before any callback: a line that is not "METHOD TARGET HTTP/1.x" (505 for
- * another HTTP version, 400 for anything else) or one too long to be ours (414). The listening
- * TCP socket defers accept until data arrives, so a request sent in one piece is there to peek
- * at; when it is not (yet) complete, libmicrohttpd decides as usual. */
-static void check_first_line(struct mm_http *h, struct conn *c)
-{
-	char buf[MM_ROUTE_TARGET_MAX + 64], msg[128];
-	ssize_t n = recv(c->fd, buf, sizeof(buf) - 1, MSG_PEEK | MSG_DONTWAIT);
-
-	if (n <= 0)
-		return;
-	buf[n] = '\0';
-	char *eol = memchr(buf, '\n', (size_t)n);
-	if (!eol) {
-		if ((size_t)n == sizeof(buf) - 1)
-			refuse_conn(h, c, MHD_HTTP_URI_TOO_LONG, "URI Too Long",
-				    "request line too long");
-		return;
-	}
-	if (memchr(buf, '\0', (size_t)(eol - buf))) {
-		refuse_conn(h, c, MHD_HTTP_BAD_REQUEST, "Bad Request",
-			    "NUL byte in the request line");
-		return;
-	}
-	*eol = '\0';
-	if (eol > buf && eol[-1] == '\r')
-		eol[-1] = '\0';
-	char *sp1 = strchr(buf, ' '), *sp2 = sp1 ? strchr(sp1 + 1, ' ') : NULL;
-	const char *version = sp2 ? sp2 + 1 : "";
-	if (!strncmp(version, "HTTP/1.", 7))
-		return;
-	if (!strncmp(version, "HTTP/", 5)) {
-		snprintf(msg, sizeof(msg), "HTTP version %.16s not supported (HTTP/1.0, HTTP/1.1)",
-			 version + 5);
-		refuse_conn(h, c, MHD_HTTP_HTTP_VERSION_NOT_SUPPORTED, "HTTP Version Not Supported",
-			    msg);
-	} else {
-		refuse_conn(h, c, MHD_HTTP_BAD_REQUEST, "Bad Request",
-			    "not an HTTP/1.x request line (METHOD TARGET HTTP/1.1)");
-	}
-}
-
-static void conn_started(struct mm_http *h, struct MHD_Connection *mc, void **socket_context)
-{
-	const union MHD_ConnectionInfo *i =
-		MHD_get_connection_info(mc, MHD_CONNECTION_INFO_CONNECTION_FD);
-	struct conn *c = calloc(1, sizeof(*c));
-
-	if (!c || !i) {
-		free(c);
-		return; /* untracked: only libmicrohttpd's own limits apply */
-	}
-	c->fd = i->connect_fd;
-	c->since_ns = mono_ns();
-	addr_key(mc, c->fd, c->addr);
-
-	pthread_mutex_lock(&h->conns_lock);
-	unsigned same = 0;
-	for (struct conn *o = h->conns.next; o != &h->conns; o = o->next)
-		same += !o->killed && !memcmp(o->addr, c->addr, 17);
-	struct conn *victim = NULL;
-	if (same >= CONN_PER_ADDR)
-		victim = oldest_waiting(h, c->addr, c->since_ns);
-	if (!victim && h->nlive >= CONN_EVICT_AT)
-		victim = oldest_waiting(h, NULL, c->since_ns);
-	if (victim)
-		kill_conn(h, victim, AB_EVICTED);
-	c->prev = h->conns.prev;
-	c->next = &h->conns;
-	h->conns.prev->next = c;
-	h->conns.prev = c;
-	h->nconns++;
-	h->nlive++;
-	pthread_mutex_unlock(&h->conns_lock);
-	*socket_context = c;
-	check_first_line(h, c);
-}
-
-static void conn_closed(struct mm_http *h, void **socket_context)
-{
-	struct conn *c = *socket_context;
-
-	if (!c)
-		return;
-	pthread_mutex_lock(&h->conns_lock);
-	c->prev->next = c->next;
-	c->next->prev = c->prev;
-	h->nconns--;
-	if (!c->killed)
-		h->nlive--;
-	pthread_mutex_unlock(&h->conns_lock);
-	free(c);
-	*socket_context = NULL;
-}
-
-static void notify_conn(void *cls, struct MHD_Connection *mc, void **socket_context,
-			enum MHD_ConnectionNotificationCode code)
-{
-	if (code == MHD_CONNECTION_NOTIFY_STARTED)
-		conn_started(cls, mc, socket_context);
-	else
-		conn_closed(cls, socket_context);
-}
-
-/* Every SWEEP_MS: shuts down connections past their head or request deadline, and evicts the
- * oldest waiting ones while there are more than CONN_EVICT_AT. */
-static void *sweeper(void *arg)
-{
-	struct mm_http *h = arg;
-	const uint64_t head_ns = HEAD_DEADLINE_S * 1000000000ull;
-	const uint64_t req_ns = REQUEST_DEADLINE_S * 1000000000ull;
-
-	pthread_setname_np(pthread_self(), "mmlockd-sweep");
-
-	for (;;) {
-		struct timespec pause = {0, SWEEP_MS * 1000000L};
-		nanosleep(&pause, NULL);
-		if (__atomic_load_n(&h->sweeper_stop, __ATOMIC_ACQUIRE))
-			return NULL;
-
-		uint64_t now = mono_ns();
-		pthread_mutex_lock(&h->conns_lock);
-		for (struct conn *c = h->conns.next; c != &h->conns; c = c->next) {
-			if (c->killed)
-				continue;
-			if (!c->busy && now - c->since_ns > head_ns)
-				kill_conn(h, c, c->served ? AB_IDLE : AB_HEAD_DEADLINE);
-			else if (now - c->since_ns > req_ns)
-				kill_conn(h, c, AB_REQUEST_DEADLINE);
-		}
-		/* A burst of slow clients can fill libmicrohttpd's CONN_MAX before any is old
-		 * enough to evict, and then no new connection is accepted to evict one: make room
-		 * here. */
-		struct conn *victim;
-		while (h->nlive > CONN_EVICT_AT && (victim = oldest_waiting(h, NULL, now)))
-			kill_conn(h, victim, AB_EVICTED);
-		pthread_mutex_unlock(&h->conns_lock);
-	}
 }
 
 /* Resolves "ADDR:PORT" or "[V6ADDR]:PORT" (parse.h) into *ret. Logs and returns -EINVAL when
@@ -1020,10 +656,7 @@ static int open_listen(struct mm_http *h, const char *spec)
 	(void)setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
 	if (sa.ss_family == AF_INET6)
 		(void)setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
-	/* Connections that send nothing do not reach libmicrohttpd, and the first request line is
-	 * there to check when they do (check_first_line()). */
-	int defer_s = HEAD_DEADLINE_S;
-	(void)setsockopt(fd, IPPROTO_TCP, TCP_DEFER_ACCEPT, &defer_s, sizeof(defer_s));
+	mm_httpconn_tune_listen(fd);
 	if (bind(fd, (struct sockaddr *)&sa, salen) < 0 || listen(fd, 1024) < 0) {
 		r = -errno;
 		close(fd);
@@ -1041,11 +674,6 @@ static void stop_threads(struct mm_http *h)
 	for (unsigned i = 0; i < h->nworkers; i++)
 		pthread_join(h->workers[i], NULL);
 	h->nworkers = 0;
-	if (h->sweeper_started) {
-		__atomic_store_n(&h->sweeper_stop, true, __ATOMIC_RELEASE);
-		pthread_join(h->sweeper, NULL);
-		h->sweeper_started = false;
-	}
 }
 
 /* Runs on a thread of its own: confines itself, then creates every thread that touches
@@ -1061,19 +689,19 @@ static void *setup_thread(void *arg)
 	h->mhd = MHD_start_daemon(
 		flags, 0, NULL, NULL, handle, h, MHD_OPTION_EXTERNAL_LOGGER, mhd_logger, h,
 		MHD_OPTION_LISTEN_SOCKET, h->listen_fd, MHD_OPTION_CONNECTION_TIMEOUT,
-		(unsigned)CONNECTION_TIMEOUT_S, MHD_OPTION_CONNECTION_LIMIT, (unsigned)CONN_MAX,
-		MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)(2 * CONN_PER_ADDR),
-		MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONN_MEMORY,
-		MHD_OPTION_URI_LOG_CALLBACK, request_new, h, MHD_OPTION_NOTIFY_COMPLETED,
-		request_done, h, MHD_OPTION_NOTIFY_CONNECTION, notify_conn, h, MHD_OPTION_END);
+		(unsigned)CONNECTION_TIMEOUT_S, MHD_OPTION_CONNECTION_LIMIT,
+		(unsigned)MM_HTTPCONN_MAX, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+		(unsigned)MM_HTTPCONN_PER_ADDR_MAX, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
+		(size_t)CONN_MEMORY, MHD_OPTION_URI_LOG_CALLBACK, request_new, h,
+		MHD_OPTION_NOTIFY_COMPLETED, request_done, h, MHD_OPTION_NOTIFY_CONNECTION,
+		mm_httpconn_notify, h->conns, MHD_OPTION_END);
 	if (!h->mhd)
 		return "libmicrohttpd did not start";
 	for (; h->nworkers < QUERY_WORKERS; h->nworkers++)
 		if (pthread_create(&h->workers[h->nworkers], NULL, query_worker, h))
 			return "cannot start the query workers";
-	if (pthread_create(&h->sweeper, NULL, sweeper, h))
+	if (mm_httpconn_start(h->conns))
 		return "cannot start the connection sweeper";
-	h->sweeper_started = true;
 	return NULL;
 }
 
@@ -1082,15 +710,14 @@ static void http_free(struct mm_http *h)
 	stop_threads(h);
 	if (h->mhd)
 		MHD_stop_daemon(h->mhd);
+	mm_httpconn_free(h->conns);
 	if (h->listen_fd >= 0)
 		close(h->listen_fd);
 	if (h->unix_path)
 		unlink(h->unix_path);
 	free(h->unix_path);
 	free(h->db_path);
-	pthread_mutex_destroy(&h->conns_lock);
 	pthread_mutex_destroy(&h->jobs_lock);
-	pthread_mutex_destroy(&h->log_lock);
 	pthread_cond_destroy(&h->jobs_cond);
 	free(h);
 }
@@ -1106,13 +733,10 @@ int mm_http_start(const char *listen, const char *db_path, unsigned top_n, struc
 		return log_error_errno(ENOMEM, "Failed to start the HTTP server: %m");
 	h->listen_fd = -1;
 	h->top_n = top_n;
-	h->conns.next = h->conns.prev = &h->conns;
 	h->jobs_tail = &h->jobs;
-	pthread_mutex_init(&h->conns_lock, NULL);
 	pthread_mutex_init(&h->jobs_lock, NULL);
-	pthread_mutex_init(&h->log_lock, NULL);
 	pthread_cond_init(&h->jobs_cond, NULL);
-	if (db_path && !(h->db_path = strdup(db_path))) {
+	if ((db_path && !(h->db_path = strdup(db_path))) || mm_httpconn_new(&h->conns) < 0) {
 		http_free(h);
 		return log_error_errno(ENOMEM, "Failed to start the HTTP server: %m");
 	}
