@@ -13,6 +13,7 @@
 #include <sys/utsname.h>
 #include <traceevent/event-parse.h>
 
+#include "cgtable.h"
 #include "log.h"
 #include "plugin.h"
 #include "sample.h"
@@ -54,6 +55,7 @@ struct global {
 	char family[32];
 	char name[64];
 	char help[160];
+	int slot; /* the collector that registered it, -1 for none */
 	uint64_t window, total;
 };
 
@@ -72,6 +74,7 @@ struct mm_host {
 	uint64_t overflow_samples;
 
 	struct mm_proc_stats all_closed; /* every closed window of every process */
+	struct mm_cgtable *cgroups;	 /* the per-unit breakdown of /metrics */
 	uint64_t started_ms, window_start_ms;
 	int64_t mono_to_wall_ms;
 	unsigned interval_s;
@@ -99,6 +102,13 @@ struct mm_host *mm_host_new(const struct mm_config *cfg, mm_proc_lookup_fn looku
 		return NULL;
 	h->procs = mm_proctable_new(lookup, ctx);
 	if (!h->procs) {
+		free(h);
+		return NULL;
+	}
+	h->cgroups = mm_cgtable_new(cfg->cgroup_top);
+	if (!h->cgroups) {
+		mm_proctable_free(h->procs);
+		mm_cgtable_free(h->cgroups);
 		free(h);
 		return NULL;
 	}
@@ -544,6 +554,7 @@ int mm_host_global(struct mm_host *h, const char *family, const char *name, cons
 	snprintf(g->family, sizeof(g->family), "%s", family);
 	snprintf(g->name, sizeof(g->name), "%s", name);
 	snprintf(g->help, sizeof(g->help), "%s", help ? help : "");
+	g->slot = h->cur;
 	return (int)h->nglobals++;
 }
 
@@ -586,15 +597,10 @@ void mm_host_note(struct mm_host *h, const char *fmt, ...)
 
 /* --- snapshots --- */
 
-static uint64_t activity(const struct mm_proc_stats *s)
-{
-	return s->faults + s->mmap_lock_read + s->mmap_lock_write + s->mmap_lock_contended;
-}
-
 static int cmp_activity(const void *a, const void *b)
 {
 	const struct mm_snap_proc *x = a, *y = b;
-	uint64_t ax = activity(&x->total), ay = activity(&y->total);
+	uint64_t ax = mm_stats_activity(&x->total), ay = mm_stats_activity(&y->total);
 	if (ax != ay)
 		return ax > ay ? -1 : 1;
 	return x->pid - y->pid;
@@ -635,6 +641,8 @@ static struct mm_snapshot *build(struct mm_host *h, uint64_t now_ms, bool closin
 		mm_stats_add(&sp->total, &p->window);
 	}
 	qsort(s->procs, s->nprocs, sizeof(*s->procs), cmp_activity);
+	if (mm_cgtable_fill(h->cgroups, s) < 0)
+		log_warning("out of memory for the per-cgroup breakdown of a snapshot, ignoring");
 	s->all_total = h->all_closed;
 	mm_stats_add(&s->all_total, &s->all_window);
 
@@ -643,6 +651,9 @@ static struct mm_snapshot *build(struct mm_host *h, uint64_t now_ms, bool closin
 		memcpy(sg->family, h->globals[g].family, sizeof(sg->family));
 		memcpy(sg->name, h->globals[g].name, sizeof(sg->name));
 		memcpy(sg->help, h->globals[g].help, sizeof(sg->help));
+		if (h->globals[g].slot >= 0)
+			snprintf(sg->collector, sizeof(sg->collector), "%s",
+				 h->slots[h->globals[g].slot].p->name);
 		sg->window = h->globals[g].window;
 		sg->total = h->globals[g].total + h->globals[g].window;
 	}
@@ -686,6 +697,9 @@ struct mm_snapshot *mm_host_close_window(struct mm_host *h, uint64_t end_ms)
 {
 	struct mm_snapshot *s = build(h, end_ms, true);
 
+	if (s && mm_cgtable_close(h->cgroups, s) < 0)
+		log_warning("out of memory choosing the cgroups with their own series, ignoring");
+
 	for (struct mm_proc *p = mm_proctable_first(h->procs); p; p = p->next)
 		mm_stats_add(&h->all_closed, &p->window);
 	mm_stats_add(&h->all_closed, &h->overflow);
@@ -699,6 +713,13 @@ struct mm_snapshot *mm_host_close_window(struct mm_host *h, uint64_t end_ms)
 		h->streams[e].window_samples = h->streams[e].window_lost = 0;
 	h->window_start_ms = end_ms;
 	return s;
+}
+
+void mm_host_set_cgroup_top(struct mm_host *h, unsigned cgroup_top)
+{
+	if (mm_cgtable_set_slots(h->cgroups, cgroup_top) < 0)
+		log_warning("out of memory for %u cgroup series, keeping the previous number",
+			    cgroup_top);
 }
 
 void mm_host_set_interval(struct mm_host *h, unsigned interval_s, uint64_t now_ms)

@@ -154,6 +154,8 @@ struct mm_snapshot *mm_host_close_window(struct mm_host *h, uint64_t end_ms);
 /* A new window length (after a reload): the open window now ends at the first multiple of it
  * after @now_ms. */
 void mm_host_set_interval(struct mm_host *h, unsigned interval_s, uint64_t now_ms);
+/* How many cgroups get their own /metrics series (config cgroup_top; see cgtable.h). */
+void mm_host_set_cgroup_top(struct mm_host *h, unsigned cgroup_top);
 
 /* Store progress shown in snapshots. */
 void mm_host_set_store_stats(struct mm_host *h, uint64_t windows_stored, uint64_t store_errors);

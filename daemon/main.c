@@ -19,6 +19,7 @@
 #include "log.h"
 #include "notify.h"
 #include "record.h"
+#include "privilege.h"
 #include "replay.h"
 #include "report.h"
 #include "snapshot.h"
@@ -80,6 +81,7 @@ static void reload(void *ctx)
 			    "ignoring their changes");
 	mm_log_set_level(n.log_level);
 	mm_http_set_top_n(d->http, n.top_n);
+	mm_host_set_cgroup_top(mm_live_host(d->live), n.cgroup_top);
 	mm_writer_set_retention(d->writer, n.retention_days);
 	if (n.interval_s != d->cfg.interval_s) {
 		d->cfg.interval_s = n.interval_s;
@@ -120,6 +122,7 @@ static int run_daemon(struct daemon *d)
 	if (r < 0)
 		return log_error_errno(r, "cannot add the store: %m");
 	publish(d);
+	mm_privilege_drop_main(); /* every source is set up: privilege.h */
 	mm_notify_watchdog_usec(&d->watchdog_usec);
 	mm_notify("READY=1\nSTATUS=collecting");
 	log_info("mmlockd %s: collecting; %u-second windows into %s; serving http://%s/",
