@@ -61,7 +61,10 @@ if [ "$exec_start" = "$SBINDIR/mmlockd" ] && ! grep -qE '@(sbindir|sysconfdir)@'
 else
 	fail "ExecStart='$exec_start', expected $SBINDIR/mmlockd, or a placeholder is left"
 fi
-if "$D$SBINDIR/mmlockd" --help | grep -qF "(default: $SYSCONFDIR/mmlockd.conf, if it exists)"; then
+# Captured first: grep -q exits at the match, and a --help longer than stdio's buffer would then
+# die of SIGPIPE on its second write, which pipefail reports as a failure.
+"$D$SBINDIR/mmlockd" --help >"$TMP/help.txt" 2>&1
+if grep -qF "(default: $SYSCONFDIR/mmlockd.conf, if it exists)" "$TMP/help.txt"; then
 	pass "the installed binary reads $SYSCONFDIR/mmlockd.conf by default"
 else
 	fail "the installed binary's --help does not name $SYSCONFDIR/mmlockd.conf as its --config default"
