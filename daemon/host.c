@@ -91,6 +91,12 @@ struct mm_host {
 	unsigned nsinks;
 	const struct mm_tap *tap;
 	void *tap_ctx;
+	struct {
+		int fd, slot;
+		mm_host_watch_fn fn;
+		void *ctx;
+	} watches[MM_HOST_MAX_WATCHES];
+	unsigned nwatches;
 	uint64_t fed, late, last_fed_ns;
 };
 
@@ -755,6 +761,35 @@ int mm_host_add_sink(struct mm_host *h, mm_sink_fn fn, void *ctx)
 	h->sinks[h->nsinks].ctx = ctx;
 	h->nsinks++;
 	return 0;
+}
+
+int mm_host_watch(struct mm_host *h, int fd, mm_host_watch_fn fn, void *ctx)
+{
+	if (h->nwatches == MM_HOST_MAX_WATCHES)
+		return -ENOSPC;
+	h->watches[h->nwatches].fd = fd;
+	h->watches[h->nwatches].slot = h->cur;
+	h->watches[h->nwatches].fn = fn;
+	h->watches[h->nwatches].ctx = ctx;
+	h->nwatches++;
+	return 0;
+}
+
+int mm_host_watched_fd(const struct mm_host *h, unsigned i)
+{
+	return i < h->nwatches ? h->watches[i].fd : -1;
+}
+
+void mm_host_watch_ready(struct mm_host *h, unsigned i)
+{
+	if (i >= h->nwatches)
+		return;
+	int slot = h->watches[i].slot;
+	if (slot >= 0 && h->slots[slot].state != MM_COLLECTOR_RUNNING)
+		return;
+	h->cur = slot;
+	h->watches[i].fn(h->watches[i].ctx, h);
+	h->cur = -1;
 }
 
 void mm_host_set_tap(struct mm_host *h, const struct mm_tap *tap, void *ctx)
