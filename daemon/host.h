@@ -18,6 +18,7 @@
 
 #include "clock.h"
 #include "config.h"
+#include "plugin.h"
 #include "proctable.h"
 #include "snapshot.h"
 
@@ -100,13 +101,7 @@ void mm_host_tick(struct mm_host *h);
  * that exited and is not stored yet). Such a source registers no stream (its counts are not
  * records), so `record` and `replay` see only what the perf streams carry. */
 
-/* Watches @fd (not owned) for the live loop: @fn(@ctx, h) runs on the collection thread when it
- * is readable, and only while the collector that registered it (the one whose hook is running,
- * if any) runs. Returns 0, or -ENOSPC beyond MM_HOST_MAX_WATCHES. */
-#define MM_HOST_MAX_WATCHES 4
-typedef void (*mm_host_watch_fn)(void *ctx, struct mm_host *h);
-int mm_host_watch(struct mm_host *h, int fd, mm_host_watch_fn fn, void *ctx);
-
+/* Collectors watch their fds with mm_host_watch() (plugin.h); the loop asks for them here. */
 /* For the loop: the fd of watch @i, or -1 past the last one. */
 int mm_host_watched_fd(const struct mm_host *h, unsigned i);
 
