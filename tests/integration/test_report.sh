@@ -59,7 +59,7 @@ check_grid() { # FILE WHAT
 		fi
 	done
 	[ "$ok" = 1 ] && pass "$what: fallbacks, faults, mmap_retry, vma_retry, waits equal the databases' sums, with the change ($(grid_row "$f" "mmap_lock fallbacks"))"
-	if sed '/^#/d' "$f" | grep -qv '^[+|]'; then fail "$what: a line outside the grid"; fi
+	if [ "$(sed '/^#/d' "$f" | grep -cv '^[+|]')" != 0 ]; then fail "$what: a line outside the grid"; fi
 }
 
 "$MMLOCKD" report --compare "$TMP/vanilla.db" "$TMP/patched.db" --labels Vanilla,Patched \
