@@ -1,7 +1,10 @@
 /*
  * `mmlockd report` (see report.h): reads the history read-only, so it runs next to a live daemon
  * (WAL lets readers in while the writer writes) and on a database copied from another machine.
- * Lock rows are summed over the windows of the range by the store and printed by locktable.c.
+ * The store sums the rows over the windows of the range (mm_store_fault_rows, mm_store_locks);
+ * faulttable.c and locktable.c print them. Values (times, counts) go through parse.c like every
+ * other command's. A --compare operand is a database when such a file exists or it has no "..";
+ * otherwise a range of --db.
  */
 #include "report.h"
 
