@@ -95,7 +95,6 @@ struct mm_host *mm_host_new(const struct mm_config *cfg, mm_proc_lookup_fn looku
 	h->cgroups = mm_cgtable_new(cfg->cgroup_top);
 	if (!h->cgroups) {
 		mm_proctable_free(h->procs);
-		mm_cgtable_free(h->cgroups);
 		free(h);
 		return NULL;
 	}
@@ -146,6 +145,7 @@ void mm_host_free(struct mm_host *h)
 		if (h->slots[i].state_ptr && h->slots[i].p->free)
 			h->slots[i].p->free(h->slots[i].state_ptr);
 	mm_proctable_free(h->procs);
+	mm_cgtable_free(h->cgroups);
 	free(h->streams);
 	free(h->globals);
 	free(h);
