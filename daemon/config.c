@@ -88,6 +88,15 @@ static int set_listen(struct mm_config *c, const char *v, char *why, size_t whyl
 		mm_set_err(why, whylen, "longer than %zu bytes", sizeof(c->listen) - 1);
 		return -EINVAL;
 	}
+	/* A Unix socket restricts the API to root or one group (http.h). */
+	if (!strncmp(v, "unix:", 5)) {
+		if (v[5] != '/') {
+			mm_set_err(why, whylen, "expected unix:/ABSOLUTE/PATH or unix:/PATH:GROUP");
+			return -EINVAL;
+		}
+		strcpy(c->listen, v);
+		return 0;
+	}
 	if (mm_parse_listen(v, &a, why, whylen) < 0)
 		return -EINVAL;
 	strcpy(c->listen, v);
@@ -570,6 +579,8 @@ const char *mm_config_usage(void)
 	       "                          (default: " MM_DEFAULT_DB ")\n"
 	       "      --listen ADDR:PORT  HTTP address; IPv6 as [ADDR]:PORT\n"
 	       "                          (default: " MM_DEFAULT_LISTEN ")\n"
+	       "                          unix:PATH serves root only (socket mode 0600),\n"
+	       "                          unix:PATH:GROUP root and GROUP (0660)\n"
 	       "      --interval SECONDS  length of a collection window, 1..3600; the suffixes\n"
 	       "                          s, m and h are accepted (default: " STR(DEFAULT_INTERVAL_S) ")\n"
 	       "      --retention DAYS    days of history kept, 1..3650; the suffix d is\n"

@@ -12,6 +12,8 @@ linux-source-6.12 xz-utils sqlite3 curl linux-perf prometheus python3"
 PKGS="$PKGS systemd"
 # man -l of mmlockd(8) (test_install.sh).
 PKGS="$PKGS man-db groff-base"
+# daemon/privilege.c: the seccomp filters of the HTTP and collection threads (build and runtime).
+PKGS="$PKGS libseccomp-dev libseccomp2"
 
 missing=""
 for p in $PKGS; do
