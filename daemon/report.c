@@ -211,6 +211,7 @@ static int load_side(const struct args *a, const char *spec, struct mm_fault_sid
 	struct mm_store_range rg;
 	struct mm_store *st = NULL;
 	size_t n = 0, nlocks = 0;
+	bool range = false;
 	int r;
 
 	if (access(spec, F_OK) == 0 || parse_range(spec, a->now, &since, &until) < 0) {
@@ -224,12 +225,17 @@ static int load_side(const struct args *a, const char *spec, struct mm_fault_sid
 		snprintf(label, labellen, "%.*s", (int)blen, base);
 	} else {
 		snprintf(label, labellen, "%s", spec);
+		range = true;
 	}
 	r = mm_store_open_readonly(db, &st);
 	if (r < 0)
 		return r; /* logged */
+	/* Two ranges meeting at a time share no window: each takes the windows that ended in it. */
+	if (range)
+		r = mm_store_window_end_before(st, until, &until);
 	q = query_of(a, since, until, MM_FAULT_ALL);
-	r = mm_store_range(st, since, until, &rg);
+	if (r >= 0)
+		r = mm_store_range(st, since, until, &rg);
 	if (r >= 0)
 		r = mm_store_fault_rows(st, &q, &rows, &n);
 	if (r >= 0)
