@@ -114,7 +114,6 @@ struct mm_host *mm_host_new(const struct mm_config *cfg, mm_proc_lookup_fn looku
 	h->cgroups = mm_cgtable_new(cfg->cgroup_top);
 	if (!h->cgroups) {
 		mm_proctable_free(h->procs);
-		mm_cgtable_free(h->cgroups);
 		free(h);
 		return NULL;
 	}

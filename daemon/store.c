@@ -1068,6 +1068,30 @@ out:
 	return r;
 }
 
+int mm_store_window_end_before(struct mm_store *st, double t, double *ret)
+{
+	sqlite3_stmt *s = NULL;
+	int rc = sqlite3_prepare_v2(st->db, "SELECT max(ts_end) FROM windows WHERE ts_end <= ?1",
+				    -1, &s, NULL);
+	int r = 0;
+
+	if (rc != SQLITE_OK)
+		return db_fail(st, rc, "preparing the window end query");
+	if (sqlite3_bind_double(s, 1, t)) {
+		r = db_fail(st, sqlite3_errcode(st->db), "binding the window end query");
+		goto out;
+	}
+	rc = sqlite3_step(s);
+	if (rc != SQLITE_ROW) {
+		r = db_fail(st, rc, "reading the window end");
+		goto out;
+	}
+	*ret = sqlite3_column_type(s, 0) == SQLITE_NULL ? 0 : sqlite3_column_double(s, 0);
+out:
+	sqlite3_finalize(s);
+	return r;
+}
+
 int mm_store_schema_version(void)
 {
 	return (int)mm_schema_sql_count;
