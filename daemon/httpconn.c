@@ -27,10 +27,13 @@
 #include "log.h"
 #include "route.h"
 
-#define CONN_PER_ADDR 32  /* connections per client address before evicting */
-#define CONN_EVICT_AT 480 /* connections in all before evicting */
-#define EVICT_AGE_MS  250 /* a connection waits this long for its head before it can be evicted */
-#define SWEEP_MS      200
+/* Connections in all that may wait for their head before the oldest is evicted: far below
+ * MM_HTTPCONN_MAX, so libmicrohttpd keeps accepting while a flood is being evicted and a scrape
+ * queued behind it in the listen backlog gets in. */
+#define CONN_EVICT_AT 224
+#define CONN_PER_ADDR 32  /* the same per client address */
+#define EVICT_AGE_MS  100 /* a connection waits this long for its head before it can be evicted */
+#define SWEEP_MS      100
 #define LOG_BURST     10 /* libmicrohttpd messages logged per minute */
 
 /* Why a connection ended before its reply was complete; the label of

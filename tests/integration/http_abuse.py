@@ -319,6 +319,11 @@ def check_exhaustion(mmlockd, tmp):
         if None in counts.values() or sum(counts.values()) < 1000:
             raise Fail("mmlockd_http_connections_aborted_total counts %s, expected the "
                        "slow clients' ends" % counts)
+        if shutil.which("promtool"):
+            chk = subprocess.run(["promtool", "check", "metrics"], input=body,
+                                 capture_output=True)
+            if chk.returncode != 0:
+                raise Fail("promtool check metrics: %s" % (chk.stdout + chk.stderr)[:500])
         logged = sum(1 for line in open(d.log) if "http:" in line)
         if logged > 40:
             raise Fail("%d http log lines for the aborted connections (rate limit)" % logged)
