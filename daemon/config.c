@@ -19,7 +19,8 @@
 
 #define DEFAULT_INTERVAL_S     10
 #define DEFAULT_RETENTION_DAYS 7
-#define DEFAULT_TOP_N	       20
+#define DEFAULT_TOP_N	       0 /* per-pid series churn: opt-in */
+#define DEFAULT_CGROUP_TOP     20
 #define DEFAULT_RING_PAGES     256
 #define DEFAULT_COLLECTORS     "totals,fallbacks,vmstat"
 
@@ -37,6 +38,7 @@ void mm_config_defaults(struct mm_config *c)
 	c->interval_s = DEFAULT_INTERVAL_S;
 	c->retention_days = DEFAULT_RETENTION_DAYS;
 	c->top_n = DEFAULT_TOP_N;
+	c->cgroup_top = DEFAULT_CGROUP_TOP;
 	c->ring_pages = DEFAULT_RING_PAGES;
 	c->log_level = LOG_INFO;
 	snprintf(c->collectors, sizeof(c->collectors), "%s", DEFAULT_COLLECTORS);
@@ -121,6 +123,12 @@ static int set_retention(struct mm_config *c, const char *v, char *why, size_t w
 static int set_top(struct mm_config *c, const char *v, char *why, size_t whylen)
 {
 	return parse_ranged(v, NULL, 0, 10000, "processes", "a whole number", &c->top_n, why,
+			    whylen);
+}
+
+static int set_cgroup_top(struct mm_config *c, const char *v, char *why, size_t whylen)
+{
+	return parse_ranged(v, NULL, 0, 1000, "cgroups", "a whole number", &c->cgroup_top, why,
 			    whylen);
 }
 
@@ -218,6 +226,7 @@ static const struct key keys[] = {
 	{"ring_pages", set_ring_pages},
 	{"log_level", set_log_level},
 	{"collectors", set_collectors},
+	{"cgroup_top", set_cgroup_top},
 };
 
 /* Keys are spelled with '_'; '-' is accepted too, so a file may use the flag's spelling. */
@@ -403,6 +412,7 @@ static const struct option options[] = {
 	{"ring-pages", required_argument, NULL, OPT_BASE + 6},
 	{"log-level", required_argument, NULL, OPT_BASE + 7},
 	{"collectors", required_argument, NULL, OPT_BASE + 8},
+	{"cgroup-top", required_argument, NULL, OPT_BASE + 9},
 	{"help", no_argument, NULL, 'h'},
 	{"version", no_argument, NULL, 'V'},
 	{NULL, 0, NULL, 0},
@@ -435,7 +445,7 @@ static int scan(int argc, char **argv, struct mm_config *c, const char **ret_con
 			*ret_config = optarg;
 			break;
 		case ':':
-			if (optopt >= OPT_BASE && optopt < OPT_BASE + 9)
+			if (optopt >= OPT_BASE && optopt < OPT_BASE + 10)
 				mm_set_err(err, errlen, "option --%s needs an argument",
 					   options[optopt - OPT_BASE].name);
 			else
@@ -559,7 +569,8 @@ const char *mm_config_usage(void)
 	       "Commands (`mmlockd COMMAND --help` for each):\n"
 	       "  record   sample the same tracepoints into a recording file, print the table\n"
 	       "  replay   run the collectors on a recording, print the table (or --db, --locks)\n"
-	       "  report   print the lock contention stored in the database over a time range\n"
+	       "  report   fault tables per process or unit, --compare of two ranges or\n"
+	       "           databases, lock contention, from the database\n"
 	       "\n"
 	       "Options:\n"
 	       "      --config FILE       read settings from FILE\n"
@@ -575,7 +586,10 @@ const char *mm_config_usage(void)
 	       "      --retention DAYS    days of history kept, 1..3650; the suffix d is\n"
 	       "                          accepted (default: " STR(DEFAULT_RETENTION_DAYS) ")\n"
 	       "      --top N             processes with their own /metrics series, 0..10000\n"
-	       "                          (default: " STR(DEFAULT_TOP_N) ")\n"
+	       "                          (default: " STR(DEFAULT_TOP_N) ", opt-in; see --cgroup-top)\n"
+	       "      --cgroup-top N      cgroups (units) with their own /metrics series,\n"
+	       "                          0..1000; the rest are summed as cgroup=\"other\"\n"
+	       "                          (default: " STR(DEFAULT_CGROUP_TOP) ")\n"
 	       "      --ring-pages N      perf ring buffer pages per event per CPU, a power of\n"
 	       "                          two 8..65536 (default: " STR(DEFAULT_RING_PAGES) ")\n"
 	       "      --log-level LEVEL   err, warning, notice, info or debug (default: info)\n"
@@ -600,7 +614,8 @@ const char *mm_config_usage(void)
 	       "\n"
 	       "Configuration file:\n"
 	       "  One \"key = value\" per line. The keys are the option names with '_' for '-':\n"
-	       "  db, listen, interval, retention, top, ring_pages, log_level, collectors.\n"
+	       "  db, listen, interval, retention, top, cgroup_top, ring_pages, log_level,\n"
+	       "  collectors.\n"
 	       "  Blank lines are ignored; '#' starts a comment at the start of a line or after\n"
 	       "  a blank. A value may be put in double quotes (no escapes). Unknown keys and\n"
 	       "  invalid values are errors that name the file and line. Example:\n"
