@@ -1,0 +1,49 @@
+/*
+ * libFuzzer target: the configuration parser (daemon/config.c). The input is a configuration file
+ * for mm_config_load(); its first line is also tried as a command-line flag value through
+ * mm_config_set() for every key. A file is either taken whole or refused with a message; the
+ * message must be one printable line (binary junk is escaped, never echoed raw), and a refused
+ * file must leave the configuration untouched.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "config.h"
+#include "fuzz.h"
+
+static const char *const keys[] = {"db",  "listen",	"interval",  "retention",
+				   "top", "ring_pages", "log_level", "collectors"};
+
+/* The message names a place and a reason on one line of printable text. */
+static void check_message(const char *err)
+{
+	for (const unsigned char *p = (const unsigned char *)err; *p; p++)
+		if (*p < 0x20 || *p == 0x7f)
+			abort();
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct mm_config c, before;
+	char err[512], value[256];
+
+	mm_config_defaults(&c);
+	before = c;
+	if (mm_config_load(&c, fuzz_file(data, size), err, sizeof(err)) < 0) {
+		check_message(err);
+		if (memcmp(&c, &before, sizeof(c)) != 0)
+			abort();
+	}
+
+	size_t n = 0;
+	while (n < size && n < sizeof(value) - 1 && data[n] != '\n')
+		n++;
+	memcpy(value, data, n);
+	value[n] = '\0';
+	for (size_t k = 0; k < sizeof(keys) / sizeof(keys[0]); k++) {
+		mm_config_defaults(&c);
+		if (mm_config_set(&c, keys[k], value, err, sizeof(err)) < 0)
+			check_message(err);
+	}
+	return 0;
+}
