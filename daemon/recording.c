@@ -1,12 +1,20 @@
 /*
  * Recording file format (see recording.h): chunk writer, chunk reader and payload decoders, plus
  * the small set used to remember which kernel symbols a recording needs.
+ *
+ * The reader trusts nothing in the file: a chunk's length is checked against the bytes the file
+ * still holds before anything is allocated for it (a corrupt length must not make it allocate
+ * 64 MiB, or wait for data a pipe will never send), every read advances, so every loop over the
+ * chunks ends with the file, and each refusal says where and why (mm_rec_error()). The decoders
+ * check each payload against its own length; libFuzzer runs on all of it (tests/fuzz/).
  */
 #include "recording.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 static int write_all(FILE *f, const void *p, size_t n)
 {
@@ -88,10 +96,16 @@ int mm_rec_write_symbol(FILE *f, uint64_t addr, char type, const char *name)
 	return mm_rec_write_chunk(f, MM_CHUNK_SYMBOL, head, sizeof(head), name, strlen(name) + 1);
 }
 
+/* A chunk longer than this is corrupt whatever the file's size (a record is at most 64 KiB). */
+#define CHUNK_MAX (64u << 20)
+
 struct mm_rec_reader {
 	FILE *f;
 	uint64_t *buf; /* u64 for alignment */
 	size_t cap;
+	uint64_t off;  /* of the next chunk */
+	uint64_t size; /* of a regular file; UINT64_MAX when unknown (a pipe) */
+	char err[160];
 };
 
 int mm_rec_open(const char *path, struct mm_rec_reader **ret)
@@ -109,9 +123,28 @@ int mm_rec_open(const char *path, struct mm_rec_reader **ret)
 		fclose(f);
 		return -ENOMEM;
 	}
+	struct stat st;
 	r->f = f;
+	r->off = 8;
+	r->size = fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode) ? (uint64_t)st.st_size
+								    : UINT64_MAX;
 	*ret = r;
 	return 0;
+}
+
+const char *mm_rec_error(const struct mm_rec_reader *r)
+{
+	/* Nothing wrong with the framing: a decoder refused the chunk's contents. */
+	return r->err[0] ? r->err : "a chunk's contents do not match its type";
+}
+
+/* Notes why the chunk at r->off is refused; returns -EINVAL. */
+static int corrupt(struct mm_rec_reader *r, const char *fmt, uint64_t a, uint64_t b)
+{
+	int n = snprintf(r->err, sizeof(r->err), "chunk at offset %" PRIu64 ": ", r->off);
+	if (n > 0 && (size_t)n < sizeof(r->err))
+		snprintf(r->err + n, sizeof(r->err) - (size_t)n, fmt, a, b);
+	return -EINVAL;
 }
 
 void mm_rec_close(struct mm_rec_reader *r)
@@ -125,7 +158,11 @@ void mm_rec_close(struct mm_rec_reader *r)
 
 int mm_rec_rewind(struct mm_rec_reader *r)
 {
-	return fseek(r->f, 8, SEEK_SET) == 0 ? 0 : -errno;
+	if (fseek(r->f, 8, SEEK_SET) != 0)
+		return -errno;
+	r->off = 8;
+	r->err[0] = '\0';
+	return 0;
 }
 
 int mm_rec_next(struct mm_rec_reader *r, struct mm_chunk *ret)
@@ -134,18 +171,32 @@ int mm_rec_next(struct mm_rec_reader *r, struct mm_chunk *ret)
 	size_t n = fread(hdr, 1, sizeof(hdr), r->f);
 	if (n == 0 && feof(r->f))
 		return 0;
-	if (n != sizeof(hdr) || hdr[1] > (64u << 20))
-		return -EINVAL;
-	size_t padded = (hdr[1] + 7u) & ~(size_t)7u;
-	if (padded > r->cap) {
-		uint64_t *b = realloc(r->buf, padded);
+	if (n != sizeof(hdr))
+		return corrupt(r, "truncated header (%" PRIu64 " of %" PRIu64 " bytes)", n,
+			       sizeof(hdr));
+	size_t padded = ((size_t)hdr[1] + 7u) & ~(size_t)7u;
+	uint64_t left = r->size == UINT64_MAX ? UINT64_MAX : r->size - r->off - sizeof(hdr);
+	if (hdr[1] > CHUNK_MAX)
+		return corrupt(r, "length %" PRIu64 " is impossible (at most %" PRIu64 ")", hdr[1],
+			       CHUNK_MAX);
+	if (padded > left)
+		return corrupt(r, "length %" PRIu64 " but only %" PRIu64 " bytes follow", hdr[1],
+			       left);
+	/* Never a NULL data pointer, not even for an empty first chunk: decoders do pointer
+	 * arithmetic on it (found by fuzz_recording: UBSan, zero offset applied to NULL). */
+	if (padded > r->cap || !r->buf) {
+		size_t cap = padded > 8 ? padded : 8;
+		uint64_t *b = realloc(r->buf, cap);
 		if (!b)
 			return -ENOMEM;
 		r->buf = b;
-		r->cap = padded;
+		r->cap = cap;
 	}
 	if (padded && fread(r->buf, 1, padded, r->f) != padded)
-		return -EINVAL;
+		return corrupt(r,
+			       "truncated: length %" PRIu64 ", the file ends %" PRIu64 " bytes in",
+			       hdr[1], (uint64_t)ftell(r->f) - r->off - sizeof(hdr));
+	r->off += sizeof(hdr) + padded;
 	*ret = (struct mm_chunk){hdr[0], hdr[1], (uint8_t *)r->buf};
 	return 1;
 }

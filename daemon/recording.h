@@ -63,8 +63,12 @@ void mm_rec_close(struct mm_rec_reader *r); /* accepts NULL */
 /* Back to the first chunk. */
 int mm_rec_rewind(struct mm_rec_reader *r);
 /* The next chunk in *ret (valid until the next call). Returns 1, 0 at the end, or -EINVAL for a
- * truncated or corrupt file. */
+ * truncated or corrupt file (a length beyond the file's end or above 64 MiB is refused before
+ * anything is allocated), -ENOMEM. */
 int mm_rec_next(struct mm_rec_reader *r, struct mm_chunk *ret);
+/* Why the last mm_rec_next() returned -EINVAL: "chunk at offset N: ..."; after a decoder's -EINVAL
+ * on a chunk the framing accepted, says so. */
+const char *mm_rec_error(const struct mm_rec_reader *r);
 
 /* Decoders of chunk payloads; each returns 0 or -EINVAL. Pointers point into the chunk. */
 struct mm_rec_stream {

@@ -186,7 +186,7 @@ static int run(const char *path, const char *db, unsigned interval_s, int locks)
 		}
 	}
 	if (r < 0) {
-		log_error("%s: truncated or corrupt recording", path);
+		log_error("%s: truncated or corrupt recording: %s", path, mm_rec_error(rd));
 		goto out;
 	}
 	mm_symbols_sort(syms);
@@ -261,7 +261,7 @@ static int run(const char *path, const char *db, unsigned interval_s, int locks)
 		}
 	}
 	if (r < 0) {
-		log_error("%s: truncated or corrupt recording", path);
+		log_error("%s: truncated or corrupt recording: %s", path, mm_rec_error(rd));
 		goto out;
 	}
 	mm_host_finish(rp.host);

@@ -7,6 +7,9 @@ cd "$(dirname "$0")/.."
 
 PKGS="build-essential meson ninja-build pkg-config libtraceevent-dev libsqlite3-dev libmicrohttpd-dev
 linux-source-6.12 xz-utils sqlite3 curl linux-perf prometheus python3"
+# The sanitizer and fuzzing build of `make test` / `make fuzz` (build-asan/, tests/fuzz/): clang
+# with libFuzzer and the ASan/UBSan runtimes.
+PKGS="$PKGS clang-14 libfuzzer-14-dev libclang-rt-14-dev"
 
 missing=""
 for p in $PKGS; do
