@@ -516,7 +516,7 @@ static int parse_line(struct mm_config *c, char *line, size_t n, const struct ke
 	return apply(c, k, k->name, value, msg, msglen);
 }
 
-int mm_config_load(struct mm_config *c, const char *path, char *err, size_t errlen)
+int mm_config_load_stream(struct mm_config *c, FILE *f, const char *path, char *err, size_t errlen)
 {
 	struct mm_config tmp = *c;
 	char msg[WHY_MAX + 2 * PATH_MAX];
@@ -525,22 +525,11 @@ int mm_config_load(struct mm_config *c, const char *path, char *err, size_t errl
 	char *line = NULL;
 	size_t cap = 0, lineno = 0;
 	ssize_t n;
-	FILE *f;
 	int r = 0;
 
-	if (!path || !*path) {
-		mm_set_err(err, errlen, "configuration file path is empty");
-		return -EINVAL;
-	}
 	if (strlen(path) >= sizeof(tmp.config_path)) {
 		mm_set_err(err, errlen, "configuration file path is too long");
 		return -ENAMETOOLONG;
-	}
-	f = fopen(path, "re");
-	if (!f) {
-		r = -errno;
-		mm_set_err(err, errlen, "cannot open %s: %s", path, strerror(-r));
-		return r;
 	}
 	for (;;) {
 		errno = 0;
@@ -581,6 +570,25 @@ int mm_config_load(struct mm_config *c, const char *path, char *err, size_t errl
 	r = 0;
 out:
 	free(line);
+	return r;
+}
+
+int mm_config_load(struct mm_config *c, const char *path, char *err, size_t errlen)
+{
+	FILE *f;
+	int r;
+
+	if (!path || !*path) {
+		mm_set_err(err, errlen, "configuration file path is empty");
+		return -EINVAL;
+	}
+	f = fopen(path, "re");
+	if (!f) {
+		r = -errno;
+		mm_set_err(err, errlen, "cannot open %s: %s", path, strerror(-r));
+		return r;
+	}
+	r = mm_config_load_stream(c, f, path, err, errlen);
 	fclose(f);
 	return r;
 }

@@ -108,28 +108,37 @@ struct mm_rec_reader {
 	char err[160];
 };
 
+int mm_rec_open_stream(FILE *f, uint64_t size, struct mm_rec_reader **ret)
+{
+	char magic[8];
+	if (fread(magic, 1, 8, f) != 8 || memcmp(magic, MM_RECORDING_MAGIC, 8) != 0)
+		return -EINVAL;
+	struct mm_rec_reader *r = calloc(1, sizeof(*r));
+	if (!r)
+		return -ENOMEM;
+	r->f = f;
+	r->off = 8;
+	r->size = size;
+	*ret = r;
+	return 0;
+}
+
 int mm_rec_open(const char *path, struct mm_rec_reader **ret)
 {
 	FILE *f = fopen(path, "rbe");
+	struct stat st;
+	int r;
+
 	if (!f)
 		return -errno;
-	char magic[8];
-	if (fread(magic, 1, 8, f) != 8 || memcmp(magic, MM_RECORDING_MAGIC, 8) != 0) {
+	r = mm_rec_open_stream(f,
+			       fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode)
+				       ? (uint64_t)st.st_size
+				       : UINT64_MAX,
+			       ret);
+	if (r < 0)
 		fclose(f);
-		return -EINVAL;
-	}
-	struct mm_rec_reader *r = calloc(1, sizeof(*r));
-	if (!r) {
-		fclose(f);
-		return -ENOMEM;
-	}
-	struct stat st;
-	r->f = f;
-	r->off = 8;
-	r->size = fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode) ? (uint64_t)st.st_size
-								    : UINT64_MAX;
-	*ret = r;
-	return 0;
+	return r;
 }
 
 const char *mm_rec_error(const struct mm_rec_reader *r)
