@@ -565,7 +565,7 @@ static int check_owner(struct mm_store *st, int version, bool *ret_stamp)
 	}
 	return log_error_errno(EBADMSG,
 			       "database %s: not an mmlockd database (application_id 0, "
-			       "user_version %d, %d schema objects that are not mmlockd's); "
+			       "user_version %d, %d tables, indexes or views of its own); "
 			       "refusing to add mmlockd's tables to it",
 			       st->path, version, tables);
 }
