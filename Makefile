@@ -8,6 +8,8 @@
 #               the other; prints executions and findings per target. FUZZ_TARGETS="sample config"
 #               picks some; the corpus grows in build-asan/fuzz-corpus/, findings land in
 #               build-asan/fuzz-findings/.
+#   make install  meson install: binary, unit, mmlockd.conf, mmlockd(8), dashboard and rules
+#               under meson's prefix (/usr/local); DESTDIR=D stages them under D
 # Also: make build, make clean. ARGS="..." passes flags to mmlockd in `make run`.
 # `make test` also builds build-asan/ (clang, ASan+UBSan, -Dfuzz=true) and runs the unit and
 # integration suites there, plus a few seconds of each fuzz target (suite fuzz).
@@ -16,9 +18,9 @@ ASAN_BUILD ?= build-asan
 ARGS ?=
 BENCH_ARGS ?=
 FUZZ_SECONDS ?= 60
-FUZZ_TARGETS ?= sample recording config http_query replay
+FUZZ_TARGETS ?= sample recording config route replay
 
-.PHONY: all deps build build-asan run test clean lab bench fuzz
+.PHONY: all deps build build-asan run test clean lab bench install fuzz
 
 all: build
 
@@ -56,6 +58,9 @@ fuzz: build-asan
 
 lab: build
 	@./lab/run.sh all
+
+install: build
+	meson install -C $(BUILD) --no-rebuild $(if $(DESTDIR),--destdir $(DESTDIR))
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD)

@@ -9,7 +9,8 @@ Usage: make_seeds.py SOURCE_DIR OUT_DIR STAMP
       Still valid recordings: `mmlockd replay` reads each.
   OUT_DIR/sample  single perf records from those recordings, each prefixed with its stream's
       sample_type (the input layout of fuzz_sample.c), a few per stream.
-  OUT_DIR/config, OUT_DIR/http_query  the files of SOURCE_DIR/seeds/<name>/, copied.
+  OUT_DIR/config, OUT_DIR/route  the files of SOURCE_DIR/seeds/<name>/, copied (route: raw request
+      targets, the real requests of the integration suite and http_abuse.py's hostile ones).
 The layout of a recording is in daemon/recording.h."""
 import hashlib
 import lzma
@@ -87,7 +88,7 @@ def main():
             continue
         if data[:8] == MAGIC:
             recording_seeds(data, rec_dirs, os.path.join(out, "sample"))
-    for name in ("config", "http_query"):
+    for name in ("config", "route"):
         shutil.copytree(os.path.join(src, "seeds", name), os.path.join(out, name))
     with open(stamp, "w") as f:
         f.write("seeds in %s\n" % out)

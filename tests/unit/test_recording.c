@@ -1,8 +1,9 @@
 /*
- * The recording reader (daemon/recording.c) on files it must refuse: a chunk length beyond the
- * end of the file or above 64 MiB (refused before anything is allocated, with the offset in the
- * message), a truncated header or payload, and an empty first chunk (a non-NULL payload pointer:
- * fuzz_recording found decoders doing arithmetic on NULL). Every loop over the chunks ends.
+ * The recording reader (daemon/offline/recording.c) on files it must refuse: a chunk length beyond
+ * the end of the file or above MM_RECORDING_CHUNK_MAX (refused before anything is allocated; the
+ * offset and the reason say where and why), a truncated header or payload, and an empty first chunk
+ * (a non-NULL payload pointer: fuzz_recording found decoders doing arithmetic on NULL). Every loop
+ * over the chunks ends.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -31,7 +32,8 @@ static void write_recording(const void *tail, size_t n)
 	fclose(f);
 }
 
-/* Reads every chunk; returns the last mm_rec_next() result and the number of chunks read. */
+/* Reads every chunk; returns the last mm_rec_next() result and the number of chunks read; @err
+ * gets "OFFSET: REASON" of the failure. */
 static int read_all(unsigned *ret_chunks, char *err, size_t errlen)
 {
 	struct mm_rec_reader *r;
@@ -45,7 +47,7 @@ static int read_all(unsigned *ret_chunks, char *err, size_t errlen)
 		CHECK(c.data != NULL);
 		(*ret_chunks)++;
 	}
-	snprintf(err, errlen, "%s", mm_rec_error(r));
+	snprintf(err, errlen, "%lld: %s", mm_rec_offset(r), mm_rec_error(r));
 	mm_rec_close(r);
 	return rc;
 }
@@ -72,8 +74,7 @@ static void test_length_beyond_the_file_is_refused_with_its_offset(void)
 	CHECK(read_all(&n, err, sizeof(err)) == -EINVAL);
 	CHECK_U64(n, 2);
 	/* magic 8 + META (8 + 16) + TICK (8 + 8) = offset 48 */
-	CHECK_CONTAINS(err, "chunk at offset 48");
-	CHECK_CONTAINS(err, "length 4096 but only 100 bytes follow");
+	CHECK_CONTAINS(err, "48: chunk of type 4 truncated: it claims 4096 bytes, the file has 100 left");
 }
 
 static void test_impossible_length_is_refused(void)
@@ -84,7 +85,7 @@ static void test_impossible_length_is_refused(void)
 
 	write_recording(hdr, sizeof(hdr));
 	CHECK(read_all(&n, err, sizeof(err)) == -EINVAL);
-	CHECK_CONTAINS(err, "is impossible");
+	CHECK_CONTAINS(err, "claims 4294967280 bytes (at most");
 }
 
 static void test_truncated_header_is_refused(void)
@@ -96,7 +97,7 @@ static void test_truncated_header_is_refused(void)
 	write_recording(&hdr, 4);
 	CHECK(read_all(&n, err, sizeof(err)) == -EINVAL);
 	CHECK_U64(n, 2);
-	CHECK_CONTAINS(err, "truncated header (4 of 8 bytes)");
+	CHECK_CONTAINS(err, "48: truncated chunk header");
 }
 
 static void test_empty_first_chunk_has_a_payload_pointer(void)
