@@ -14,6 +14,9 @@ PKGS="$PKGS systemd"
 PKGS="$PKGS man-db groff-base"
 # daemon/privilege.c: the seccomp filters of the HTTP and collection threads (build and runtime).
 PKGS="$PKGS libseccomp-dev libseccomp2"
+# The sanitizer and fuzzing build of `make test` / `make fuzz` (build-asan/, tests/fuzz/): clang
+# with libFuzzer and the ASan/UBSan runtimes.
+PKGS="$PKGS clang-14 libfuzzer-14-dev libclang-rt-14-dev"
 
 missing=""
 for p in $PKGS; do

@@ -1,6 +1,12 @@
 /*
  * Recording file format (see recording.h): chunk writer, chunk reader and payload decoders, plus
  * the small set used to remember which kernel symbols a recording needs.
+ *
+ * The reader trusts nothing in the file: a chunk's length is checked against the bytes the file
+ * still holds before anything is allocated for it (a corrupt length must not make it allocate,
+ * or wait for data a pipe will never send), every read advances, so every loop over the chunks
+ * ends with the file, and each refusal says why (mm_rec_error()). The decoders check each payload
+ * against its own length; libFuzzer runs on all of it (tests/fuzz/).
  */
 #include "recording.h"
 
@@ -10,6 +16,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 static int write_all(FILE *f, const void *p, size_t n)
 {
@@ -96,27 +103,40 @@ struct mm_rec_reader {
 	uint64_t *buf; /* u64 for alignment */
 	size_t cap;
 	long long offset; /* of the chunk last read */
+	uint64_t size;	  /* of the file; UINT64_MAX when unknown (a pipe) */
 	char error[128];  /* why the last mm_rec_next() failed */
 };
+
+int mm_rec_open_stream(FILE *f, uint64_t size, struct mm_rec_reader **ret)
+{
+	char magic[8];
+	if (fread(magic, 1, 8, f) != 8 || memcmp(magic, MM_RECORDING_MAGIC, 8) != 0)
+		return -EINVAL;
+	struct mm_rec_reader *r = calloc(1, sizeof(*r));
+	if (!r)
+		return -ENOMEM;
+	r->f = f;
+	r->size = size;
+	*ret = r;
+	return 0;
+}
 
 int mm_rec_open(const char *path, struct mm_rec_reader **ret)
 {
 	FILE *f = fopen(path, "rbe");
+	struct stat st;
+	int r;
+
 	if (!f)
 		return -errno;
-	char magic[8];
-	if (fread(magic, 1, 8, f) != 8 || memcmp(magic, MM_RECORDING_MAGIC, 8) != 0) {
+	r = mm_rec_open_stream(f,
+			       fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode)
+				       ? (uint64_t)st.st_size
+				       : UINT64_MAX,
+			       ret);
+	if (r < 0)
 		fclose(f);
-		return -EINVAL;
-	}
-	struct mm_rec_reader *r = calloc(1, sizeof(*r));
-	if (!r) {
-		fclose(f);
-		return -ENOMEM;
-	}
-	r->f = f;
-	*ret = r;
-	return 0;
+	return r;
 }
 
 void mm_rec_close(struct mm_rec_reader *r)
@@ -151,14 +171,26 @@ int mm_rec_next(struct mm_rec_reader *r, struct mm_chunk *ret)
 		return -EINVAL;
 	}
 	size_t padded = (hdr[1] + 7u) & ~(size_t)7u;
-	if (padded > r->cap) {
-		uint64_t *b = realloc(r->buf, padded);
+	uint64_t left = r->size == UINT64_MAX || r->size < (uint64_t)r->offset + sizeof(hdr)
+				? UINT64_MAX
+				: r->size - (uint64_t)r->offset - sizeof(hdr);
+	if (padded > left) {
+		mm_set_err(r->error, sizeof(r->error),
+			   "chunk of type %u truncated: it claims %u bytes, the file has %llu left",
+			   hdr[0], hdr[1], (unsigned long long)left);
+		return -EINVAL;
+	}
+	/* Never a NULL payload pointer, not even for an empty first chunk: decoders do pointer
+	 * arithmetic on it (fuzz_recording: UBSan, zero offset applied to NULL). */
+	if (padded > r->cap || !r->buf) {
+		size_t cap = padded > 8 ? padded : 8;
+		uint64_t *b = realloc(r->buf, cap);
 		if (!b) {
 			mm_set_err(r->error, sizeof(r->error), "out of memory");
 			return -ENOMEM;
 		}
 		r->buf = b;
-		r->cap = padded;
+		r->cap = cap;
 	}
 	if (padded && fread(r->buf, 1, padded, r->f) != padded) {
 		mm_set_err(r->error, sizeof(r->error), "chunk of type %u truncated (%u bytes)",

@@ -63,6 +63,10 @@ struct mm_rec_reader;
 
 /* Opens @path and checks the magic. Returns 0 and *ret, or -errno (-EINVAL: not a recording). */
 int mm_rec_open(const char *path, struct mm_rec_reader **ret);
+/* The same on a stream positioned at the magic, of @size bytes (UINT64_MAX: unknown, e.g. a
+ * pipe): a chunk longer than what is left is refused before anything is allocated for it. The
+ * reader owns @f from then on (mm_rec_close() closes it), not on failure. */
+int mm_rec_open_stream(FILE *f, uint64_t size, struct mm_rec_reader **ret);
 void mm_rec_close(struct mm_rec_reader *r); /* accepts NULL */
 /* Back to the first chunk. */
 int mm_rec_rewind(struct mm_rec_reader *r);
