@@ -51,6 +51,10 @@ extern const unsigned mm_web_assets_count;
 #define HISTORY_LIMIT_DEF    1000
 #define LOCKS_TOP_MAX	     100000
 #define LOCKS_TOP_DEF	     50
+#define SERIES_POINTS_MAX    5000
+#define SERIES_POINTS_DEF    300
+#define TOP_LIMIT_MAX	     10000
+#define TOP_LIMIT_DEF	     200
 
 #define SEEN_SINCE (1u << 1) /* "since" is keys[1] in range_arg() */
 
@@ -192,6 +196,10 @@ struct history_query {
 	unsigned long limit_max; /* its largest value */
 	unsigned seen;		 /* bit per parameter (1 << index in keys[]), to refuse repeats */
 	char err[256];		 /* set when a parameter is bad; iteration stops */
+	/* A route's own parameters (reply_web's): returns true when it took @key, setting err
+	 * on a bad value; NULL for none. extra_keys names them for the error message. */
+	bool (*extra_arg)(struct history_query *q, const char *key, const char *value);
+	const char *extra_keys;
 };
 
 /* Whether @s is digits, optionally followed by '.' and digits; sets *ret_end past them. */
@@ -283,12 +291,14 @@ static enum MHD_Result range_arg(void *cls, enum MHD_ValueKind kind, const char 
 	unsigned long v;
 	unsigned k;
 
+	if (q->extra_arg && q->extra_arg(q, key, value ? value : ""))
+		return q->err[0] ? MHD_NO : MHD_YES;
 	for (k = 0; k < 4 && strcmp(key, keys[k]); k++)
 		;
 	if (k == 4) {
 		snprintf(q->err, sizeof(q->err),
-			 "unknown parameter '%.64s' (expected pid, since, until, %s)", key,
-			 q->limit_key);
+			 "unknown parameter '%.64s' (expected pid, since, until, %s%s)", key,
+			 q->limit_key, q->extra_keys ? q->extra_keys : "");
 		return MHD_NO;
 	}
 	if (q->seen & (1u << k)) {
@@ -409,6 +419,114 @@ static enum MHD_Result reply_locks(struct mm_http *h, struct MHD_Connection *con
 	return reply(conn, MHD_HTTP_OK, TYPE_JSON, &body);
 }
 
+/* The page's range routes (/api/v1/series, /api/v1/top): the history parameters plus a process
+ * filter (pid with start_time for one process; cgroup for a unit) and, on top, "by". */
+struct web_query {
+	struct history_query q; /* first, so extra_arg's @q is the web_query */
+	bool top;		/* /api/v1/top: "by" is allowed */
+	struct mm_store_filter f;
+	bool by_cgroup;
+	char cgroup[512];
+	unsigned seen; /* WEB_SEEN_* */
+};
+
+enum { WEB_SEEN_START = 1, WEB_SEEN_CGROUP = 2, WEB_SEEN_BY = 4 };
+
+static bool web_arg(struct history_query *q, const char *key, const char *value)
+{
+	struct web_query *w = (struct web_query *)q;
+	const char *end;
+	unsigned bit;
+
+	if (!strcmp(key, "start_time"))
+		bit = WEB_SEEN_START;
+	else if (!strcmp(key, "cgroup"))
+		bit = WEB_SEEN_CGROUP;
+	else if (w->top && !strcmp(key, "by"))
+		bit = WEB_SEEN_BY;
+	else
+		return false;
+	if (w->seen & bit) {
+		snprintf(q->err, sizeof(q->err), "parameter '%s' given twice", key);
+		return true;
+	}
+	w->seen |= bit;
+	switch (bit) {
+	case WEB_SEEN_START:
+		if (strlen(value) > 32 || !scan_decimal(value, &end) || *end)
+			snprintf(q->err, sizeof(q->err),
+				 "start_time: bad value '%.64s' (expected unix seconds, as in "
+				 "/api/v1/processes)",
+				 value);
+		else
+			w->f.start_time = strtod(value, NULL);
+		break;
+	case WEB_SEEN_CGROUP:
+		if ((value[0] && value[0] != '/') || strlen(value) >= sizeof(w->cgroup))
+			snprintf(q->err, sizeof(q->err),
+				 "cgroup: bad value '%.64s' (expected a cgroup path such as "
+				 "/system.slice/ssh.service, or empty for processes whose cgroup "
+				 "is unknown)",
+				 value);
+		else
+			w->f.cgroup = strcpy(w->cgroup, value);
+		break;
+	case WEB_SEEN_BY:
+		if (strcmp(value, "process") && strcmp(value, "cgroup"))
+			snprintf(q->err, sizeof(q->err),
+				 "by: bad value '%.64s' (expected process or cgroup)", value);
+		else
+			w->by_cgroup = !strcmp(value, "cgroup");
+		break;
+	}
+	return true;
+}
+
+/* GET /api/v1/series?since=&until=&points=&pid=&start_time=&cgroup=: the windows of the range in
+ * at most about @points buckets (mm_store_series_json), so a 7-day chart is a few hundred rows;
+ * GET /api/v1/top?since=&until=&limit=&by=process|cgroup&pid=&start_time=&cgroup=: totals over
+ * the range per process or per cgroup (mm_store_top_json). */
+static enum MHD_Result reply_web(struct mm_http *h, struct MHD_Connection *conn, bool top)
+{
+	struct web_query w = {
+		.q = {.pid = -1,
+		      .limit = top ? TOP_LIMIT_DEF : SERIES_POINTS_DEF,
+		      .limit_key = top ? "limit" : "points",
+		      .limit_max = top ? TOP_LIMIT_MAX : SERIES_POINTS_MAX,
+		      .extra_arg = web_arg,
+		      .extra_keys = top ? ", start_time, cgroup, by" : ", start_time, cgroup"},
+		.top = top,
+		.f = MM_STORE_FILTER_ALL,
+	};
+	struct mm_buf body = MM_BUF_INIT;
+	struct mm_store *st;
+	enum MHD_Result ret = open_range(h, conn, &w.q, &st);
+	int r;
+
+	if (!st)
+		return ret;
+	w.f.pid = w.q.pid;
+	mm_buf_printf(&body, "{\"since\":%.3f,\"until\":%.3f,", w.q.since, w.q.until);
+	if (top) {
+		mm_buf_printf(&body, "\"by\":\"%s\",\"rows\":", w.by_cgroup ? "cgroup" : "process");
+		r = mm_store_top_json(st, &w.f, w.by_cgroup, w.q.since, w.q.until, w.q.limit,
+				      &body);
+	} else {
+		double step = (w.q.until - w.q.since) / w.q.limit;
+		mm_buf_puts(&body, "\"series\":");
+		r = mm_store_series_json(st, &w.f, w.q.since, w.q.until,
+					 step > 0.001 ? step : 0.001, &body);
+	}
+	mm_store_close(st);
+	if (r < 0) {
+		mm_buf_free(&body);
+		return reply_error(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, "%s query failed: %s",
+				   top ? "top" : "series", strerror(-r));
+	}
+	mm_buf_puts(&body, "}\n");
+	return reply(conn, MHD_HTTP_OK, TYPE_JSON, &body);
+}
+
 static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char *url,
 			      const char *method, const char *version, const char *upload_data,
 			      size_t *upload_data_size, void **con_cls)
@@ -439,6 +557,10 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
 		return reply_history(h, conn);
 	if (!strcmp(url, "/api/v1/locks"))
 		return reply_locks(h, conn);
+	if (!strcmp(url, "/api/v1/series"))
+		return reply_web(h, conn, false);
+	if (!strcmp(url, "/api/v1/top"))
+		return reply_web(h, conn, true);
 	if (!strcmp(url, "/") && mm_web_assets_count > 0)
 		return reply_asset(conn, 0);
 	for (unsigned i = 0; url[0] == '/' && i < mm_web_assets_count; i++)
