@@ -38,6 +38,7 @@
 #include "log.h"
 #include "prom.h"
 #include "snapshot.h"
+#include "stats.h"
 #include "store.h"
 
 /* Generated from web/ by scripts/embed.py; index.html is the first asset. */
@@ -430,7 +431,30 @@ struct web_query {
 	unsigned seen; /* WEB_SEEN_* */
 };
 
-enum { WEB_SEEN_START = 1, WEB_SEEN_CGROUP = 2, WEB_SEEN_BY = 4 };
+enum { WEB_SEEN_START = 1, WEB_SEEN_CGROUP = 2, WEB_SEEN_BY = 4, WEB_SEEN_FIELDS = 8 };
+
+/* "minflt,majflt,...": counters of mm_proc_fields[] into a mask (bit i: field i). */
+static bool parse_fields(const char *s, uint64_t *ret)
+{
+	uint64_t mask = 0;
+
+	while (*s) {
+		size_t n = strcspn(s, ","), i;
+
+		for (i = 0; i < mm_proc_nfields && i < 64; i++)
+			if (strlen(mm_proc_fields[i].name) == n &&
+			    !strncmp(s, mm_proc_fields[i].name, n))
+				break;
+		if (i == mm_proc_nfields || i == 64)
+			return false;
+		mask |= (uint64_t)1 << i;
+		s += n;
+		if (*s == ',' && *++s == '\0')
+			return false;
+	}
+	*ret = mask;
+	return mask != 0;
+}
 
 static bool web_arg(struct history_query *q, const char *key, const char *value)
 {
@@ -444,6 +468,8 @@ static bool web_arg(struct history_query *q, const char *key, const char *value)
 		bit = WEB_SEEN_CGROUP;
 	else if (w->top && !strcmp(key, "by"))
 		bit = WEB_SEEN_BY;
+	else if (!strcmp(key, "fields"))
+		bit = WEB_SEEN_FIELDS;
 	else
 		return false;
 	if (w->seen & bit) {
@@ -471,6 +497,13 @@ static bool web_arg(struct history_query *q, const char *key, const char *value)
 		else
 			w->f.cgroup = strcpy(w->cgroup, value);
 		break;
+	case WEB_SEEN_FIELDS:
+		if (!parse_fields(value, &w->f.fields))
+			snprintf(q->err, sizeof(q->err),
+				 "fields: bad value '%.64s' (expected counters of /api/v1/history, "
+				 "comma-separated, e.g. minflt,majflt,fallback_locks)",
+				 value);
+		break;
 	case WEB_SEEN_BY:
 		if (strcmp(value, "process") && strcmp(value, "cgroup"))
 			snprintf(q->err, sizeof(q->err),
@@ -482,10 +515,11 @@ static bool web_arg(struct history_query *q, const char *key, const char *value)
 	return true;
 }
 
-/* GET /api/v1/series?since=&until=&points=&pid=&start_time=&cgroup=: the windows of the range in
- * at most about @points buckets (mm_store_series_json), so a 7-day chart is a few hundred rows;
- * GET /api/v1/top?since=&until=&limit=&by=process|cgroup&pid=&start_time=&cgroup=: totals over
- * the range per process or per cgroup (mm_store_top_json). */
+/* GET /api/v1/series?since=&until=&points=&pid=&start_time=&cgroup=&fields=: the windows of the
+ * range in at most about @points buckets (mm_store_series_json), so a 7-day chart is a few hundred
+ * rows; GET /api/v1/top?since=&until=&limit=&by=process|cgroup&pid=&start_time=&cgroup=&fields=:
+ * totals over the range per process or per cgroup (mm_store_top_json). fields= names the
+ * counters to sum (default: all), which is most of the cost of a long range. */
 static enum MHD_Result reply_web(struct mm_http *h, struct MHD_Connection *conn, bool top)
 {
 	struct web_query w = {
@@ -494,7 +528,8 @@ static enum MHD_Result reply_web(struct mm_http *h, struct MHD_Connection *conn,
 		      .limit_key = top ? "limit" : "points",
 		      .limit_max = top ? TOP_LIMIT_MAX : SERIES_POINTS_MAX,
 		      .extra_arg = web_arg,
-		      .extra_keys = top ? ", start_time, cgroup, by" : ", start_time, cgroup"},
+		      .extra_keys = top ? ", start_time, cgroup, fields, by"
+					: ", start_time, cgroup, fields"},
 		.top = top,
 		.f = MM_STORE_FILTER_ALL,
 	};

@@ -116,6 +116,15 @@ function qs(params) {
 		.map(([k, v]) => encodeURIComponent(k) + "=" + encodeURIComponent(v)).join("&");
 }
 
+/* The counters the page shows: the store sums only these (most of a long range's cost). */
+const FIELDS = ["minflt", "majflt", "faults", "fallback_locks", "fallback_lock_waits", "faults_vma",
+	"faults_vma_retry", "faults_mmap_retry", "faults_mmap_abort", "faults_mmap_unknown",
+	"faults_mmap_fallback", "faults_mmap_lock_wait_ns", "mmap_lock_waits", "mmap_lock_wait_ns",
+	"mmap_lock_write_hold_ns"].join(",");
+
+/* GET /api/v1/series or /api/v1/top with @params and the page's counters. */
+function api(route, params) { return getJSON("api/v1/" + route + "?" + qs({...params, fields: FIELDS})); }
+
 /* The chosen range as {since, until} in unix seconds. */
 function rangeA() {
 	if (state.range === "custom" && state.custom) return state.custom;
@@ -417,8 +426,8 @@ function openWindowStats(box, live) {
 async function viewOverview(v, id) {
 	const r = rangeA();
 	const [ser, top] = await Promise.all([
-		getJSON("api/v1/series?" + qs({since: r.since.toFixed(3), until: r.until.toFixed(3), points: SERIES_POINTS})),
-		getJSON("api/v1/top?" + qs({since: r.since.toFixed(3), until: r.until.toFixed(3), limit: 10})),
+		api("series", {since: r.since.toFixed(3), until: r.until.toFixed(3), points: SERIES_POINTS}),
+		api("top", {since: r.since.toFixed(3), until: r.until.toFixed(3), limit: 10}),
 	]);
 	if (id !== state.renderId) return;
 	const cols = columns(ser), t = totals(cols);
@@ -465,7 +474,7 @@ function procTable(id, rows) {
 
 async function viewProcesses(v, id) {
 	const r = rangeA();
-	const top = await getJSON("api/v1/top?" + qs({since: r.since.toFixed(3), until: r.until.toFixed(3), limit: PROC_LIMIT}));
+	const top = await api("top", {since: r.since.toFixed(3), until: r.until.toFixed(3), limit: PROC_LIMIT});
 	if (id !== state.renderId) return;
 	const c = card();
 	const bar = el("div", null, "toolbar");
@@ -493,8 +502,8 @@ async function viewProcess(v, id) {
 	const r = rangeA();
 	const flt = {pid, start_time: start};
 	const [ser, top] = await Promise.all([
-		getJSON("api/v1/series?" + qs({since: r.since.toFixed(3), until: r.until.toFixed(3), points: SERIES_POINTS, ...flt})),
-		getJSON("api/v1/top?" + qs({since: "0", until: r.until.toFixed(3), limit: 1, ...flt})),
+		api("series", {since: r.since.toFixed(3), until: r.until.toFixed(3), points: SERIES_POINTS, ...flt}),
+		api("top", {since: "0", until: r.until.toFixed(3), limit: 1, ...flt}),
 	]);
 	if (id !== state.renderId) return;
 	const info = top.rows[0];
@@ -537,7 +546,7 @@ async function viewProcess(v, id) {
 
 async function viewUnits(v, id) {
 	const r = rangeA();
-	const top = await getJSON("api/v1/top?" + qs({since: r.since.toFixed(3), until: r.until.toFixed(3), limit: 1000, by: "cgroup"}));
+	const top = await api("top", {since: r.since.toFixed(3), until: r.until.toFixed(3), limit: 1000, by: "cgroup"});
 	if (id !== state.renderId) return;
 	const t = procCols(top.rows);
 	const cols = [
@@ -554,8 +563,8 @@ async function viewUnit(v, id) {
 	const r = rangeA();
 	const rq = {since: r.since.toFixed(3), until: r.until.toFixed(3), cgroup: cg};
 	const [ser, top] = await Promise.all([
-		getJSON("api/v1/series?" + qs({...rq, points: SERIES_POINTS})),
-		getJSON("api/v1/top?" + qs({...rq, limit: 200})),
+		api("series", {...rq, points: SERIES_POINTS}),
+		api("top", {...rq, limit: 200}),
 	]);
 	if (id !== state.renderId) return;
 	const head = card();
@@ -599,10 +608,10 @@ async function viewLocks(v, id) {
  * seeds' table layout: one row per figure, A, B and the change. */
 async function viewCompare(v, id) {
 	const a = rangeA(), b = rangeB(a);
-	const q = (r, extra) => qs({since: r.since.toFixed(3), until: r.until.toFixed(3), ...extra});
+	const q = (r, extra) => ({since: r.since.toFixed(3), until: r.until.toFixed(3), ...extra});
 	const [sa, sb, ta, tb] = await Promise.all([
-		getJSON("api/v1/series?" + q(a, {points: SERIES_POINTS})), getJSON("api/v1/series?" + q(b, {points: SERIES_POINTS})),
-		getJSON("api/v1/top?" + q(a, {limit: 1000})), getJSON("api/v1/top?" + q(b, {limit: 1000})),
+		api("series", q(a, {points: SERIES_POINTS})), api("series", q(b, {points: SERIES_POINTS})),
+		api("top", q(a, {limit: 1000})), api("top", q(b, {limit: 1000})),
 	]);
 	if (id !== state.renderId) return;
 	const ca = columns(sa), cb = columns(sb), A = totals(ca), B = totals(cb);

@@ -234,6 +234,12 @@ await check("compare_shows_both_ranges", async () => {
 	return null;
 });
 
+/* The overview again, now that the store holds several windows of the workload. */
+await gotoView("overview");
+await page.click('#ranges button[data-range="15m"]');
+await ready();
+await shot("overview-15min");
+
 {
 	const light = await launch("light");
 	const p = await light.newPage();

@@ -634,14 +634,14 @@ static void test_series_json_buckets_windows_and_filters(void)
 		json_q(out.data,
 		       "(SELECT group_concat(c.key || '=' || json_extract(?1, '$.rows[1][' || "
 		       "c.key || ']'), ' ') FROM json_each(?1, '$.columns') AS c WHERE c.value IN "
-		       "('ts_start', 'ts_end', 'seconds', 'windows', 'processes', 'lost'))",
+		       "('ts_start', 'ts_end', 'seconds', 'windows', 'lost'))",
 		       buf, sizeof(buf)),
-		"0=10.0 1=29.999 2=19.999 3=2 4=3 5=0");
+		"0=10.0 1=29.999 2=19.999 3=2 4=0");
 	/* faults (field 0 = 1000 k + 1): pid 1 alone, then pid 1 (2001, 3001) + both pid 2s. */
-	CHECK_STR(json_q(out.data, "json_extract(?1, '$.columns[6]')", buf, sizeof(buf)), "faults");
+	CHECK_STR(json_q(out.data, "json_extract(?1, '$.columns[5]')", buf, sizeof(buf)), "faults");
 	CHECK_STR(json_q(out.data,
-			 "json_extract(?1, '$.rows[0][6]') || ',' || "
-			 "json_extract(?1, '$.rows[1][6]')",
+			 "json_extract(?1, '$.rows[0][5]') || ',' || "
+			 "json_extract(?1, '$.rows[1][5]')",
 			 buf, sizeof(buf)),
 		  "1001,20004");
 
@@ -651,18 +651,18 @@ static void test_series_json_buckets_windows_and_filters(void)
 	f.start_time = 1234.567;
 	CHECK(mm_store_series_json(st, &f, 0, 30, 20, &out) == 0);
 	CHECK_STR(json_q(out.data,
-			 "json_extract(?1, '$.rows[0][6]') || ',' || "
-			 "json_extract(?1, '$.rows[1][6]') || ',' || "
-			 "json_extract(?1, '$.rows[1][4]')",
+			 "json_extract(?1, '$.rows[0][5]') || ',' || "
+			 "json_extract(?1, '$.rows[1][5]') || ',' || "
+			 "json_extract(?1, '$.rows[1][3]')",
 			 buf, sizeof(buf)),
-		  "0,7001,1");
+		  "0,7001,2");
 
 	/* A cgroup: both incarnations of pid 2. */
 	mm_buf_reset(&out);
 	f = MM_STORE_FILTER_ALL;
 	f.cgroup = "/x";
 	CHECK(mm_store_series_json(st, &f, 0, 30, 20, &out) == 0);
-	CHECK_STR(json_q(out.data, "json_extract(?1, '$.rows[1][6]')", buf, sizeof(buf)), "15002");
+	CHECK_STR(json_q(out.data, "json_extract(?1, '$.rows[1][5]')", buf, sizeof(buf)), "15002");
 
 	/* A range of the last window only, one bucket per window. */
 	mm_buf_reset(&out);
@@ -670,6 +670,17 @@ static void test_series_json_buckets_windows_and_filters(void)
 	CHECK(mm_store_series_json(st, &f, 25, 30, 1, &out) == 0);
 	CHECK_STR(json_q(out.data, "json_array_length(?1, '$.rows')", buf, sizeof(buf)), "1");
 	CHECK(mm_store_series_json(st, &f, 0, 30, 0, &out) == -EINVAL);
+
+	/* Only the counters asked for: faults (field 0) and the last one. */
+	mm_buf_reset(&out);
+	f.fields = 1 | (uint64_t)1 << (mm_proc_nfields - 1);
+	CHECK(mm_store_series_json(st, &f, 0, 30, 20, &out) == 0);
+	CHECK_STR(json_q(out.data,
+			 "json_array_length(?1, '$.columns') || ':' || "
+			 "json_extract(?1, '$.columns[5]') || ',' || "
+			 "json_extract(?1, '$.rows[1][5]')",
+			 buf, sizeof(buf)),
+		  "7:faults,20004");
 	mm_buf_free(&out);
 	mm_store_close(st);
 }
