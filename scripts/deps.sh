@@ -7,6 +7,13 @@ cd "$(dirname "$0")/.."
 
 PKGS="build-essential meson ninja-build pkg-config libtraceevent-dev libsqlite3-dev libmicrohttpd-dev
 linux-source-6.12 xz-utils sqlite3 curl linux-perf prometheus python3"
+# systemd-analyze verify of the installed unit (tests/integration/test_install.sh); Debian's
+# systemd package carries it even where PID 1 is not systemd.
+PKGS="$PKGS systemd"
+# man -l of mmlockd(8) (test_install.sh).
+PKGS="$PKGS man-db groff-base"
+# daemon/privilege.c: the seccomp filters of the HTTP and collection threads (build and runtime).
+PKGS="$PKGS libseccomp-dev libseccomp2"
 # The web page's browser tests (tests/browser/) run Debian's chromium.
 PKGS="$PKGS chromium"
 # npm installs the page's charting library (uPlot, embedded into the binary) and the browser tests'

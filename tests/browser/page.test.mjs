@@ -72,6 +72,7 @@ const chartData = id => page.evaluate(i => {
 }, id);
 const nonzero = arr => (arr || []).some(v => v !== null && v > 0);
 
+const loadedAt = Date.now() / 1000;
 await page.goto(URL);
 await ready();
 
@@ -84,16 +85,19 @@ await check("overview_shows_nonzero_faults_and_fallback_share", async () => {
 		return nz(f) && nz(s);
 	}, null, {timeout: WINDOW_WAIT_MS, polling: 500});
 	const shownAt = Date.now() / 1000;
-	/* The first window with the workload in it: the page must show it within a poll or two
+	/* The first window with the workload's faults and fallbacks: the page must show it within a poll or two
 	 * (2 s each) of that window's close, i.e. within the first window. */
 	const s = await (await fetch(URL + "api/v1/series?" + new URLSearchParams({since: WL_START - 60, pid: WL_PID, points: 5000}))).json();
-	const col = s.series.columns.indexOf("minflt"), end = s.series.columns.indexOf("ts_end");
-	const first = s.series.rows.find(r => r[col] > 0);
-	if (!first) return "the store has no window with the workload's faults";
+	const c = s.series.columns, end = c.indexOf("ts_end");
+	const first = s.series.rows.find(r => r[c.indexOf("minflt")] > 0 && r[c.indexOf("fallback_locks")] > 0);
+	if (!first) return "the store has no window with the workload's faults and fallbacks";
+	/* From when the data was there for the page to show: the window's close, or the page's load
+	 * when it came later. */
+	const lag = shownAt - Math.max(first[end], loadedAt);
 	console.log(`# non-zero faults/s and fallback share on the overview ${(shownAt - WL_START).toFixed(1)} s after ` +
-		`the workload started, ${(shownAt - first[end]).toFixed(1)} s after the first window holding it closed ` +
-		`(waited ${((Date.now() - t0) / 1000).toFixed(1)} s in the browser)`);
-	if (shownAt - first[end] > 6) return "shown " + (shownAt - first[end]).toFixed(1) + " s after its window closed";
+		`the workload started, ${(shownAt - first[end]).toFixed(1)} s after the first window holding both closed, ` +
+		`${lag.toFixed(1)} s after it or the page's load (waited ${((Date.now() - t0) / 1000).toFixed(1)} s in the browser)`);
+	if (lag > 6) return "shown " + lag.toFixed(1) + " s after its window closed";
 	const stat = await page.locator(".stat").first().innerText();
 	if (/^\s*(0|–)\s/.test(stat)) return "the faults/s card reads " + JSON.stringify(stat);
 	return null;
