@@ -1,6 +1,7 @@
 # The two commands of the README, for a fresh Debian 12 machine (as root):
 #   make run    install what is missing, build, run mmlockd in the foreground on its defaults
-#   make test   install what is missing, build, run the unit, integration and privileged suites
+#   make test   install what is missing, build, run the unit, integration, privileged and browser
+#               suites
 #   make lab    the kernel lab (lab/README.md): vanilla and patched 6.12 under qemu, ~1 h cold
 #   make bench  the overhead benchmark (bench/run.py): 15-20 min, results in bench/results/;
 #               BENCH_ARGS="--suite breakdown" for the per-collector costs
@@ -41,7 +42,7 @@ build-asan: deps
 
 test: build build-asan
 	@rc=0; meson test -C $(BUILD) --print-errorlogs --num-processes 1 \
-		--suite unit --suite integration --suite privileged || rc=$$?; \
+		--suite unit --suite integration --suite privileged --suite browser || rc=$$?; \
 	meson test -C $(ASAN_BUILD) --print-errorlogs --num-processes 1 \
 		--suite unit --suite integration --suite fuzz || rc=$$?; \
 	python3 scripts/test-summary.py $(BUILD)/meson-logs/testlog.json \
