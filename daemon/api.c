@@ -96,6 +96,10 @@ void mm_api_status(const struct mm_snapshot *s, struct mm_buf *out)
 		put_key_str(out, "state", mm_collector_state_name(c->state));
 		mm_buf_puts(out, ",");
 		put_key_str(out, "reason", c->reason);
+		mm_buf_puts(out, ",");
+		put_key_str(out, "source", c->source);
+		mm_buf_puts(out, ",");
+		put_key_str(out, "source_note", c->source_note);
 		mm_buf_puts(out, "}");
 	}
 	mm_buf_puts(out, "],");

@@ -40,6 +40,7 @@ void mm_config_defaults(struct mm_config *c)
 	c->ring_pages = DEFAULT_RING_PAGES;
 	c->log_level = LOG_INFO;
 	snprintf(c->collectors, sizeof(c->collectors), "%s", DEFAULT_COLLECTORS);
+	snprintf(c->source, sizeof(c->source), "auto");
 }
 
 struct unit {
@@ -351,6 +352,16 @@ static int set_collectors(struct mm_config *c, const char *v, char *why, size_t 
 	return 0;
 }
 
+static int set_source(struct mm_config *c, const char *v, char *why, size_t whylen)
+{
+	if (strcmp(v, "auto") && strcmp(v, "bpf") && strcmp(v, "perf")) {
+		mm_set_err(why, whylen, "expected auto, bpf or perf");
+		return -EINVAL;
+	}
+	snprintf(c->source, sizeof(c->source), "%s", v);
+	return 0;
+}
+
 struct key {
 	const char *name;
 	int (*set)(struct mm_config *c, const char *value, char *why, size_t whylen);
@@ -365,6 +376,7 @@ static const struct key keys[] = {
 	{"ring_pages", set_ring_pages},
 	{"log_level", set_log_level},
 	{"collectors", set_collectors},
+	{"source", set_source},
 };
 
 /* Keys are spelled with '_'; '-' is accepted too, so a file may use the flag's spelling. */
@@ -550,6 +562,7 @@ static const struct option options[] = {
 	{"ring-pages", required_argument, NULL, OPT_BASE + 6},
 	{"log-level", required_argument, NULL, OPT_BASE + 7},
 	{"collectors", required_argument, NULL, OPT_BASE + 8},
+	{"source", required_argument, NULL, OPT_BASE + 9},
 	{"help", no_argument, NULL, 'h'},
 	{"version", no_argument, NULL, 'V'},
 	{NULL, 0, NULL, 0},
@@ -582,7 +595,7 @@ static int scan(int argc, char **argv, struct mm_config *c, const char **ret_con
 			*ret_config = optarg;
 			break;
 		case ':':
-			if (optopt >= OPT_BASE && optopt < OPT_BASE + 9)
+			if (optopt >= OPT_BASE && optopt < OPT_BASE + 10)
 				mm_set_err(err, errlen, "option --%s needs an argument",
 					   options[optopt - OPT_BASE].name);
 			else
@@ -732,6 +745,12 @@ const char *mm_config_usage(void)
 	       "                                       vma_retry, mmap_retry, mmap_abort, ...)\n"
 	       "                            mmaplock   every mmap_lock acquisition, wait, hold\n"
 	       "                            contention lock contention by caller, callchains\n"
+	       "      --source SOURCE     auto, bpf or perf: what counts mmaplock and fallbacks\n"
+	       "                          (default: auto = in-kernel BPF counters where the\n"
+	       "                          kernel has BTF and allows BPF, else the perf rings;\n"
+	       "                          bpf = refuse to start without them). /api/v1/status\n"
+	       "                          and /metrics say which source each collector runs on\n"
+	       "                          and why not BPF. `mmlockd record` always uses perf.\n"
 	       "  -h, --help              show this help and exit\n"
 	       "  -V, --version           show the version and exit\n"
 	       "\n"
@@ -739,7 +758,8 @@ const char *mm_config_usage(void)
 	       "\n"
 	       "Configuration file:\n"
 	       "  One \"key = value\" per line. The keys are the option names with '_' for '-':\n"
-	       "  db, listen, interval, retention, top, ring_pages, log_level, collectors.\n"
+	       "  db, listen, interval, retention, top, ring_pages, log_level, collectors,\n"
+	       "  source.\n"
 	       "  Blank lines are ignored; '#' starts a comment at the start of a line or after\n"
 	       "  a blank. A value may be put in double quotes (no escapes). Unknown keys and\n"
 	       "  invalid values are errors that name the file and line. Example:\n"

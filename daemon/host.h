@@ -48,6 +48,12 @@ int mm_host_add_tp(struct mm_host *h, const char *system, const char *name, stru
  * sample_id_all). Returns the stream index. */
 int mm_host_add_task_stream(struct mm_host *h, uint64_t sample_type, const char *error);
 
+/* Says which source feeds collector @name (e.g. "perf", "bpf"; shown in status and /metrics)
+ * and, in @note, why not BPF ("" when it is). A collector set to "bpf" is filled by that
+ * source through mm_host_proc(): the host opens no tracepoint for it and calls none of its
+ * hooks. Call before mm_host_wanted(). Unknown names are ignored. */
+void mm_host_set_source(struct mm_host *h, const char *name, const char *source, const char *note);
+
 /* Initialises every enabled collector whose required tracepoints are open; the others are marked
  * failed with the reason. Call once after all streams are added. */
 void mm_host_start(struct mm_host *h);

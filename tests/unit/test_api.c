@@ -183,6 +183,9 @@ static struct mm_snapshot *snap(void)
 	strcpy(s->collectors[1].name, "vmstat");
 	s->collectors[1].state = MM_COLLECTOR_FAILED;
 	strcpy(s->collectors[1].reason, "no \"vma_lock\" counters");
+	strcpy(s->collectors[0].source, "bpf");
+	strcpy(s->collectors[1].source, "procfs");
+	strcpy(s->collectors[1].source_note, "no \"BTF\"");
 	s->windows_stored = 8;
 	s->store_errors = 1;
 	s->procs_tracked = 2;
@@ -228,9 +231,11 @@ static void test_status_is_valid_json_with_all_sections(void)
 	CHECK_CONTAINS(t, "\"uptime_seconds\":90.250");
 	CHECK_CONTAINS(t, "\"interval_seconds\":10");
 	CHECK_CONTAINS(t, "\"window_start\":1700000080.000");
-	CHECK_CONTAINS(t, "{\"name\":\"faults\",\"state\":\"running\",\"reason\":\"\"}");
+	CHECK_CONTAINS(t, "{\"name\":\"faults\",\"state\":\"running\",\"reason\":\"\","
+			  "\"source\":\"bpf\",\"source_note\":\"\"}");
 	CHECK_CONTAINS(t, "{\"name\":\"vmstat\",\"state\":\"failed\","
-			  "\"reason\":\"no \\\"vma_lock\\\" counters\"}");
+			  "\"reason\":\"no \\\"vma_lock\\\" counters\",\"source\":\"procfs\","
+			  "\"source_note\":\"no \\\"BTF\\\"\"}");
 	CHECK_CONTAINS(t, "{\"name\":\"exceptions:page_fault_user\",\"open\":true,\"error\":\"\","
 			  "\"samples\":100,\"lost\":1,\"window_samples\":10,\"window_lost\":0}");
 	CHECK_CONTAINS(t, "\"open\":false,\"error\":\"No such file or directory\"");
