@@ -26,6 +26,7 @@
 #include <traceevent/event-parse.h>
 #include <unistd.h>
 
+#include "bpfsource.h"
 #include "config.h"
 #include "host.h"
 #include "http.h"
@@ -55,6 +56,7 @@ struct daemon {
 	struct mm_writer *writer;
 	struct mm_http *http;
 	struct mm_symbols *syms;
+	struct mm_bpfsrc *bpf; /* in-kernel counters, when they run */
 	char tracefs[256];
 	int64_t mono_to_wall_ms;
 	uint64_t prev_round_ns; /* start of the previous drain round (CLOCK_MONOTONIC) */
@@ -101,6 +103,7 @@ static void set_next_end(struct daemon *d, uint64_t after_ms)
  * point of the record stream. */
 static void tick(struct daemon *d, bool closing)
 {
+	mm_bpfsrc_collect(d->bpf, d->host, closing);
 	if (closing)
 		mm_host_tick_closing(d->host);
 	else
@@ -227,6 +230,13 @@ static int setup_sampling(struct daemon *d)
 		log_error_errno(r, "perf sampler: %m");
 		d->sampler = NULL;
 	}
+	/* Before the tracepoints: collectors counted in the kernel need no perf stream. A
+	 * recording keeps the raw records, so it always samples. */
+	if (!d->rec) {
+		r = mm_bpfsrc_open(d->host, &d->cfg, d->syms, &d->bpf);
+		if (r < 0)
+			return r;
+	}
 	mm_host_wanted(d->host, open_tp, &c);
 
 	char err[256] = "";
@@ -317,9 +327,10 @@ static void reload(struct daemon *d)
 		return;
 	}
 	if (strcmp(n.db_path, d->cfg.db_path) || strcmp(n.listen, d->cfg.listen) ||
-	    n.ring_pages != d->cfg.ring_pages || strcmp(n.collectors, d->cfg.collectors))
-		log_warning("reload: db, listen, ring_pages and collectors take effect at restart, "
-			    "ignoring their changes");
+	    n.ring_pages != d->cfg.ring_pages || strcmp(n.collectors, d->cfg.collectors) ||
+	    strcmp(n.source, d->cfg.source))
+		log_warning("reload: db, listen, ring_pages, collectors and source take effect at "
+			    "restart, ignoring their changes");
 	mm_log_set_level(n.log_level);
 	mm_http_set_top_n(d->http, n.top_n);
 	mm_writer_set_retention(d->writer, n.retention_days);
@@ -631,6 +642,7 @@ run:;
 	mm_http_stop(d.http);
 	int w = mm_writer_stop(d.writer);
 	mm_sampler_free(d.sampler);
+	mm_bpfsrc_free(d.bpf);
 	mm_recorder_close(d.rec);
 	mm_tally_free(d.tally);
 	mm_host_free(d.host);
