@@ -89,6 +89,8 @@ LABELS = {
     "perf_lock": "perf lock record -a",
     "mmlockd_vmstat": "mmlockd --collectors vmstat",
     "mmlockd_mmaplock": "mmlockd --collectors mmaplock",
+    "mmlockd_mmaplock_bpf": "mmlockd --collectors mmaplock --source bpf",
+    "mmlockd_fallbacks_bpf": "mmlockd --collectors fallbacks --source bpf",
     "mmlockd_faults": "mmlockd --collectors faults",
     "mmlockd_contention": "mmlockd --collectors contention",
     "perf_record_pf": "perf record page_fault_user",
@@ -546,8 +548,9 @@ class Bench:
             return Tracer(self, config)
         if config == "mmlockd_default":
             return Mmlockd(self, config, None)
-        if config == "mmlockd_all_bpf":
-            return Mmlockd(self, config, "all", "bpf")
+        if config.startswith("mmlockd_") and config.endswith("_bpf"):
+            # mmlockd_<collectors>_bpf: the same collectors with --source bpf.
+            return Mmlockd(self, config, config[len("mmlockd_"):-len("_bpf")], "bpf")
         if config.startswith("mmlockd_"):
             # The ring path: what the per-collector breakdown and "all (perf)" measure.
             return Mmlockd(self, config, config[len("mmlockd_"):], "perf")

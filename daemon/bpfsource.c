@@ -35,7 +35,9 @@
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
+#include <linux/perf_event.h>
 #include <linux/types.h>
+#include <sys/syscall.h>
 
 #include "counters.h"
 #include "counters.skel.h"
@@ -47,6 +49,7 @@
 #define SETTLE_TICKS 3
 #define NCOUNTERS    (sizeof(struct mm_bpf_counts) / sizeof(__u64))
 #define LOG_SIZE     (1u << 20)
+#define MAX_CPUS     1024
 
 _Static_assert(MM_BPF_HIST_BUCKETS == MM_HIST_BUCKETS, "histograms must have the same buckets");
 
@@ -67,20 +70,19 @@ struct mm_bpfsrc {
 	size_t dest[NCOUNTERS]; /* offset in struct mm_proc_stats of each counter */
 	__u64 stats_last[MM_BPF_NSTATS];
 	int g_stats[MM_BPF_NSTATS], g_settled, g_swept, g_map_errors;
+	struct bpf_link *links[2 * MAX_CPUS]; /* the fault-completion perf events */
+	unsigned nlinks;
 	struct mm_bpf_key *settle; /* map entries to delete after the walk */
 	size_t nsettle, settle_cap;
 	struct mm_host *h; /* during collect */
 };
 
-/* The collectors this source can count, with their counters' range in struct mm_bpf_counts. */
+/* The collectors this source can count (want[] follows this order). */
 static const struct {
 	const char *name;
-	size_t first, end;
 } covered[] = {
-	{"mmaplock", offsetof(struct mm_bpf_counts, faults),
-	 offsetof(struct mm_bpf_counts, fallback_locks)},
-	{"fallbacks", offsetof(struct mm_bpf_counts, fallback_locks),
-	 offsetof(struct mm_bpf_counts, mmap_lock_wait_hist)},
+	{"mmaplock"},
+	{"fallbacks"},
 };
 
 static char *verifier_log;
@@ -205,7 +207,9 @@ static bool read_counts(struct mm_bpfsrc *b, const struct mm_bpf_key *key, __u64
 }
 
 /* Adds @sum's growth over t->last to the process. Returns false when an exited process is
- * not known to the host yet (try again at the next tick). */
+ * not known to the host yet (try again at the next tick, SETTLE_TICKS times: not even at a
+ * closing tick, since an entry made now, without its FORK record, would be a nameless one that
+ * the FORK record then retires). */
 static bool deliver(struct mm_bpfsrc *b, struct mm_host *h, uint32_t pid, struct track *t,
 		    const __u64 *sum, bool force)
 {
@@ -326,7 +330,7 @@ void mm_bpfsrc_collect(struct mm_bpfsrc *b, struct mm_host *h, bool closing)
 			t->exited = true;
 			mm_host_global_add(h, b->g_swept, 1);
 		}
-		if (deliver(b, h, key.pid, t, sum, closing) && t->exited)
+		if (deliver(b, h, key.pid, t, sum, false) && t->exited)
 			settle(b, &key, true);
 	}
 	for (size_t i = 0; i < b->nsettle; i++)
@@ -368,11 +372,53 @@ void mm_bpfsrc_free(struct mm_bpfsrc *b)
 	if (!b)
 		return;
 	ring_buffer__free(b->ring);
+	for (unsigned i = 0; i < b->nlinks; i++)
+		bpf_link__destroy(b->links[i]);
 	mm_counters__destroy(b->skel);
 	mm_tidmap_free(b->tracks);
 	free(b->values);
 	free(b->settle);
 	free(b);
+}
+
+/* The fault-completion program on the minor-faults and major-faults software events of every
+ * CPU. Without them (not permitted, a CPU offline) the latency histograms stay empty or partial:
+ * said once, not fatal. */
+static void attach_completions(struct mm_bpfsrc *b)
+{
+	long ncpus = sysconf(_SC_NPROCESSORS_CONF);
+	int failed = 0, err = 0;
+	for (long cpu = 0; cpu < ncpus && cpu < MAX_CPUS; cpu++) {
+		for (int k = 0; k < 2; k++) {
+			struct perf_event_attr attr = {
+				.type = PERF_TYPE_SOFTWARE,
+				.size = sizeof(attr),
+				.config = k ? PERF_COUNT_SW_PAGE_FAULTS_MAJ
+					    : PERF_COUNT_SW_PAGE_FAULTS_MIN,
+				.sample_period = 1,
+				.disabled = 1,
+			};
+			int fd = (int)syscall(SYS_perf_event_open, &attr, -1, (int)cpu, -1,
+					      PERF_FLAG_FD_CLOEXEC);
+			struct bpf_link *l = NULL;
+			if (fd >= 0) {
+				l = bpf_program__attach_perf_event(b->skel->progs.on_fault_done,
+								   fd);
+				if (!l)
+					close(fd);
+			}
+			if (!l) {
+				err = errno;
+				failed++;
+				continue;
+			}
+			b->links[b->nlinks++] = l;
+		}
+	}
+	if (failed)
+		log_warning("BPF source: fault completion events on %d of %ld CPUs could not be "
+			    "attached (%s): fault latencies are incomplete",
+			    failed, 2 * ncpus, strerror(err));
 }
 
 /* Opens, configures, loads and attaches; on failure *why says why. */
@@ -441,7 +487,10 @@ static int load(struct mm_bpfsrc *b, bool *want, const struct mm_symbols *syms, 
 	if (!b->ring) {
 		r = -errno;
 		why_failed(r, "opening the exit ring buffer", why, whylen);
+		goto out;
 	}
+	if (want[0])
+		attach_completions(b);
 out:
 	free(verifier_log);
 	verifier_log = NULL;
@@ -491,9 +540,10 @@ int mm_bpfsrc_open(struct mm_host *h, const struct mm_config *cfg, const struct 
 
 	for (size_t i = 0; i < NCOUNTERS; i++)
 		b->dest[i] = SIZE_MAX;
-#define TO(member)                                                                                 \
-	b->dest[offsetof(struct mm_bpf_counts, member) / sizeof(__u64)] =                          \
-		offsetof(struct mm_proc_stats, member)
+#define TO2(from, to)                                                                              \
+	b->dest[offsetof(struct mm_bpf_counts, from) / sizeof(__u64)] =                            \
+		offsetof(struct mm_proc_stats, to)
+#define TO(member) TO2(member, member)
 	if (want[0]) {
 		TO(faults);
 		TO(mmap_lock_read);
@@ -503,16 +553,18 @@ int mm_bpfsrc_open(struct mm_host *h, const struct mm_config *cfg, const struct 
 		TO(mmap_lock_wait_ns);
 		TO(mmap_lock_write_hold_ns);
 		TO(mmap_lock_contended);
-		for (size_t i = 0; i < MM_BPF_HIST_BUCKETS; i++)
-			b->dest[offsetof(struct mm_bpf_counts, mmap_lock_wait_hist[i]) /
-				sizeof(__u64)] =
-				offsetof(struct mm_proc_stats, mmap_lock_wait_hist.bucket[i]);
+		for (size_t i = 0; i < MM_BPF_HIST_BUCKETS; i++) {
+			TO2(mmap_lock_wait_hist[i], mmap_lock_wait_hist.bucket[i]);
+			TO2(fault_ns_vma_hist[i], fault_ns_vma_hist.bucket[i]);
+			TO2(fault_ns_mmap_hist[i], fault_ns_mmap_hist.bucket[i]);
+		}
 	}
 	if (want[1]) {
 		TO(fallback_locks);
 		TO(fallback_lock_waits);
 	}
 #undef TO
+#undef TO2
 	register_globals(b, h);
 	note_all(h, want, "bpf", "");
 	log_info("BPF source: counting %s in the kernel", want[1] ? list : "mmaplock");

@@ -17,6 +17,11 @@
  *   mmap_lock:mmap_lock_released          write holds end
  *   lock:contention_begin                 a sleeping rwsem wait between start and acquired
  *   sched:sched_process_exit              the last thread of a process exits
+ * and, as perf_event programs, the minor-faults and major-faults software events on every CPU:
+ * mm_account_fault() fires one of them when a fault completes (not on VM_FAULT_RETRY or an
+ * error; a retried fault is major), so page_fault_user -> that event is the fault's latency,
+ * kept in one of two log2 histograms per process: with or without an mmap_lock fallback (a read
+ * start at the fallback site) in between.
  * The rules are those of plugins/mmaplock.c and plugins/fallbacks.c, event for event; where they
  * differ it is in what the perf path could not see: the fallback site is found in a short kernel
  * stack (up to MAX_FRAMES frames, taken only for read starts on the thread's own mm) instead of
@@ -51,7 +56,9 @@ const volatile __u64 site_lo = 0, site_hi = 0;
 const volatile __u64 reject_for_test = 0;
 
 struct thread {
-	__u64 wait_start_ns; /* mmap_lock_start_locking, while waiting */
+	__u64 fault_start_ns; /* page_fault_user of a fault not completed yet, else 0 */
+	__u8 fault_fellback;  /* that fault fell back to mmap_lock */
+	__u64 wait_start_ns;  /* mmap_lock_start_locking, while waiting */
 	__u64 wait_mm;
 	__u8 waiting;	/* between start_locking and acquire_returned */
 	__u8 contended; /* a sleeping rwsem contention in that wait */
@@ -185,9 +192,47 @@ int BPF_PROG(on_fault, unsigned long address, struct pt_regs *regs, unsigned lon
 		return *(volatile int *)reject_for_test; /* a scalar dereferenced: refused */
 	if (!count_mmaplock)
 		return 0;
+	__u64 now = bpf_ktime_get_ns();
 	struct mm_bpf_counts *c = counts();
 	if (c)
 		c->faults++;
+	struct thread *t = thread(true);
+	if (t) {
+		t->fault_start_ns = now;
+		t->fault_fellback = 0;
+	}
+	return 0;
+}
+
+/* A fault completed (the software event of mm_account_fault, in the faulting thread). Only a
+ * user-mode one ends the thread's user fault: a fault taken in kernel mode (uaccess) completes
+ * with kernel regs. */
+SEC("perf_event")
+int on_fault_done(struct bpf_perf_event_data *ctx)
+{
+	__u64 now = bpf_ktime_get_ns();
+#if defined(__TARGET_ARCH_x86)
+	/* A direct 8-byte load: the verifier rewrites ctx loads and refuses narrower ones. */
+	__u64 cs = *(volatile __u64 *)((char *)ctx + offsetof(struct pt_regs, cs));
+	if ((cs & 3) != 3)
+		return 0;
+#endif
+	struct thread *t = thread(false);
+	if (!t || !t->fault_start_ns)
+		return 0;
+	__u64 start = t->fault_start_ns;
+	t->fault_start_ns = 0;
+	struct mm_bpf_counts *c = counts();
+	if (!c || now < start)
+		return 0;
+	unsigned b = hist_bucket(now - start);
+	asm volatile("" : "+r"(b));
+	if (b >= MM_BPF_HIST_BUCKETS)
+		return 0;
+	if (t->fault_fellback)
+		c->fault_ns_mmap_hist[b]++;
+	else
+		c->fault_ns_vma_hist[b]++;
 	return 0;
 }
 
@@ -200,10 +245,15 @@ int BPF_PROG(on_start, struct mm_struct *mm, bool write)
 	t->waiting = 1;
 	t->contended = 0;
 	t->wait_mm = (__u64)mm;
-	t->at_site = count_fallbacks && !write && own_mm(mm) && at_fallback_site(ctx);
+	t->at_site = (count_fallbacks || count_mmaplock) && !write && own_mm(mm) &&
+		     at_fallback_site(ctx);
 	/* After the stack walk: the wait is the lock's, not this program's. */
 	t->wait_start_ns = bpf_ktime_get_ns();
 	if (!t->at_site)
+		return 0;
+	if (t->fault_start_ns)
+		t->fault_fellback = 1;
+	if (!count_fallbacks)
 		return 0;
 	/* As plugins/fallbacks.c: a start not right after a failed attempt is a new fallback. */
 	if (!t->fb_failed) {

@@ -36,6 +36,9 @@ struct mm_bpf_counts {
 	__u64 fallback_locks;
 	__u64 fallback_lock_waits;
 	__u64 mmap_lock_wait_hist[MM_BPF_HIST_BUCKETS];
+	/* user-fault latency, page_fault_user to the fault's completion, log2 ns buckets */
+	__u64 fault_ns_vma_hist[MM_BPF_HIST_BUCKETS];  /* no mmap_lock fallback in the fault */
+	__u64 fault_ns_mmap_hist[MM_BPF_HIST_BUCKETS]; /* completed after a fallback */
 };
 
 /* Indices of the per-CPU array of global counters. */

@@ -79,6 +79,7 @@ trap 'exit 130' INT
 trap 'exit 143' TERM
 CONF=$TMP/mmlockd.conf
 : >"$CONF"
+cp /bin/true "$TMP/bpftest_true" || fatal "cannot copy /bin/true"
 
 cat >"$TMP/status.py" <<'EOF'
 import json, sys
@@ -189,6 +190,7 @@ compare() {
 # run_pair PERF_COLLECTORS BPF_COLLECTORS: both daemons at once on the three workloads; sets
 # FAULT_PID, ANON_PID, LOST; the databases stay in $TMP/{perf,bpf}.db.
 run_pair() {
+	PAIR=$((${PAIR:-0} + 1))
 	rm -f "$TMP"/perf.db* "$TMP"/bpf.db*
 	start_daemon perf --collectors "$1" --source perf --ring-pages 1024
 	start_daemon bpf --collectors "$2" --source bpf
@@ -198,15 +200,30 @@ run_pair() {
 	[ "$src" = perf ] || fatal "--source perf: mmaplock runs on '$src'"
 	pass "one daemon on each source (perf: $1; bpf: $2)"
 	sleep 1
+	rm -f "$TMP/fault.done"
 	"$FAULT_WORKLOAD" --seconds 3 --pid-file "$TMP/fault.pid" --file-dir "$TMP" \
-		--file-mb 32 --anon-mb 32 >"$TMP/fault.out" 2>&1 || fatal "fault_workload failed"
+		--file-mb 32 --anon-mb 32 --done-file "$TMP/fault.done" --linger 30 \
+		>"$TMP/fault.out" 2>&1 &
+	WPID=$!
+	for _ in $(seq 150); do
+		[ -e "$TMP/fault.done" ] && break
+		sleep 0.2
+	done
+	[ -e "$TMP/fault.done" ] || fatal "fault_workload did not finish its work"
 	FAULT_PID=$(cat "$TMP/fault.pid")
+	sleep 2 # a tick delivers the last counts
+	http_get_port "$bpf_PORT" /api/v1/processes "$TMP/bpf.processes.json" ||
+		fail "GET /api/v1/processes from the bpf daemon"
+	kill -USR1 "$WPID"
+	wait "$WPID" || fatal "fault_workload failed"
+	WPID=
 	"$OUTCOME_WORKLOAD" anon --rounds 40 --dir "$TMP" >"$TMP/anon.out" 2>&1 &
 	WPID=$!
 	wait "$WPID" || fatal "outcome_workload anon failed: $(tail -n 3 "$TMP/anon.out")"
 	ANON_PID=$WPID
 	WPID=
-	"$OUTCOME_WORKLOAD" exec --children 50 --dir "$TMP" >"$TMP/exec.out" 2>&1 ||
+	"$OUTCOME_WORKLOAD" exec --children 50 --exec "$TMP/bpftest_true" --dir "$TMP" \
+		>"$TMP/exec.out" 2>&1 ||
 		fatal "outcome_workload exec failed: $(tail -n 3 "$TMP/exec.out")"
 	sleep 2.5 # two windows: every record of the workloads is delivered and settled
 	LOST=$(lost_of) || LOST=0
@@ -218,6 +235,8 @@ run_pair() {
 	DAEMON_PID=$bpf_PID
 	bpf_PID=
 	sigterm_mmlockd
+	cp "$TMP/perf.db" "$TMP/perf.pair$PAIR.db" # for KEEP_TMP=1
+	cp "$TMP/bpf.db" "$TMP/bpf.pair$PAIR.db"
 }
 
 # Counts: every collector the BPF source serves, and the faults collector on the perf side for
@@ -238,15 +257,41 @@ fi
 compare fault_workload "$FAULT_PID" "$LOST"
 compare "outcome_workload anon" "$ANON_PID" "$LOST"
 
-# The exec children: every pid named true in the perf database must be in the bpf one with the
-# same counts (they live a few ms; their counts reach the bpf daemon through the exit ring).
+# Fault latency (BPF only, page_fault_user to the completion event): the live process's
+# quantiles, which must be there and ordered, under-VMA-lock faults between 256 ns and 1 ms at
+# the median, and faults that fell back (fault_workload's map thread has some) slower than the
+# median of those that did not.
+if lat=$(python3 - "$TMP/bpf.processes.json" "$FAULT_PID" <<'EOF'
+import json, sys
+d = json.load(open(sys.argv[1]))
+p = [p for p in d["processes"] if p["pid"] == int(sys.argv[2])]
+if not p:
+    sys.exit("pid not listed")
+t = p[0]["total"]
+q = [t[k] for k in ("fault_ns_vma_p50", "fault_ns_vma_p99", "fault_ns_mmap_p50",
+                    "fault_ns_mmap_p99")]
+print(*q)
+ok = 256 <= q[0] <= 1000000 and q[0] <= q[1] and 0 < q[2] <= q[3] and q[2] > q[0]
+sys.exit(0 if ok else "quantiles out of order or range: %r" % q)
+EOF
+); then
+	pass "fault latency quantiles (vma p50 p99, mmap p50 p99, ns): $lat"
+else
+	fail "fault latency quantiles: $lat"
+fi
+
+# The exec children: every pid named bpftest_true (a copy of /bin/true: the daemons see every
+# process of the machine, and others run true too) in the perf database must be in the bpf one
+# with the same counts, summed over its windows whatever their name (they live a few ms; their
+# counts reach the bpf daemon through the exit ring).
 read -r np nb same <<<"$(sqlite3 -separator ' ' "$TMP/perf.db" "
 	ATTACH '$TMP/bpf.db' AS b;
-	WITH p AS (SELECT pid, sum(faults) f,
+	WITH k AS (SELECT DISTINCT pid FROM main.process_stats WHERE comm = 'bpftest_true'),
+	     p AS (SELECT pid, sum(faults) f,
 	                  sum(mmap_lock_by_fault + mmap_lock_by_fault_kernel) l FROM main.process_stats
-	           WHERE comm = 'true' GROUP BY pid),
+	           WHERE pid IN (SELECT pid FROM k) GROUP BY pid),
 	     q AS (SELECT pid, sum(faults) f, sum(fallback_locks) l FROM b.process_stats
-	           WHERE comm = 'true' GROUP BY pid)
+	           WHERE pid IN (SELECT pid FROM k) GROUP BY pid)
 	SELECT (SELECT count(*) FROM p), (SELECT count(*) FROM q),
 	       (SELECT count(*) FROM p JOIN q USING (pid) WHERE p.f = q.f AND p.l = q.l)")"
 if [ "${np:-0}" -ge 45 ] && [ "$np" = "$nb" ] && [ "$np" = "$same" ]; then
