@@ -4,12 +4,14 @@
 #   make lab    the kernel lab (lab/README.md): vanilla and patched 6.12 under qemu, ~1 h cold
 #   make bench  the overhead benchmark (bench/run.py): 15-20 min, results in bench/results/;
 #               BENCH_ARGS="--suite breakdown" for the per-collector costs
+#   make install  meson install: binary, unit, mmlockd.conf, mmlockd(8), dashboard and rules
+#               under meson's prefix (/usr/local); DESTDIR=D stages them under D
 # Also: make build, make clean. ARGS="..." passes flags to mmlockd in `make run`.
 BUILD ?= build
 ARGS ?=
 BENCH_ARGS ?=
 
-.PHONY: all deps build run test clean lab bench
+.PHONY: all deps build run test clean lab bench install
 
 all: build
 
@@ -30,6 +32,9 @@ test: build
 
 lab: build
 	@./lab/run.sh all
+
+install: build
+	meson install -C $(BUILD) --no-rebuild $(if $(DESTDIR),--destdir $(DESTDIR))
 
 clean:
 	rm -rf $(BUILD)

@@ -279,8 +279,9 @@ static bool queued(const struct mm_bpfsrc *b, const struct mm_bpf_key *key)
 	return false;
 }
 
-void mm_bpfsrc_collect(struct mm_bpfsrc *b, struct mm_host *h, bool closing)
+void mm_bpfsrc_collect(void *ctx, struct mm_host *h, bool closing)
 {
+	struct mm_bpfsrc *b = ctx;
 	if (!b)
 		return;
 	b->h = h;
@@ -599,7 +600,7 @@ int mm_bpfsrc_open(struct mm_host *h, const struct mm_config *cfg, const struct 
 	return 0;
 }
 
-void mm_bpfsrc_collect(struct mm_bpfsrc *b, struct mm_host *h, bool closing)
+void mm_bpfsrc_collect(void *ctx, struct mm_host *h, bool closing)
 {
 }
 

@@ -8,7 +8,8 @@
  *   mm_bpfsrc_open()     before mm_host_wanted(): decides per collector (setting `source`,
  *                        BTF, privileges, the verifier), tells the host which collectors it
  *                        fills (mm_host_set_source) so no perf stream is opened for them
- *   mm_bpfsrc_collect()  at every tick and at the closing tick of each window
+ *   mm_bpfsrc_collect()  the host's counter source (mm_host_set_counter_source): at every
+ *                        tick and at the closing tick of each window
  *   mm_bpfsrc_free()     at shutdown, after the last collect
  * A build without BPF (meson -Dbpf=disabled, or no clang/bpftool/BTF at build time) has the
  * same calls; open then says why and every collector stays on the perf rings.
@@ -37,8 +38,9 @@ int mm_bpfsrc_open(struct mm_host *h, const struct mm_config *cfg, const struct 
 
 /* Adds what the programs counted since the last call to the open window (exited processes are
  * settled and their map entries deleted). @closing: the window closes after this call, so
- * processes that vanished without an exit notification are settled too. Accepts NULL. */
-void mm_bpfsrc_collect(struct mm_bpfsrc *b, struct mm_host *h, bool closing);
+ * processes that vanished without an exit notification are settled too. Accepts NULL. The
+ * host's counter-source hook (mm_host_set_counter_source) with @ctx the source. */
+void mm_bpfsrc_collect(void *ctx, struct mm_host *h, bool closing);
 
 void mm_bpfsrc_free(struct mm_bpfsrc *b); /* accepts NULL; detaches the programs */
 

@@ -9,8 +9,8 @@
 #include "config.h"
 
 #include "log.h"
+#include "parse.h"
 
-#include <arpa/inet.h>
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
@@ -19,7 +19,8 @@
 
 #define DEFAULT_INTERVAL_S     10
 #define DEFAULT_RETENTION_DAYS 7
-#define DEFAULT_TOP_N	       20
+#define DEFAULT_TOP_N	       0 /* per-pid series churn: opt-in */
+#define DEFAULT_CGROUP_TOP     20
 #define DEFAULT_RING_PAGES     256
 #define DEFAULT_COLLECTORS     "totals,fallbacks,vmstat"
 
@@ -37,60 +38,27 @@ void mm_config_defaults(struct mm_config *c)
 	c->interval_s = DEFAULT_INTERVAL_S;
 	c->retention_days = DEFAULT_RETENTION_DAYS;
 	c->top_n = DEFAULT_TOP_N;
+	c->cgroup_top = DEFAULT_CGROUP_TOP;
 	c->ring_pages = DEFAULT_RING_PAGES;
 	c->log_level = LOG_INFO;
 	snprintf(c->collectors, sizeof(c->collectors), "%s", DEFAULT_COLLECTORS);
 	snprintf(c->source, sizeof(c->source), "auto");
 }
 
-struct unit {
-	const char *suffix;
-	unsigned long long mult;
-};
-
-/* Parses decimal digits followed by nothing or exactly one suffix of @units (NULL-terminated
- * list, may be NULL). No sign, no whitespace, no other base: strtoull alone would accept " -1"
- * and wrap it around. Returns 0, -EINVAL for junk or -ERANGE for overflow. */
-static int parse_number(const char *s, const struct unit *units, unsigned long long *ret)
-{
-	unsigned long long mult = 1, v;
-	const char *p = s;
-
-	while (*p >= '0' && *p <= '9')
-		p++;
-	if (p == s)
-		return -EINVAL;
-	if (*p) {
-		const struct unit *u = units;
-
-		while (u && u->suffix && strcmp(p, u->suffix) != 0)
-			u++;
-		if (!u || !u->suffix)
-			return -EINVAL;
-		mult = u->mult;
-	}
-	errno = 0;
-	v = strtoull(s, NULL, 10);
-	if (errno == ERANGE || v > ULLONG_MAX / mult)
-		return -ERANGE;
-	*ret = v * mult;
-	return 0;
-}
-
 /* Parses a number within [min, max]; on failure @why says what was expected, using @what for
  * the unit and @syntax for the accepted forms. */
-static int parse_ranged(const char *value, const struct unit *units, unsigned long long min,
+static int parse_ranged(const char *value, const struct mm_unit *units, unsigned long long min,
 			unsigned long long max, const char *what, const char *syntax, unsigned *ret,
 			char *why, size_t whylen)
 {
 	unsigned long long v;
-	int r = parse_number(value, units, &v);
+	int r = mm_parse_number(value, units, min, max, &v);
 
 	if (r == -EINVAL) {
 		mm_set_err(why, whylen, "expected %s", syntax);
 		return -EINVAL;
 	}
-	if (r < 0 || v < min || v > max) {
+	if (r < 0) {
 		mm_set_err(why, whylen, "must be between %llu and %llu %s", min, max, what);
 		return -EINVAL;
 	}
@@ -112,146 +80,33 @@ static int set_db(struct mm_config *c, const char *v, char *why, size_t whylen)
 	return 0;
 }
 
-static bool is_alnum(char ch)
-{
-	return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9');
-}
-
-/* A host name: dot-separated labels of letters, digits and inner hyphens (RFC 1123). */
-static bool valid_hostname(const char *s, size_t n)
-{
-	size_t label = 0;
-
-	if (n == 0 || n > 253)
-		return false;
-	for (size_t i = 0; i < n; i++) {
-		if (s[i] == '.') {
-			if (label == 0 || s[i - 1] == '-')
-				return false;
-			label = 0;
-		} else if (is_alnum(s[i]) || (s[i] == '-' && label > 0)) {
-			if (++label > 63)
-				return false;
-		} else {
-			return false;
-		}
-	}
-	return label > 0 && s[n - 1] != '-';
-}
-
-static bool all_digits_and_dots(const char *s, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		if ((s[i] < '0' || s[i] > '9') && s[i] != '.')
-			return false;
-	return true;
-}
-
 /* Syntax only: the address is resolved (or refused) when the HTTP server binds it. */
 static int set_listen(struct mm_config *c, const char *v, char *why, size_t whylen)
 {
-	char addr[INET6_ADDRSTRLEN + 64];
-	unsigned long long port_num;
-	const char *port;
-	size_t n;
+	struct mm_listen_addr a;
 
-	if (!*v) {
-		mm_set_err(why, whylen, "must not be empty");
-		return -EINVAL;
-	}
 	if (strlen(v) >= sizeof(c->listen)) {
 		mm_set_err(why, whylen, "longer than %zu bytes", sizeof(c->listen) - 1);
 		return -EINVAL;
 	}
-	if (v[0] == '[') {
-		const char *close = strchr(v, ']');
-		struct in6_addr in6;
-		char *zone;
-
-		if (!close) {
-			mm_set_err(why, whylen, "missing ']' after the IPv6 address");
+	/* A Unix socket restricts the API to root or one group (http.h). */
+	if (!strncmp(v, "unix:", 5)) {
+		if (v[5] != '/') {
+			mm_set_err(why, whylen, "expected unix:/ABSOLUTE/PATH or unix:/PATH:GROUP");
 			return -EINVAL;
 		}
-		if (close[1] != ':') {
-			mm_set_err(why, whylen, "expected [ADDRESS]:PORT");
-			return -EINVAL;
-		}
-		n = (size_t)(close - (v + 1));
-		if (n == 0 || n >= sizeof(addr)) {
-			mm_set_err(why, whylen, "expected an IPv6 address between '[' and ']'");
-			return -EINVAL;
-		}
-		memcpy(addr, v + 1, n);
-		addr[n] = '\0';
-		/* A link-local address may carry a zone: [fe80::1%eth0]. */
-		zone = strchr(addr, '%');
-		if (zone) {
-			size_t zn = strlen(zone + 1);
-
-			*zone = '\0';
-			if (zn == 0 ||
-			    strspn(zone + 1, "abcdefghijklmnopqrstuvwxyz"
-					     "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-") != zn) {
-				mm_set_err(why, whylen,
-					   "invalid zone after '%%' in the IPv6 address");
-				return -EINVAL;
-			}
-		}
-		if (inet_pton(AF_INET6, addr, &in6) != 1) {
-			mm_set_err(why, whylen, "'%s' is not an IPv6 address", addr);
-			return -EINVAL;
-		}
-		port = close + 2;
-	} else {
-		const char *colon = strrchr(v, ':');
-
-		if (!colon) {
-			mm_set_err(why, whylen, "expected ADDRESS:PORT, e.g. %s",
-				   MM_DEFAULT_LISTEN);
-			return -EINVAL;
-		}
-		n = (size_t)(colon - v);
-		if (memchr(v, ':', n)) {
-			mm_set_err(why, whylen, "an IPv6 address needs brackets, e.g. [::1]:9477");
-			return -EINVAL;
-		}
-		if (n == 0) {
-			mm_set_err(why, whylen,
-				   "missing address before ':' (0.0.0.0 means every IPv4 address)");
-			return -EINVAL;
-		}
-		if (all_digits_and_dots(v, n)) {
-			struct in_addr in4;
-
-			if (n >= sizeof(addr)) {
-				mm_set_err(why, whylen, "not an IPv4 address");
-				return -EINVAL;
-			}
-			memcpy(addr, v, n);
-			addr[n] = '\0';
-			if (inet_pton(AF_INET, addr, &in4) != 1) {
-				mm_set_err(why, whylen, "'%s' is not an IPv4 address", addr);
-				return -EINVAL;
-			}
-		} else if (!valid_hostname(v, n)) {
-			mm_set_err(why, whylen, "'%.*s' is neither an IP address nor a host name",
-				   (int)n, v);
-			return -EINVAL;
-		}
-		port = colon + 1;
+		strcpy(c->listen, v);
+		return 0;
 	}
-	/* Port 0 asks the kernel for a free port; the daemon logs the one it got. */
-	if (parse_number(port, NULL, &port_num) < 0 || port_num > 65535) {
-		mm_set_err(why, whylen, "port must be a number between 0 and 65535");
+	if (mm_parse_listen(v, &a, why, whylen) < 0)
 		return -EINVAL;
-	}
 	strcpy(c->listen, v);
 	return 0;
 }
 
 static int set_interval(struct mm_config *c, const char *v, char *why, size_t whylen)
 {
-	static const struct unit units[] = {{"s", 1}, {"m", 60}, {"h", 3600}, {NULL, 0}};
+	static const struct mm_unit units[] = {{"s", 1}, {"m", 60}, {"h", 3600}, {NULL, 0}};
 
 	return parse_ranged(v, units, 1, 3600, "seconds",
 			    "a whole number of seconds, optionally with s, m or h", &c->interval_s,
@@ -260,7 +115,7 @@ static int set_interval(struct mm_config *c, const char *v, char *why, size_t wh
 
 static int set_retention(struct mm_config *c, const char *v, char *why, size_t whylen)
 {
-	static const struct unit units[] = {{"d", 1}, {NULL, 0}};
+	static const struct mm_unit units[] = {{"d", 1}, {NULL, 0}};
 
 	return parse_ranged(v, units, 1, 3650, "days", "a whole number of days, optionally with d",
 			    &c->retention_days, why, whylen);
@@ -269,6 +124,12 @@ static int set_retention(struct mm_config *c, const char *v, char *why, size_t w
 static int set_top(struct mm_config *c, const char *v, char *why, size_t whylen)
 {
 	return parse_ranged(v, NULL, 0, 10000, "processes", "a whole number", &c->top_n, why,
+			    whylen);
+}
+
+static int set_cgroup_top(struct mm_config *c, const char *v, char *why, size_t whylen)
+{
+	return parse_ranged(v, NULL, 0, 1000, "cgroups", "a whole number", &c->cgroup_top, why,
 			    whylen);
 }
 
@@ -376,6 +237,7 @@ static const struct key keys[] = {
 	{"ring_pages", set_ring_pages},
 	{"log_level", set_log_level},
 	{"collectors", set_collectors},
+	{"cgroup_top", set_cgroup_top},
 	{"source", set_source},
 };
 
@@ -562,7 +424,8 @@ static const struct option options[] = {
 	{"ring-pages", required_argument, NULL, OPT_BASE + 6},
 	{"log-level", required_argument, NULL, OPT_BASE + 7},
 	{"collectors", required_argument, NULL, OPT_BASE + 8},
-	{"source", required_argument, NULL, OPT_BASE + 9},
+	{"cgroup-top", required_argument, NULL, OPT_BASE + 9},
+	{"source", required_argument, NULL, OPT_BASE + 10},
 	{"help", no_argument, NULL, 'h'},
 	{"version", no_argument, NULL, 'V'},
 	{NULL, 0, NULL, 0},
@@ -595,7 +458,7 @@ static int scan(int argc, char **argv, struct mm_config *c, const char **ret_con
 			*ret_config = optarg;
 			break;
 		case ':':
-			if (optopt >= OPT_BASE && optopt < OPT_BASE + 10)
+			if (optopt >= OPT_BASE && optopt < OPT_BASE + 11)
 				mm_set_err(err, errlen, "option --%s needs an argument",
 					   options[optopt - OPT_BASE].name);
 			else
@@ -708,12 +571,19 @@ const char *mm_config_usage(void)
 	return "mmlockd - per-process page-fault and mmap_lock contention profiler\n"
 	       "\n"
 	       "Usage: mmlockd [OPTIONS]\n"
+	       "       mmlockd COMMAND [ARGS...]\n"
 	       "\n"
 	       "Counts page faults, how they were handled (per-VMA lock, retries, mmap_lock\n"
 	       "fallback) and mmap_lock waits per process, system-wide, from perf events and\n"
 	       "tracepoints. Keeps history in SQLite and serves it over HTTP. Runs as root: it\n"
-	       "opens perf events on every CPU and reads tracefs. There are no subcommands yet;\n"
-	       "mmlockd takes only the options below.\n"
+	       "opens perf events on every CPU and reads tracefs. Without a command, mmlockd\n"
+	       "runs as the daemon with the options below.\n"
+	       "\n"
+	       "Commands (`mmlockd COMMAND --help` for each):\n"
+	       "  record   sample the same tracepoints into a recording file, print the table\n"
+	       "  replay   run the collectors on a recording, print the table (or --db, --locks)\n"
+	       "  report   fault tables per process or unit, --compare of two ranges or\n"
+	       "           databases, lock contention, from the database\n"
 	       "\n"
 	       "Options:\n"
 	       "      --config FILE       read settings from FILE\n"
@@ -722,12 +592,17 @@ const char *mm_config_usage(void)
 	       "                          (default: " MM_DEFAULT_DB ")\n"
 	       "      --listen ADDR:PORT  HTTP address; IPv6 as [ADDR]:PORT\n"
 	       "                          (default: " MM_DEFAULT_LISTEN ")\n"
+	       "                          unix:PATH serves root only (socket mode 0600),\n"
+	       "                          unix:PATH:GROUP root and GROUP (0660)\n"
 	       "      --interval SECONDS  length of a collection window, 1..3600; the suffixes\n"
 	       "                          s, m and h are accepted (default: " STR(DEFAULT_INTERVAL_S) ")\n"
 	       "      --retention DAYS    days of history kept, 1..3650; the suffix d is\n"
 	       "                          accepted (default: " STR(DEFAULT_RETENTION_DAYS) ")\n"
 	       "      --top N             processes with their own /metrics series, 0..10000\n"
-	       "                          (default: " STR(DEFAULT_TOP_N) ")\n"
+	       "                          (default: " STR(DEFAULT_TOP_N) ", opt-in; see --cgroup-top)\n"
+	       "      --cgroup-top N      cgroups (units) with their own /metrics series,\n"
+	       "                          0..1000; the rest are summed as cgroup=\"other\"\n"
+	       "                          (default: " STR(DEFAULT_CGROUP_TOP) ")\n"
 	       "      --ring-pages N      perf ring buffer pages per event per CPU, a power of\n"
 	       "                          two 8..65536 (default: " STR(DEFAULT_RING_PAGES) ")\n"
 	       "      --log-level LEVEL   err, warning, notice, info or debug (default: info)\n"
@@ -758,8 +633,8 @@ const char *mm_config_usage(void)
 	       "\n"
 	       "Configuration file:\n"
 	       "  One \"key = value\" per line. The keys are the option names with '_' for '-':\n"
-	       "  db, listen, interval, retention, top, ring_pages, log_level, collectors,\n"
-	       "  source.\n"
+	       "  db, listen, interval, retention, top, cgroup_top, ring_pages, log_level,\n"
+	       "  collectors, source.\n"
 	       "  Blank lines are ignored; '#' starts a comment at the start of a line or after\n"
 	       "  a blank. A value may be put in double quotes (no escapes). Unknown keys and\n"
 	       "  invalid values are errors that name the file and line. Example:\n"
@@ -781,6 +656,8 @@ const char *mm_config_usage(void)
 	       "  /api/v1/processes  per-process statistics: current window and since start\n"
 	       "  /api/v1/history?pid=&since=&until=&limit=\n"
 	       "                     stored per-process history from the database\n"
+	       "  /api/v1/locks?pid=&since=&until=&top=\n"
+	       "                     stored lock contention rows, summed over the range\n"
 	       "\n"
 	       "Signals: SIGHUP reloads the configuration file; SIGTERM and SIGINT stop.\n";
 	/* clang-format on */

@@ -12,7 +12,11 @@
 
 #define MM_DEFAULT_DB	  "/var/lib/mmlockd/mmlockd.db"
 #define MM_DEFAULT_LISTEN "127.0.0.1:9477"
+/* meson sets it from its sysconfdir (<prefix>/etc, /etc for prefix /usr), where it installs the
+ * file, so the installed unit and a hand-run mmlockd read the same one. */
+#ifndef MM_DEFAULT_CONFIG
 #define MM_DEFAULT_CONFIG "/etc/mmlockd.conf"
+#endif
 
 struct mm_config {
 	char config_path[PATH_MAX]; /* file the configuration came from, "" if none */
@@ -20,7 +24,8 @@ struct mm_config {
 	char listen[128];	    /* key "listen": "ADDR:PORT", "[V6ADDR]:PORT" */
 	unsigned interval_s;	 /* key "interval": window length in seconds, 1..3600, default 10 */
 	unsigned retention_days; /* key "retention": days of history kept, 1..3650, default 7 */
-	unsigned top_n;	      /* key "top": processes with their own /metrics series, default 20 */
+	unsigned top_n;	      /* key "top": processes with their own /metrics series, default 0 */
+	unsigned cgroup_top;  /* key "cgroup_top": cgroups with their own series, default 20 */
 	unsigned ring_pages;  /* key "ring_pages": pages per ring (per event per CPU), power of two,
 				 default 256 */
 	int log_level;	      /* key "log_level": err|warning|notice|info|debug, default info */
@@ -48,7 +53,7 @@ int mm_config_load(struct mm_config *c, const char *path, char *err, size_t errl
 
 /* Parses the command line into @c (starting from defaults, then --config FILE if given, then the
  * other flags) and the command to run. Flags: --config FILE, --db PATH, --listen ADDR:PORT,
- * --interval SECONDS, --retention DAYS, --top N, --ring-pages N, --log-level LEVEL,
+ * --interval SECONDS, --retention DAYS, --top N, --cgroup-top N, --ring-pages N, --log-level LEVEL,
  * --collectors LIST, --help, --version. Without --config, MM_DEFAULT_CONFIG is read when it
  * exists. Returns 0, or -EINVAL with the reason in @err. */
 int mm_config_from_args(struct mm_config *c, int argc, char **argv, enum mm_command *ret_cmd,

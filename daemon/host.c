@@ -13,6 +13,7 @@
 #include <sys/utsname.h>
 #include <traceevent/event-parse.h>
 
+#include "cgtable.h"
 #include "log.h"
 #include "plugin.h"
 #include "sample.h"
@@ -36,7 +37,10 @@ struct stream {
 	uint64_t samples, lost, window_samples, window_lost;
 	uint64_t bad; /* records that failed to decode */
 	unsigned nsubs;
-	unsigned subs[MAX_PLUGINS]; /* plugin slots that receive its samples */
+	struct {
+		unsigned slot;
+		mm_tp_handler handler;
+	} subs[MAX_PLUGINS]; /* the collectors' handler table rows for it, resolved at start */
 };
 
 struct slot {
@@ -54,6 +58,7 @@ struct global {
 	char family[32];
 	char name[64];
 	char help[160];
+	int slot; /* the collector that registered it, -1 for none */
 	uint64_t window, total;
 };
 
@@ -72,13 +77,26 @@ struct mm_host {
 	uint64_t overflow_samples;
 
 	struct mm_proc_stats all_closed; /* every closed window of every process */
+	struct mm_cgtable *cgroups;	 /* the per-unit breakdown of /metrics */
 	uint64_t started_ms, window_start_ms;
 	int64_t mono_to_wall_ms;
 	unsigned interval_s;
-	bool closing; /* in mm_host_tick_closing() */
+	bool closing;		       /* in mm_host_tick_closing() */
+	mm_host_counter_fn counter_fn; /* a source that counts in place of records */
+	void *counter_ctx;
 	uint64_t windows_stored, store_errors;
 	char kernel[128];
 	const struct mm_symbols *syms;
+
+	struct mm_clock clock;
+	struct {
+		mm_sink_fn fn;
+		void *ctx;
+	} sinks[MM_HOST_MAX_SINKS];
+	unsigned nsinks;
+	const struct mm_tap *tap;
+	void *tap_ctx;
+	uint64_t fed, late, last_fed_ns;
 };
 
 struct mm_host *mm_host_new(const struct mm_config *cfg, mm_proc_lookup_fn lookup, void *ctx,
@@ -92,9 +110,17 @@ struct mm_host *mm_host_new(const struct mm_config *cfg, mm_proc_lookup_fn looku
 		free(h);
 		return NULL;
 	}
+	h->cgroups = mm_cgtable_new(cfg->cgroup_top);
+	if (!h->cgroups) {
+		mm_proctable_free(h->procs);
+		mm_cgtable_free(h->cgroups);
+		free(h);
+		return NULL;
+	}
 	h->cur = -1;
 	h->started_ms = h->window_start_ms = start_ms;
 	h->interval_s = cfg->interval_s;
+	mm_clock_init(&h->clock, cfg->interval_s, 0, start_ms);
 	for (unsigned i = 0; mm_plugins[i] && i < MAX_PLUGINS; i++) {
 		struct slot *s = &h->slots[h->nslots++];
 		s->p = mm_plugins[i];
@@ -146,10 +172,7 @@ void mm_host_free(struct mm_host *h)
 	free(h);
 }
 
-void mm_host_wanted(struct mm_host *h,
-		    void (*fn)(void *ctx, const char *system, const char *name, bool callchain,
-			       const char *filter),
-		    void *ctx)
+int mm_host_wanted(struct mm_host *h, mm_host_wanted_fn fn, void *ctx)
 {
 	for (unsigned i = 0; i < h->nslots; i++) {
 		if (!h->slots[i].enabled || h->slots[i].external)
@@ -174,10 +197,14 @@ void mm_host_wanted(struct mm_host *h,
 						first = false;
 				}
 			}
-			if (first)
-				fn(ctx, r->system, r->name, cc, filtered ? r->filter : NULL);
+			int ret =
+				first ? fn(ctx, r->system, r->name, cc, filtered ? r->filter : NULL)
+				      : 0;
+			if (ret < 0)
+				return ret;
 		}
 	}
+	return 0;
 }
 
 /* Whether the slot's hooks are called: running, and not filled by an in-kernel source. */
@@ -222,6 +249,17 @@ int mm_host_add_task_stream(struct mm_host *h, uint64_t sample_type, const char 
 		snprintf(s.error, sizeof(s.error), "%s", error);
 	s.sample_type = sample_type;
 	return add_stream(h, &s);
+}
+
+void mm_host_stream_opened(struct mm_host *h, unsigned stream, uint64_t sample_type,
+			   const char *error)
+{
+	if (stream >= h->nstreams)
+		return;
+	struct stream *st = &h->streams[stream];
+	st->sample_type = sample_type;
+	st->open = !error;
+	snprintf(st->error, sizeof(st->error), "%s", error ? error : "");
 }
 
 static struct stream *find_stream(struct mm_host *h, const char *system, const char *name)
@@ -277,8 +315,10 @@ void mm_host_start(struct mm_host *h)
 		if (sl->state == MM_COLLECTOR_RUNNING) {
 			for (const struct mm_tp_req *r = sl->p->tracepoints; r && r->system; r++) {
 				struct stream *st = find_stream(h, r->system, r->name);
-				if (st && st->open && st->nsubs < MAX_PLUGINS)
-					st->subs[st->nsubs++] = i;
+				if (st && st->open && r->handler && st->nsubs < MAX_PLUGINS) {
+					st->subs[st->nsubs].slot = i;
+					st->subs[st->nsubs++].handler = r->handler;
+				}
 			}
 			log_info("collector %s: running%s%s", sl->p->name,
 				 sl->reason[0] ? "; " : "", sl->reason);
@@ -401,11 +441,11 @@ void mm_host_record(struct mm_host *h, unsigned stream, const struct perf_event_
 	st->samples++;
 	st->window_samples++;
 	for (unsigned i = 0; i < st->nsubs; i++) {
-		struct slot *sl = &h->slots[st->subs[i]];
+		struct slot *sl = &h->slots[st->subs[i].slot];
 		if (!hooked(sl))
 			continue;
-		h->cur = (int)st->subs[i];
-		sl->p->sample(sl->state_ptr, h, &s);
+		h->cur = (int)st->subs[i].slot;
+		st->subs[i].handler(sl->state_ptr, h, &s);
 		h->cur = -1;
 	}
 }
@@ -418,11 +458,10 @@ void mm_host_lost(struct mm_host *h, unsigned stream, uint64_t n)
 	h->streams[stream].window_lost += n;
 }
 
-void mm_host_tick_closing(struct mm_host *h)
+void mm_host_set_counter_source(struct mm_host *h, mm_host_counter_fn fn, void *ctx)
 {
-	h->closing = true;
-	mm_host_tick(h);
-	h->closing = false;
+	h->counter_fn = fn;
+	h->counter_ctx = ctx;
 }
 
 bool mm_host_window_closing(const struct mm_host *h)
@@ -430,8 +469,10 @@ bool mm_host_window_closing(const struct mm_host *h)
 	return h->closing;
 }
 
-void mm_host_tick(struct mm_host *h)
+static void tick_collectors(struct mm_host *h)
 {
+	if (h->counter_fn)
+		h->counter_fn(h->counter_ctx, h, h->closing);
 	for (unsigned i = 0; i < h->nslots; i++) {
 		struct slot *sl = &h->slots[i];
 		if (!hooked(sl) || !sl->p->tick)
@@ -440,6 +481,13 @@ void mm_host_tick(struct mm_host *h)
 		sl->p->tick(sl->state_ptr, h);
 		h->cur = -1;
 	}
+}
+
+void mm_host_tick(struct mm_host *h)
+{
+	tick_collectors(h);
+	if (h->tap && h->tap->tick)
+		h->tap->tick(h->tap_ctx, h->last_fed_ns);
 }
 
 void mm_host_finish(struct mm_host *h)
@@ -460,6 +508,19 @@ const struct mm_tp *mm_host_tp(struct mm_host *h, const char *system, const char
 {
 	struct stream *st = find_stream(h, system, name);
 	return st && st->open ? &st->tp : NULL;
+}
+
+const struct mm_tp *mm_host_fields(struct mm_host *h, const char *system, const char *name,
+				   const char *const *names, const struct tep_format_field **ret)
+{
+	const struct mm_tp *tp = mm_host_tp(h, system, name);
+	bool all = true;
+
+	for (unsigned i = 0; names[i]; i++) {
+		ret[i] = mm_tp_field(tp, names[i]);
+		all &= ret[i] != NULL;
+	}
+	return all ? tp : NULL;
 }
 
 const struct tep_format_field *mm_tp_field(const struct mm_tp *tp, const char *name)
@@ -530,6 +591,7 @@ int mm_host_global(struct mm_host *h, const char *family, const char *name, cons
 	snprintf(g->family, sizeof(g->family), "%s", family);
 	snprintf(g->name, sizeof(g->name), "%s", name);
 	snprintf(g->help, sizeof(g->help), "%s", help ? help : "");
+	g->slot = h->cur;
 	return (int)h->nglobals++;
 }
 
@@ -572,15 +634,10 @@ void mm_host_note(struct mm_host *h, const char *fmt, ...)
 
 /* --- snapshots --- */
 
-static uint64_t activity(const struct mm_proc_stats *s)
-{
-	return s->faults + s->mmap_lock_read + s->mmap_lock_write + s->mmap_lock_contended;
-}
-
 static int cmp_activity(const void *a, const void *b)
 {
 	const struct mm_snap_proc *x = a, *y = b;
-	uint64_t ax = activity(&x->total), ay = activity(&y->total);
+	uint64_t ax = mm_stats_activity(&x->total), ay = mm_stats_activity(&y->total);
 	if (ax != ay)
 		return ax > ay ? -1 : 1;
 	return x->pid - y->pid;
@@ -621,6 +678,8 @@ static struct mm_snapshot *build(struct mm_host *h, uint64_t now_ms, bool closin
 		mm_stats_add(&sp->total, &p->window);
 	}
 	qsort(s->procs, s->nprocs, sizeof(*s->procs), cmp_activity);
+	if (mm_cgtable_fill(h->cgroups, s) < 0)
+		log_warning("out of memory for the per-cgroup breakdown of a snapshot, ignoring");
 	s->all_total = h->all_closed;
 	mm_stats_add(&s->all_total, &s->all_window);
 
@@ -629,6 +688,9 @@ static struct mm_snapshot *build(struct mm_host *h, uint64_t now_ms, bool closin
 		memcpy(sg->family, h->globals[g].family, sizeof(sg->family));
 		memcpy(sg->name, h->globals[g].name, sizeof(sg->name));
 		memcpy(sg->help, h->globals[g].help, sizeof(sg->help));
+		if (h->globals[g].slot >= 0)
+			snprintf(sg->collector, sizeof(sg->collector), "%s",
+				 h->slots[h->globals[g].slot].p->name);
 		sg->window = h->globals[g].window;
 		sg->total = h->globals[g].total + h->globals[g].window;
 	}
@@ -674,6 +736,9 @@ struct mm_snapshot *mm_host_close_window(struct mm_host *h, uint64_t end_ms)
 {
 	struct mm_snapshot *s = build(h, end_ms, true);
 
+	if (s && mm_cgtable_close(h->cgroups, s) < 0)
+		log_warning("out of memory choosing the cgroups with their own series, ignoring");
+
 	for (struct mm_proc *p = mm_proctable_first(h->procs); p; p = p->next)
 		mm_stats_add(&h->all_closed, &p->window);
 	mm_stats_add(&h->all_closed, &h->overflow);
@@ -689,9 +754,17 @@ struct mm_snapshot *mm_host_close_window(struct mm_host *h, uint64_t end_ms)
 	return s;
 }
 
-void mm_host_set_interval(struct mm_host *h, unsigned interval_s)
+void mm_host_set_cgroup_top(struct mm_host *h, unsigned cgroup_top)
+{
+	if (mm_cgtable_set_slots(h->cgroups, cgroup_top) < 0)
+		log_warning("out of memory for %u cgroup series, keeping the previous number",
+			    cgroup_top);
+}
+
+void mm_host_set_interval(struct mm_host *h, unsigned interval_s, uint64_t now_ms)
 {
 	h->interval_s = interval_s;
+	mm_clock_set_interval(&h->clock, interval_s, now_ms);
 }
 
 void mm_host_set_store_stats(struct mm_host *h, uint64_t windows_stored, uint64_t store_errors)
@@ -703,9 +776,90 @@ void mm_host_set_store_stats(struct mm_host *h, uint64_t windows_stored, uint64_
 void mm_host_set_clock_offset(struct mm_host *h, int64_t mono_to_wall_ms)
 {
 	h->mono_to_wall_ms = mono_to_wall_ms;
+	h->clock.mono_to_wall_ms = mono_to_wall_ms;
 }
 
 void mm_host_set_kernel(struct mm_host *h, const char *release)
 {
 	snprintf(h->kernel, sizeof(h->kernel), "%s", release);
+}
+
+/* --- the pipeline (see host.h) --- */
+
+int mm_host_add_sink(struct mm_host *h, mm_sink_fn fn, void *ctx)
+{
+	if (h->nsinks == MM_HOST_MAX_SINKS)
+		return -ENOSPC;
+	h->sinks[h->nsinks].fn = fn;
+	h->sinks[h->nsinks].ctx = ctx;
+	h->nsinks++;
+	return 0;
+}
+
+void mm_host_set_tap(struct mm_host *h, const struct mm_tap *tap, void *ctx)
+{
+	h->tap = tap;
+	h->tap_ctx = ctx;
+}
+
+/* The closing tick, the window's snapshot, the sinks. */
+static void close_window(struct mm_host *h, uint64_t end_ms)
+{
+	h->closing = true;
+	tick_collectors(h);
+	h->closing = false;
+	struct mm_snapshot *w = mm_host_close_window(h, end_ms);
+	if (!w) {
+		log_error("out of memory closing a window; its counts stay in the totals only");
+		return;
+	}
+	for (unsigned i = 0; i < h->nsinks; i++)
+		h->sinks[i].fn(h->sinks[i].ctx, w);
+	mm_snapshot_unref(w);
+}
+
+/* Closes what @mono_ns passed; returns the number of windows closed (at most two). */
+static unsigned advance(struct mm_host *h, uint64_t mono_ns)
+{
+	unsigned n = 0;
+	for (uint64_t end; (end = mm_clock_next_close(&h->clock, mono_ns)); n++)
+		close_window(h, end);
+	return n;
+}
+
+void mm_host_feed(struct mm_host *h, unsigned stream, uint64_t time_ns,
+		  const struct perf_event_header *hdr)
+{
+	if (time_ns) {
+		advance(h, time_ns);
+		if (time_ns < h->last_fed_ns)
+			h->late++;
+		else
+			h->last_fed_ns = time_ns;
+	}
+	uint64_t type = mm_host_sample_type(h, stream);
+	bool is_task = mm_host_stream_is_task(h, stream);
+	if (h->tap && h->tap->wants && !h->tap->wants(h->tap_ctx, hdr, type, is_task))
+		return;
+	mm_host_record(h, stream, hdr);
+	if (h->tap && h->tap->record)
+		h->tap->record(h->tap_ctx, stream, time_ns, hdr, type);
+	h->fed++;
+}
+
+void mm_host_advance(struct mm_host *h, uint64_t horizon_ns)
+{
+	if (advance(h, horizon_ns) && h->tap && h->tap->advance)
+		h->tap->advance(h->tap_ctx, horizon_ns);
+}
+
+void mm_host_close_now(struct mm_host *h, uint64_t end_ms)
+{
+	close_window(h, end_ms);
+}
+
+void mm_host_feed_stats(const struct mm_host *h, uint64_t *ret_records, uint64_t *ret_late)
+{
+	*ret_records = h->fed;
+	*ret_late = h->late;
 }

@@ -1,8 +1,11 @@
 /*
- * The collector host: everything between raw perf records and snapshots. It owns the tracepoint
- * list (one "stream" per perf event), the enabled collectors, the process table, global counters
- * and the open window. The live daemon feeds it records from the rings (in time order, see
- * order.h); a replay feeds it records from a file. Nothing here touches perf, SQLite or HTTP.
+ * The collector host: it owns the pipeline between the sources and the sinks. It numbers the
+ * streams (one per perf event; sources tag their records with that index), runs the enabled
+ * collectors through their handler tables, keeps the process table, global counters and the
+ * open window, and closes windows on the window clock (clock.h), handing each closed window to
+ * the sinks. The live loop (live.h) feeds it records from the rings in time order (order.h) and
+ * its drain horizon; a replay feeds it a recording's records and horizons; the recorder of
+ * `mmlockd record` is a tap on the feed. Nothing here touches perf, SQLite or HTTP.
  *
  * Single-threaded: every call comes from the collection thread.
  */
@@ -13,6 +16,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "clock.h"
 #include "config.h"
 #include "proctable.h"
 #include "snapshot.h"
@@ -32,21 +36,30 @@ void mm_host_free(struct mm_host *h); /* accepts NULL; frees collector states */
 int mm_host_check_collectors(const struct mm_config *cfg, char *err, size_t errlen);
 
 /* Calls @fn for every tracepoint the enabled collectors ask for (each once; callchain true when
- * any asks for it; @filter the kernel-side filter every asker agrees on, else NULL). */
-void mm_host_wanted(struct mm_host *h,
-		    void (*fn)(void *ctx, const char *system, const char *name, bool callchain,
-			       const char *filter),
-		    void *ctx);
+ * any asks for it; @filter the kernel-side filter every asker agrees on, else NULL), until @fn
+ * returns a negative value, which is returned; else 0. */
+typedef int (*mm_host_wanted_fn)(void *ctx, const char *system, const char *name, bool callchain,
+				 const char *filter);
+int mm_host_wanted(struct mm_host *h, mm_host_wanted_fn fn, void *ctx);
 
-/* Registers stream for tracepoint system:name. @ev is its parsed format (owned by the caller's
- * tep handle, must outlive the host), @sample_type its perf sample_type. With @error non-NULL
- * the tracepoint could not be opened; it is listed with that reason. Returns the stream index. */
+/* Streams: the host is the one place that numbers them. Sources (the sampler, a recording) tag
+ * their records with the index these return. */
+
+/* Registers the stream for tracepoint system:name. @ev is its parsed format (owned by the
+ * caller's tep handle, must outlive the host; NULL: unknown), @sample_type its perf sample_type.
+ * With @error non-NULL the tracepoint is not open; it is listed with that reason. Returns the
+ * stream index, or -ENOMEM. */
 int mm_host_add_tp(struct mm_host *h, const char *system, const char *name, struct tep_event *ev,
 		   uint64_t sample_type, const char *error);
 
 /* Registers the stream carrying COMM/FORK/EXIT records (a dummy event with attr.task/comm and
- * sample_id_all). Returns the stream index. */
+ * sample_id_all). Returns the stream index, or -ENOMEM. */
 int mm_host_add_task_stream(struct mm_host *h, uint64_t sample_type, const char *error);
+
+/* After the source tried to open stream @stream: its sample_type, or the reason it failed
+ * (@error non-NULL). For registering a stream before opening it. */
+void mm_host_stream_opened(struct mm_host *h, unsigned stream, uint64_t sample_type,
+			   const char *error);
 
 /* Says which source feeds collector @name (e.g. "perf", "bpf"; shown in status and /metrics)
  * and, in @note, why not BPF ("" when it is). A collector set to "bpf" is filled by that
@@ -70,12 +83,74 @@ void mm_host_record(struct mm_host *h, unsigned stream, const struct perf_event_
 /* Counts @n records the ring of @stream lost (for sources that learn losses otherwise). */
 void mm_host_lost(struct mm_host *h, unsigned stream, uint64_t n);
 
-/* Calls every collector's tick hook. */
+/* Calls every collector's tick hook (about once a second), then the tap's. The closing tick
+ * (mm_host_window_closing() true) is the clock's, right before a window closes: collectors that
+ * read /proc once per window do it then. */
 void mm_host_tick(struct mm_host *h);
 
-/* The same right before the open window closes (mm_host_window_closing() is true meanwhile):
- * collectors that read /proc once per window do it then. */
-void mm_host_tick_closing(struct mm_host *h);
+/* --- the pipeline: sources feed records in time order, the window clock (clock.h) closes
+ * windows, sinks receive them ---
+ *
+ * A record source (the perf rings, a recording) calls mm_host_feed() for each record in time
+ * order; the live loop also calls mm_host_advance() with its horizon, so a window closes even
+ * when no record crosses its end. Closing a window runs the closing tick, builds the window's
+ * snapshot and hands it to every sink in the order they were added.
+ *
+ * A source that counts in place of records (an in-kernel BPF program keeping per-process counts
+ * in maps) adds them in a collector's tick hook while mm_host_window_closing() is true, through
+ * mm_host_proc() / mm_host_proc_known() (plugin.h), so they land in the window being closed; a
+ * process-exit push (a ring or netlink message saying a process ended, with its final counts) is
+ * read in the plain tick hook, about once a second, and added the same way before the host
+ * forgets the process. Its fd, if it has one, need not be polled: ticks come at least once a
+ * second. Such a source registers no stream (its counts are not records), so `record` and
+ * `replay` see only what the perf streams carry. */
+
+/* Such a source (bpfsource.h): @fn runs at every tick, plain and closing (@closing), before
+ * the collectors' tick hooks, and adds its counts through mm_host_proc() /
+ * mm_host_proc_known(). One at most; NULL removes it. */
+typedef void (*mm_host_counter_fn)(void *ctx, struct mm_host *h, bool closing);
+void mm_host_set_counter_source(struct mm_host *h, mm_host_counter_fn fn, void *ctx);
+
+/* Receives every closed window @w (the host's reference: take one with mm_snapshot_ref() to keep
+ * it). */
+typedef void (*mm_sink_fn)(void *ctx, struct mm_snapshot *w);
+
+/* Adds a sink. Returns 0, or -ENOSPC beyond MM_HOST_MAX_SINKS. */
+#define MM_HOST_MAX_SINKS 4
+int mm_host_add_sink(struct mm_host *h, mm_sink_fn fn, void *ctx);
+
+/* A tap on the record stream (the recorder of `mmlockd record`). Every hook is optional. */
+struct mm_tap {
+	/* Before the collectors: false drops the record from the run (a process filter). */
+	bool (*wants)(void *ctx, const struct perf_event_header *hdr, uint64_t sample_type,
+		      bool is_task);
+	/* After the collectors saw it (the process lookups it caused come first). */
+	void (*record)(void *ctx, unsigned stream, uint64_t time_ns,
+		       const struct perf_event_header *hdr, uint64_t sample_type);
+	/* The plain tick ran after the records fed so far (@time_ns: the last one's time). */
+	void (*tick)(void *ctx, uint64_t time_ns);
+	/* mm_host_advance(@horizon_ns) closed a window no record had closed. */
+	void (*advance)(void *ctx, uint64_t horizon_ns);
+};
+
+/* Sets the tap (NULL: none); @tap must outlive the host. */
+void mm_host_set_tap(struct mm_host *h, const struct mm_tap *tap, void *ctx);
+
+/* Feeds one record of @stream stamped @time_ns (CLOCK_MONOTONIC; 0 when it has none, which
+ * does not move the clock): closes the windows that time passed, then runs the tap's filter,
+ * mm_host_record() and the tap. */
+void mm_host_feed(struct mm_host *h, unsigned stream, uint64_t time_ns,
+		  const struct perf_event_header *hdr);
+
+/* Closes the windows whose end @horizon_ns passed: no record older than it will come. */
+void mm_host_advance(struct mm_host *h, uint64_t horizon_ns);
+
+/* Closes the open window at @end_ms whatever the clock says (at shutdown, at the end of a
+ * replay), after mm_host_finish(). */
+void mm_host_close_now(struct mm_host *h, uint64_t end_ms);
+
+/* Records fed, and those fed with a time older than an earlier one's. */
+void mm_host_feed_stats(const struct mm_host *h, uint64_t *ret_records, uint64_t *ret_late);
 
 /* Tells every collector that no more records will come (calls their finish hooks). */
 void mm_host_finish(struct mm_host *h);
@@ -83,19 +158,22 @@ void mm_host_finish(struct mm_host *h);
 /* A snapshot of the open window as of @now_ms (window_end_ms = 0). NULL on ENOMEM. */
 struct mm_snapshot *mm_host_snapshot(struct mm_host *h, uint64_t now_ms);
 
-/* Closes the open window at @end_ms: returns its snapshot (window_end_ms = end_ms) for the store,
- * then starts the next window and forgets exited processes. NULL on ENOMEM (the window is then
- * still closed; its counts stay in the totals). */
+/* Closes the open window at @end_ms without the clock, tick or sinks (for tests): returns its
+ * snapshot (window_end_ms = end_ms) for the store, then starts the next window and forgets exited
+ * processes. NULL on ENOMEM (the window is then still closed; its counts stay in the totals). */
 struct mm_snapshot *mm_host_close_window(struct mm_host *h, uint64_t end_ms);
 
-/* The window length shown in snapshots (after a reload). */
-void mm_host_set_interval(struct mm_host *h, unsigned interval_s);
+/* A new window length (after a reload): the open window now ends at the first multiple of it
+ * after @now_ms. */
+void mm_host_set_interval(struct mm_host *h, unsigned interval_s, uint64_t now_ms);
+/* How many cgroups get their own /metrics series (config cgroup_top; see cgtable.h). */
+void mm_host_set_cgroup_top(struct mm_host *h, unsigned cgroup_top);
 
 /* Store progress shown in snapshots. */
 void mm_host_set_store_stats(struct mm_host *h, uint64_t windows_stored, uint64_t store_errors);
 
-/* Sets the wall-clock offset used for processes with unknown start: wall_ms = mono_ns/1e6 +
- * offset. */
+/* Sets the wall-clock offset of the window clock and of processes with unknown start:
+ * wall_ms = mono_ns/1e6 + offset. */
 void mm_host_set_clock_offset(struct mm_host *h, int64_t mono_to_wall_ms);
 
 /* Kernel symbols for mm_host_symbol() (not owned; must outlive the host; NULL: none). */

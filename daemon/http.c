@@ -1,33 +1,49 @@
 /*
- * The HTTP server (see http.h): libmicrohttpd with one internal polling thread, which is the only
- * thread that runs request handlers. Handlers read the latest published snapshot (a reference, no
- * lock held while formatting) and, for /api/v1/history and /api/v1/locks, open the SQLite
- * database read-only for the request, so nothing here can stall collection.
+ * The HTTP server (see http.h): libmicrohttpd with one internal polling thread, which runs the
+ * request handlers of the fast routes (/metrics, /api/v1/status, /api/v1/processes and the web
+ * page, all formatted from the latest published snapshot without a lock held), and two query
+ * workers for the routes that read SQLite (/api/v1/history, /api/v1/locks): their handler parses
+ * the parameters, suspends the connection and queues the query; a worker runs it on its own
+ * read-only handle and resumes the connection with the reply. So fifty history queries cannot
+ * delay a scrape, and nothing here can stall collection. At most QUERY_QUEUE_MAX queries wait;
+ * more get 503 at once.
  *
- * The handler follows collectd's write_prometheus.c: GET and HEAD only (anything else gets 405
- * with an Allow header at once, before any body is read), the first call for a request only
- * marks it (libmicrohttpd calls again once the headers, and a body if any, are in), the body is
- * built in an mm_buf whose storage is handed to libmicrohttpd with free() as its release callback,
- * so nothing is copied. libmicrohttpd drops the body of HEAD replies itself.
+ * Abuse. Any local user can connect, so what one client may hold is bounded: connection limits
+ * per address and in all, a head and a request deadline, refusals before libmicrohttpd parses a
+ * request, counts of aborted connections and rate-limited logs are httpconn.h's. Here: the raw
+ * target is checked in the URI log callback (too long, too many parameters, an HTTP version
+ * other than 1.0/1.1) and refused there in JSON, before libmicrohttpd stores the arguments (a
+ * thousand of them used to exhaust its connection memory and get no reply at all); the handler
+ * refuses NUL bytes, bad escapes and empty names (route.h), request heads over HEAD_MAX (431) and
+ * bodies (413). Left to libmicrohttpd's own HTML: a request head over CONN_MEMORY, which it
+ * refuses before any callback.
  *
- * Binding uses MHD_OPTION_SOCK_ADDR with an address parsed here ("A.B.C.D:PORT", "[V6]:PORT",
- * "host:PORT" through getaddrinfo; port 0 picks a free port, which is logged). libmicrohttpd does
- * not report why it could not start, so on failure the same bind is retried on a throwaway socket
- * to learn the errno (EADDRINUSE, EACCES, EADDRNOTAVAIL); its own messages from start-up are kept
- * and quoted only if that probe finds nothing, so the failure is logged once, here.
+ * Privilege: the listening socket is bound by the caller's thread (which may need
+ * CAP_NET_BIND_SERVICE, or CAP_CHOWN for a Unix socket's group); the threads that then parse
+ * requests are all created from a setup thread that first confines itself
+ * (mm_privilege_confine_http(): no capabilities, no_new_privs, a seccomp allow-list), so every
+ * HTTP thread inherits that.
+ *
+ * Responses: GET and HEAD only (anything else gets 405 with an Allow header, before any body is
+ * read); the body is built in an mm_buf whose storage is handed to libmicrohttpd with free() as
+ * its release callback, so nothing is copied. libmicrohttpd drops the body of HEAD replies.
  */
 #include "http.h"
 
 #include <errno.h>
+#include <grp.h>
 #include <inttypes.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -35,8 +51,12 @@
 
 #include "api.h"
 #include "buf.h"
+#include "httpconn.h"
 #include "log.h"
+#include "parse.h"
+#include "privilege.h"
 #include "prom.h"
+#include "route.h"
 #include "snapshot.h"
 #include "store.h"
 
@@ -45,27 +65,50 @@ extern const char *const mm_web_assets[];
 extern const char *const mm_web_assets_names[];
 extern const unsigned mm_web_assets_count;
 
-#define CONNECTION_TIMEOUT_S 30
-#define HISTORY_DEFAULT_S    3600
-#define HISTORY_LIMIT_MAX    100000
-#define HISTORY_LIMIT_DEF    1000
-#define LOCKS_TOP_MAX	     100000
-#define LOCKS_TOP_DEF	     50
+#define CONNECTION_TIMEOUT_S 30		  /* libmicrohttpd's idle timeout */
+#define CONN_MEMORY	     (128 * 1024) /* libmicrohttpd's buffer per connection */
+#define HEAD_MAX	     (16 * 1024)  /* request line and headers */
+#define QUERY_WORKERS	     2
+#define QUERY_QUEUE_MAX	     64
 
-#define SEEN_SINCE (1u << 1) /* "since" is keys[1] in range_arg() */
+#define HISTORY_LIMIT_MAX 100000
+#define HISTORY_LIMIT_DEF 1000
+#define LOCKS_TOP_MAX	  100000
+#define LOCKS_TOP_DEF	  50
 
 #define TYPE_JSON "application/json"
 #define TYPE_PROM "text/plain; version=0.0.4; charset=utf-8"
 #define TYPE_HTML "text/html; charset=utf-8"
 
+struct request;
+
 struct mm_http {
 	struct MHD_Daemon *mhd;
-	char *db_path;	     /* NULL: no history */
-	unsigned top_n;	     /* __atomic: set from the main thread, read by handlers */
+	int listen_fd;
+	char *unix_path; /* a Unix socket we created, unlinked at stop */
+	bool any_port;	 /* listen asked for port 0: log the one we got */
+	char *db_path;	 /* NULL: no history */
+	unsigned top_n;	 /* __atomic: set from the main thread, read by handlers */
+
+	struct mm_httpconn *conns; /* limits, deadlines, aborted counts (httpconn.h) */
+
+	pthread_mutex_t jobs_lock;
+	pthread_cond_t jobs_cond;
+	struct request *jobs, **jobs_tail;
+	unsigned njobs;
+	bool stopping; /* under jobs_lock: workers finish the queue and exit, no new jobs */
+	pthread_t workers[QUERY_WORKERS];
+	unsigned nworkers;
+
+	uint64_t queries_refused; /* __atomic: 503 because the query queue was full */
+
 	bool started;	     /* __atomic: libmicrohttpd messages are logged once set */
 	char start_msg[256]; /* last libmicrohttpd message during start-up */
 };
 
+/* libmicrohttpd's messages: kept during start-up for the failure message, then logged
+ * rate-limited (mm_httpconn_log()), so a client that aborts thousands of connections cannot flood
+ * the journal. */
 static void mhd_logger(void *cls, const char *fmt, va_list ap)
 {
 	struct mm_http *h = cls;
@@ -73,10 +116,11 @@ static void mhd_logger(void *cls, const char *fmt, va_list ap)
 
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	msg[strcspn(msg, "\n")] = '\0';
-	if (__atomic_load_n(&h->started, __ATOMIC_ACQUIRE))
-		log_notice("http: %s", msg);
-	else
+	if (!__atomic_load_n(&h->started, __ATOMIC_ACQUIRE)) {
 		snprintf(h->start_msg, sizeof(h->start_msg), "%s", msg);
+		return;
+	}
+	mm_httpconn_log(h->conns, msg);
 }
 
 /* Queues @body (its storage moves to libmicrohttpd; @body is reset) with @status and @type. */
@@ -121,10 +165,7 @@ static enum MHD_Result reply_error(struct MHD_Connection *conn, unsigned status,
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	mm_buf_puts(&body, "{");
-	mm_buf_json_key(&body, "error");
-	mm_buf_json_str(&body, msg);
-	mm_buf_puts(&body, "}\n");
+	mm_http_error_json(&body, "%s", msg);
 	return reply(conn, status, TYPE_JSON, &body);
 }
 
@@ -152,351 +193,386 @@ static enum MHD_Result reply_asset(struct MHD_Connection *conn, unsigned i)
 	return ret;
 }
 
-enum route { R_METRICS, R_STATUS, R_PROCESSES };
+/* A route fills @body (and may set *@type, JSON by default) and returns the HTTP status. */
+typedef unsigned route_fn(struct mm_http *h, const struct mm_route_req *req, struct mm_buf *body,
+			  const char **type);
 
-static enum MHD_Result reply_snapshot(struct mm_http *h, struct MHD_Connection *conn,
-				      enum route route)
+enum snapshot_view { R_METRICS, R_STATUS, R_PROCESSES };
+
+static unsigned snapshot_view(struct mm_http *h, enum snapshot_view view, struct mm_buf *body,
+			      const char **type)
 {
 	struct mm_snapshot *s = mm_snapshot_current();
-	struct mm_buf body = MM_BUF_INIT;
-	const char *type = TYPE_JSON;
 
-	if (!s)
-		return reply_error(conn, MHD_HTTP_SERVICE_UNAVAILABLE,
-				   "no data yet: mmlockd has not taken its first snapshot");
-	switch (route) {
+	if (!s) {
+		mm_http_error_json(body, "no data yet: mmlockd has not taken its first snapshot");
+		return MHD_HTTP_SERVICE_UNAVAILABLE;
+	}
+	switch (view) {
 	case R_METRICS:
-		mm_prom_format(s, __atomic_load_n(&h->top_n, __ATOMIC_RELAXED), &body);
-		type = TYPE_PROM;
+		mm_prom_format(s, __atomic_load_n(&h->top_n, __ATOMIC_RELAXED), body);
+		mm_httpconn_format_metrics(h->conns, body);
+		mm_buf_puts(body,
+			    "# HELP mmlockd_http_queries_refused_total History queries answered "
+			    "503 because the query queue was full.\n"
+			    "# TYPE mmlockd_http_queries_refused_total counter\n");
+		mm_buf_printf(body, "mmlockd_http_queries_refused_total %" PRIu64 "\n",
+			      __atomic_load_n(&h->queries_refused, __ATOMIC_RELAXED));
+		*type = TYPE_PROM;
 		break;
 	case R_STATUS:
-		mm_api_status(s, &body);
-		mm_buf_puts(&body, "\n");
+		mm_api_status(s, body);
+		mm_buf_puts(body, "\n");
 		break;
 	case R_PROCESSES:
-		mm_api_processes(s, &body);
-		mm_buf_puts(&body, "\n");
+		mm_api_processes(s, body);
+		mm_buf_puts(body, "\n");
 		break;
 	}
 	mm_snapshot_unref(s);
-	return reply(conn, MHD_HTTP_OK, type, &body);
+	return MHD_HTTP_OK;
 }
 
-/* Query parameters of /api/v1/history. */
-struct history_query {
-	double now;
-	int pid; /* -1: every process */
-	double since, until;
-	unsigned limit;
-	const char *limit_key;	 /* the row limit's parameter name: "limit" or "top" */
-	unsigned long limit_max; /* its largest value */
-	unsigned seen;		 /* bit per parameter (1 << index in keys[]), to refuse repeats */
-	char err[256];		 /* set when a parameter is bad; iteration stops */
-};
-
-/* Whether @s is digits, optionally followed by '.' and digits; sets *ret_end past them. */
-static bool scan_decimal(const char *s, const char **ret_end)
+static unsigned route_metrics(struct mm_http *h, const struct mm_route_req *req,
+			      struct mm_buf *body, const char **type)
 {
-	const char *p = s;
-	while (*p >= '0' && *p <= '9')
-		p++;
-	if (p == s)
-		return false;
-	if (*p == '.') {
-		const char *frac = ++p;
-		while (*p >= '0' && *p <= '9')
-			p++;
-		if (p == frac)
-			return false;
-	}
-	*ret_end = p;
-	return true;
+	return snapshot_view(h, R_METRICS, body, type);
 }
 
-/* "1700000000", "1700000000.5" (unix seconds), "now", or "90s", "15m", "2h", "7d" (that long
- * before @now). Returns false on anything else. */
-static bool parse_time(const char *s, double now, double *ret)
+static unsigned route_status(struct mm_http *h, const struct mm_route_req *req, struct mm_buf *body,
+			     const char **type)
 {
-	const char *end;
-	double v;
-
-	if (!strcmp(s, "now")) {
-		*ret = now;
-		return true;
-	}
-	if (strlen(s) > 32 || !scan_decimal(s, &end))
-		return false;
-	v = strtod(s, NULL);
-	if (*end == '\0') {
-		*ret = v;
-		return true;
-	}
-	if (end[1] != '\0')
-		return false;
-	switch (*end) {
-	case 's':
-		break;
-	case 'm':
-		v *= 60;
-		break;
-	case 'h':
-		v *= 3600;
-		break;
-	case 'd':
-		v *= 86400;
-		break;
-	default:
-		return false;
-	}
-	*ret = v < now ? now - v : 0;
-	return true;
+	return snapshot_view(h, R_STATUS, body, type);
 }
 
-/* A decimal integer in [min, max] and nothing else. */
-static bool parse_uint(const char *s, unsigned long min, unsigned long max, unsigned long *ret)
+static unsigned route_processes(struct mm_http *h, const struct mm_route_req *req,
+				struct mm_buf *body, const char **type)
 {
-	unsigned long v = 0;
-	const char *p = s;
-
-	if (!*p)
-		return false;
-	for (; *p; p++) {
-		if (*p < '0' || *p > '9')
-			return false;
-		v = v * 10 + (unsigned long)(*p - '0');
-		if (v > max)
-			return false;
-	}
-	if (v < min)
-		return false;
-	*ret = v;
-	return true;
+	return snapshot_view(h, R_PROCESSES, body, type);
 }
 
-/* One query parameter of /api/v1/history or /api/v1/locks: pid, since, until, and the row limit
- * under the route's own name (q->limit_key). */
-static enum MHD_Result range_arg(void *cls, enum MHD_ValueKind kind, const char *key,
-				 const char *value)
-{
-	struct history_query *q = cls;
-	const char *const keys[] = {"pid", "since", "until", q->limit_key};
-	unsigned long v;
-	unsigned k;
-
-	for (k = 0; k < 4 && strcmp(key, keys[k]); k++)
-		;
-	if (k == 4) {
-		snprintf(q->err, sizeof(q->err),
-			 "unknown parameter '%.64s' (expected pid, since, until, %s)", key,
-			 q->limit_key);
-		return MHD_NO;
-	}
-	if (q->seen & (1u << k)) {
-		snprintf(q->err, sizeof(q->err), "parameter '%s' given twice", key);
-		return MHD_NO;
-	}
-	q->seen |= 1u << k;
-	if (!value)
-		value = "";
-	switch (k) {
-	case 0:
-		if (!parse_uint(value, 1, INT32_MAX, &v))
-			goto bad;
-		q->pid = (int)v;
-		break;
-	case 1:
-	case 2:
-		if (!parse_time(value, q->now, k == 1 ? &q->since : &q->until))
-			goto bad;
-		break;
-	case 3:
-		if (!parse_uint(value, 1, q->limit_max, &v))
-			goto bad;
-		q->limit = (unsigned)v;
-		break;
-	}
-	return MHD_YES;
-bad:
-	if (k == 3)
-		snprintf(q->err, sizeof(q->err),
-			 "%s: bad value '%.64s' (expected an integer from 1 to %lu)", key, value,
-			 q->limit_max);
-	else
-		snprintf(q->err, sizeof(q->err), "%s: bad value '%.64s' (expected %s)", key, value,
-			 k == 0 ? "a positive integer"
-				: "unix seconds, 'now', or a duration before now like 90s, 15m, "
-				  "2h, 7d");
-	return MHD_NO;
-}
-
-/* Parses the query of a history route into @q and opens the database. Returns MHD_YES with *ret_st
- * set, or the result of the error reply already queued (and *ret_st NULL). */
-static enum MHD_Result open_range(struct mm_http *h, struct MHD_Connection *conn,
-				  struct history_query *q, struct mm_store **ret_st)
+/* Reads the range parameters of a history route into @q and opens the database. Returns 0 with
+ * *ret_st set, or the error status with @body holding its JSON (and *ret_st NULL). */
+static unsigned open_range(struct mm_http *h, const struct mm_route_req *req, const char *limit_key,
+			   unsigned long limit_def, unsigned long limit_max,
+			   struct mm_route_range *q, struct mm_store **ret_st, struct mm_buf *body)
 {
 	struct timespec ts;
+	char err[256];
+	unsigned st;
 	int r;
 
 	*ret_st = NULL;
 	clock_gettime(CLOCK_REALTIME, &ts);
-	q->now = (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-	q->until = q->now;
-	MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, range_arg, q);
-	if (q->err[0])
-		return reply_error(conn, MHD_HTTP_BAD_REQUEST, "%s", q->err);
-	if (!(q->seen & SEEN_SINCE))
-		q->since = q->until > HISTORY_DEFAULT_S ? q->until - HISTORY_DEFAULT_S : 0;
-	if (q->since > q->until)
-		return reply_error(conn, MHD_HTTP_BAD_REQUEST, "since (%.3f) is after until (%.3f)",
-				   q->since, q->until);
-	if (!h->db_path)
-		return reply_error(conn, MHD_HTTP_SERVICE_UNAVAILABLE, "no history database");
+	st = mm_route_range(req, limit_key, limit_def, limit_max,
+			    (double)ts.tv_sec + (double)ts.tv_nsec / 1e9, q, err, sizeof(err));
+	if (st) {
+		mm_http_error_json(body, "%s", err);
+		return st;
+	}
+	if (!h->db_path) {
+		mm_http_error_json(body, "no history database");
+		return MHD_HTTP_SERVICE_UNAVAILABLE;
+	}
 	r = mm_store_open_readonly(h->db_path, ret_st);
-	if (r < 0)
-		return reply_error(conn, MHD_HTTP_SERVICE_UNAVAILABLE,
-				   "history database %s is not available: %s", h->db_path,
+	if (r < 0) {
+		mm_http_error_json(body, "history database %s is not available: %s", h->db_path,
 				   strerror(-r));
-	return MHD_YES;
+		return MHD_HTTP_SERVICE_UNAVAILABLE;
+	}
+	return 0;
 }
 
-static enum MHD_Result reply_history(struct mm_http *h, struct MHD_Connection *conn)
+/* GET /api/v1/history?pid=&since=&until=&limit=: rows of process_stats from SQLite. */
+static unsigned route_history(struct mm_http *h, const struct mm_route_req *req,
+			      struct mm_buf *body, const char **type)
 {
-	struct history_query q = {.pid = -1,
-				  .limit = HISTORY_LIMIT_DEF,
-				  .limit_key = "limit",
-				  .limit_max = HISTORY_LIMIT_MAX};
-	struct mm_buf body = MM_BUF_INIT;
+	struct mm_route_range q;
 	struct mm_store *st;
-	enum MHD_Result ret = open_range(h, conn, &q, &st);
-	if (!st)
-		return ret;
+	unsigned status =
+		open_range(h, req, "limit", HISTORY_LIMIT_DEF, HISTORY_LIMIT_MAX, &q, &st, body);
+	if (status)
+		return status;
 
-	mm_buf_printf(&body, "{\"since\":%.3f,\"until\":%.3f,\"rows\":", q.since, q.until);
-	int r = mm_store_history_json(st, q.pid, q.since, q.until, q.limit, &body);
+	mm_buf_printf(body, "{\"since\":%.3f,\"until\":%.3f,\"rows\":", q.since, q.until);
+	int r = mm_store_history_json(st, q.pid, q.since, q.until, (unsigned)q.limit, body);
 	mm_store_close(st);
 	if (r < 0) {
-		mm_buf_free(&body);
-		return reply_error(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, "history query failed: %s",
-				   strerror(-r));
+		mm_http_error_json(body, "history query failed: %s", strerror(-r));
+		return MHD_HTTP_INTERNAL_SERVER_ERROR;
 	}
-	mm_buf_puts(&body, "}\n");
-	return reply(conn, MHD_HTTP_OK, TYPE_JSON, &body);
+	mm_buf_puts(body, "}\n");
+	return MHD_HTTP_OK;
 }
 
 /* GET /api/v1/locks?pid=&since=&until=&top=: lock contention rows from SQLite, summed over the
  * windows in the range per (process, type, caller, lock), longest total wait first. */
-static enum MHD_Result reply_locks(struct mm_http *h, struct MHD_Connection *conn)
+static unsigned route_locks(struct mm_http *h, const struct mm_route_req *req, struct mm_buf *body,
+			    const char **type)
 {
-	struct history_query q = {
-		.pid = -1, .limit = LOCKS_TOP_DEF, .limit_key = "top", .limit_max = LOCKS_TOP_MAX};
-	struct mm_buf body = MM_BUF_INIT;
+	struct mm_route_range q;
 	struct mm_snap_lock *rows = NULL;
 	struct mm_store *st;
 	size_t n = 0;
-	enum MHD_Result ret = open_range(h, conn, &q, &st);
-	if (!st)
-		return ret;
+	unsigned status = open_range(h, req, "top", LOCKS_TOP_DEF, LOCKS_TOP_MAX, &q, &st, body);
+	if (status)
+		return status;
 
-	int r = mm_store_locks(st, q.pid, q.since, q.until, q.limit, &rows, &n);
+	int r = mm_store_locks(st, q.pid, q.since, q.until, (unsigned)q.limit, &rows, &n);
 	mm_store_close(st);
-	if (r < 0)
-		return reply_error(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, "lock query failed: %s",
-				   strerror(-r));
-	mm_buf_printf(&body, "{\"since\":%.3f,\"until\":%.3f,\"rows\":", q.since, q.until);
-	mm_api_locks(rows, n, &body);
-	mm_buf_puts(&body, "}\n");
+	if (r < 0) {
+		mm_http_error_json(body, "lock query failed: %s", strerror(-r));
+		return MHD_HTTP_INTERNAL_SERVER_ERROR;
+	}
+	mm_buf_printf(body, "{\"since\":%.3f,\"until\":%.3f,\"rows\":", q.since, q.until);
+	mm_api_locks(rows, n, body);
+	mm_buf_puts(body, "}\n");
 	free(rows);
-	return reply(conn, MHD_HTTP_OK, TYPE_JSON, &body);
+	return MHD_HTTP_OK;
+}
+
+/* The API. A route that reads SQLite is slow: it runs on a query worker, never on the thread that
+ * serves /metrics. Paths not here are the web assets or 404. */
+static const struct route {
+	const char *path;
+	route_fn *fn;
+	bool slow;
+} routes[] = {
+	{"/metrics", route_metrics, false},
+	{"/api/v1/status", route_status, false},
+	{"/api/v1/processes", route_processes, false},
+	{"/api/v1/history", route_history, true},
+	{"/api/v1/locks", route_locks, true},
+};
+
+/* One request: created by the URI log callback (the first thing libmicrohttpd tells us about a
+ * request, with the target still raw: it splits and unescapes it in place afterwards), freed by
+ * request_done(). */
+struct request {
+	const char *line_uri; /* where the target was in libmicrohttpd's read buffer */
+	size_t raw_len;	      /* bytes up to the target's first NUL */
+	bool headers_seen;
+	bool refused; /* answered on the socket by the URI log callback */
+	/* A slow route's query: queued on mm_http.jobs, run by a worker, which sets done. */
+	const struct route *route;
+	struct MHD_Connection *conn;
+	struct request *next_job;
+	bool queued, done; /* under jobs_lock */
+	unsigned status;
+	const char *type;
+	struct mm_buf body;
+	char raw[MM_ROUTE_TARGET_MAX + 1];
+	struct mm_route_req req;
+};
+
+static void *request_new(void *cls, const char *uri, struct MHD_Connection *conn)
+{
+	struct mm_http *h = cls;
+	struct request *rq = calloc(1, sizeof(*rq));
+	char msg[128];
+
+	if (!rq)
+		return NULL; /* handle() answers 500 */
+	rq->line_uri = uri;
+	rq->raw_len = strnlen(uri, MM_ROUTE_TARGET_MAX + 1);
+	if (rq->raw_len > MM_ROUTE_TARGET_MAX) {
+		snprintf(msg, sizeof(msg), "request target longer than %u bytes",
+			 MM_ROUTE_TARGET_MAX);
+		mm_httpconn_refuse(h->conns, conn, MHD_HTTP_URI_TOO_LONG, "URI Too Long", msg);
+		rq->refused = true;
+		return rq;
+	}
+	memcpy(rq->raw, uri, rq->raw_len);
+	unsigned params = 0;
+	for (const char *p = memchr(uri, '?', rq->raw_len); p && *p; p++)
+		params += *p == '?' || *p == '&';
+	if (params > MM_ROUTE_PARAMS_MAX) {
+		snprintf(msg, sizeof(msg), "more than %u query parameters", MM_ROUTE_PARAMS_MAX);
+		mm_httpconn_refuse(h->conns, conn, MHD_HTTP_BAD_REQUEST, "Bad Request", msg);
+		rq->refused = true;
+		return rq;
+	}
+	/* At this point libmicrohttpd has cut the request line into C strings in place: the
+	 * version follows the target. */
+	const char *v = uri + rq->raw_len + 1;
+	if (!strncmp(v, "HTTP/", 5) && strcmp(v, "HTTP/1.1") && strcmp(v, "HTTP/1.0")) {
+		snprintf(msg, sizeof(msg), "HTTP version %.16s not supported (HTTP/1.0, HTTP/1.1)",
+			 v + 5);
+		mm_httpconn_refuse(h->conns, conn, MHD_HTTP_HTTP_VERSION_NOT_SUPPORTED,
+				   "HTTP Version Not Supported", msg);
+		rq->refused = true;
+	}
+	return rq;
+}
+
+static void request_done(void *cls, struct MHD_Connection *mc, void **con_cls,
+			 enum MHD_RequestTerminationCode toe)
+{
+	struct mm_http *h = cls;
+	struct request *rq = *con_cls;
+	mm_httpconn_request_done(h->conns, mc, toe);
+	if (rq)
+		mm_buf_free(&rq->body);
+	free(rq);
+	*con_cls = NULL;
+}
+
+/* Queues @rq's slow route for a query worker and suspends its connection. Returns false when the
+ * queue is full or the server is stopping; the caller answers 503. */
+static bool queue_query(struct mm_http *h, struct request *rq)
+{
+	bool ok;
+
+	pthread_mutex_lock(&h->jobs_lock);
+	ok = !h->stopping && h->njobs < QUERY_QUEUE_MAX;
+	if (ok) {
+		rq->queued = true;
+		rq->next_job = NULL;
+		*h->jobs_tail = rq;
+		h->jobs_tail = &rq->next_job;
+		h->njobs++;
+		/* Suspended before a worker can resume it: the lock is held. */
+		MHD_suspend_connection(rq->conn);
+		pthread_cond_signal(&h->jobs_cond);
+	}
+	pthread_mutex_unlock(&h->jobs_lock);
+	return ok;
+}
+
+static void *query_worker(void *arg)
+{
+	struct mm_http *h = arg;
+
+	pthread_setname_np(pthread_self(), "mmlockd-query");
+
+	pthread_mutex_lock(&h->jobs_lock);
+	for (;;) {
+		while (!h->jobs && !h->stopping)
+			pthread_cond_wait(&h->jobs_cond, &h->jobs_lock);
+		struct request *rq = h->jobs;
+		if (!rq)
+			break; /* stopping, and nothing left */
+		h->jobs = rq->next_job;
+		if (!h->jobs)
+			h->jobs_tail = &h->jobs;
+		h->njobs--;
+		bool stopping = h->stopping;
+		pthread_mutex_unlock(&h->jobs_lock);
+
+		rq->type = TYPE_JSON;
+		if (stopping) { /* what is still queued at stop is not run: stopping stays quick */
+			mm_http_error_json(&rq->body, "mmlockd is stopping");
+			rq->status = MHD_HTTP_SERVICE_UNAVAILABLE;
+		} else {
+			rq->status = rq->route->fn(h, &rq->req, &rq->body, &rq->type);
+		}
+
+		pthread_mutex_lock(&h->jobs_lock);
+		rq->done = true;
+		MHD_resume_connection(rq->conn);
+	}
+	pthread_mutex_unlock(&h->jobs_lock);
+	return NULL;
 }
 
 static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char *url,
 			      const char *method, const char *version, const char *upload_data,
 			      size_t *upload_data_size, void **con_cls)
 {
-	static int first_call_seen;
 	struct mm_http *h = cls;
+	struct request *rq = *con_cls;
+	char err[256];
 
-	if (strcmp(method, MHD_HTTP_METHOD_GET) && strcmp(method, MHD_HTTP_METHOD_HEAD))
-		return reply_error(conn, MHD_HTTP_METHOD_NOT_ALLOWED,
-				   "method %.32s not allowed (GET, HEAD)", method);
-	if (!*con_cls) {
-		*con_cls = &first_call_seen;
+	if (!rq)
+		return reply_error(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
+	if (rq->refused)
+		return MHD_NO; /* answered already; close */
+	if (rq->done) {
+		const char *type = rq->type;
+		return reply(conn, rq->status, type, &rq->body);
+	}
+	if (!rq->headers_seen) {
+		rq->headers_seen = true;
+		mm_httpconn_head_complete(h->conns, conn);
+		if (strcmp(method, MHD_HTTP_METHOD_GET) && strcmp(method, MHD_HTTP_METHOD_HEAD))
+			return reply_error(conn, MHD_HTTP_METHOD_NOT_ALLOWED,
+					   "method %.32s not allowed (GET, HEAD)", method);
+		const union MHD_ConnectionInfo *hs =
+			MHD_get_connection_info(conn, MHD_CONNECTION_INFO_REQUEST_HEADER_SIZE);
+		if (hs && hs->header_size > HEAD_MAX)
+			return reply_error(conn, MHD_HTTP_REQUEST_HEADER_FIELDS_TOO_LARGE,
+					   "request head of %zu bytes (at most %u)",
+					   hs->header_size, HEAD_MAX);
+		if (MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+						MHD_HTTP_HEADER_TRANSFER_ENCODING) ||
+		    (MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+						 MHD_HTTP_HEADER_CONTENT_LENGTH) &&
+		     strcmp(MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+							MHD_HTTP_HEADER_CONTENT_LENGTH),
+			    "0")))
+			return reply_error(conn, MHD_HTTP_CONTENT_TOO_LARGE,
+					   "%s requests take no body", method);
 		return MHD_YES;
 	}
 	if (*upload_data_size) {
-		*upload_data_size = 0; /* a body on a GET means nothing here */
+		*upload_data_size = 0;
 		return MHD_YES;
 	}
 
-	log_debug("http: %s %s", method, url);
-	if (!strcmp(url, "/metrics"))
-		return reply_snapshot(h, conn, R_METRICS);
-	if (!strcmp(url, "/api/v1/status"))
-		return reply_snapshot(h, conn, R_STATUS);
-	if (!strcmp(url, "/api/v1/processes"))
-		return reply_snapshot(h, conn, R_PROCESSES);
-	if (!strcmp(url, "/api/v1/history"))
-		return reply_history(h, conn);
-	if (!strcmp(url, "/api/v1/locks"))
-		return reply_locks(h, conn);
-	if (!strcmp(url, "/") && mm_web_assets_count > 0)
+	/* The version follows the target and its terminating NUL in libmicrohttpd's buffer; a
+	 * version further on means the target went on past a NUL byte, which a C string cannot
+	 * carry. */
+	if (version != rq->line_uri + rq->raw_len + 1)
+		return reply_error(conn, MHD_HTTP_BAD_REQUEST, "NUL byte in the request target");
+	unsigned st = mm_route_parse(rq->raw, rq->raw_len, &rq->req, err, sizeof(err));
+	if (st)
+		return reply_error(conn, st, "%s", err);
+
+	const char *path = rq->req.path;
+	log_debug("http: %s %s", method, path);
+	for (size_t i = 0; i < sizeof(routes) / sizeof(routes[0]); i++) {
+		if (strcmp(path, routes[i].path))
+			continue;
+		rq->route = &routes[i];
+		rq->conn = conn;
+		if (routes[i].slow) {
+			if (queue_query(h, rq))
+				return MHD_YES;
+			__atomic_fetch_add(&h->queries_refused, 1, __ATOMIC_RELAXED);
+			return reply_error(conn, MHD_HTTP_SERVICE_UNAVAILABLE,
+					   "busy: %u history queries are waiting; try again",
+					   QUERY_QUEUE_MAX);
+		}
+		const char *type = TYPE_JSON;
+		unsigned status = routes[i].fn(h, &rq->req, &rq->body, &type);
+		return reply(conn, status, type, &rq->body);
+	}
+	if (!strcmp(path, "/") && mm_web_assets_count > 0)
 		return reply_asset(conn, 0);
-	for (unsigned i = 0; url[0] == '/' && i < mm_web_assets_count; i++)
-		if (!strcmp(url + 1, mm_web_assets_names[i]))
+	for (unsigned i = 0; i < mm_web_assets_count; i++)
+		if (!strcmp(path + 1, mm_web_assets_names[i]))
 			return reply_asset(conn, i);
-	return reply_error(conn, MHD_HTTP_NOT_FOUND, "no such path: %.200s", url);
+	return reply_error(conn, MHD_HTTP_NOT_FOUND, "no such path: %.200s", path);
 }
 
-/* Resolves "ADDR:PORT" or "[V6ADDR]:PORT" into *ret. Logs and returns -EINVAL when malformed. */
+/* Resolves "ADDR:PORT" or "[V6ADDR]:PORT" (parse.h) into *ret. Logs and returns -EINVAL when
+ * malformed. */
 static int parse_listen(const char *listen, struct sockaddr_storage *ret, socklen_t *ret_len)
 {
 	struct addrinfo hints = {.ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV};
 	struct addrinfo *res = NULL;
-	unsigned long port;
-	char host[256];
-	const char *port_s;
-	const char *host_s = listen;
-	size_t n;
+	struct mm_listen_addr la;
+	char why[160], port_s[8];
 	int r;
 
-	if (listen[0] == '[') {
-		const char *end = strchr(listen, ']');
-		if (!end || end[1] != ':')
-			return log_error_errno(
-				EINVAL, "Invalid listen address '%s': expected [IPV6ADDRESS]:PORT",
-				listen);
-		host_s = listen + 1;
-		n = (size_t)(end - host_s);
-		port_s = end + 2;
+	if (mm_parse_listen(listen, &la, why, sizeof(why)) < 0)
+		return log_error_errno(EINVAL, "Invalid listen address '%s': %s", listen, why);
+	if (la.ipv6) {
 		hints.ai_family = AF_INET6;
 		hints.ai_flags |= AI_NUMERICHOST;
-	} else {
-		const char *colon = strrchr(listen, ':');
-		if (!colon)
-			return log_error_errno(EINVAL,
-					       "Invalid listen address '%s': expected "
-					       "ADDRESS:PORT, e.g. 127.0.0.1:9477",
-					       listen);
-		n = (size_t)(colon - listen);
-		port_s = colon + 1;
-		if (memchr(listen, ':', n))
-			return log_error_errno(EINVAL,
-					       "Invalid listen address '%s': IPv6 addresses go in "
-					       "brackets, e.g. [::1]:9477",
-					       listen);
 	}
-	if (n == 0 || n >= sizeof(host))
-		return log_error_errno(
-			EINVAL, "Invalid listen address '%s': missing or overlong host", listen);
-	memcpy(host, host_s, n);
-	host[n] = '\0';
-	if (!parse_uint(port_s, 0, 65535, &port))
-		return log_error_errno(
-			EINVAL,
-			"Invalid listen address '%s': port must be a number from 0 to 65535",
-			listen);
-
-	r = getaddrinfo(host, port_s, &hints, &res);
+	snprintf(port_s, sizeof(port_s), "%u", la.port);
+	r = getaddrinfo(la.host, port_s, &hints, &res);
 	if (r != 0)
 		return log_error_errno(EINVAL, "Invalid listen address '%s': %s", listen,
 				       r == EAI_SYSTEM ? strerror(errno) : gai_strerror(r));
@@ -511,70 +587,187 @@ static int parse_listen(const char *listen, struct sockaddr_storage *ret, sockle
 	return 0;
 }
 
-/* Binds a throwaway socket the way libmicrohttpd does, to learn why it could not. Returns 0 when
- * the bind works, or -errno. */
-static int probe_bind(const struct sockaddr_storage *sa, socklen_t len)
+/* Binds "unix:PATH" (mode 0600: root only) or "unix:PATH:GROUP" (0660, group GROUP), replacing a
+ * stale socket at PATH. Returns the listening fd or -errno after logging. */
+static int listen_unix(struct mm_http *h, const char *spec)
 {
-	int one = 1, r = 0;
-	int fd = socket(sa->ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	const char *path = spec + 5, *colon = strchr(path, ':');
+	size_t n = colon ? (size_t)(colon - path) : strlen(path);
+	gid_t gid = (gid_t)-1;
+	struct stat st;
+	int fd, r;
 
+	if (n == 0 || n >= sizeof(sa.sun_path) || path[0] != '/')
+		return log_error_errno(EINVAL,
+				       "Invalid listen address '%s': expected unix:/ABSOLUTE/PATH "
+				       "or unix:/ABSOLUTE/PATH:GROUP, at most %zu bytes",
+				       spec, sizeof(sa.sun_path) - 1);
+	memcpy(sa.sun_path, path, n);
+	if (colon) {
+		struct group *g = getgrnam(colon + 1);
+		if (!g)
+			return log_error_errno(EINVAL, "Invalid listen address '%s': no group '%s'",
+					       spec, colon + 1);
+		gid = g->gr_gid;
+	}
+	if (lstat(sa.sun_path, &st) == 0) {
+		if (!S_ISSOCK(st.st_mode))
+			return log_error_errno(EEXIST,
+					       "Failed to listen on %s: %s exists and is not a "
+					       "socket",
+					       spec, sa.sun_path);
+		unlink(sa.sun_path); /* a previous run's */
+	}
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0)
-		return -errno;
-	(void)setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (sa->ss_family == AF_INET6)
-		(void)setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
-	if (bind(fd, (const struct sockaddr *)sa, len) < 0)
+		return log_error_errno(errno, "Failed to listen on %s: %m", spec);
+	/* Created with no access at all, opened up once owner and group are right. */
+	mode_t old = umask(0777);
+	r = bind(fd, (struct sockaddr *)&sa, sizeof(sa));
+	umask(old);
+	if (r < 0 || (gid != (gid_t)-1 && chown(sa.sun_path, 0, gid) < 0) ||
+	    chmod(sa.sun_path, gid != (gid_t)-1 ? 0660 : 0600) < 0 || listen(fd, 1024) < 0) {
 		r = -errno;
-	close(fd);
-	return r;
+		close(fd);
+		return log_error_errno(r, "Failed to listen on %s: %m", spec);
+	}
+	h->unix_path = strdup(sa.sun_path);
+	return fd;
+}
+
+/* Binds @spec (see http.h) and listens. Returns the fd or -errno after logging. */
+static int open_listen(struct mm_http *h, const char *spec)
+{
+	struct sockaddr_storage sa;
+	socklen_t salen = 0;
+	int one = 1, fd, r;
+
+	if (!strncmp(spec, "unix:", 5))
+		return listen_unix(h, spec);
+	r = parse_listen(spec, &sa, &salen);
+	if (r < 0)
+		return r;
+	h->any_port = !(sa.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&sa)->sin6_port
+						 : ((struct sockaddr_in *)&sa)->sin_port);
+	fd = socket(sa.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		return log_error_errno(errno, "Failed to listen on %s: %m", spec);
+	(void)setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (sa.ss_family == AF_INET6)
+		(void)setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+	mm_httpconn_tune_listen(fd);
+	if (bind(fd, (struct sockaddr *)&sa, salen) < 0 || listen(fd, 1024) < 0) {
+		r = -errno;
+		close(fd);
+		return log_error_errno(r, "Failed to listen on %s: %m", spec);
+	}
+	return fd;
+}
+
+static void stop_threads(struct mm_http *h)
+{
+	pthread_mutex_lock(&h->jobs_lock);
+	h->stopping = true;
+	pthread_cond_broadcast(&h->jobs_cond);
+	pthread_mutex_unlock(&h->jobs_lock);
+	for (unsigned i = 0; i < h->nworkers; i++)
+		pthread_join(h->workers[i], NULL);
+	h->nworkers = 0;
+}
+
+/* Runs on a thread of its own: confines itself, then creates every thread that touches
+ * requests (libmicrohttpd's, the query workers, the sweeper), which inherit the confinement.
+ * Returns NULL, or a static message when something could not start. */
+static void *setup_thread(void *arg)
+{
+	struct mm_http *h = arg;
+	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_USE_ERROR_LOG |
+			 MHD_USE_SUSPEND_RESUME;
+
+	mm_privilege_confine_http();
+	h->mhd = MHD_start_daemon(
+		flags, 0, NULL, NULL, handle, h, MHD_OPTION_EXTERNAL_LOGGER, mhd_logger, h,
+		MHD_OPTION_LISTEN_SOCKET, h->listen_fd, MHD_OPTION_CONNECTION_TIMEOUT,
+		(unsigned)CONNECTION_TIMEOUT_S, MHD_OPTION_CONNECTION_LIMIT,
+		(unsigned)MM_HTTPCONN_MAX, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+		(unsigned)MM_HTTPCONN_PER_ADDR_MAX, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
+		(size_t)CONN_MEMORY, MHD_OPTION_URI_LOG_CALLBACK, request_new, h,
+		MHD_OPTION_NOTIFY_COMPLETED, request_done, h, MHD_OPTION_NOTIFY_CONNECTION,
+		mm_httpconn_notify, h->conns, MHD_OPTION_END);
+	if (!h->mhd)
+		return "libmicrohttpd did not start";
+	for (; h->nworkers < QUERY_WORKERS; h->nworkers++)
+		if (pthread_create(&h->workers[h->nworkers], NULL, query_worker, h))
+			return "cannot start the query workers";
+	if (mm_httpconn_start(h->conns))
+		return "cannot start the connection sweeper";
+	return NULL;
+}
+
+static void http_free(struct mm_http *h)
+{
+	stop_threads(h);
+	if (h->mhd)
+		MHD_stop_daemon(h->mhd);
+	mm_httpconn_free(h->conns);
+	if (h->listen_fd >= 0)
+		close(h->listen_fd);
+	if (h->unix_path)
+		unlink(h->unix_path);
+	free(h->unix_path);
+	free(h->db_path);
+	pthread_mutex_destroy(&h->jobs_lock);
+	pthread_cond_destroy(&h->jobs_cond);
+	free(h);
 }
 
 int mm_http_start(const char *listen, const char *db_path, unsigned top_n, struct mm_http **ret)
 {
-	struct sockaddr_storage sa;
-	socklen_t salen = 0;
-	struct mm_http *h;
-	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_USE_ERROR_LOG;
+	struct mm_http *h = calloc(1, sizeof(*h));
+	pthread_t th;
+	void *why = NULL;
 	int r;
 
-	r = parse_listen(listen, &sa, &salen);
-	if (r < 0)
-		return r;
-	if (sa.ss_family == AF_INET6)
-		flags |= MHD_USE_IPv6;
-
-	h = calloc(1, sizeof(*h));
 	if (!h)
 		return log_error_errno(ENOMEM, "Failed to start the HTTP server: %m");
+	h->listen_fd = -1;
 	h->top_n = top_n;
-	if (db_path && !(h->db_path = strdup(db_path))) {
-		free(h);
+	h->jobs_tail = &h->jobs;
+	pthread_mutex_init(&h->jobs_lock, NULL);
+	pthread_cond_init(&h->jobs_cond, NULL);
+	if ((db_path && !(h->db_path = strdup(db_path))) || mm_httpconn_new(&h->conns) < 0) {
+		http_free(h);
 		return log_error_errno(ENOMEM, "Failed to start the HTTP server: %m");
 	}
+	r = open_listen(h, listen);
+	if (r < 0) {
+		http_free(h);
+		return r;
+	}
+	h->listen_fd = r;
 
-	uint16_t port = ntohs(sa.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&sa)->sin6_port
-						       : ((struct sockaddr_in *)&sa)->sin_port);
-	h->mhd = MHD_start_daemon(flags, port, NULL, NULL, handle, h, MHD_OPTION_EXTERNAL_LOGGER,
-				  mhd_logger, h, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
-				  MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)CONNECTION_TIMEOUT_S,
-				  MHD_OPTION_END);
-	if (!h->mhd) {
-		r = probe_bind(&sa, salen);
-		if (r < 0)
-			r = log_error_errno(r, "Failed to listen on %s: %m", listen);
-		else
-			r = log_error_errno(
-				EIO, "Failed to start the HTTP server on %s: %s", listen,
-				h->start_msg[0] ? h->start_msg : "libmicrohttpd gave no reason");
-		free(h->db_path);
-		free(h);
+	r = pthread_create(&th, NULL, setup_thread, h);
+	if (r == 0)
+		pthread_join(th, &why);
+	if (r || why) {
+		r = log_error_errno(r ? r : EIO, "Failed to start the HTTP server on %s: %s",
+				    listen,
+				    r		      ? strerror(r)
+				    : h->start_msg[0] ? h->start_msg
+						      : (const char *)why);
+		http_free(h);
 		return r;
 	}
 	__atomic_store_n(&h->started, true, __ATOMIC_RELEASE);
 
-	const union MHD_DaemonInfo *info = MHD_get_daemon_info(h->mhd, MHD_DAEMON_INFO_BIND_PORT);
-	if (port == 0 && info)
-		log_info("Serving HTTP on %s (port %u)", listen, (unsigned)info->port);
+	struct sockaddr_storage sa;
+	socklen_t salen = sizeof(sa);
+	if (h->any_port && getsockname(h->listen_fd, (struct sockaddr *)&sa, &salen) == 0)
+		log_info("Serving HTTP on %s (port %u)", listen,
+			 (unsigned)ntohs(sa.ss_family == AF_INET6
+						 ? ((struct sockaddr_in6 *)&sa)->sin6_port
+						 : ((struct sockaddr_in *)&sa)->sin_port));
 	else
 		log_info("Serving HTTP on %s", listen);
 	*ret = h;
@@ -588,9 +781,6 @@ void mm_http_set_top_n(struct mm_http *h, unsigned top_n)
 
 void mm_http_stop(struct mm_http *h)
 {
-	if (!h)
-		return;
-	MHD_stop_daemon(h->mhd);
-	free(h->db_path);
-	free(h);
+	if (h)
+		http_free(h);
 }

@@ -1,7 +1,9 @@
 /*
- * The HTTP API, served by libmicrohttpd on its own thread. It reads the latest published snapshot
- * (snapshot.h) and, for history, a read-only SQLite handle of its own; it never touches collection
- * state, so a slow client cannot stall collection.
+ * The HTTP API, served by libmicrohttpd on threads of its own that hold no capabilities and run
+ * under a seccomp filter (privilege.h). It reads the latest published snapshot (snapshot.h) and,
+ * for history, a read-only SQLite handle per query on two query workers, so neither a slow client
+ * nor a slow query can stall collection or the /metrics scrape. Connections are bounded per client
+ * address and in all, and by a head and a request deadline (http.c says how).
  *
  * Routes (GET and HEAD only; anything else is 405, unknown paths 404, bad parameters 400, all with
  * a JSON body {"error": "..."}):
@@ -10,13 +12,18 @@
  *   /api/v1/status     version, kernel, uptime, collectors, events and lost events per tracepoint
  *   /api/v1/processes  per process: current window and since start
  *   /api/v1/history    ?pid=&since=&until=&limit= rows of process_stats from SQLite
+ *
+ * The request target is parsed by route.h (pure code): a NUL byte, a bad escape, an empty
+ * parameter name or more than 16 parameters is a 400, a target over 4096 bytes a 414.
  */
 #ifndef MM_HTTP_H
 #define MM_HTTP_H
 
 struct mm_http;
 
-/* Starts serving on @listen ("127.0.0.1:9477", "[::1]:9477", "0.0.0.0:9477"). @db_path is opened
+/* Starts serving on @listen ("127.0.0.1:9477", "[::1]:9477", "0.0.0.0:9477", or a Unix socket:
+ * "unix:/run/mmlockd/http.sock" mode 0600, root only, or "unix:PATH:GROUP" mode 0660 for root and
+ * GROUP, for hosts where process names are not for every local user). @db_path is opened
  * read-only per history request. @top_n limits per-process /metrics series. Returns 0 and sets
  * *ret, or a negative errno after logging (bad address, port in use). */
 int mm_http_start(const char *listen, const char *db_path, unsigned top_n, struct mm_http **ret);

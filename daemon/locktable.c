@@ -7,6 +7,8 @@
  */
 #include "locktable.h"
 
+#include "log.h"
+
 #include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
@@ -179,7 +181,7 @@ void mm_locktable_print(FILE *out, const struct mm_snap_lock *rows, size_t n, bo
 		rows = merged;
 		n = m;
 	} else if (n) {
-		fprintf(stderr, "out of memory merging lock rows; printing them unmerged\n");
+		log_warning("out of memory merging lock rows; printing them unmerged");
 	}
 	if (seed_table)
 		print_seed(out, rows, n);

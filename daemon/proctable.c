@@ -18,7 +18,6 @@ struct mm_proctable {
 	struct mm_proc *buckets[NBUCKETS];
 	struct mm_proc *all;
 	uint64_t count;
-	uint64_t lookup_failures;
 	mm_proc_lookup_fn lookup;
 	void *ctx;
 };
@@ -51,6 +50,59 @@ static uint64_t boot_unix_ms(void)
 	return cached;
 }
 
+#define PF_KTHREAD 0x00200000u
+
+int mm_proc_parse_stat(const char *text, struct mm_pid_stat *ret)
+{
+	/* "pid (comm) state ppid ...": comm may hold spaces and parentheses. */
+	const char *open_paren = strchr(text, '('), *p = strrchr(text, ')');
+	if (!open_paren || !p || p < open_paren)
+		return -EINVAL;
+	struct mm_pid_stat st = {0};
+	size_t len = (size_t)(p - open_paren - 1);
+	if (len >= sizeof(st.comm))
+		len = sizeof(st.comm) - 1;
+	memcpy(st.comm, open_paren + 1, len);
+	p++;
+	unsigned long long flags = 0;
+	for (unsigned field = 3; field <= 22; field++) {
+		while (*p == ' ')
+			p++;
+		if (!*p)
+			return -EINVAL;
+		char *end;
+		unsigned long long v = 0;
+		if (field == 3) { /* state: one letter */
+			end = (char *)p + 1;
+		} else {
+			errno = 0;
+			v = strtoull(p, &end, 10);
+			if (end == p || errno)
+				return -EINVAL;
+		}
+		switch (field) {
+		case 9:
+			flags = v;
+			break;
+		case 10:
+			st.minflt = v;
+			break;
+		case 12:
+			st.majflt = v;
+			break;
+		case 22:
+			st.start_ticks = v;
+			break;
+		default:
+			break;
+		}
+		p = end;
+	}
+	st.kthread = (flags & PF_KTHREAD) != 0;
+	*ret = st;
+	return 0;
+}
+
 int mm_proc_lookup_procfs(void *ctx, uint32_t pid, struct mm_proc_ident *ret)
 {
 	char path[64], buf[1024];
@@ -60,26 +112,11 @@ int mm_proc_lookup_procfs(void *ctx, uint32_t pid, struct mm_proc_ident *ret)
 	int n = read_file(path, buf, sizeof(buf));
 	if (n < 0)
 		return n;
-	/* "pid (comm) state ppid ..." where comm may contain spaces and parentheses. */
-	char *open_paren = strchr(buf, '('), *close_paren = strrchr(buf, ')');
-	if (!open_paren || !close_paren || close_paren < open_paren)
+	struct mm_pid_stat st;
+	if (mm_proc_parse_stat(buf, &st) < 0)
 		return -EINVAL;
-	size_t len = (size_t)(close_paren - open_paren - 1);
-	if (len >= sizeof(id.comm))
-		len = sizeof(id.comm) - 1;
-	memcpy(id.comm, open_paren + 1, len);
-	/* Field 22 (starttime, clock ticks since boot) is the 20th after the ")". */
-	char *p = close_paren + 1, *save = NULL, *tok;
-	unsigned field = 2;
-	unsigned long long start_ticks = 0;
-	for (tok = strtok_r(p, " ", &save); tok; tok = strtok_r(NULL, " ", &save)) {
-		if (++field == 22) {
-			start_ticks = strtoull(tok, NULL, 10);
-			break;
-		}
-	}
-	if (field != 22)
-		return -EINVAL;
+	memcpy(id.comm, st.comm, sizeof(id.comm));
+	unsigned long long start_ticks = st.start_ticks;
 	long hz = sysconf(_SC_CLK_TCK);
 	id.start_ms =
 		boot_unix_ms() + start_ticks * 1000ull / (unsigned long long)(hz > 0 ? hz : 100);
@@ -191,7 +228,6 @@ static struct mm_proc *create(struct mm_proctable *t, uint32_t pid, uint64_t fal
 		memcpy(p->comm, id.comm, sizeof(p->comm));
 		memcpy(p->cgroup, id.cgroup, sizeof(p->cgroup));
 	} else {
-		t->lookup_failures++;
 		p->start_ms = fallback_ms;
 		snprintf(p->comm, sizeof(p->comm), "pid-%u", pid);
 	}
@@ -283,9 +319,4 @@ struct mm_proc *mm_proctable_first(struct mm_proctable *t)
 uint64_t mm_proctable_count(const struct mm_proctable *t)
 {
 	return t->count;
-}
-
-uint64_t mm_proctable_lookup_failures(const struct mm_proctable *t)
-{
-	return t->lookup_failures;
 }

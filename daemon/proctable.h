@@ -70,9 +70,21 @@ void mm_proctable_comm(struct mm_proctable *t, uint32_t pid, const char *comm);
  * exited entries. */
 void mm_proctable_roll(struct mm_proctable *t);
 
+/* What /proc/PID/stat (or /proc/PID/task/TID/stat) says about a task. */
+struct mm_pid_stat {
+	char comm[MM_COMM_LEN]; /* between the first '(' and the last ')', cut to fit */
+	uint64_t minflt, majflt;
+	uint64_t start_ticks; /* starttime, clock ticks since boot */
+	bool kthread;	      /* PF_KTHREAD in flags */
+};
+
+/* Parses the text of a stat file: "pid (comm) state ppid ...", where comm may hold spaces and
+ * parentheses. The one parser of it, for the process table and the totals collector. Returns
+ * 0, or -EINVAL (*ret untouched). */
+int mm_proc_parse_stat(const char *text, struct mm_pid_stat *ret);
+
 /* The list of all entries (live and exited), for iteration via ->next. */
 struct mm_proc *mm_proctable_first(struct mm_proctable *t);
 uint64_t mm_proctable_count(const struct mm_proctable *t);
-uint64_t mm_proctable_lookup_failures(const struct mm_proctable *t);
 
 #endif

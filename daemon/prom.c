@@ -29,6 +29,7 @@
 
 #define PREFIX	      "mmlockd_"
 #define PROC_PREFIX   "mmlockd_process_"
+#define CG_PREFIX     "mmlockd_cgroup_"
 #define WAIT_HIST     "mmap_lock_wait_seconds"
 #define LOCK_CONT     "lock_contended_total"
 #define LOCK_WAIT     "lock_wait_seconds_total"
@@ -190,38 +191,75 @@ static size_t pick_procs(const struct mm_snapshot *s, unsigned top_n, size_t **r
 	return n;
 }
 
+/* Whether collector @name runs: a disabled or failed collector's families are not exported at
+ * all (node_exporter's rule), so a dashboard can tell "not measured" from "none happened";
+ * mmlockd_collector_up says why a family is missing. */
+static bool collector_running(const struct mm_snapshot *s, const char *name)
+{
+	for (size_t i = 0; i < s->ncollectors; i++)
+		if (!strcmp(s->collectors[i].name, name))
+			return s->collectors[i].state == MM_COLLECTOR_RUNNING;
+	return false;
+}
+
 static void put_proc_labels(struct mm_buf *out, const struct mm_snap_proc *p)
 {
 	mm_buf_printf(out, "pid=\"%" PRId32 "\",", p->pid);
 	put_label(out, "comm", p->comm);
+	mm_buf_puts(out, ",");
+	put_label(out, "cgroup", p->cgroup);
 }
 
+/* Who a series of put_fields() is about: the whole machine, one process or one cgroup. */
+enum breakdown { BY_NONE, BY_PROCESS, BY_CGROUP };
+
+static const char *const breakdown_prefix[] = {PREFIX, PROC_PREFIX, CG_PREFIX};
+
+/* Series k of a breakdown: its statistics, and its labels written by put_series_labels(). */
+static const struct mm_proc_stats *series_stats(const struct mm_snapshot *s, enum breakdown by,
+						const size_t *procs, size_t k)
+{
+	if (by == BY_PROCESS)
+		return &s->procs[procs[k]].total;
+	if (by == BY_CGROUP)
+		return &s->cgroups[k].total;
+	return &s->all_total;
+}
+
+static void put_series_labels(struct mm_buf *out, const struct mm_snapshot *s, enum breakdown by,
+			      const size_t *procs, size_t k)
+{
+	if (by == BY_PROCESS)
+		put_proc_labels(out, &s->procs[procs[k]]);
+	else if (by == BY_CGROUP)
+		put_label(out, "cgroup", s->cgroups[k].cgroup);
+}
+
+/* Every family of mm_proc_fields[] whose collector runs, with @nseries series each. */
 static void put_fields(struct mm_buf *out, const struct mm_snapshot *s, const size_t *procs,
-		       size_t nprocs, bool per_process, struct names *ns)
+		       size_t nseries, enum breakdown by, struct names *ns)
 {
 	char name[NAME_MAX_LEN];
 
 	for (size_t i = 0; i < mm_proc_nfields; i++) {
 		const struct mm_field *fam = &mm_proc_fields[i];
-		if (!family_first(i))
+		if (!family_first(i) || !collector_running(s, fam->collector))
 			continue;
-		snprintf(name, sizeof(name), "%s%s", per_process ? PROC_PREFIX : PREFIX, fam->prom);
+		snprintf(name, sizeof(name), "%s%s", breakdown_prefix[by], fam->prom);
 		if (!names_claim(ns, name, out))
 			continue;
 		put_help(out, name, fam->help, field_type(fam));
-		for (size_t k = 0; k < (per_process ? nprocs : 1); k++) {
-			const struct mm_snap_proc *p = per_process ? &s->procs[procs[k]] : NULL;
-			const struct mm_proc_stats *st = p ? &p->total : &s->all_total;
+		for (size_t k = 0; k < nseries; k++) {
+			const struct mm_proc_stats *st = series_stats(s, by, procs, k);
 			for (size_t j = i; j < mm_proc_nfields; j++) {
 				const struct mm_field *f = &mm_proc_fields[j];
 				if (strcmp(f->prom, fam->prom) != 0)
 					continue;
 				mm_buf_puts(out, name);
-				if (p || f->prom_label) {
+				if (by != BY_NONE || f->prom_label) {
 					mm_buf_puts(out, "{");
-					if (p)
-						put_proc_labels(out, p);
-					if (p && f->prom_label)
+					put_series_labels(out, s, by, procs, k);
+					if (by != BY_NONE && f->prom_label)
 						mm_buf_puts(out, ",");
 					if (f->prom_label)
 						mm_buf_puts(out, f->prom_label);
@@ -232,6 +270,24 @@ static void put_fields(struct mm_buf *out, const struct mm_snapshot *s, const si
 				mm_buf_puts(out, "\n");
 			}
 		}
+	}
+}
+
+/* How many processes of each cgroup with its own series mmlockd counted something for and that
+ * still run (the "other" bucket too). */
+static void put_cgroup_processes(struct mm_buf *out, const struct mm_snapshot *s, struct names *ns)
+{
+	const char *name = CG_PREFIX "processes";
+	if (!s->ncgroups || !names_claim(ns, name, out))
+		return;
+	put_help(out, name,
+		 "Running processes of the cgroup with activity seen (cgroup=\"other\": of every "
+		 "cgroup without its own series).",
+		 "gauge");
+	for (size_t k = 0; k < s->ncgroups; k++) {
+		mm_buf_printf(out, "%s{", name);
+		put_label(out, "cgroup", s->cgroups[k].cgroup);
+		mm_buf_printf(out, "} %" PRIu64 "\n", s->cgroups[k].processes);
 	}
 }
 
@@ -293,7 +349,8 @@ static void put_hists(struct mm_buf *out, const struct mm_snapshot *s, const siz
 		      size_t nprocs, bool per_process, struct names *ns)
 {
 	const char *name = per_process ? PROC_PREFIX WAIT_HIST : PREFIX WAIT_HIST;
-	if (!names_claim(ns, name, out))
+	const struct mm_field *sum_f = wait_ns_field();
+	if (!sum_f || !collector_running(s, sum_f->collector) || !names_claim(ns, name, out))
 		return;
 	put_help(out, name,
 		 per_process
@@ -393,7 +450,8 @@ static void put_globals(struct mm_buf *out, const struct mm_snapshot *s, struct 
 		bool first = true;
 		for (size_t j = 0; j < i && first; j++)
 			first = strcmp(s->globals[j].family, g->family) != 0;
-		if (!first || !g->family[0])
+		if (!first || !g->family[0] ||
+		    (g->collector[0] && !collector_running(s, g->collector)))
 			continue;
 		global_name(name, sizeof(name), g->family, false);
 		if (!names_claim(ns, name, out)) {
@@ -433,9 +491,10 @@ static void put_simple(struct mm_buf *out, struct names *ns, const char *name, c
 	mm_buf_printf(out, "%s %" PRIu64 "\n", name, v);
 }
 
-/* The @top_n call sites with the longest total lock wait since start (s->lock_callers is sorted
- * that way): contentions and wait, labelled by lock type and caller. Nothing without the contention
- * collector. A (type, caller) pair already written is skipped, so labels never repeat. */
+/* The max(@top_n, MM_PROM_LOCK_CALLERS) call sites with the longest total lock wait since start
+ * (s->lock_callers is sorted that way): contentions and wait, labelled by lock type and caller.
+ * Nothing without the contention collector. A (type, caller) pair already written is skipped, so
+ * labels never repeat. */
 static void put_lock_callers(struct mm_buf *out, const struct mm_snapshot *s, unsigned top_n,
 			     struct names *ns)
 {
@@ -448,7 +507,9 @@ static void put_lock_callers(struct mm_buf *out, const struct mm_snapshot *s, un
 		 "perf lock contention --stack-skip 0 names it."},
 		{PREFIX LOCK_WAIT, "Time waited in those lock contentions since start."},
 	};
-	size_t n = s->nlock_callers < top_n ? s->nlock_callers : top_n;
+	/* Not tied to the per-pid series, which are off by default. */
+	unsigned want = top_n > MM_PROM_LOCK_CALLERS ? top_n : MM_PROM_LOCK_CALLERS;
+	size_t n = s->nlock_callers < want ? s->nlock_callers : want;
 
 	if (!n)
 		return;
@@ -487,7 +548,8 @@ static void reserve_fixed(struct names *ns, struct mm_buf *out)
 		PREFIX "store_errors_total", PREFIX "collector_up",
 		PREFIX "events_total",	     PREFIX "events_lost_total",
 		PREFIX "tracepoint_up",	     PREFIX WAIT_HIST,
-		PROC_PREFIX WAIT_HIST,	     PREFIX "collector_source",
+		PROC_PREFIX WAIT_HIST,	     CG_PREFIX "processes",
+		PREFIX "collector_source",
 	};
 	char name[NAME_MAX_LEN];
 
@@ -499,6 +561,8 @@ static void reserve_fixed(struct names *ns, struct mm_buf *out)
 		snprintf(name, sizeof(name), "%s%s", PREFIX, mm_proc_fields[i].prom);
 		names_claim(ns, name, out);
 		snprintf(name, sizeof(name), "%s%s", PROC_PREFIX, mm_proc_fields[i].prom);
+		names_claim(ns, name, out);
+		snprintf(name, sizeof(name), "%s%s", CG_PREFIX, mm_proc_fields[i].prom);
 		names_claim(ns, name, out);
 	}
 }
@@ -537,10 +601,14 @@ void mm_prom_format(const struct mm_snapshot *s, unsigned top_n, struct mm_buf *
 	put_collectors(out, s, &written);
 	put_events(out, s, &written);
 
-	put_fields(out, s, NULL, 0, false, &written);
+	put_fields(out, s, NULL, 1, BY_NONE, &written);
 	put_hists(out, s, NULL, 0, false, &written);
+	if (s->ncgroups) {
+		put_cgroup_processes(out, s, &written);
+		put_fields(out, s, NULL, s->ncgroups, BY_CGROUP, &written);
+	}
 	if (nprocs) {
-		put_fields(out, s, procs, nprocs, true, &written);
+		put_fields(out, s, procs, nprocs, BY_PROCESS, &written);
 		put_hists(out, s, procs, nprocs, true, &written);
 	}
 	put_lock_callers(out, s, top_n, &written);

@@ -7,31 +7,66 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "config.h"
+#include "faulttable.h"
 #include "locktable.h"
 #include "log.h"
+#include "parse.h"
 #include "store.h"
 
 static const char usage[] =
-	"Usage: mmlockd report --locks [OPTIONS]\n"
-	"Print the lock contention mmlockd stored, summed over a time range.\n"
+	"Usage: mmlockd report [OPTIONS]                  faults per process\n"
+	"       mmlockd report --units [OPTIONS]          faults per unit (cgroup)\n"
+	"       mmlockd report --compare A B [OPTIONS]    two ranges or two databases\n"
+	"       mmlockd report --locks [OPTIONS]          lock contention\n"
+	"Print what mmlockd stored, summed over a time range, from its SQLite history. Runs\n"
+	"next to a live daemon and on a database copied from another machine.\n"
 	"\n"
+	"Fault table columns (a group the data has not is left out):\n"
+	"  pid comm | processes   the process (pid, its latest name) or the unit's process count\n"
+	"  faults                 minflt + majflt (totals collector), else sampled user faults\n"
+	"  major                  major faults (totals)\n"
+	"  fallbacks, fb%         faults that fell back to mmap_lock, and their share of faults\n"
+	"                         (fallbacks collector, else the faults collector's)\n"
+	"  waits                  fallbacks that found mmap_lock taken (fallbacks)\n"
+	"  vma vma_retry mmap_retry mmap_abort mmap_unknown, fb wait ms\n"
+	"                         the outcome of each fault and the fallbacks' wait (faults)\n"
+	"  lock waits, wait ms, avg wait us   every mmap_lock wait (mmaplock)\n"
+	"  cgroup                 the cgroup (on systemd, the unit)\n"
+	"\n"
+	"  --units          one row per cgroup instead of per process\n"
+	"  --sort KEYS      sort by these columns, comma-separated (numbers largest first):\n"
+	"                   pid processes faults major fallbacks fallback_pct waits vma\n"
+	"                   vma_retry mmap_retry mmap_abort mmap_unknown fb_wait_ms lock_waits\n"
+	"                   wait_ms avg_wait_us comm cgroup (default: faults)\n"
+	"  -x SEP           CSV: a header line of column keys, fields separated by SEP\n"
+	"  --json           a JSON array of rows keyed by column\n"
+	"  --compare A B    A and B side by side with the change in percent; each is a\n"
+	"                   database file, or a range SINCE..UNTIL of the --db database\n"
+	"                   (either end may be empty: '2h..1h', '1h..')\n"
+	"  --labels L1,L2   column titles of the comparison (default: the file names or ranges)\n"
+	"  --throughput X,Y a throughput you measured for A and B, compared as well\n"
 	"  --locks          the lock contention table (perf lock contention's columns:\n"
 	"                   contended, total wait, max wait, avg wait, type, caller)\n"
-	"  --seed-table     instead: max, min, max-min, avg and sum of the wait in ms, count,\n"
-	"                   blocked function (the layout of linux-mm rmap lock reports)\n"
-	"  --detail         instead: one line per process and lock, with min and p99 wait\n"
+	"  --seed-table     with --locks: max, min, max-min, avg and sum of the wait in ms,\n"
+	"                   count, blocked function (the layout of linux-mm rmap lock reports)\n"
+	"  --detail         with --locks: one line per process and lock, with min and p99 wait\n"
+	"\n"
 	"  --db PATH        database (default " MM_DEFAULT_DB ")\n"
 	"  --since T        windows ending after T (default: the oldest)\n"
 	"  --until T        windows starting before T (default: now)\n"
 	"  --pid N          only process N\n"
+	"  --cgroup PATH    only processes in cgroup PATH and the cgroups below it\n"
+	"  --comm NAME      only processes named NAME\n"
 	"  --top N          at most N lines\n"
 	"  --help           show this text\n"
 	"\n"
@@ -39,66 +74,254 @@ static const char usage[] =
 	"'YYYY-MM-DD[ HH:MM[:SS]]'. Callers are named as by `perf lock contention --stack-skip "
 	"0`.\n";
 
-/* Parses a time argument (see usage) into unix seconds. */
-static int parse_when(const char *s, double now, double *ret)
+/* A "SINCE..UNTIL" range (either end may be empty) into unix seconds. */
+static int parse_range(const char *s, double now, double *ret_since, double *ret_until)
 {
-	static const char *const fmts[] = {"%Y-%m-%d %H:%M:%S", "%Y-%m-%dT%H:%M:%S",
-					   "%Y-%m-%d %H:%M", "%Y-%m-%d"};
-	char *end;
-	double v;
+	const char *dots = strstr(s, "..");
+	char since[64];
+	double a = 0, b = now;
 
-	if (!strcmp(s, "now")) {
-		*ret = now;
-		return 0;
-	}
-	errno = 0;
-	v = strtod(s, &end);
-	if (end != s && !errno && v >= 0) {
-		double mult = 0;
-		if (!*end) {
-			*ret = v;
-			return 0;
-		}
-		if (!end[1])
-			mult = *end == 's'   ? 1
-			       : *end == 'm' ? 60
-			       : *end == 'h' ? 3600
-			       : *end == 'd' ? 86400
-					     : 0;
-		if (mult) {
-			*ret = v * mult < now ? now - v * mult : 0;
-			return 0;
-		}
-	}
-	for (size_t i = 0; i < sizeof(fmts) / sizeof(fmts[0]); i++) {
-		struct tm tm = {0};
-		const char *rest = strptime(s, fmts[i], &tm);
-		if (!rest || *rest)
-			continue;
-		tm.tm_isdst = -1;
-		time_t t = mktime(&tm);
-		if (t == (time_t)-1)
-			return -EINVAL;
-		*ret = (double)t;
-		return 0;
-	}
-	return -EINVAL;
-}
-
-static int parse_count(const char *s, unsigned long max, unsigned long *ret)
-{
-	char *end;
-	errno = 0;
-	unsigned long v = strtoul(s, &end, 10);
-	if (end == s || *end || errno || v < 1 || v > max || s[0] == '-')
+	if (!dots || (size_t)(dots - s) >= sizeof(since))
 		return -EINVAL;
-	*ret = v;
+	snprintf(since, sizeof(since), "%.*s", (int)(dots - s), s);
+	if ((since[0] && mm_parse_time(since, now, &a) < 0) ||
+	    (dots[2] && mm_parse_time(dots + 2, now, &b) < 0) || a > b)
+		return -EINVAL;
+	*ret_since = a;
+	*ret_until = b;
 	return 0;
 }
 
-int mm_cmd_report(int argc, char **argv)
+struct args {
+	const char *db, *since, *until, *cgroup, *comm, *labels, *throughput;
+	const char *cmp[2];
+	bool locks, seed, detail, json;
+	unsigned long pid, top;
+	struct mm_fault_opts fo;
+	double now, since_s, until_s;
+};
+
+static void local_time(char *buf, size_t len, double t)
 {
-	enum { O_LOCKS = 256, O_SEED, O_DETAIL, O_DB, O_SINCE, O_UNTIL, O_PID, O_TOP, O_HELP };
+	time_t tt = (time_t)t;
+	struct tm tm;
+	if (t <= 0 || !localtime_r(&tt, &tm) || !strftime(buf, len, "%Y-%m-%d %H:%M:%S", &tm))
+		snprintf(buf, len, "-");
+}
+
+/* "DB, FROM .. TO (N windows, kernel K)" for the comment lines above a table. */
+static void describe(char *buf, size_t len, const char *db, const struct mm_store_range *rg)
+{
+	char a[32], b[32];
+	local_time(a, sizeof(a), rg->first_s);
+	local_time(b, sizeof(b), rg->last_s);
+	snprintf(buf, len, "%s, %s .. %s (%" PRIu64 " windows, kernel %s)", db, a, b, rg->windows,
+		 rg->kernels[0] ? rg->kernels : "-");
+}
+
+static struct mm_fault_query query_of(const struct args *a, double since, double until, int group)
+{
+	return (struct mm_fault_query){.since_s = since,
+				       .until_s = until,
+				       .pid = a->pid ? (int)a->pid : -1,
+				       .cgroup = a->cgroup,
+				       .comm = a->comm,
+				       .group = group};
+}
+
+static int report_locks(const struct args *a)
+{
+	struct mm_snap_lock *rows = NULL;
+	struct mm_store *st = NULL;
+	size_t n = 0;
+	int r = mm_store_open_readonly(a->db, &st);
+	if (r < 0)
+		return 1; /* logged */
+	r = mm_store_locks(st, a->pid ? (int)a->pid : -1, a->since_s, a->until_s, 0, &rows, &n);
+	mm_store_close(st);
+	if (r < 0)
+		return 1;
+	if (!n)
+		fprintf(stderr, "mmlockd report: no lock contention stored in %s for that range\n",
+			a->db);
+	if (a->detail) {
+		if (a->top && n > a->top)
+			n = a->top;
+		mm_locktable_print_detail(stdout, rows, n);
+	} else {
+		n = mm_lock_rows_merge(rows, n, true);
+		if (a->top && n > a->top)
+			n = a->top;
+		mm_locktable_print(stdout, rows, n, a->seed);
+	}
+	free(rows);
+	return fflush(stdout) == 0 ? 0 : 1;
+}
+
+static int report_faults(const struct args *a)
+{
+	struct mm_fault_query q =
+		query_of(a, a->since_s, a->until_s,
+			 a->fo.by_cgroup ? MM_FAULT_BY_CGROUP : MM_FAULT_BY_PROCESS);
+	struct mm_fault_row *rows = NULL;
+	struct mm_store_range rg;
+	struct mm_store *st = NULL;
+	char comment[512];
+	size_t n = 0;
+	int r = mm_store_open_readonly(a->db, &st);
+
+	if (r < 0)
+		return 1; /* logged */
+	r = mm_store_range(st, a->since_s, a->until_s, &rg);
+	if (r >= 0)
+		r = mm_store_fault_rows(st, &q, &rows, &n);
+	mm_store_close(st);
+	if (r < 0)
+		return 1;
+	if (!n)
+		fprintf(stderr, "mmlockd report: no process stored in %s for that range%s\n", a->db,
+			a->pid || a->cgroup || a->comm ? " and filter" : "");
+	describe(comment, sizeof(comment), a->db, &rg);
+	size_t len = strlen(comment);
+	if (a->top && n > a->top)
+		snprintf(comment + len, sizeof(comment) - len, "\n%zu %s, the first %lu shown", n,
+			 a->fo.by_cgroup ? "cgroups" : "processes", a->top);
+	else
+		snprintf(comment + len, sizeof(comment) - len, "\n%zu %s", n,
+			 a->fo.by_cgroup ? (n == 1 ? "cgroup" : "cgroups")
+					 : (n == 1 ? "process" : "processes"));
+	r = mm_fault_print(stdout, rows, n, &a->fo, comment);
+	free(rows);
+	return r < 0 || fflush(stdout) != 0 ? 1 : 0;
+}
+
+/* One side of --compare: @spec is a database file or a range of a->db. */
+static int load_side(const struct args *a, const char *spec, struct mm_fault_side *side, char *what,
+		     size_t whatlen, char *label, size_t labellen)
+{
+	const char *db = a->db;
+	double since = a->since_s, until = a->until_s;
+	struct mm_fault_query q;
+	struct mm_fault_row *rows = NULL;
+	struct mm_snap_lock *locks = NULL;
+	struct mm_store_range rg;
+	struct mm_store *st = NULL;
+	size_t n = 0, nlocks = 0;
+	int r;
+
+	if (access(spec, F_OK) == 0 || parse_range(spec, a->now, &since, &until) < 0) {
+		db = spec;
+		since = a->since_s;
+		until = a->until_s;
+		const char *base = strrchr(spec, '/') ? strrchr(spec, '/') + 1 : spec;
+		size_t blen = strlen(base);
+		if (blen > 3 && !strcmp(base + blen - 3, ".db"))
+			blen -= 3;
+		snprintf(label, labellen, "%.*s", (int)blen, base);
+	} else {
+		snprintf(label, labellen, "%s", spec);
+	}
+	r = mm_store_open_readonly(db, &st);
+	if (r < 0)
+		return r; /* logged */
+	q = query_of(a, since, until, MM_FAULT_ALL);
+	r = mm_store_range(st, since, until, &rg);
+	if (r >= 0)
+		r = mm_store_fault_rows(st, &q, &rows, &n);
+	if (r >= 0)
+		r = mm_store_locks(st, q.pid, since, until, 0, &locks, &nlocks);
+	mm_store_close(st);
+	if (r < 0) {
+		free(rows);
+		return r;
+	}
+	memset(side, 0, sizeof(*side));
+	if (n)
+		side->sum = rows[0];
+	/* mmap_lock contentions from the contention collector where it stored any rows. */
+	side->lock_contended = nlocks ? 0 : -1;
+	for (size_t i = 0; i < nlocks; i++)
+		if (!strcmp(locks[i].lock, "mmap_lock") &&
+		    (!a->comm || !strcmp(locks[i].comm, a->comm)))
+			side->lock_contended += (int64_t)locks[i].contended;
+	describe(what, whatlen, db, &rg);
+	free(rows);
+	free(locks);
+	return 0;
+}
+
+/* Splits "X,Y" into two strings of @buf (which it modifies). */
+static int split_pair(char *buf, const char **ret_a, const char **ret_b)
+{
+	char *comma = strchr(buf, ',');
+	if (!comma || comma == buf || !comma[1] || strchr(comma + 1, ','))
+		return -EINVAL;
+	*comma = '\0';
+	*ret_a = buf;
+	*ret_b = comma + 1;
+	return 0;
+}
+
+static int report_compare(const struct args *a)
+{
+	struct mm_fault_side side[2];
+	char what[2][512], label[2][128], labels[256], tput[128];
+	const char *l[2] = {NULL, NULL}, *t[2] = {NULL, NULL};
+
+	if (a->labels) {
+		snprintf(labels, sizeof(labels), "%s", a->labels);
+		if (split_pair(labels, &l[0], &l[1]) < 0) {
+			fprintf(stderr, "mmlockd report: --labels wants two names, 'A,B'\n");
+			return 2;
+		}
+	}
+	if (a->throughput) {
+		snprintf(tput, sizeof(tput), "%s", a->throughput);
+		char *end;
+		if (split_pair(tput, &t[0], &t[1]) < 0 || (strtod(t[0], &end), *end) ||
+		    (strtod(t[1], &end), *end)) {
+			fprintf(stderr, "mmlockd report: --throughput wants two numbers, 'X,Y'\n");
+			return 2;
+		}
+	}
+	for (int k = 0; k < 2; k++) {
+		if (load_side(a, a->cmp[k], &side[k], what[k], sizeof(what[k]), label[k],
+			      sizeof(label[k])) < 0)
+			return 1;
+		side[k].label = l[k] ? l[k] : label[k];
+		side[k].throughput = t[k];
+		printf("# %s: %s\n", side[k].label, what[k]);
+	}
+	if (a->pid || a->cgroup || a->comm)
+		printf("# only%s%s%s%s%s%s\n", a->comm ? " comm " : "", a->comm ? a->comm : "",
+		       a->cgroup ? " cgroup " : "", a->cgroup ? a->cgroup : "",
+		       a->pid ? " pid " : "", a->pid ? "(given)" : "");
+	printf("#\n");
+	int r = mm_fault_print_compare(stdout, &side[0], &side[1]);
+	return r < 0 || fflush(stdout) != 0 ? 1 : 0;
+}
+
+static int parse_args(int argc, char **argv, struct args *a)
+{
+	enum {
+		O_LOCKS = 256,
+		O_SEED,
+		O_DETAIL,
+		O_DB,
+		O_SINCE,
+		O_UNTIL,
+		O_PID,
+		O_TOP,
+		O_HELP,
+		O_UNITS,
+		O_CGROUP,
+		O_COMM,
+		O_SORT,
+		O_JSON,
+		O_COMPARE,
+		O_LABELS,
+		O_THROUGHPUT,
+	};
 	static const struct option opts[] = {
 		{"locks", no_argument, NULL, O_LOCKS},
 		{"seed-table", no_argument, NULL, O_SEED},
@@ -109,111 +332,178 @@ int mm_cmd_report(int argc, char **argv)
 		{"pid", required_argument, NULL, O_PID},
 		{"top", required_argument, NULL, O_TOP},
 		{"help", no_argument, NULL, O_HELP},
+		{"units", no_argument, NULL, O_UNITS},
+		{"cgroup", required_argument, NULL, O_CGROUP},
+		{"comm", required_argument, NULL, O_COMM},
+		{"sort", required_argument, NULL, O_SORT},
+		{"json", no_argument, NULL, O_JSON},
+		{"compare", required_argument, NULL, O_COMPARE},
+		{"labels", required_argument, NULL, O_LABELS},
+		{"throughput", required_argument, NULL, O_THROUGHPUT},
 		{NULL, 0, NULL, 0},
 	};
-	const char *db = MM_DEFAULT_DB, *since_s = NULL, *until_s = NULL;
-	bool locks = false, seed = false, detail = false;
-	unsigned long pid = 0, top = 0;
-	struct mm_snap_lock *rows = NULL;
-	struct mm_store *st = NULL;
-	double now = (double)time(NULL), since = 0, until = now;
-	size_t n = 0;
-	int c, r;
+	char err[512];
+	int c;
 
 	opterr = 0;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "x:", opts, NULL)) != -1) {
 		switch (c) {
 		case O_LOCKS:
-			locks = true;
+			a->locks = true;
 			break;
 		case O_SEED:
-			seed = true;
+			a->seed = true;
 			break;
 		case O_DETAIL:
-			detail = true;
+			a->detail = true;
 			break;
 		case O_DB:
-			db = optarg;
+			a->db = optarg;
 			break;
 		case O_SINCE:
-			since_s = optarg;
+			a->since = optarg;
 			break;
 		case O_UNTIL:
-			until_s = optarg;
+			a->until = optarg;
 			break;
 		case O_PID:
-			if (parse_count(optarg, INT32_MAX, &pid) < 0) {
+			if (mm_parse_ulong(optarg, 1, INT32_MAX, &a->pid) < 0) {
 				fprintf(stderr, "mmlockd report: bad --pid '%s'\n", optarg);
-				goto usage_error;
+				return -EINVAL;
 			}
 			break;
 		case O_TOP:
-			if (parse_count(optarg, UINT32_MAX, &top) < 0) {
+			if (mm_parse_ulong(optarg, 1, UINT32_MAX, &a->top) < 0) {
 				fprintf(stderr, "mmlockd report: bad --top '%s'\n", optarg);
-				goto usage_error;
+				return -EINVAL;
 			}
+			a->fo.top = a->top;
 			break;
 		case O_HELP:
 			fputs(usage, stdout);
-			return 0;
+			return 1;
+		case O_UNITS:
+			a->fo.by_cgroup = true;
+			break;
+		case O_CGROUP:
+			a->cgroup = optarg;
+			break;
+		case O_COMM:
+			a->comm = optarg;
+			break;
+		case O_SORT:
+			if (mm_fault_parse_sort(&a->fo, optarg, err, sizeof(err)) < 0) {
+				fprintf(stderr, "mmlockd report: --sort: %s\n", err);
+				return -EINVAL;
+			}
+			break;
+		case 'x':
+			if (!optarg[0]) {
+				fprintf(stderr, "mmlockd report: -x needs a separator\n");
+				return -EINVAL;
+			}
+			a->fo.format = MM_FAULT_CSV;
+			a->fo.sep = optarg;
+			break;
+		case O_JSON:
+			a->json = true;
+			break;
+		case O_COMPARE:
+			/* Two operands: the option's and the next argument. */
+			if (optind >= argc) {
+				fprintf(stderr,
+					"mmlockd report: --compare needs two operands, A B\n");
+				return -EINVAL;
+			}
+			a->cmp[0] = optarg;
+			a->cmp[1] = argv[optind++];
+			break;
+		case O_LABELS:
+			a->labels = optarg;
+			break;
+		case O_THROUGHPUT:
+			a->throughput = optarg;
+			break;
 		default:
 			fprintf(stderr, "mmlockd report: unknown option or missing value in '%s'\n",
 				argv[optind - 1]);
-			goto usage_error;
+			return -EINVAL;
 		}
 	}
 	if (optind < argc) {
 		fprintf(stderr, "mmlockd report: unexpected argument '%s'\n", argv[optind]);
-		goto usage_error;
+		return -EINVAL;
 	}
-	if (!locks) {
-		fprintf(stderr, "mmlockd report: say what to report (--locks)\n");
-		goto usage_error;
+	if (a->json && a->fo.format == MM_FAULT_CSV) {
+		fprintf(stderr, "mmlockd report: -x and --json exclude each other\n");
+		return -EINVAL;
 	}
-	if (seed && detail) {
+	if (a->json)
+		a->fo.format = MM_FAULT_JSON;
+	if (a->locks + !!a->cmp[0] + a->fo.by_cgroup > 1) {
+		fprintf(stderr,
+			"mmlockd report: --locks, --compare and --units exclude each other\n");
+		return -EINVAL;
+	}
+	if ((a->seed || a->detail) && !a->locks) {
+		fprintf(stderr, "mmlockd report: --seed-table and --detail go with --locks\n");
+		return -EINVAL;
+	}
+	if (a->seed && a->detail) {
 		fprintf(stderr, "mmlockd report: --seed-table and --detail exclude each other\n");
-		goto usage_error;
+		return -EINVAL;
+	}
+	if ((a->labels || a->throughput) && !a->cmp[0]) {
+		fprintf(stderr, "mmlockd report: --labels and --throughput go with --compare\n");
+		return -EINVAL;
 	}
 	for (int k = 0; k < 2; k++) {
-		const char *t = k ? until_s : since_s;
-		if (t && parse_when(t, now, k ? &until : &since) < 0) {
+		const char *t = k ? a->until : a->since;
+		if (t && mm_parse_time(t, a->now, k ? &a->until_s : &a->since_s) < 0) {
 			fprintf(stderr,
 				"mmlockd report: bad time '%s' for --%s (unix seconds, 'now', 15m, "
 				"2h, 7d, or YYYY-MM-DD[ HH:MM[:SS]])\n",
 				t, k ? "until" : "since");
-			goto usage_error;
+			return -EINVAL;
 		}
 	}
-	if (since > until) {
+	if (a->since_s > a->until_s) {
 		fprintf(stderr, "mmlockd report: --since is after --until\n");
-		goto usage_error;
+		return -EINVAL;
 	}
-
-	r = mm_store_open_readonly(db, &st);
-	if (r < 0)
-		return 1; /* logged */
-	r = mm_store_locks(st, pid ? (int)pid : -1, since, until, 0, &rows, &n);
-	mm_store_close(st);
-	if (r < 0)
-		return 1;
-	if (!n)
-		fprintf(stderr, "mmlockd report: no lock contention stored in %s for that range\n",
-			db);
-	if (detail) {
-		if (top && n > top)
-			n = top;
-		mm_locktable_print_detail(stdout, rows, n);
-	} else {
-		n = mm_lock_rows_merge(rows, n, true);
-		if (top && n > top)
-			n = top;
-		mm_locktable_print(stdout, rows, n, seed);
+	for (int k = 0; a->cmp[0] && k < 2; k++) {
+		double x, y;
+		if (access(a->cmp[k], F_OK) != 0 && strstr(a->cmp[k], "..") &&
+		    parse_range(a->cmp[k], a->now, &x, &y) < 0) {
+			fprintf(stderr,
+				"mmlockd report: bad range '%s' for --compare (SINCE..UNTIL, each "
+				"a "
+				"time as for --since, either may be empty)\n",
+				a->cmp[k]);
+			return -EINVAL;
+		}
 	}
-	free(rows);
-	return fflush(stdout) == 0 ? 0 : 1;
+	return 0;
+}
 
-usage_error:
-	fprintf(stderr, "Try 'mmlockd report --help'.\n");
-	return 2;
+int mm_cmd_report(int argc, char **argv)
+{
+	struct args a = {.db = MM_DEFAULT_DB, .fo = {.sort = {0, -1}}};
+	a.now = (double)time(NULL);
+	a.until_s = a.now;
+	a.fo.sort[0] = mm_fault_column_find("faults");
+
+	int r = parse_args(argc, argv, &a);
+	if (r > 0)
+		return 0; /* --help */
+	if (r < 0) {
+		fprintf(stderr, "Try 'mmlockd report --help'.\n");
+		return 2;
+	}
+	if (a.locks)
+		return report_locks(&a);
+	if (a.cmp[0])
+		return report_compare(&a);
+	return report_faults(&a);
 }

@@ -47,7 +47,6 @@ struct mm_sampler {
 	struct perf_thread_map *threads;
 	struct stream *streams;
 	unsigned nstreams;
-	size_t nrings;
 };
 
 static int libperf_print(enum libperf_print_level level, const char *fmt, va_list ap)
@@ -122,7 +121,7 @@ static int add(struct mm_sampler *s, unsigned stream, struct perf_event_attr *at
 {
 	struct stream *n = realloc(s->streams, (s->nstreams + 1) * sizeof(*n));
 	if (!n) {
-		snprintf(err, errlen, "out of memory");
+		mm_set_err(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
 	s->streams = n;
@@ -139,7 +138,7 @@ static int add(struct mm_sampler *s, unsigned stream, struct perf_event_attr *at
 	struct perf_evsel *ev = el ? perf_evsel__new(attr) : NULL;
 	if (!ev) {
 		perf_evlist__delete(el);
-		snprintf(err, errlen, "out of memory");
+		mm_set_err(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
 	perf_evlist__add(el, ev);
@@ -147,23 +146,23 @@ static int add(struct mm_sampler *s, unsigned stream, struct perf_event_attr *at
 	int r = perf_evlist__open(el);
 	if (r < 0) {
 		const char *why = open_error(r);
-		snprintf(err, errlen, "perf_event_open failed: %s", why ? why : strerror(-r));
+		mm_set_err(err, errlen, "perf_event_open failed: %s", why ? why : strerror(-r));
 		perf_evlist__delete(el);
 		return r;
 	}
 	if (filter && (r = perf_evsel__apply_filter(ev, filter)) < 0) {
-		snprintf(err, errlen, "the kernel refused the filter \"%s\": %s", filter,
-			 strerror(r == -1 ? errno : -r));
+		mm_set_err(err, errlen, "the kernel refused the filter \"%s\": %s", filter,
+			   strerror(r == -1 ? errno : -r));
 		perf_evlist__close(el);
 		perf_evlist__delete(el);
 		return r == -1 ? -errno : r;
 	}
 	r = perf_evlist__mmap(el, (int)s->ring_pages);
 	if (r < 0) {
-		snprintf(err, errlen,
-			 "mapping %u-page rings failed: %s (lower ring_pages or raise "
-			 "kernel.perf_event_mlock_kb)",
-			 s->ring_pages, strerror(-r));
+		mm_set_err(err, errlen,
+			   "mapping %u-page rings failed: %s (lower ring_pages or raise "
+			   "kernel.perf_event_mlock_kb)",
+			   s->ring_pages, strerror(-r));
 		perf_evlist__close(el);
 		perf_evlist__delete(el);
 		return r;
@@ -178,7 +177,6 @@ static int add(struct mm_sampler *s, unsigned stream, struct perf_event_attr *at
 		size_t len = perf_mmap__mmap_len(map), step = (size_t)sysconf(_SC_PAGESIZE);
 		for (size_t off = 0; off < len; off += step)
 			(void)base[off];
-		s->nrings++;
 	}
 
 	s->streams[s->nstreams++] = (struct stream){
@@ -235,13 +233,12 @@ void mm_sampler_disable(struct mm_sampler *s)
 		perf_evlist__disable(s->streams[i].evlist);
 }
 
-int mm_sampler_watch(struct mm_sampler *s, int epfd)
+int mm_sampler_watch(struct mm_sampler *s, int epfd, uint64_t tag)
 {
 	for (unsigned i = 0; i < s->nstreams; i++) {
 		struct perf_mmap *map;
 		perf_evlist__for_each_mmap (s->streams[i].evlist, map, false) {
-			struct epoll_event e = {.events = EPOLLIN,
-						.data.u64 = MM_SAMPLER_EPOLL_TAG};
+			struct epoll_event e = {.events = EPOLLIN, .data.u64 = tag};
 			if (epoll_ctl(epfd, EPOLL_CTL_ADD, map->fd, &e) < 0)
 				return -errno;
 		}
@@ -273,14 +270,4 @@ long mm_sampler_drain(struct mm_sampler *s, struct mm_order *order)
 		}
 	}
 	return n;
-}
-
-size_t mm_sampler_rings(const struct mm_sampler *s)
-{
-	return s->nrings;
-}
-
-size_t mm_sampler_ring_bytes(const struct mm_sampler *s)
-{
-	return s->nrings * (s->ring_pages + 1) * (size_t)sysconf(_SC_PAGESIZE);
 }

@@ -38,17 +38,12 @@ int mm_sampler_add_task(struct mm_sampler *s, unsigned stream, uint64_t *ret_sam
 void mm_sampler_enable(struct mm_sampler *s);
 void mm_sampler_disable(struct mm_sampler *s);
 
-/* Adds every ring's fd to @epfd (EPOLLIN, data.u64 = MM_SAMPLER_EPOLL_TAG). Returns 0 or -errno. */
-#define MM_SAMPLER_EPOLL_TAG 0x5a5a0000ull
-int mm_sampler_watch(struct mm_sampler *s, int epfd);
+/* Adds every ring's fd to @epfd (EPOLLIN, data.u64 = @tag). Returns 0 or -errno. */
+int mm_sampler_watch(struct mm_sampler *s, int epfd, uint64_t tag);
 
 /* Reads every ring empty into @order, tagging each record with its stream and timestamp. Returns
  * the number of records, or -ENOMEM if the queue could not grow (records left in the rings are read
  * next time). */
 long mm_sampler_drain(struct mm_sampler *s, struct mm_order *order);
-
-/* Number of rings and their total size in bytes. */
-size_t mm_sampler_rings(const struct mm_sampler *s);
-size_t mm_sampler_ring_bytes(const struct mm_sampler *s);
 
 #endif

@@ -45,6 +45,7 @@ void mm_snapshot_unref(struct mm_snapshot *s)
 	free(s->collectors);
 	free(s->locks);
 	free(s->lock_callers);
+	free(s->cgroups);
 	free(s);
 }
 
@@ -57,6 +58,13 @@ void mm_snapshot_set_locks(struct mm_snapshot *s, struct mm_snap_lock *locks, si
 	s->nlocks = locks ? nlocks : 0;
 	s->lock_callers = callers;
 	s->nlock_callers = callers ? ncallers : 0;
+}
+
+void mm_snapshot_set_cgroups(struct mm_snapshot *s, struct mm_snap_cgroup *cgroups, size_t n)
+{
+	free(s->cgroups);
+	s->cgroups = cgroups;
+	s->ncgroups = cgroups ? n : 0;
 }
 
 static pthread_mutex_t current_lock = PTHREAD_MUTEX_INITIALIZER;

@@ -34,6 +34,7 @@ struct mm_snap_global {
 	char family[32];
 	char name[64];
 	char help[160];
+	char collector[32]; /* the collector that registered it; "" for the daemon's own */
 	uint64_t window;
 	uint64_t total;
 };
@@ -80,6 +81,15 @@ struct mm_snap_lock {
 	struct mm_hist hist;		  /* their distribution */
 };
 
+/* A cgroup with its own /metrics series, or the "other" bucket (daemon/cgtable.h). Its counters
+ * start when the cgroup got its series, so they are not its totals since mmlockd started. */
+struct mm_snap_cgroup {
+	char cgroup[MM_CGROUP_LEN]; /* as mm_snap_proc.cgroup; "other" for the bucket */
+	bool other;
+	uint64_t processes;	    /* of the snapshot's procs, those in it */
+	struct mm_proc_stats total; /* since it got its series (open window included) */
+};
+
 struct mm_snapshot {
 	int refs; /* atomic; see mm_snapshot_ref/unref */
 
@@ -115,6 +125,11 @@ struct mm_snapshot {
 	struct mm_snap_lock *locks;
 	size_t nlock_callers;
 	struct mm_snap_lock *lock_callers;
+
+	/* The per-unit breakdown (daemon/cgtable.h): the cgroups with their own series, busiest
+	 * first, then "other"; empty when the builder keeps none. */
+	size_t ncgroups;
+	struct mm_snap_cgroup *cgroups;
 };
 
 /* Allocates a zeroed snapshot with one reference and room for the given counts (the n* members are
@@ -135,6 +150,10 @@ void mm_snapshot_publish(struct mm_snapshot *s);
  * Only for the snapshot's builder, before it is published. */
 void mm_snapshot_set_locks(struct mm_snapshot *s, struct mm_snap_lock *locks, size_t nlocks,
 			   struct mm_snap_lock *callers, size_t ncallers);
+
+/* Attaches a malloc'ed array of cgroups to @s (which takes it over), replacing any attached
+ * before. Only for the snapshot's builder, before it is published. */
+void mm_snapshot_set_cgroups(struct mm_snapshot *s, struct mm_snap_cgroup *cgroups, size_t n);
 
 /* Finds a process in @s by pid (the live one if several share it), or NULL. */
 const struct mm_snap_proc *mm_snapshot_find(const struct mm_snapshot *s, int32_t pid);

@@ -8,8 +8,17 @@
 #define F(member, prom_, label_, help_, kind_)                                                     \
 	{                                                                                          \
 		.name = #member, .prom = prom_, .prom_label = label_, .help = help_,               \
-		.kind = kind_, .offset = offsetof(struct mm_proc_stats, member)                    \
+		.kind = kind_, .offset = offsetof(struct mm_proc_stats, member),                   \
+		.collector = field_collector(offsetof(struct mm_proc_stats, member))               \
 	}
+
+/* The collector that fills a member, by where it sits in struct mm_proc_stats (stats.h groups the
+ * members by collector): /metrics exports a family only while its collector runs. */
+#define field_collector(off)                                                                       \
+	((off) < offsetof(struct mm_proc_stats, faults_vma)	  ? "mmaplock"                     \
+	 : (off) < offsetof(struct mm_proc_stats, minflt)	  ? "faults"                       \
+	 : (off) < offsetof(struct mm_proc_stats, fallback_locks) ? "totals"                       \
+								  : "fallbacks")
 
 #define OUT_HELP                                                                                   \
 	"User page faults by how they were handled: vma (under the per-VMA lock), vma_retry "      \
@@ -110,6 +119,15 @@ const struct mm_field mm_proc_fields[] = {
 };
 
 const size_t mm_proc_nfields = sizeof(mm_proc_fields) / sizeof(mm_proc_fields[0]);
+
+uint64_t mm_stats_activity(const struct mm_proc_stats *s)
+{
+	uint64_t faults = s->minflt + s->majflt;
+	if (!faults)
+		faults = s->faults;
+	return faults + s->fallback_locks + s->mmap_lock_read + s->mmap_lock_write +
+	       s->mmap_lock_contended;
+}
 
 void mm_stats_add(struct mm_proc_stats *dst, const struct mm_proc_stats *src)
 {

@@ -20,6 +20,9 @@ struct mm_hist {
 	uint64_t bucket[MM_HIST_BUCKETS];
 };
 
+/* Members are grouped by the collector that fills them, in this order: mmaplock (faults ..
+ * mmap_lock_contended), faults (faults_vma .. mmap_lock_by_unknown), totals (minflt, majflt),
+ * fallbacks (fallback_locks, fallback_lock_waits); stats.c derives mm_field.collector from it. */
 struct mm_proc_stats {
 	uint64_t faults;		 /* exceptions:page_fault_user in the process */
 	uint64_t mmap_lock_read;	 /* successful mmap_lock read acquisitions (trylocks too) */
@@ -87,7 +90,8 @@ struct mm_field {
 	const char *prom_label; /* extra label "key=\"value\"" within that family, or NULL */
 	const char *help;	/* Prometheus HELP text of the family */
 	enum mm_field_kind kind;
-	size_t offset; /* offsetof(struct mm_proc_stats, member), a uint64_t */
+	size_t offset;	       /* offsetof(struct mm_proc_stats, member), a uint64_t */
+	const char *collector; /* the collector that fills it (plugins/<collector>.c) */
 };
 
 extern const struct mm_field mm_proc_fields[];
@@ -97,6 +101,10 @@ static inline uint64_t mm_field_get(const struct mm_proc_stats *s, const struct 
 {
 	return *(const uint64_t *)((const char *)s + f->offset);
 }
+
+/* How busy a process (or cgroup) was, for picking the busiest: faults (the kernel's count or, when
+ * only the opt-in collectors ran, the sampled one), fallbacks and mmap_lock acquisitions. */
+uint64_t mm_stats_activity(const struct mm_proc_stats *s);
 
 /* Adds every counter and histogram bucket of @src to @dst. */
 void mm_stats_add(struct mm_proc_stats *dst, const struct mm_proc_stats *src);

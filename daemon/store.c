@@ -952,6 +952,122 @@ out:
 	return r;
 }
 
+int mm_store_fault_rows(struct mm_store *st, const struct mm_fault_query *q,
+			struct mm_fault_row **ret_rows, size_t *ret_n)
+{
+	static const char *const group_by[] = {" GROUP BY pid, start_time", " GROUP BY cgroup", ""};
+	struct mm_buf sql = MM_BUF_INIT;
+	struct mm_fault_row *rows = NULL;
+	sqlite3_stmt *s = NULL;
+	size_t n = 0, cap = 0;
+	int rc, r = 0;
+
+	if (isnan(q->since_s) || isnan(q->until_s))
+		return log_error_errno(EINVAL, "database %s: fault query with a NaN time",
+				       st->path);
+	/* comm is a bare column next to max(): SQLite takes it from the latest window's row. */
+	mm_buf_puts(&sql, "SELECT pid, start_time, comm, cgroup, "
+			  "count(DISTINCT pid || ':' || start_time), max(ts_end)");
+	for (size_t i = 0; i < mm_proc_nfields; i++)
+		mm_buf_printf(&sql, ", sum(%s)", mm_proc_fields[i].name);
+	mm_buf_puts(&sql, " FROM process_stats WHERE ts_end > ?1 AND ts_start < ?2");
+	if (q->pid >= 0)
+		mm_buf_puts(&sql, " AND pid = ?3");
+	if (q->cgroup)
+		mm_buf_puts(&sql,
+			    " AND (cgroup = ?4 OR substr(cgroup, 1, length(rtrim(?4, '/')) + 1) = "
+			    "rtrim(?4, '/') || '/')");
+	if (q->comm)
+		mm_buf_puts(&sql, " AND comm = ?5");
+	mm_buf_puts(&sql, group_by[q->group]);
+	if (mm_buf_failed(&sql)) {
+		r = log_error_errno(ENOMEM, "database %s: out of memory", st->path);
+		goto out;
+	}
+	rc = sqlite3_prepare_v2(st->db, sql.data, -1, &s, NULL);
+	if (rc != SQLITE_OK) {
+		r = db_fail(st, rc, "preparing the fault report query");
+		goto out;
+	}
+	if (sqlite3_bind_double(s, 1, q->since_s) || sqlite3_bind_double(s, 2, q->until_s) ||
+	    (q->pid >= 0 && sqlite3_bind_int64(s, 3, q->pid)) ||
+	    (q->cgroup && sqlite3_bind_text(s, 4, q->cgroup, -1, SQLITE_STATIC)) ||
+	    (q->comm && sqlite3_bind_text(s, 5, q->comm, -1, SQLITE_STATIC))) {
+		r = db_fail(st, sqlite3_errcode(st->db), "binding the fault report query");
+		goto out;
+	}
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+		if (n == cap) {
+			size_t ncap = cap ? cap * 2 : 64;
+			struct mm_fault_row *v = realloc(rows, ncap * sizeof(*v));
+			if (!v) {
+				r = log_error_errno(ENOMEM, "database %s: out of memory", st->path);
+				goto out;
+			}
+			rows = v;
+			cap = ncap;
+		}
+		struct mm_fault_row *row = &rows[n++];
+		memset(row, 0, sizeof(*row));
+		if (q->group == MM_FAULT_BY_PROCESS) {
+			row->pid = (int32_t)sqlite3_column_int64(s, 0);
+			row->start_time = sqlite3_column_double(s, 1);
+			column_text(s, 2, row->comm, sizeof(row->comm));
+		}
+		if (q->group != MM_FAULT_ALL)
+			column_text(s, 3, row->cgroup, sizeof(row->cgroup));
+		row->processes = (uint64_t)sqlite3_column_int64(s, 4);
+		for (size_t i = 0; i < mm_proc_nfields; i++)
+			*(uint64_t *)((char *)&row->sum + mm_proc_fields[i].offset) =
+				(uint64_t)sqlite3_column_int64(s, 6 + (int)i);
+	}
+	if (rc != SQLITE_DONE) {
+		r = db_fail(st, rc, "reading the fault report");
+		goto out;
+	}
+	*ret_rows = rows;
+	*ret_n = n;
+	rows = NULL;
+out:
+	sqlite3_finalize(s);
+	mm_buf_free(&sql);
+	free(rows);
+	return r;
+}
+
+int mm_store_range(struct mm_store *st, double since_s, double until_s, struct mm_store_range *ret)
+{
+	sqlite3_stmt *s = NULL;
+	int rc = sqlite3_prepare_v2(
+		st->db,
+		"SELECT count(*), min(ts_start), max(ts_end), "
+		"(SELECT group_concat(kernel, ',') FROM (SELECT DISTINCT kernel "
+		"FROM windows WHERE ts_end > ?1 AND ts_start < ?2 ORDER BY kernel)) "
+		"FROM windows WHERE ts_end > ?1 AND ts_start < ?2",
+		-1, &s, NULL);
+	int r = 0;
+
+	if (rc != SQLITE_OK)
+		return db_fail(st, rc, "preparing the range query");
+	if (sqlite3_bind_double(s, 1, since_s) || sqlite3_bind_double(s, 2, until_s)) {
+		r = db_fail(st, sqlite3_errcode(st->db), "binding the range query");
+		goto out;
+	}
+	rc = sqlite3_step(s);
+	if (rc != SQLITE_ROW) {
+		r = db_fail(st, rc, "reading the range");
+		goto out;
+	}
+	memset(ret, 0, sizeof(*ret));
+	ret->windows = (uint64_t)sqlite3_column_int64(s, 0);
+	ret->first_s = sqlite3_column_double(s, 1);
+	ret->last_s = sqlite3_column_double(s, 2);
+	column_text(s, 3, ret->kernels, sizeof(ret->kernels));
+out:
+	sqlite3_finalize(s);
+	return r;
+}
+
 int mm_store_schema_version(void)
 {
 	return (int)mm_schema_sql_count;

@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "buf.h"
+#include "faulttable.h"
 #include "snapshot.h"
 
 struct mm_store;
@@ -51,6 +52,33 @@ int mm_store_history_json(struct mm_store *st, int pid, double since_s, double u
  * there are none) of *ret_n rows. Returns 0 or a negative errno (logged); *ret_* untouched then. */
 int mm_store_locks(struct mm_store *st, int pid, double since_s, double until_s, unsigned top,
 		   struct mm_snap_lock **ret_rows, size_t *ret_n);
+
+/* What mmlockd report sums: the process_stats rows of the windows with ts_end > since_s and
+ * ts_start < until_s, optionally of one pid, of one cgroup and the cgroups below it, of processes
+ * named @comm in the window. */
+struct mm_fault_query {
+	double since_s, until_s;
+	int pid;	    /* -1: every process */
+	const char *cgroup; /* NULL: every cgroup */
+	const char *comm;   /* NULL: every name */
+	enum { MM_FAULT_BY_PROCESS, MM_FAULT_BY_CGROUP, MM_FAULT_ALL } group;
+};
+
+/* Sums every counter column of those rows per process (pid, start_time; comm of its latest
+ * window), per cgroup, or over all of them (one row, also when nothing matched), with the number
+ * of distinct processes in each. On success *ret_rows is a malloc'ed array of *ret_n rows (the
+ * caller frees it). Returns 0 or a negative errno (logged); *ret_* untouched then. */
+int mm_store_fault_rows(struct mm_store *st, const struct mm_fault_query *q,
+			struct mm_fault_row **ret_rows, size_t *ret_n);
+
+/* The windows that overlap [since_s, until_s): how many, the first start and last end (unix
+ * seconds; 0 without windows) and the distinct kernels they ran on ("6.12.117,6.18.44"). */
+struct mm_store_range {
+	uint64_t windows;
+	double first_s, last_s;
+	char kernels[256];
+};
+int mm_store_range(struct mm_store *st, double since_s, double until_s, struct mm_store_range *ret);
 
 /* The schema version this build migrates to. */
 int mm_store_schema_version(void);

@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "log.h"
+
 struct sym {
 	uint64_t addr;
 	uint32_t name; /* offset in the pool */
@@ -89,7 +91,7 @@ int mm_symbols_load_kallsyms(struct mm_symbols *s, const char *path, char *err, 
 	FILE *f = fopen(path, "re");
 	if (!f) {
 		int e = errno;
-		snprintf(err, errlen, "cannot read %s: %s", path, strerror(e));
+		mm_set_err(err, errlen, "cannot read %s: %s", path, strerror(e));
 		return -e;
 	}
 	char line[512];
@@ -105,17 +107,17 @@ int mm_symbols_load_kallsyms(struct mm_symbols *s, const char *path, char *err, 
 		}
 		if (mm_symbols_add(s, addr, type, name) < 0) {
 			fclose(f);
-			snprintf(err, errlen, "out of memory loading %s", path);
+			mm_set_err(err, errlen, "out of memory loading %s", path);
 			return -ENOMEM;
 		}
 		loaded++;
 	}
 	fclose(f);
 	if (!loaded && zero) {
-		snprintf(err, errlen,
-			 "%s shows no addresses (kernel.kptr_restrict, or not root): callchains "
-			 "cannot be symbolized",
-			 path);
+		mm_set_err(err, errlen,
+			   "%s shows no addresses (kernel.kptr_restrict, or not root): callchains "
+			   "cannot be symbolized",
+			   path);
 		return -EPERM;
 	}
 	mm_symbols_sort(s);

@@ -14,6 +14,8 @@
 #include <traceevent/event-parse.h>
 #include <unistd.h>
 
+#include "log.h"
+
 #define TRACEFS_MAGIC 0x74726163
 
 /* 1 when @path is a usable tracefs, 0 when it is not tracefs, -errno when it is tracefs but its
@@ -39,28 +41,28 @@ int mm_tracefs_find(char *ret_path, size_t size, char *err, size_t errlen)
 			return 0;
 		}
 		if (r < 0) {
-			snprintf(err, errlen,
-				 "tracefs is mounted at %s but %s/events is not readable: %s",
-				 candidates[i], candidates[i], strerror(-r));
+			mm_set_err(err, errlen,
+				   "tracefs is mounted at %s but %s/events is not readable: %s",
+				   candidates[i], candidates[i], strerror(-r));
 			return r;
 		}
 	}
 	if (access("/sys/kernel/tracing", F_OK) < 0) {
-		snprintf(err, errlen,
-			 "/sys/kernel/tracing does not exist (kernel without tracefs?)");
+		mm_set_err(err, errlen,
+			   "/sys/kernel/tracing does not exist (kernel without tracefs?)");
 		return -ENOENT;
 	}
 	if (mount("nodev", "/sys/kernel/tracing", "tracefs", 0, NULL) < 0) {
 		int e = errno;
-		snprintf(err, errlen,
-			 "tracefs is not mounted and mounting it at /sys/kernel/tracing "
-			 "failed: %s",
-			 strerror(e));
+		mm_set_err(err, errlen,
+			   "tracefs is not mounted and mounting it at /sys/kernel/tracing "
+			   "failed: %s",
+			   strerror(e));
 		return -e;
 	}
 	if (is_tracefs("/sys/kernel/tracing") <= 0) {
-		snprintf(err, errlen,
-			 "mounted tracefs at /sys/kernel/tracing but it has no events/");
+		mm_set_err(err, errlen,
+			   "mounted tracefs at /sys/kernel/tracing but it has no events/");
 		return -ENOENT;
 	}
 	snprintf(ret_path, size, "/sys/kernel/tracing");
@@ -119,14 +121,14 @@ int mm_tracefs_event(const char *tracefs, struct tep_handle *tep, const char *sy
 	int r = read_all(path, &text, &len);
 	if (r < 0) {
 		if (r == -ENOENT)
-			snprintf(err, errlen, "the kernel has no tracepoint %s:%s", system, name);
+			mm_set_err(err, errlen, "the kernel has no tracepoint %s:%s", system, name);
 		else
-			snprintf(err, errlen, "cannot read %s: %s", path, strerror(-r));
+			mm_set_err(err, errlen, "cannot read %s: %s", path, strerror(-r));
 		return r;
 	}
 	struct tep_event *ev = NULL;
 	if (tep_parse_format(tep, &ev, text, len, system) != TEP_ERRNO__SUCCESS || !ev) {
-		snprintf(err, errlen, "cannot parse the format of %s:%s", system, name);
+		mm_set_err(err, errlen, "cannot parse the format of %s:%s", system, name);
 		free(text);
 		return -EINVAL;
 	}

@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "log.h"
+#include "privilege.h"
 #include "snapshot.h"
 #include "store.h"
 
@@ -50,6 +51,7 @@ static void prune(struct mm_writer *wr, unsigned days)
 static void *run(void *arg)
 {
 	struct mm_writer *wr = arg;
+	mm_privilege_drop_thread(); /* its database is open; SQLite needs no capability */
 	pthread_mutex_lock(&wr->lock);
 	for (;;) {
 		while (!wr->count && !wr->stopping)

@@ -48,17 +48,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "locktable.h"
 #include "plugin.h"
 #include "snapshot.h"
 #include "tidmap.h"
 
-/* Flags of lock:contention_begin (include/trace/events/lock.h; also in the format's print fmt). */
-#define LCB_F_SPIN   (1U << 0)
-#define LCB_F_READ   (1U << 1)
-#define LCB_F_WRITE  (1U << 2)
-#define LCB_F_RT     (1U << 3)
-#define LCB_F_PERCPU (1U << 4)
-#define LCB_F_MUTEX  (1U << 5)
+/* LCB_F_* (plugin.h) are in the print fmt of lock:contention_begin too. */
 
 #define STACK_DEPTH	    8 /* frames considered for the caller, as perf lock record samples */
 #define MAX_PENDING	    4 /* waits one thread can have open at once (nested) */
@@ -385,14 +380,6 @@ struct state {
 	struct ip_class ipc[IP_CACHE];
 };
 
-static const struct mm_tp_req tracepoints[] = {
-	{"lock", "contention_begin", false, true, NULL},
-	{"lock", "contention_end", false, false, NULL},
-	{"mmap_lock", "mmap_lock_start_locking", true, false, NULL},
-	{"mmap_lock", "mmap_lock_acquire_returned", true, false, NULL},
-	{NULL, NULL, false, false, NULL},
-};
-
 static uint32_t thread_id(const struct mm_sample *s)
 {
 	return s->tid ? s->tid : IDLE_TID | s->cpu;
@@ -544,8 +531,9 @@ static void account(struct state *st, struct mm_host *h, const struct key *k, ui
 	mm_hist_add(&r->hist, wait);
 }
 
-static void on_begin(struct state *st, struct mm_host *h, const struct mm_sample *s)
+static void on_begin(void *state, struct mm_host *h, const struct mm_sample *s)
 {
+	struct state *st = state;
 	uint64_t addr, flags;
 	if (!mm_field_read_counted(h, st->g_short, st->b_addr, s, &addr) ||
 	    !mm_field_read_counted(h, st->g_short, st->b_flags, s, &flags))
@@ -592,8 +580,9 @@ static void on_begin(struct state *st, struct mm_host *h, const struct mm_sample
 	w->k.type_kind = type_of((unsigned)flags) | kind << 8;
 }
 
-static void on_end(struct state *st, struct mm_host *h, const struct mm_sample *s)
+static void on_end(void *state, struct mm_host *h, const struct mm_sample *s)
 {
+	struct state *st = state;
 	uint64_t addr;
 	if (!mm_field_read_counted(h, st->g_short, st->e_addr, s, &addr))
 		return;
@@ -611,9 +600,12 @@ static void on_end(struct state *st, struct mm_host *h, const struct mm_sample *
 	mm_host_global_add(h, st->g_end_no_begin, 1);
 }
 
-static void on_start_locking(struct state *st, struct mm_host *h, const struct mm_sample *s)
+static void on_start_locking(void *state, struct mm_host *h, const struct mm_sample *s)
 {
+	struct state *st = state;
 	uint64_t mm, write;
+	if (!st->start) /* its fields are missing */
+		return;
 	if (!mm_field_read_counted(h, st->g_short, st->s_mm, s, &mm) ||
 	    !mm_field_read_counted(h, st->g_short, st->s_write, s, &write))
 		return;
@@ -625,9 +617,12 @@ static void on_start_locking(struct state *st, struct mm_host *h, const struct m
 		mm_host_global_add(h, st->g_threads, 1);
 }
 
-static void on_acquired(struct state *st, struct mm_host *h, const struct mm_sample *s)
+static void on_acquired(void *state, struct mm_host *h, const struct mm_sample *s)
 {
+	struct state *st = state;
 	uint64_t mm, write, success;
+	if (!st->acquired)
+		return;
 	if (!mm_field_read_counted(h, st->g_short, st->a_mm, s, &mm) ||
 	    !mm_field_read_counted(h, st->g_short, st->a_write, s, &write) ||
 	    !mm_field_read_counted(h, st->g_short, st->a_success, s, &success))
@@ -640,19 +635,6 @@ static void on_acquired(struct state *st, struct mm_host *h, const struct mm_sam
 		t->mmap_mm = 0;
 		maybe_forget(st, t, tid);
 	}
-}
-
-static void sample(void *state, struct mm_host *h, const struct mm_sample *s)
-{
-	struct state *st = state;
-	if (s->tp == st->begin)
-		on_begin(st, h, s);
-	else if (s->tp == st->end)
-		on_end(st, h, s);
-	else if (s->tp == st->start)
-		on_start_locking(st, h, s);
-	else if (s->tp == st->acquired)
-		on_acquired(st, h, s);
 }
 
 static void thread_exit(void *state, struct mm_host *h, uint32_t pid, uint32_t tid)
@@ -713,16 +695,6 @@ static void format_lock(struct mm_host *h, const struct key *k, struct mm_snap_l
 	}
 }
 
-static int cmp_wait(const void *a, const void *b)
-{
-	const struct mm_snap_lock *x = a, *y = b;
-	if (x->wait_ns != y->wait_ns)
-		return x->wait_ns > y->wait_ns ? -1 : 1;
-	if (x->contended != y->contended)
-		return x->contended > y->contended ? -1 : 1;
-	return strcmp(x->caller, y->caller);
-}
-
 static void snapshot(void *state, struct mm_host *h, struct mm_snapshot *s, bool closing)
 {
 	struct state *st = state;
@@ -755,7 +727,7 @@ static void snapshot(void *state, struct mm_host *h, struct mm_snapshot *s, bool
 			o->min_ns = r->min_ns;
 			o->hist = r->hist;
 		}
-		qsort(rows, nrows, sizeof(*rows), cmp_wait);
+		mm_lock_rows_sort(rows, nrows);
 	}
 
 	if (st->sites.used)
@@ -774,7 +746,7 @@ static void snapshot(void *state, struct mm_host *h, struct mm_snapshot *s, bool
 			o->max_ns = c->max_ns;
 			o->min_ns = c->min_ns;
 		}
-		qsort(sites, nsites, sizeof(*sites), cmp_wait);
+		mm_lock_rows_sort(sites, nsites);
 		if (nsites > MAX_SNAP_CALLERS) {
 			struct mm_snap_lock *n = realloc(sites, MAX_SNAP_CALLERS * sizeof(*n));
 			if (n)
@@ -860,13 +832,26 @@ static int init(struct mm_host *h, void **ret_state)
 	return 0;
 }
 
+static const struct mm_tp_req tracepoints[] = {
+	{.system = "lock", .name = "contention_begin", .handler = on_begin, .callchain = true},
+	{.system = "lock", .name = "contention_end", .handler = on_end},
+	{.system = "mmap_lock",
+	 .name = "mmap_lock_start_locking",
+	 .handler = on_start_locking,
+	 .optional = true},
+	{.system = "mmap_lock",
+	 .name = "mmap_lock_acquire_returned",
+	 .handler = on_acquired,
+	 .optional = true},
+	{NULL},
+};
+
 const struct mm_plugin mm_plugin_contention = {
 	.name = "contention",
 	.description = "lock contention per process, type, caller and lock (as perf lock "
 		       "contention)",
 	.tracepoints = tracepoints,
 	.init = init,
-	.sample = sample,
 	.thread_exit = thread_exit,
 	.snapshot = snapshot,
 	.free = free_state,

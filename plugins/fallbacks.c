@@ -52,8 +52,7 @@ enum site { SITE_UNKNOWN, SITE_FALLBACK, SITE_HELPER, SITE_ITER, SITE_OTHER };
 #define IP_CACHE 256
 
 struct state {
-	const struct mm_tp *start, *acquired;
-	const struct tep_format_field *start_write, *acq_write, *acq_success;
+	const struct tep_format_field *start_write, *acq[2]; /* acq: write, success */
 	struct {
 		uint64_t ip;
 		uint8_t site;
@@ -69,12 +68,6 @@ struct state {
  * cannot be read: on a kernel that inlines, process start-up alone (kernel-mode faults of exec)
  * puts samples there long before. */
 #define HELPER_VERDICT 1000
-
-static const struct mm_tp_req tracepoints[] = {
-	{"mmap_lock", "mmap_lock_start_locking", false, false, "write == 0"},
-	{"mmap_lock", "mmap_lock_acquire_returned", false, false, "write == 0 && success == 0"},
-	{NULL, NULL, false, false, NULL},
-};
 
 static enum site classify(struct state *st, struct mm_host *h, uint64_t ip)
 {
@@ -108,12 +101,10 @@ static int init(struct mm_host *h, void **ret_state)
 		free(st);
 		return mm_host_fail(h, "out of memory");
 	}
-	st->start = mm_host_tp(h, "mmap_lock", "mmap_lock_start_locking");
-	st->acquired = mm_host_tp(h, "mmap_lock", "mmap_lock_acquire_returned");
-	st->start_write = mm_tp_field(st->start, "write");
-	st->acq_write = mm_tp_field(st->acquired, "write");
-	st->acq_success = mm_tp_field(st->acquired, "success");
-	if (!st->start_write || !st->acq_write || !st->acq_success) {
+	static const char *const write[] = {"write", NULL}, *const acq[] = {"write", "success",
+									    NULL};
+	if (!mm_host_fields(h, "mmap_lock", "mmap_lock_start_locking", write, &st->start_write) ||
+	    !mm_host_fields(h, "mmap_lock", "mmap_lock_acquire_returned", acq, st->acq)) {
 		mm_tidmap_free(st->threads);
 		free(st);
 		return mm_host_fail(h, "mmap_lock tracepoints lack the fields write, success");
@@ -143,19 +134,10 @@ static void unattributed(struct state *st, struct mm_host *h, bool *noted, const
 	}
 }
 
-static void sample(void *vst, struct mm_host *h, const struct mm_sample *s)
+/* The thread of a read lock taken at the fault fallback site (lock_mm_and_find_vma); NULL for
+ * a lock taken elsewhere (counted when it cannot be told apart) or when the table is full. */
+static struct thread *at_fallback(struct state *st, struct mm_host *h, const struct mm_sample *s)
 {
-	struct state *st = vst;
-	uint64_t write, success = 0;
-	bool is_start = s->tp == st->start;
-	if (!is_start && s->tp != st->acquired)
-		return;
-	if (!mm_field_read_counted(h, st->g_bad_field, is_start ? st->start_write : st->acq_write,
-				   s, &write) ||
-	    write ||
-	    (!is_start &&
-	     (!mm_field_read_counted(h, st->g_bad_field, st->acq_success, s, &success) || success)))
-		return; /* the stream is unfiltered when another collector wants every event */
 	enum site site = classify(st, h, s->ip);
 	if (site != SITE_FALLBACK) {
 		/* System calls' read locks go through the helper on every kernel; where the fault
@@ -174,23 +156,43 @@ static void sample(void *vst, struct mm_host *h, const struct mm_sample *s)
 				"samples carry the tracepoint iterator's IP");
 		else if (site == SITE_HELPER || site == SITE_UNKNOWN)
 			mm_host_global_add(h, st->g_unattributed, 1);
-		return;
+		return NULL;
 	}
 	st->n_site++;
 	struct thread *t = mm_tidmap_get(st->threads, s->tid, true);
-	if (!t) {
+	if (!t)
 		mm_host_global_add(h, st->g_threads_dropped, 1);
+	return t;
+}
+
+/* The streams are unfiltered when another collector wants every event: check the fields. */
+static void on_start(void *vst, struct mm_host *h, const struct mm_sample *s)
+{
+	struct state *st = vst;
+	uint64_t write;
+	if (!mm_field_read_counted(h, st->g_bad_field, st->start_write, s, &write) || write)
 		return;
-	}
-	if (is_start) {
-		if (!t->failed) {
-			mm_host_proc(h, s->pid)->fallback_locks++;
-			t->waited = false;
-		}
-		t->failed = false;
-		t->started = true;
+	struct thread *t = at_fallback(st, h, s);
+	if (!t)
 		return;
+	if (!t->failed) {
+		mm_host_proc(h, s->pid)->fallback_locks++;
+		t->waited = false;
 	}
+	t->failed = false;
+	t->started = true;
+}
+
+static void on_acquired(void *vst, struct mm_host *h, const struct mm_sample *s)
+{
+	struct state *st = vst;
+	uint64_t write, success;
+	if (!mm_field_read_counted(h, st->g_bad_field, st->acq[0], s, &write) || write ||
+	    !mm_field_read_counted(h, st->g_bad_field, st->acq[1], s, &success) || success)
+		return;
+	struct thread *t = at_fallback(st, h, s);
+	if (!t)
+		return;
 	if (!t->started) {
 		/* A failed trylock with no start before it. */
 		unattributed(st, h, &st->noted_trylock,
@@ -220,13 +222,24 @@ static void free_state(void *vst)
 	free(st);
 }
 
+static const struct mm_tp_req tracepoints[] = {
+	{.system = "mmap_lock",
+	 .name = "mmap_lock_start_locking",
+	 .handler = on_start,
+	 .filter = "write == 0"},
+	{.system = "mmap_lock",
+	 .name = "mmap_lock_acquire_returned",
+	 .handler = on_acquired,
+	 .filter = "write == 0 && success == 0"},
+	{NULL},
+};
+
 const struct mm_plugin mm_plugin_fallbacks = {
 	.name = "fallbacks",
 	.description = "per-process page-fault fallbacks to mmap_lock and how many found it taken "
 		       "(cheap: filtered read-lock events attributed by IP, no callchains)",
 	.tracepoints = tracepoints,
 	.init = init,
-	.sample = sample,
 	.thread_exit = thread_exit,
 	.free = free_state,
 };

@@ -68,27 +68,19 @@ struct window {
 	struct page added[MAX_ADDED];
 };
 
+/* Fields: of acquire_returned (acq), of the filemap page events (ff, ad, mp). */
+enum { F_SUCCESS, F_WRITE };
+enum { F_INO, F_DEV, F_INDEX, F_LAST };
+
 struct state {
-	const struct mm_tp *fault, *start, *acquired, *released, *filemap_fault, *added, *map_pages;
-	const struct tep_format_field *acq_success, *acq_write, *rel_write, *ff_ino, *ff_dev,
-		*ff_index, *ad_ino, *ad_dev, *ad_index, *mp_ino, *mp_dev, *mp_index, *mp_last;
+	const struct mm_tp *added, *map_pages; /* NULL when absent or lacking a field */
+	const struct tep_format_field *acq[2], *rel_write[1], *ff[3], *ad[3], *mp[4];
 	struct mm_tidmap *threads;
 	struct mm_tidmap
 		*writers; /* tid -> struct writer: threads holding an mmap_lock for write */
 	struct mm_tidmap *nwriters; /* pid -> unsigned: how many of its threads do */
 	uint64_t last_ns;	    /* latest event time seen */
 	int g_no_callchain, g_threads_dropped, g_timed_out;
-};
-
-static const struct mm_tp_req tracepoints[] = {
-	{"exceptions", "page_fault_user", false, false, NULL},
-	{"mmap_lock", "mmap_lock_start_locking", false, false, NULL},
-	{"mmap_lock", "mmap_lock_acquire_returned", false, true, NULL},
-	{"mmap_lock", "mmap_lock_released", true, false, NULL},
-	{"filemap", "mm_filemap_fault", false, false, NULL},
-	{"filemap", "mm_filemap_add_to_page_cache", true, false, NULL},
-	{"filemap", "mm_filemap_map_pages", true, false, NULL},
-	{NULL, NULL, false, false, NULL},
 };
 
 /* --- callchain attribution --- */
@@ -316,15 +308,24 @@ static struct window *thread(struct state *st, struct mm_host *h, uint32_t tid, 
 	return w;
 }
 
-static bool read_page(const struct tep_format_field *ino, const struct tep_format_field *dev,
-		      const struct tep_format_field *index, const struct mm_sample *s,
+static bool read_page(const struct tep_format_field *const *f, const struct mm_sample *s,
 		      struct page *ret)
 {
 	uint64_t i, d, x;
-	if (mm_field_read(ino, s, &i) || mm_field_read(dev, s, &d) || mm_field_read(index, s, &x))
+	if (mm_field_read(f[F_INO], s, &i) || mm_field_read(f[F_DEV], s, &d) ||
+	    mm_field_read(f[F_INDEX], s, &x))
 		return false;
 	*ret = (struct page){i, x, (uint32_t)d};
 	return true;
+}
+
+/* Every sample moves event time on (the tick's time limit) before its handler runs. */
+static struct state *seen(void *state, const struct mm_sample *s)
+{
+	struct state *st = state;
+	if (s->time_ns > st->last_ns)
+		st->last_ns = s->time_ns;
+	return st;
 }
 
 static bool same_page(const struct page *a, const struct page *b)
@@ -332,8 +333,9 @@ static bool same_page(const struct page *a, const struct page *b)
 	return a->ino == b->ino && a->index == b->index && a->dev == b->dev;
 }
 
-static void on_fault(struct state *st, struct mm_host *h, const struct mm_sample *s)
+static void on_fault(void *state, struct mm_host *h, const struct mm_sample *s)
 {
+	struct state *st = seen(state, s);
 	struct window *w = thread(st, h, s->tid, true);
 	if (!w)
 		return;
@@ -345,11 +347,12 @@ static void on_fault(struct state *st, struct mm_host *h, const struct mm_sample
 	w->writer_active = mm_tidmap_get(st->nwriters, s->pid, false) != NULL;
 }
 
-static void on_filemap_fault(struct state *st, struct mm_host *h, const struct mm_sample *s)
+static void on_filemap_fault(void *state, struct mm_host *h, const struct mm_sample *s)
 {
+	struct state *st = seen(state, s);
 	struct window *w = thread(st, h, s->tid, false);
 	struct page p;
-	if (!w || !w->open || !read_page(st->ff_ino, st->ff_dev, st->ff_index, s, &p))
+	if (!w || !w->open || !read_page(st->ff, s, &p))
 		return;
 	if (!w->fallbacks)
 		w->attempt = true;
@@ -361,11 +364,12 @@ static void on_filemap_fault(struct state *st, struct mm_host *h, const struct m
 		w->attempts_same_page++;
 }
 
-static void on_added(struct state *st, struct mm_host *h, const struct mm_sample *s)
+static void on_added(void *state, struct mm_host *h, const struct mm_sample *s)
 {
+	struct state *st = seen(state, s);
 	struct window *w = thread(st, h, s->tid, false);
 	struct page p;
-	if (!w || !w->open || !read_page(st->ad_ino, st->ad_dev, st->ad_index, s, &p))
+	if (!st->added || !w || !w->open || !read_page(st->ad, s, &p))
 		return;
 	for (unsigned i = 0; i < w->nadded; i++) {
 		if (same_page(&w->added[i], &p)) {
@@ -379,32 +383,35 @@ static void on_added(struct state *st, struct mm_host *h, const struct mm_sample
 
 /* Fault-around mapped a range of the file: after an attempt on a page in that range, this is the
  * retried attempt completing (under the VMA lock if no fallback came before). */
-static void on_map_pages(struct state *st, struct mm_host *h, const struct mm_sample *s)
+static void on_map_pages(void *state, struct mm_host *h, const struct mm_sample *s)
 {
+	struct state *st = seen(state, s);
 	struct window *w = thread(st, h, s->tid, false);
 	uint64_t ino, dev, first, last;
-	if (!w || !w->open || !w->have_page || w->fallbacks)
+	if (!st->map_pages || !w || !w->open || !w->have_page || w->fallbacks)
 		return;
-	if (mm_field_read(st->mp_ino, s, &ino) || mm_field_read(st->mp_dev, s, &dev) ||
-	    mm_field_read(st->mp_index, s, &first) || mm_field_read(st->mp_last, s, &last))
+	if (mm_field_read(st->mp[F_INO], s, &ino) || mm_field_read(st->mp[F_DEV], s, &dev) ||
+	    mm_field_read(st->mp[F_INDEX], s, &first) || mm_field_read(st->mp[F_LAST], s, &last))
 		return;
 	if (ino == w->page.ino && (uint32_t)dev == w->page.dev && first <= w->page.index &&
 	    w->page.index <= last)
 		w->attempts_same_page++;
 }
 
-static void on_start(struct state *st, struct mm_host *h, const struct mm_sample *s)
+static void on_start(void *state, struct mm_host *h, const struct mm_sample *s)
 {
+	struct state *st = seen(state, s);
 	struct window *w = thread(st, h, s->tid, false);
 	if (w && w->open)
 		w->wait_start_ns = s->time_ns;
 }
 
-static void on_acquired(struct state *st, struct mm_host *h, const struct mm_sample *s)
+static void on_acquired(void *state, struct mm_host *h, const struct mm_sample *s)
 {
+	struct state *st = seen(state, s);
 	uint64_t success = 0, write = 0;
-	mm_field_read(st->acq_success, s, &success);
-	mm_field_read(st->acq_write, s, &write);
+	mm_field_read(st->acq[F_SUCCESS], s, &success);
+	mm_field_read(st->acq[F_WRITE], s, &write);
 	enum mm_lock_source src = source_of_sample(st, h, s);
 	if (success)
 		(*source_counter(mm_host_proc(h, s->pid), src))++;
@@ -435,32 +442,12 @@ static void on_acquired(struct state *st, struct mm_host *h, const struct mm_sam
 	}
 }
 
-static void on_released(struct state *st, struct mm_host *h, const struct mm_sample *s)
+static void on_released(void *state, struct mm_host *h, const struct mm_sample *s)
 {
+	struct state *st = seen(state, s);
 	uint64_t write = 0;
-	if (mm_field_read(st->rel_write, s, &write) == 0 && write)
+	if (mm_field_read(st->rel_write[0], s, &write) == 0 && write)
 		writer_drop(st, s->tid, false);
-}
-
-static void sample(void *state, struct mm_host *h, const struct mm_sample *s)
-{
-	struct state *st = state;
-	if (s->time_ns > st->last_ns)
-		st->last_ns = s->time_ns;
-	if (s->tp == st->fault)
-		on_fault(st, h, s);
-	else if (s->tp == st->acquired)
-		on_acquired(st, h, s);
-	else if (s->tp == st->start)
-		on_start(st, h, s);
-	else if (s->tp == st->released)
-		on_released(st, h, s);
-	else if (s->tp == st->filemap_fault)
-		on_filemap_fault(st, h, s);
-	else if (s->tp == st->added)
-		on_added(st, h, s);
-	else if (s->tp == st->map_pages)
-		on_map_pages(st, h, s);
 }
 
 static void thread_exit(void *state, struct mm_host *h, uint32_t pid, uint32_t tid)
@@ -527,28 +514,16 @@ static int init(struct mm_host *h, void **ret_state)
 	st->threads = mm_tidmap_new(sizeof(struct window), MAX_THREADS);
 	st->writers = mm_tidmap_new(sizeof(struct writer), MAX_THREADS);
 	st->nwriters = mm_tidmap_new(sizeof(unsigned), MAX_THREADS);
-	st->released = mm_host_tp(h, "mmap_lock", "mmap_lock_released");
-	st->rel_write = mm_tp_field(st->released, "write");
-	st->fault = mm_host_tp(h, "exceptions", "page_fault_user");
-	st->start = mm_host_tp(h, "mmap_lock", "mmap_lock_start_locking");
-	st->acquired = mm_host_tp(h, "mmap_lock", "mmap_lock_acquire_returned");
-	st->filemap_fault = mm_host_tp(h, "filemap", "mm_filemap_fault");
-	st->added = mm_host_tp(h, "filemap", "mm_filemap_add_to_page_cache");
-	st->acq_success = mm_tp_field(st->acquired, "success");
-	st->acq_write = mm_tp_field(st->acquired, "write");
-	st->ff_ino = mm_tp_field(st->filemap_fault, "i_ino");
-	st->ff_dev = mm_tp_field(st->filemap_fault, "s_dev");
-	st->ff_index = mm_tp_field(st->filemap_fault, "index");
-	st->ad_ino = mm_tp_field(st->added, "i_ino");
-	st->ad_dev = mm_tp_field(st->added, "s_dev");
-	st->ad_index = mm_tp_field(st->added, "index");
-	st->map_pages = mm_host_tp(h, "filemap", "mm_filemap_map_pages");
-	st->mp_ino = mm_tp_field(st->map_pages, "i_ino");
-	st->mp_dev = mm_tp_field(st->map_pages, "s_dev");
-	st->mp_index = mm_tp_field(st->map_pages, "index");
-	st->mp_last = mm_tp_field(st->map_pages, "last_index");
-	if (!st->threads || !st->writers || !st->nwriters || !st->acq_success || !st->acq_write ||
-	    !st->ff_ino || !st->ff_dev || !st->ff_index) {
+	static const char *const acq[] = {"success", "write", NULL}, *const write[] = {"write",
+										       NULL};
+	static const char *const page[] = {"i_ino", "s_dev", "index", NULL};
+	static const char *const range[] = {"i_ino", "s_dev", "index", "last_index", NULL};
+	mm_host_fields(h, "mmap_lock", "mmap_lock_released", write, st->rel_write);
+	bool fields = mm_host_fields(h, "mmap_lock", "mmap_lock_acquire_returned", acq, st->acq) &&
+		      mm_host_fields(h, "filemap", "mm_filemap_fault", page, st->ff);
+	st->added = mm_host_fields(h, "filemap", "mm_filemap_add_to_page_cache", page, st->ad);
+	st->map_pages = mm_host_fields(h, "filemap", "mm_filemap_map_pages", range, st->mp);
+	if (!st->threads || !st->writers || !st->nwriters || !fields) {
 		mm_tidmap_free(st->threads);
 		mm_tidmap_free(st->writers);
 		mm_tidmap_free(st->nwriters);
@@ -556,10 +531,6 @@ static int init(struct mm_host *h, void **ret_state)
 		return mm_host_fail(h, "tracepoint fields missing (mmap_lock success, filemap "
 				       "i_ino/s_dev/index): unsupported kernel version");
 	}
-	if (st->added && (!st->ad_ino || !st->ad_dev || !st->ad_index))
-		st->added = NULL;
-	if (st->map_pages && (!st->mp_ino || !st->mp_dev || !st->mp_index || !st->mp_last))
-		st->map_pages = NULL;
 	st->g_no_callchain = mm_host_global(h, "faults_unmatched", "acquire_without_callchain",
 					    "Events the faults collector could not use.");
 	st->g_threads_dropped = mm_host_global(h, "faults_unmatched", "threads_dropped", NULL);
@@ -579,13 +550,35 @@ static void free_state(void *state)
 	free(st);
 }
 
+static const struct mm_tp_req tracepoints[] = {
+	{.system = "exceptions", .name = "page_fault_user", .handler = on_fault},
+	{.system = "mmap_lock", .name = "mmap_lock_start_locking", .handler = on_start},
+	{.system = "mmap_lock",
+	 .name = "mmap_lock_acquire_returned",
+	 .handler = on_acquired,
+	 .callchain = true},
+	{.system = "mmap_lock",
+	 .name = "mmap_lock_released",
+	 .handler = on_released,
+	 .optional = true},
+	{.system = "filemap", .name = "mm_filemap_fault", .handler = on_filemap_fault},
+	{.system = "filemap",
+	 .name = "mm_filemap_add_to_page_cache",
+	 .handler = on_added,
+	 .optional = true},
+	{.system = "filemap",
+	 .name = "mm_filemap_map_pages",
+	 .handler = on_map_pages,
+	 .optional = true},
+	{NULL},
+};
+
 const struct mm_plugin mm_plugin_faults = {
 	.name = "faults",
 	.description = "classifies user page faults (VMA lock, VMA-lock retry, mmap_lock fallback) "
 		       "and attributes mmap_lock acquisitions",
 	.tracepoints = tracepoints,
 	.init = init,
-	.sample = sample,
 	.thread_exit = thread_exit,
 	.tick = tick,
 	.finish = finish,

@@ -26,11 +26,6 @@
 #include "plugin.h"
 #include "tidmap.h"
 
-/* Flags of lock:contention_begin (include/trace/events/lock.h). */
-#define LCB_F_SPIN  (1U << 0)
-#define LCB_F_READ  (1U << 1)
-#define LCB_F_WRITE (1U << 2)
-
 #define MAX_HELD 4
 
 struct thread {
@@ -44,26 +39,17 @@ struct thread {
 	} held[MAX_HELD];
 };
 
+/* Fields of the mmap_lock events: mm, write, and success on acquire_returned only. */
+enum { F_MM, F_WRITE, F_SUCCESS };
+
 struct state {
-	const struct mm_tp *fault, *start, *acquired, *released, *contention;
-	const struct tep_format_field *start_mm, *start_write;
-	const struct tep_format_field *acq_mm, *acq_write, *acq_success;
-	const struct tep_format_field *rel_mm, *rel_write;
-	const struct tep_format_field *cb_flags;
+	const struct mm_tp *contention;
+	const struct tep_format_field *start[2], *acq[3], *rel[2], *cb_flags[1];
 	int g_unmatched_acquire, g_unmatched_release, g_bad_field, g_threads_dropped, g_too_nested;
 	struct mm_tidmap *threads; /* threads with a pending wait or write hold */
 };
 
 #define MAX_THREADS (1u << 20)
-
-static const struct mm_tp_req tracepoints[] = {
-	{"exceptions", "page_fault_user", false, false, NULL},
-	{"mmap_lock", "mmap_lock_start_locking", false, false, NULL},
-	{"mmap_lock", "mmap_lock_acquire_returned", false, false, NULL},
-	{"mmap_lock", "mmap_lock_released", false, false, NULL},
-	{"lock", "contention_begin", true, false, NULL},
-	{NULL, NULL, false, false, NULL},
-};
 
 /* The thread's state, created when @create; NULL when absent or when the table is full. */
 static struct thread *get_thread(struct state *st, struct mm_host *h, uint32_t tid, bool create)
@@ -105,29 +91,19 @@ static int init(struct mm_host *h, void **ret_state)
 		free(st);
 		return mm_host_fail(h, "out of memory");
 	}
-	st->fault = mm_host_tp(h, "exceptions", "page_fault_user");
-	st->start = mm_host_tp(h, "mmap_lock", "mmap_lock_start_locking");
-	st->acquired = mm_host_tp(h, "mmap_lock", "mmap_lock_acquire_returned");
-	st->released = mm_host_tp(h, "mmap_lock", "mmap_lock_released");
-	st->contention = mm_host_tp(h, "lock", "contention_begin");
-
-	st->start_mm = mm_tp_field(st->start, "mm");
-	st->start_write = mm_tp_field(st->start, "write");
-	st->acq_mm = mm_tp_field(st->acquired, "mm");
-	st->acq_write = mm_tp_field(st->acquired, "write");
-	st->acq_success = mm_tp_field(st->acquired, "success");
-	st->rel_mm = mm_tp_field(st->released, "mm");
-	st->rel_write = mm_tp_field(st->released, "write");
-	st->cb_flags = mm_tp_field(st->contention, "flags");
-	if (!st->start_mm || !st->start_write || !st->acq_mm || !st->acq_write ||
-	    !st->acq_success || !st->rel_mm || !st->rel_write) {
+	static const char *const mm_write[] = {"mm", "write", NULL};
+	static const char *const mm_write_success[] = {"mm", "write", "success", NULL};
+	static const char *const flags[] = {"flags", NULL};
+	if (!mm_host_fields(h, "mmap_lock", "mmap_lock_start_locking", mm_write, st->start) ||
+	    !mm_host_fields(h, "mmap_lock", "mmap_lock_acquire_returned", mm_write_success,
+			    st->acq) ||
+	    !mm_host_fields(h, "mmap_lock", "mmap_lock_released", mm_write, st->rel)) {
 		mm_tidmap_free(st->threads);
 		free(st);
 		return mm_host_fail(h, "mmap_lock tracepoints lack the fields mm/write/success "
 				       "(unsupported kernel version)");
 	}
-	if (st->contention && !st->cb_flags)
-		st->contention = NULL;
+	st->contention = mm_host_fields(h, "lock", "contention_begin", flags, st->cb_flags);
 
 	st->g_unmatched_acquire = mm_host_global(h, "mmaplock_unmatched", "acquire_without_start",
 						 "Events the mmaplock collector could not pair.");
@@ -140,11 +116,17 @@ static int init(struct mm_host *h, void **ret_state)
 	return 0;
 }
 
-static void on_start(struct state *st, struct mm_host *h, const struct mm_sample *s)
+static void on_fault(void *state, struct mm_host *h, const struct mm_sample *s)
 {
+	mm_host_proc(h, s->pid)->faults++;
+}
+
+static void on_start(void *state, struct mm_host *h, const struct mm_sample *s)
+{
+	struct state *st = state;
 	uint64_t mm, write;
-	if (!mm_field_read_counted(h, st->g_bad_field, st->start_mm, s, &mm) ||
-	    !mm_field_read_counted(h, st->g_bad_field, st->start_write, s, &write))
+	if (!mm_field_read_counted(h, st->g_bad_field, st->start[F_MM], s, &mm) ||
+	    !mm_field_read_counted(h, st->g_bad_field, st->start[F_WRITE], s, &write))
 		return;
 	struct thread *t = get_thread(st, h, s->tid, true);
 	if (!t)
@@ -155,12 +137,13 @@ static void on_start(struct state *st, struct mm_host *h, const struct mm_sample
 	t->wait_mm = mm;
 }
 
-static void on_acquired(struct state *st, struct mm_host *h, const struct mm_sample *s)
+static void on_acquired(void *state, struct mm_host *h, const struct mm_sample *s)
 {
+	struct state *st = state;
 	uint64_t mm, write, success;
-	if (!mm_field_read_counted(h, st->g_bad_field, st->acq_mm, s, &mm) ||
-	    !mm_field_read_counted(h, st->g_bad_field, st->acq_write, s, &write) ||
-	    !mm_field_read_counted(h, st->g_bad_field, st->acq_success, s, &success))
+	if (!mm_field_read_counted(h, st->g_bad_field, st->acq[F_MM], s, &mm) ||
+	    !mm_field_read_counted(h, st->g_bad_field, st->acq[F_WRITE], s, &write) ||
+	    !mm_field_read_counted(h, st->g_bad_field, st->acq[F_SUCCESS], s, &success))
 		return;
 	struct mm_proc_stats *ps = mm_host_proc(h, s->pid);
 	if (!success)
@@ -197,11 +180,12 @@ static void on_acquired(struct state *st, struct mm_host *h, const struct mm_sam
 	maybe_drop(st, s->tid, t);
 }
 
-static void on_released(struct state *st, struct mm_host *h, const struct mm_sample *s)
+static void on_released(void *state, struct mm_host *h, const struct mm_sample *s)
 {
+	struct state *st = state;
 	uint64_t mm, write;
-	if (!mm_field_read_counted(h, st->g_bad_field, st->rel_mm, s, &mm) ||
-	    !mm_field_read_counted(h, st->g_bad_field, st->rel_write, s, &write))
+	if (!mm_field_read_counted(h, st->g_bad_field, st->rel[F_MM], s, &mm) ||
+	    !mm_field_read_counted(h, st->g_bad_field, st->rel[F_WRITE], s, &write))
 		return;
 	if (!write)
 		return;
@@ -213,31 +197,17 @@ static void on_released(struct state *st, struct mm_host *h, const struct mm_sam
 	maybe_drop(st, s->tid, t);
 }
 
-static void on_contention(struct state *st, struct mm_host *h, const struct mm_sample *s)
+static void on_contention(void *state, struct mm_host *h, const struct mm_sample *s)
 {
-	struct thread *t = get_thread(st, h, s->tid, false);
+	struct state *st = state;
+	struct thread *t = st->contention ? get_thread(st, h, s->tid, false) : NULL;
 	if (!t || !t->waiting)
 		return;
 	uint64_t flags;
-	if (!mm_field_read_counted(h, st->g_bad_field, st->cb_flags, s, &flags))
+	if (!mm_field_read_counted(h, st->g_bad_field, st->cb_flags[0], s, &flags))
 		return;
 	if ((flags & (LCB_F_READ | LCB_F_WRITE)) && !(flags & LCB_F_SPIN))
 		t->contended = true;
-}
-
-static void sample(void *state, struct mm_host *h, const struct mm_sample *s)
-{
-	struct state *st = state;
-	if (s->tp == st->fault)
-		mm_host_proc(h, s->pid)->faults++;
-	else if (s->tp == st->acquired)
-		on_acquired(st, h, s);
-	else if (s->tp == st->start)
-		on_start(st, h, s);
-	else if (s->tp == st->released)
-		on_released(st, h, s);
-	else if (s->tp == st->contention)
-		on_contention(st, h, s);
 }
 
 static void thread_exit(void *state, struct mm_host *h, uint32_t pid, uint32_t tid)
@@ -255,13 +225,21 @@ static void free_state(void *state)
 	free(st);
 }
 
+static const struct mm_tp_req tracepoints[] = {
+	{.system = "exceptions", .name = "page_fault_user", .handler = on_fault},
+	{.system = "mmap_lock", .name = "mmap_lock_start_locking", .handler = on_start},
+	{.system = "mmap_lock", .name = "mmap_lock_acquire_returned", .handler = on_acquired},
+	{.system = "mmap_lock", .name = "mmap_lock_released", .handler = on_released},
+	{.system = "lock", .name = "contention_begin", .handler = on_contention, .optional = true},
+	{NULL},
+};
+
 const struct mm_plugin mm_plugin_mmaplock = {
 	.name = "mmaplock",
 	.description =
 		"per-process page faults and mmap_lock acquisitions, waits, holds, contention",
 	.tracepoints = tracepoints,
 	.init = init,
-	.sample = sample,
 	.thread_exit = thread_exit,
 	.free = free_state,
 };

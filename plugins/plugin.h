@@ -20,28 +20,40 @@ struct mm_snapshot;
 struct mm_tp;
 struct tep_format_field;
 
+/* One row of a collector's handler table, in the style of perf's builtin-lock.c: a tracepoint
+ * and the function its samples go to. Write rows with designated initializers. */
+typedef void (*mm_tp_handler)(void *state, struct mm_host *h, const struct mm_sample *s);
 struct mm_tp_req {
-	const char *system; /* e.g. "mmap_lock" */
-	const char *name;   /* e.g. "mmap_lock_acquire_returned" */
-	bool optional;	    /* the collector runs (degraded) without it */
-	bool callchain;	    /* wants kernel callchains on this event */
+	const char *system;    /* e.g. "mmap_lock" */
+	const char *name;      /* e.g. "mmap_lock_acquire_returned" */
+	mm_tp_handler handler; /* its samples, in timestamp order across all CPUs */
 	/* A kernel-side filter (tracefs filter syntax, e.g. "write == 0") that the collector is
 	 * content with; NULL: every event. The stream gets it only when every collector asking
-	 * for the tracepoint gives the same filter, so sample() must still check the fields. */
+	 * for the tracepoint gives the same filter, so the handler must still check the fields. */
 	const char *filter;
+	bool callchain; /* wants kernel callchains on this event */
+	bool optional;	/* the collector runs (degraded) without it */
 };
 
-struct mm_plugin {
-	const char *name;		     /* [a-z0-9_]+, used in config and labels */
-	const char *description;	     /* one line */
-	const struct mm_tp_req *tracepoints; /* terminated by an entry with system == NULL */
+/* Flags of lock:contention_begin (include/trace/events/lock.h). */
+#define LCB_F_SPIN   (1U << 0)
+#define LCB_F_READ   (1U << 1)
+#define LCB_F_WRITE  (1U << 2)
+#define LCB_F_RT     (1U << 3)
+#define LCB_F_PERCPU (1U << 4)
+#define LCB_F_MUTEX  (1U << 5)
 
-	/* Resolves tracepoints and fields (mm_host_tp, mm_tp_field) and registers global
-	 * counters. Called only when every non-optional tracepoint is open. Returns 0 with
-	 * *ret_state set, or -errno after mm_host_fail() saying why. */
+struct mm_plugin {
+	const char *name;	 /* [a-z0-9_]+, used in config and labels */
+	const char *description; /* one line */
+	/* The handler table, terminated by a row with system == NULL. The host resolves it once,
+	 * at start: each open tracepoint's samples go straight to its row's handler. */
+	const struct mm_tp_req *tracepoints;
+
+	/* Resolves fields (mm_host_fields) and registers global counters. Called only when every
+	 * non-optional tracepoint is open. Returns 0 with *ret_state set, or -errno after
+	 * mm_host_fail() saying why. */
 	int (*init)(struct mm_host *h, void **ret_state);
-	/* One sample of one of its tracepoints, in timestamp order across all CPUs. */
-	void (*sample)(void *state, struct mm_host *h, const struct mm_sample *s);
 	/* A thread exited (pid == tid: the process). Drop per-thread state. Optional. */
 	void (*thread_exit)(void *state, struct mm_host *h, uint32_t pid, uint32_t tid);
 	/* About once a second, and once before each window closes. Optional. */
@@ -67,6 +79,12 @@ const struct mm_tp *mm_host_tp(struct mm_host *h, const char *system, const char
 /* A field of @tp's format by name, or NULL. Fields are resolved from the running kernel's format
  * files: never assume offsets. */
 const struct tep_format_field *mm_tp_field(const struct mm_tp *tp, const char *name);
+
+/* The open tracepoint system:name with every field of @names (NULL-terminated) resolved into
+ * @ret, one per name; NULL when the tracepoint is not open or lacks one of them (whose @ret entry
+ * is then NULL). For init(): one call per tracepoint instead of a lookup per field. */
+const struct mm_tp *mm_host_fields(struct mm_host *h, const char *system, const char *name,
+				   const char *const *names, const struct tep_format_field **ret);
 
 /* Reads numeric field @f of sample @s (which must come from the field's tracepoint). Returns 0,
  * or -EINVAL when the record is too short. */

@@ -40,10 +40,11 @@
 #include <unistd.h>
 
 #include "plugin.h"
+#include "proctable.h"
 #include "taskstats.h"
+#include "tidmap.h"
 
-#define PF_KTHREAD   0x00200000u
-#define NBUCKETS     4096
+#define MAX_TRACKS   (1u << 22) /* pids: pid_max is at most 4M */
 #define RCVBUF	     (16u << 20)
 #define SETTLE_SCANS 2
 
@@ -56,11 +57,13 @@ struct track {
 	uint64_t exit_min, exit_maj; /* exit messages since */
 	uint64_t gen;		     /* scan that last saw it in /proc */
 	unsigned dead_scans;	     /* scans it waited, gone, for the host to know it */
-	struct track *next;
+	bool settled;		     /* accounted and gone: to be removed */
 };
 
 struct state {
-	struct track *buckets[NBUCKETS];
+	struct mm_tidmap *tracks; /* pid -> struct track */
+	uint32_t *gone;		  /* pids to remove after an update, and their room */
+	size_t ngone, gone_cap;
 	uint64_t gen;
 	uint64_t reg_ticks; /* boot time in ticks when exit messages started */
 	long hz;
@@ -68,54 +71,8 @@ struct state {
 	uint64_t overflows_seen;
 	int g_exits, g_overflows, g_unreadable, g_drain_errors;
 	struct mm_host *h; /* valid during a hook */
+	bool final;	   /* during update(): settle whether the host knows them or not */
 };
-
-int mm_totals_parse_stat(const char *text, struct mm_pid_stat *ret)
-{
-	/* "pid (comm) state ppid ...": comm may hold spaces and parentheses. */
-	const char *p = strrchr(text, ')');
-	if (!p)
-		return -EINVAL;
-	p++;
-	struct mm_pid_stat st = {0};
-	unsigned long long flags = 0;
-	for (unsigned field = 3; field <= 22; field++) {
-		while (*p == ' ')
-			p++;
-		if (!*p)
-			return -EINVAL;
-		char *end;
-		unsigned long long v = 0;
-		if (field == 3) { /* state: one letter */
-			end = (char *)p + 1;
-		} else {
-			errno = 0;
-			v = strtoull(p, &end, 10);
-			if (end == p || errno)
-				return -EINVAL;
-		}
-		switch (field) {
-		case 9:
-			flags = v;
-			break;
-		case 10:
-			st.minflt = v;
-			break;
-		case 12:
-			st.majflt = v;
-			break;
-		case 22:
-			st.start_ticks = v;
-			break;
-		default:
-			break;
-		}
-		p = end;
-	}
-	st.kthread = (flags & PF_KTHREAD) != 0;
-	*ret = st;
-	return 0;
-}
 
 static int read_stat(const char *path, struct mm_pid_stat *ret)
 {
@@ -129,31 +86,19 @@ static int read_stat(const char *path, struct mm_pid_stat *ret)
 	if (n <= 0)
 		return n < 0 ? -e : -ENOENT; /* a process being reaped reads empty */
 	buf[n] = '\0';
-	return mm_totals_parse_stat(buf, ret);
-}
-
-static struct track **slot(struct state *st, uint32_t pid)
-{
-	return &st->buckets[(pid * 2654435761u) % NBUCKETS];
+	return mm_proc_parse_stat(buf, ret);
 }
 
 static struct track *find(struct state *st, uint32_t pid)
 {
-	for (struct track *t = *slot(st, pid); t; t = t->next)
-		if (t->pid == pid)
-			return t;
-	return NULL;
+	return mm_tidmap_get(st->tracks, pid, false);
 }
 
 static struct track *create(struct state *st, uint32_t pid)
 {
-	struct track *t = calloc(1, sizeof(*t));
-	if (!t)
-		return NULL;
-	t->pid = pid;
-	struct track **b = slot(st, pid);
-	t->next = *b;
-	*b = t;
+	struct track *t = mm_tidmap_get(st->tracks, pid, true);
+	if (t)
+		t->pid = pid;
 	return t;
 }
 
@@ -246,11 +191,12 @@ static void baseline(struct track *t, const struct mm_pid_stat *ps)
 static void see(struct state *st, uint32_t pid, const struct mm_pid_stat *ps)
 {
 	struct track *t = find(st, pid);
+	if (t && t->settled) /* a new process under a pid whose removal failed */
+		*t = (struct track){.pid = pid};
 	if (t && t->start_known && t->start_ticks != ps->start_ticks) {
 		/* The pid was reused: the old process is gone. */
 		settle(st, t, true);
-		struct track *next = t->next;
-		*t = (struct track){.pid = pid, .next = next};
+		*t = (struct track){.pid = pid};
 	}
 	if (!t && !(t = create(st, pid)))
 		return;
@@ -294,24 +240,37 @@ static void scan(struct state *st)
 	closedir(d);
 }
 
+/* Settles a process the scan no longer found, once; notes its pid for removal. */
+static void settle_gone(void *ctx, uint32_t pid, void *value)
+{
+	struct state *st = ctx;
+	struct track *t = value;
+
+	if (!t->settled && (t->gen == st->gen || !settle(st, t, st->final)))
+		return;
+	t->settled = true;
+	if (st->ngone == st->gone_cap) {
+		size_t cap = st->gone_cap ? st->gone_cap * 2 : 256;
+		uint32_t *n = realloc(st->gone, cap * sizeof(*n));
+		if (!n)
+			return; /* removed at a later update */
+		st->gone = n;
+		st->gone_cap = cap;
+	}
+	st->gone[st->ngone++] = pid;
+}
+
 /* Scan, then the messages of everything that exited meanwhile, then settle the processes the
  * scan no longer found (@final: now, whether the host knows them or not). */
 static void update(struct state *st, bool final)
 {
 	scan(st);
 	drain(st);
-	for (unsigned i = 0; i < NBUCKETS; i++) {
-		struct track **pp = &st->buckets[i];
-		while (*pp) {
-			struct track *t = *pp;
-			if (t->gen == st->gen || !settle(st, t, final)) {
-				pp = &t->next;
-				continue;
-			}
-			*pp = t->next;
-			free(t);
-		}
-	}
+	st->final = final;
+	mm_tidmap_foreach(st->tracks, settle_gone, st);
+	for (size_t i = 0; i < st->ngone; i++)
+		mm_tidmap_remove(st->tracks, st->gone[i]);
+	st->ngone = 0;
 }
 
 static uint64_t boot_ticks_now(long hz)
@@ -331,10 +290,16 @@ static int init(struct mm_host *h, void **ret_state)
 	if (!st)
 		return mm_host_fail(h, "out of memory");
 	st->h = h;
+	st->tracks = mm_tidmap_new(sizeof(struct track), MAX_TRACKS);
+	if (!st->tracks) {
+		free(st);
+		return mm_host_fail(h, "out of memory");
+	}
 	st->hz = sysconf(_SC_CLK_TCK);
 	if (st->hz <= 0)
 		st->hz = 100;
 	if (access("/proc/self/stat", R_OK) < 0) {
+		mm_tidmap_free(st->tracks);
 		free(st);
 		return mm_host_fail(h, "/proc is not mounted or not readable");
 	}
@@ -393,14 +358,8 @@ static void free_state(void *vst)
 	struct state *st = vst;
 	if (!st)
 		return;
-	for (unsigned i = 0; i < NBUCKETS; i++) {
-		struct track *t = st->buckets[i];
-		while (t) {
-			struct track *n = t->next;
-			free(t);
-			t = n;
-		}
-	}
+	mm_tidmap_free(st->tracks);
+	free(st->gone);
 	mm_taskstats_close(st->ts);
 	free(st);
 }

@@ -10,6 +10,13 @@ linux-source-6.12 xz-utils sqlite3 curl linux-perf prometheus python3"
 # The BPF source (daemon/bpfsource.c, plugins/bpf/): libbpf, clang -target bpf, bpftool for
 # vmlinux.h and the skeleton; without them meson builds the perf path only (-Dbpf=auto).
 PKGS="$PKGS libbpf-dev clang llvm bpftool"
+# systemd-analyze verify of the installed unit (tests/integration/test_install.sh); Debian's
+# systemd package carries it even where PID 1 is not systemd.
+PKGS="$PKGS systemd"
+# man -l of mmlockd(8) (test_install.sh).
+PKGS="$PKGS man-db groff-base"
+# daemon/privilege.c: the seccomp filters of the HTTP and collection threads (build and runtime).
+PKGS="$PKGS libseccomp-dev libseccomp2"
 
 missing=""
 for p in $PKGS; do

@@ -255,9 +255,10 @@ status_interval_is() {
 
 sql() { sqlite3 -batch -noheader -cmd '.timeout 3000' "$@"; }
 
-# Distinct pids with a mmlockd_process_page_faults_total series in the metrics file @1.
+# Distinct pids with a mmlockd_process_page_faults_accounted_total series (totals, a default
+# collector) in the metrics file @1.
 metric_pids() {
-	grep '^mmlockd_process_page_faults_total{' "$1" | sed -E 's/.*pid="([0-9]+)".*/\1/' |
+	grep '^mmlockd_process_page_faults_accounted_total{' "$1" | sed -E 's/.*pid="([0-9]+)".*/\1/' |
 		sort -u | wc -l
 }
 
@@ -432,7 +433,7 @@ WL1_T0=
 check_main_daemon_starts_and_serves_status() {
 	need_root || return
 	MAIN_T0=$(date +%s)
-	start_daemon main --db "$TMP/main.db" --interval 1 || return 1
+	start_daemon main --db "$TMP/main.db" --interval 1 --top 20 || return 1
 	# A workload that lives ~3 s, so it is seen live and then in several stored windows.
 	WL1_T0=$(date +%s.%N)
 	"$PY" "$TMP/workload.py" 3 "$TMP/wl1.out" &
@@ -1056,7 +1057,7 @@ check_sighup_reloads_top_and_interval() {
 		sleep 0.2
 	done
 	[ "$n" -gt 3 ] || {
-		REASON="precondition: only $n pids in mmlockd_process_page_faults_total before the reload"
+		REASON="precondition: only $n pids in mmlockd_process_page_faults_accounted_total before the reload"
 		return 1
 	}
 	printf '# test\ninterval = 2s\ntop = 3\n' >"$conf"
@@ -1070,7 +1071,7 @@ check_sighup_reloads_top_and_interval() {
 	http GET "${DPORT[hup]}" /metrics
 	n=$(metric_pids "$TMP/body")
 	{ [ "$HTTP_CODE" = 200 ] && [ "$n" -ge 1 ] && [ "$n" -le 3 ]; } || {
-		REASON="after top = 3: $n pids in mmlockd_process_page_faults_total (HTTP $HTTP_CODE)"
+		REASON="after top = 3: $n pids in mmlockd_process_page_faults_accounted_total (HTTP $HTTP_CODE)"
 		return 1
 	}
 	# The windows that start after the reload last 2 s and end on even seconds.

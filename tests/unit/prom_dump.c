@@ -2,13 +2,16 @@
  * Prints the /metrics exposition of a realistic synthetic snapshot on stdout: several processes
  * (one exited, one sharing its pid with the exited one, one with quote, backslash, newline and
  * invalid UTF-8 in its name), every counter non-zero, a filled wait histogram, globals of two
- * families, events with losses and one that failed to open, and a failed collector.
+ * families, events with losses and one that failed to open, a failed collector, and cgroups (one
+ * with its own series, the others in "other").
  * promtool_check.sh pipes it to `promtool check metrics`, so the format is checked by Prometheus's
  * own parser and linter rather than by our reading of the specification.
  */
 #include <stdio.h>
 #include <string.h>
 
+#include "cgtable.h"
+#include "plugin.h"
 #include "prom.h"
 
 static void fill(struct mm_proc_stats *st, uint64_t scale)
@@ -27,7 +30,10 @@ int main(void)
 	static const char *const comms[] = {"postgres",	   "java",     "bad\"na\\me\n\xff",
 					    "kworker/0:1", "postgres", "sh"};
 	const size_t nprocs = sizeof(comms) / sizeof(comms[0]);
-	struct mm_snapshot *s = mm_snapshot_new(nprocs, 4, 4, 3);
+	size_t ncollectors = 0;
+	while (mm_plugins[ncollectors])
+		ncollectors++;
+	struct mm_snapshot *s = mm_snapshot_new(nprocs, 4, 4, ncollectors);
 	struct mm_buf out = MM_BUF_INIT;
 
 	if (!s)
@@ -43,7 +49,10 @@ int main(void)
 		p->pid = (int32_t)(1000 + i);
 		p->start_ms = 1699999000000 + i;
 		snprintf(p->comm, sizeof(p->comm), "%s", comms[i]);
-		strcpy(p->cgroup, "/system.slice/test.service");
+		snprintf(p->cgroup, sizeof(p->cgroup), "%s",
+			 i == 3	 ? ""
+			 : i % 2 ? "/user.slice/user-0.slice/session-1.scope"
+				 : "/system.slice/test.service");
 		fill(&p->window, nprocs - i);
 		fill(&p->total, 10 * (nprocs - i));
 		mm_stats_add(&s->all_window, &p->window);
@@ -79,11 +88,23 @@ int main(void)
 		e->lost = i == 1 ? 42 : 0;
 	}
 
-	strcpy(s->collectors[0].name, "faults");
-	strcpy(s->collectors[1].name, "mmaplock");
-	strcpy(s->collectors[2].name, "vmstat");
-	s->collectors[2].state = MM_COLLECTOR_FAILED;
-	strcpy(s->collectors[2].reason, "/proc/vmstat: no vma_lock_* counters");
+	/* Every collector of the build runs but vmstat, which failed. */
+	for (size_t i = 0; i < s->ncollectors; i++) {
+		struct mm_snap_collector *c = &s->collectors[i];
+		snprintf(c->name, sizeof(c->name), "%s", mm_plugins[i]->name);
+		if (!strcmp(c->name, "vmstat")) {
+			c->state = MM_COLLECTOR_FAILED;
+			strcpy(c->reason, "/proc/vmstat: no vma_lock_* counters");
+		}
+	}
+
+	/* Per-unit series: the busiest cgroup gets a slot at the window's close, the rest (and the
+	 * process whose cgroup is unknown) are "other". */
+	struct mm_cgtable *cg = mm_cgtable_new(1);
+	s->window_end_ms = s->taken_ms;
+	if (!cg || mm_cgtable_close(cg, s) < 0 || mm_cgtable_fill(cg, s) < 0)
+		return 1;
+	mm_cgtable_free(cg);
 
 	s->windows_stored = 12;
 	s->store_errors = 1;

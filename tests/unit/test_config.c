@@ -90,10 +90,33 @@ static void test_defaults_match_documented_values(void)
 	CHECK_STR(c.listen, MM_DEFAULT_LISTEN);
 	CHECK_U64(c.interval_s, 10);
 	CHECK_U64(c.retention_days, 7);
-	CHECK_U64(c.top_n, 20);
+	CHECK_U64(c.top_n, 0);
+	CHECK_U64(c.cgroup_top, 20);
 	CHECK_U64(c.ring_pages, 256);
 	CHECK_U64(c.log_level, LOG_INFO);
 	CHECK_STR(c.collectors, "totals,fallbacks,vmstat");
+}
+
+static void test_cgroup_top_is_0_to_1000_from_file_key_and_flag(void)
+{
+	struct mm_config c;
+	enum mm_command cmd;
+
+	mm_config_defaults(&c);
+	CHECK(mm_config_set(&c, "cgroup_top", "0", err, sizeof(err)) == 0);
+	CHECK_U64(c.cgroup_top, 0);
+	CHECK(mm_config_set(&c, "cgroup-top", "1000", err, sizeof(err)) == 0);
+	CHECK_U64(c.cgroup_top, 1000);
+	CHECK(mm_config_set(&c, "cgroup_top", "1001", err, sizeof(err)) == -EINVAL);
+	CHECK(mm_config_set(&c, "cgroup_top", "-1", err, sizeof(err)) == -EINVAL);
+	CHECK_U64(c.cgroup_top, 1000);
+
+	char *argv[] = {"mmlockd", "--cgroup-top", "5", NULL};
+	CHECK(mm_config_from_args(&c, 3, argv, &cmd, err, sizeof(err)) == 0);
+	CHECK_U64(c.cgroup_top, 5);
+	char *bad[] = {"mmlockd", "--cgroup-top", NULL};
+	CHECK(mm_config_from_args(&c, 2, bad, &cmd, err, sizeof(err)) == -EINVAL);
+	CHECK_CONTAINS(err, "--cgroup-top needs an argument");
 }
 
 static void test_interval_accepts_seconds_and_suffixes(void)
@@ -432,7 +455,7 @@ static void test_load_reads_keys_comments_blanks_and_quotes(void)
 	path = write_file("empty.conf", "");
 	mm_config_defaults(&c);
 	CHECK(mm_config_load(&c, path, err, sizeof(err)) == 0);
-	CHECK_U64(c.top_n, 20);
+	CHECK_U64(c.top_n, 0);
 	CHECK_STR(c.config_path, path);
 }
 
@@ -498,7 +521,7 @@ static void test_load_rejects_nul_byte(void)
 	CHECK(mm_config_load(&c, path, err, sizeof(err)) == -EINVAL);
 	CHECK_CONTAINS(err, ":2: ");
 	CHECK_CONTAINS(err, "NUL");
-	CHECK_U64(c.top_n, 20);
+	CHECK_U64(c.top_n, 0);
 }
 
 static void test_load_missing_file_and_directory_return_errno(void)
@@ -704,7 +727,7 @@ static void test_without_config_flag_defaults_apply(void)
 	char *argv[] = {"mmlockd", NULL};
 
 	CHECK(mm_config_from_args(&c, 1, argv, &cmd, err, sizeof(err)) == 0);
-	CHECK_U64(c.top_n, 20);
+	CHECK_U64(c.top_n, 0);
 }
 
 static void test_usage_documents_flags_defaults_files_and_routes(void)
@@ -736,11 +759,15 @@ static void test_usage_documents_flags_defaults_files_and_routes(void)
 		"key = value",
 		"ring_pages",
 		"log_level",
-		"no subcommands",
+		"mmlockd COMMAND [ARGS...]",
+		"  record ",
+		"  replay ",
+		"  report ",
 		"/metrics",
 		"/api/v1/status",
 		"/api/v1/processes",
 		"/api/v1/history?pid=&since=&until=&limit=",
+		"/api/v1/locks?pid=&since=&until=&top=",
 	};
 
 	for (size_t i = 0; i < sizeof(needles) / sizeof(needles[0]); i++)
@@ -796,6 +823,7 @@ int main(void)
 	}
 
 	RUN(test_defaults_match_documented_values);
+	RUN(test_cgroup_top_is_0_to_1000_from_file_key_and_flag);
 	RUN(test_interval_accepts_seconds_and_suffixes);
 	RUN(test_interval_rejects_range_junk_overflow_empty);
 	RUN(test_interval_error_says_range);

@@ -211,14 +211,23 @@ static void test_api_rows_use_the_view_keys(void)
 
 static void test_metrics_show_the_top_call_sites(void)
 {
-	struct mm_snapshot *s = mm_snapshot_new(0, 0, 0, 0);
-	struct mm_snap_lock *sites = calloc(2, sizeof(*sites));
+	struct mm_snapshot *s = mm_snapshot_new(0, 0, 0, 1);
+	enum { N = MM_PROM_LOCK_CALLERS + 1 };
+	struct mm_snap_lock *sites = calloc(N, sizeof(*sites));
+	strcpy(s->collectors[0].name, "contention");
 	sites[0] = lock_row(-1, "rwsem:W", "do_mprotect_pkey+0xc7", "", 200, 270000000, 1, 1);
-	sites[1] =
-		lock_row(-1, "spinlock", "folio_lruvec_lock_irqsave+0x5f", "", 1548, 8410000, 1, 1);
-	mm_snapshot_set_locks(s, NULL, 0, sites, 2);
+	for (int i = 1; i < N - 1; i++) {
+		char caller[32];
+		snprintf(caller, sizeof(caller), "site%d+0x1", i);
+		sites[i] = lock_row(-1, "mutex", caller, "", 10, 1000000, 1, 1);
+	}
+	sites[N - 1] =
+		lock_row(-1, "spinlock", "folio_lruvec_lock_irqsave+0x5f", "", 1548, 8410, 1, 1);
+	mm_snapshot_set_locks(s, NULL, 0, sites, N);
 	struct mm_buf b = MM_BUF_INIT;
-	mm_prom_format(s, 1, &b);
+	/* At least MM_PROM_LOCK_CALLERS sites, whatever the per-pid --top (0 by default). */
+	mm_prom_format(s, 0, &b);
+	CHECK(strstr(b.data, "caller=\"site19+0x1\"} 10\n"));
 	CHECK_CONTAINS(b.data, "# TYPE mmlockd_lock_contended_total counter\n"
 			       "mmlockd_lock_contended_total{type=\"rwsem:W\",caller=\"do_mprotect_"
 			       "pkey+0xc7\"} 200\n");
@@ -226,9 +235,9 @@ static void test_metrics_show_the_top_call_sites(void)
 			       "mprotect_pkey+0xc7\"} 0.27\n");
 	CHECK(!strstr(b.data, "folio_lruvec"));
 	mm_buf_free(&b);
-	mm_prom_format(s, 20, &b);
+	mm_prom_format(s, N, &b);
 	CHECK_CONTAINS(b.data, "mmlockd_lock_wait_seconds_total{type=\"spinlock\",caller=\"folio_"
-			       "lruvec_lock_irqsave+0x5f\"} 0.00841\n");
+			       "lruvec_lock_irqsave+0x5f\"} 0.00000841\n");
 	mm_buf_free(&b);
 	mm_snapshot_unref(s);
 

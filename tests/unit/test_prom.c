@@ -8,16 +8,41 @@
 #include <string.h>
 
 #include "check.h"
+#include "plugin.h"
 #include "prom.h"
 
-/* A snapshot with @n processes named p0, p1, ... (pids 100, 101, ...), busiest first. */
+/* Lists every collector of this build in @s, running unless named in @off (comma-separated). */
+static void set_collectors(struct mm_snapshot *s, const char *off)
+{
+	size_t n = 0;
+	while (mm_plugins[n])
+		n++;
+	free(s->collectors);
+	s->collectors = calloc(n, sizeof(*s->collectors));
+	s->ncollectors = n;
+	for (size_t i = 0; i < n; i++) {
+		char pat[40];
+		snprintf(s->collectors[i].name, sizeof(s->collectors[i].name), "%s",
+			 mm_plugins[i]->name);
+		snprintf(pat, sizeof(pat), ",%s,", mm_plugins[i]->name);
+		char list[200];
+		snprintf(list, sizeof(list), ",%s,", off);
+		s->collectors[i].state =
+			strstr(list, pat) ? MM_COLLECTOR_DISABLED : MM_COLLECTOR_RUNNING;
+	}
+}
+
+/* A snapshot with @n processes named p0, p1, ... (pids 100, 101, ...) in cgroup /t, busiest
+ * first; every collector runs. */
 static struct mm_snapshot *snap(size_t n)
 {
 	struct mm_snapshot *s = mm_snapshot_new(n, 0, 0, 0);
 	strcpy(s->version, "0.1.0");
 	strcpy(s->kernel, "6.12.0");
+	set_collectors(s, "");
 	for (size_t i = 0; i < n; i++) {
 		s->procs[i].pid = (int32_t)(100 + i);
+		strcpy(s->procs[i].cgroup, "/t");
 		snprintf(s->procs[i].comm, sizeof(s->procs[i].comm), "p%u", (unsigned)i % 1000);
 		s->procs[i].total.faults = 1000 - i;
 		s->procs[i].total.mmap_lock_read = 7;
@@ -65,8 +90,10 @@ static void test_shared_family_has_one_help_and_type_and_both_modes(void)
 	CHECK_CONTAINS(t, "\nmmlockd_mmap_lock_acquisitions_total{mode=\"read\"} 14\n");
 	CHECK_CONTAINS(t, "\nmmlockd_mmap_lock_acquisitions_total{mode=\"write\"} 6\n");
 	CHECK_CONTAINS(t, "\nmmlockd_process_mmap_lock_acquisitions_total{pid=\"100\",comm=\"p0\","
+			  "cgroup=\"/t\","
 			  "mode=\"read\"} 7\n");
 	CHECK_CONTAINS(t, "\nmmlockd_process_mmap_lock_acquisitions_total{pid=\"101\",comm=\"p1\","
+			  "cgroup=\"/t\","
 			  "mode=\"write\"} 3\n");
 	/* The family's samples follow its TYPE line without another family in between. */
 	const char *type = strstr(t, "# TYPE mmlockd_mmap_lock_acquisitions_total");
@@ -117,10 +144,11 @@ static void test_ns_fields_are_exported_as_exact_seconds(void)
 
 	CHECK_CONTAINS(t, "\nmmlockd_mmap_lock_wait_seconds_total 1.5\n");
 	CHECK_CONTAINS(t, "\nmmlockd_mmap_lock_write_hold_seconds_total 0.000000001\n");
-	CHECK_CONTAINS(t, "\nmmlockd_process_mmap_lock_wait_seconds_total{pid=\"100\",comm=\"p0\"} "
+	CHECK_CONTAINS(t, "\nmmlockd_process_mmap_lock_wait_seconds_total{pid=\"100\",comm=\"p0\","
+			  "cgroup=\"/t\"} "
 			  "12\n");
 	CHECK_CONTAINS(t, "\nmmlockd_process_mmap_lock_write_hold_seconds_total{pid=\"100\","
-			  "comm=\"p0\"} 0\n");
+			  "comm=\"p0\",cgroup=\"/t\"} 0\n");
 	/* Counts stay counts. */
 	CHECK_CONTAINS(t, "\nmmlockd_user_page_faults_total 1000\n");
 	free(t);
@@ -133,8 +161,8 @@ static void test_top_n_limits_per_process_series(void)
 	char *t = format(s, 2);
 
 	CHECK_U64(count(t, "mmlockd_process_user_page_faults_total{"), 2);
-	CHECK_CONTAINS(t, "pid=\"100\",comm=\"p0\"");
-	CHECK_CONTAINS(t, "pid=\"101\",comm=\"p1\"");
+	CHECK_CONTAINS(t, "pid=\"100\",comm=\"p0\",cgroup=\"/t\"");
+	CHECK_CONTAINS(t, "pid=\"101\",comm=\"p1\",cgroup=\"/t\"");
 	CHECK(!strstr(t, "pid=\"102\""));
 	CHECK_U64(count(t, "mmlockd_process_mmap_lock_wait_seconds_count{"), 2);
 	free(t);
@@ -164,10 +192,14 @@ static void test_reused_pid_gives_one_series(void)
 	strcpy(s->procs[1].comm, "p0");
 	char *t = format(s, 3);
 
-	CHECK_U64(count(t, "mmlockd_process_user_page_faults_total{pid=\"100\",comm=\"p0\"}"), 1);
+	CHECK_U64(count(t, "mmlockd_process_user_page_faults_total{pid=\"100\",comm=\"p0\",cgroup="
+			   "\"/t\"}"),
+		  1);
 	/* The busier one (listed first) is kept, and the slot goes to the next process. */
-	CHECK_CONTAINS(t, "mmlockd_process_user_page_faults_total{pid=\"100\",comm=\"p0\"} 1000\n");
-	CHECK_CONTAINS(t, "mmlockd_process_user_page_faults_total{pid=\"102\",comm=\"p2\"} 998\n");
+	CHECK_CONTAINS(t, "mmlockd_process_user_page_faults_total{pid=\"100\",comm=\"p0\",cgroup="
+			  "\"/t\"} 1000\n");
+	CHECK_CONTAINS(t, "mmlockd_process_user_page_faults_total{pid=\"102\",comm=\"p2\",cgroup="
+			  "\"/t\"} 998\n");
 	free(t);
 	mm_snapshot_unref(s);
 }
@@ -178,8 +210,8 @@ static void test_label_values_are_escaped(void)
 	strcpy(s->procs[0].comm, "a\"b\\c\nd");
 	char *t = format(s, 1);
 
-	CHECK_CONTAINS(
-		t, "mmlockd_process_user_page_faults_total{pid=\"100\",comm=\"a\\\"b\\\\c\\nd\"} ");
+	CHECK_CONTAINS(t, "mmlockd_process_user_page_faults_total{pid=\"100\",comm="
+			  "\"a\\\"b\\\\c\\nd\",cgroup=\"/t\"} ");
 	/* No raw newline inside a label: every line starts with '#' or the prefix. */
 	for (const char *p = t; *p; p = strchr(p, '\n') + 1)
 		CHECK(*p == '#' || strncmp(p, "mmlockd_", 8) == 0);
@@ -194,7 +226,7 @@ static void test_invalid_utf8_in_comm_is_replaced(void)
 	char *t = format(s, 1);
 
 	/* 0xff and the truncated 0xc3 become U+FFFD; the valid "é" stays. */
-	CHECK_CONTAINS(t, "comm=\"x\xef\xbf\xbd\xef\xbf\xbd(y\xc3\xa9\"}");
+	CHECK_CONTAINS(t, "comm=\"x\xef\xbf\xbd\xef\xbf\xbd(y\xc3\xa9\",cgroup=");
 	CHECK(!strstr(t, "\xff"));
 	free(t);
 	mm_snapshot_unref(s);
@@ -238,9 +270,10 @@ static void test_histogram_is_cumulative_and_ends_with_count(void)
 	CHECK(last && strncmp(last, "mmlockd_mmap_lock_wait_seconds_bucket{le=\"+Inf\"}", 48) == 0);
 
 	CHECK(sample(t, "mmlockd_process_mmap_lock_wait_seconds_bucket{pid=\"100\",comm=\"p0\","
+			"cgroup=\"/t\","
 			"le=\"+Inf\"}") == 8);
-	CHECK(sample(t, "mmlockd_process_mmap_lock_wait_seconds_count{pid=\"100\",comm=\"p0\"}") ==
-	      8);
+	CHECK(sample(t, "mmlockd_process_mmap_lock_wait_seconds_count{pid=\"100\",comm=\"p0\","
+			"cgroup=\"/t\"}") == 8);
 	free(t);
 	mm_snapshot_unref(s);
 }
@@ -308,7 +341,8 @@ static void test_global_family_clashing_with_builtin_is_renamed(void)
 	char *t = format(s, 0);
 
 	CHECK_U64(count(t, "# TYPE mmlockd_events_total "), 1);
-	CHECK_U64(count(t, "# TYPE mmlockd_page_faults_total "), 1);
+	/* Reserved although its collector is not listed here: a global never takes it. */
+	CHECK_U64(count(t, "# TYPE mmlockd_page_faults_total "), 0);
 	CHECK_CONTAINS(t, "\nmmlockd_global_events_total{name=\"x\"} 0\n");
 	CHECK_U64(count(t, "{name=\"x\"}"), 1);
 	CHECK_CONTAINS(t, "\nmmlockd_global_page_faults_total{name=\"y\"} 0\n");
@@ -316,15 +350,144 @@ static void test_global_family_clashing_with_builtin_is_renamed(void)
 	mm_snapshot_unref(s);
 }
 
-static void test_empty_snapshot_has_globals_but_no_process_series(void)
+static void test_empty_snapshot_has_families_at_0_but_no_process_series(void)
 {
 	struct mm_snapshot *s = mm_snapshot_new(0, 0, 0, 0);
+	set_collectors(s, "");
 	char *t = format(s, 20);
 
 	CHECK_CONTAINS(t, "\nmmlockd_user_page_faults_total 0\n");
 	CHECK_CONTAINS(t, "\nmmlockd_mmap_lock_wait_seconds_bucket{le=\"+Inf\"} 0\n");
 	CHECK(!strstr(t, "mmlockd_process_"));
 	CHECK(!strstr(t, "mmlockd_events_total"));
+	free(t);
+	mm_snapshot_unref(s);
+}
+
+/* The default configuration (totals, fallbacks, vmstat): none of the opt-in collectors' families
+ * is exported, not even at 0, and collector_up lists every collector; a failed collector's
+ * families go too. */
+static void test_families_of_collectors_not_running_are_absent(void)
+{
+	struct mm_snapshot *s = snap(2);
+	set_collectors(s, "mmaplock,faults,contention");
+	/* Globals of a collector and one of nobody's. */
+	free(s->globals);
+	s->globals = calloc(2, sizeof(*s->globals));
+	s->nglobals = 2;
+	strcpy(s->globals[0].family, "totals_events");
+	strcpy(s->globals[0].name, "exit_messages");
+	strcpy(s->globals[0].collector, "totals");
+	s->globals[0].total = 7;
+	strcpy(s->globals[1].family, "daemon_things");
+	strcpy(s->globals[1].name, "x");
+	s->globals[1].total = 3;
+	s->procs[0].total.minflt = 5;
+	s->all_total.minflt = 5;
+	char *t = format(s, 2);
+
+	for (size_t i = 0; i < mm_proc_nfields; i++) {
+		const struct mm_field *f = &mm_proc_fields[i];
+		char name[160];
+		bool on = !strcmp(f->collector, "totals") || !strcmp(f->collector, "fallbacks");
+		snprintf(name, sizeof(name), "# TYPE mmlockd_%s ", f->prom);
+		CHECK(!!strstr(t, name) == on);
+		snprintf(name, sizeof(name), "# TYPE mmlockd_process_%s ", f->prom);
+		CHECK(!!strstr(t, name) == on);
+	}
+	CHECK(!strstr(t, "mmap_lock_wait_seconds_bucket"));
+	CHECK(!strstr(t, "mmlockd_user_page_faults_total"));
+	CHECK(!strstr(t, "mmlockd_page_faults_total"));
+	CHECK_CONTAINS(t, "\nmmlockd_page_faults_accounted_total{type=\"minor\"} 5\n");
+	CHECK_CONTAINS(t, "\nmmlockd_totals_events_total{name=\"exit_messages\"} 7\n");
+	CHECK_CONTAINS(t, "\nmmlockd_collector_up{collector=\"faults\",state=\"disabled\"} 0\n");
+	CHECK_CONTAINS(t, "\nmmlockd_collector_up{collector=\"totals\",state=\"running\"} 1\n");
+	CHECK_U64(count(t, "\nmmlockd_collector_up{"), s->ncollectors);
+	free(t);
+
+	for (size_t i = 0; i < s->ncollectors; i++)
+		if (!strcmp(s->collectors[i].name, "totals"))
+			s->collectors[i].state = MM_COLLECTOR_FAILED;
+	t = format(s, 2);
+	CHECK(!strstr(t, "page_faults_accounted_total"));
+	CHECK(!strstr(t, "mmlockd_totals_events_total")); /* its globals go with it */
+	CHECK_CONTAINS(t, "\nmmlockd_daemon_things_total{name=\"x\"} 3\n");
+	CHECK_CONTAINS(t, "# TYPE mmlockd_fault_fallback_locks_total counter\n");
+	CHECK_CONTAINS(t, "\nmmlockd_collector_up{collector=\"totals\",state=\"failed\"} 0\n");
+	free(t);
+	mm_snapshot_unref(s);
+}
+
+/* stats.c derives each field's collector from where its member sits in struct mm_proc_stats. */
+static void test_each_field_names_the_collector_that_fills_it(void)
+{
+	static const char *const want[][2] = {
+		{"faults", "mmaplock"},
+		{"mmap_lock_contended", "mmaplock"},
+		{"mmap_lock_wait_ns", "mmaplock"},
+		{"faults_vma", "faults"},
+		{"faults_pages_reread", "faults"},
+		{"mmap_lock_by_unknown", "faults"},
+		{"minflt", "totals"},
+		{"majflt", "totals"},
+		{"fallback_locks", "fallbacks"},
+		{"fallback_lock_waits", "fallbacks"},
+	};
+	for (size_t k = 0; k < sizeof(want) / sizeof(want[0]); k++)
+		for (size_t i = 0; i < mm_proc_nfields; i++)
+			if (!strcmp(mm_proc_fields[i].name, want[k][0]))
+				CHECK_STR(mm_proc_fields[i].collector, want[k][1]);
+	for (size_t i = 0; i < mm_proc_nfields; i++) {
+		bool known = false;
+		for (size_t p = 0; mm_plugins[p]; p++)
+			known |= !strcmp(mm_plugins[p]->name, mm_proc_fields[i].collector);
+		CHECK(known);
+	}
+}
+
+/* A collector counts as running only when the snapshot says so. */
+static void test_snapshot_listing_no_collectors_has_no_counter_families(void)
+{
+	struct mm_snapshot *s = mm_snapshot_new(0, 0, 0, 0);
+	char *t = format(s, 20);
+
+	for (size_t i = 0; i < mm_proc_nfields; i++) {
+		char name[160];
+		snprintf(name, sizeof(name), "mmlockd_%s", mm_proc_fields[i].prom);
+		CHECK(!strstr(t, name));
+	}
+	CHECK_CONTAINS(t, "\nmmlockd_build_info{");
+	free(t);
+	mm_snapshot_unref(s);
+}
+
+/* The per-unit families: one series per cgroup of s->cgroups, "other" included, with the running
+ * collectors' families only and the process count. */
+static void test_cgroup_series_carry_the_cgroup_and_other(void)
+{
+	struct mm_snapshot *s = snap(0);
+	set_collectors(s, "mmaplock,faults,contention");
+	struct mm_snap_cgroup *cg = calloc(2, sizeof(*cg));
+	strcpy(cg[0].cgroup, "/system.slice/a\"b.service");
+	cg[0].processes = 3;
+	cg[0].total.minflt = 70;
+	cg[0].total.fallback_locks = 9;
+	strcpy(cg[1].cgroup, "other");
+	cg[1].other = true;
+	cg[1].total.majflt = 4;
+	mm_snapshot_set_cgroups(s, cg, 2);
+	char *t = format(s, 0);
+
+	CHECK_CONTAINS(t, "# TYPE mmlockd_cgroup_page_faults_accounted_total counter\n");
+	CHECK_CONTAINS(t, "\nmmlockd_cgroup_page_faults_accounted_total{cgroup=\"/system.slice/"
+			  "a\\\"b.service\",type=\"minor\"} 70\n");
+	CHECK_CONTAINS(t, "\nmmlockd_cgroup_page_faults_accounted_total{cgroup=\"other\","
+			  "type=\"major\"} 4\n");
+	CHECK_CONTAINS(t, "\nmmlockd_cgroup_fault_fallback_locks_total{cgroup=\"other\"} 0\n");
+	CHECK_CONTAINS(t, "\nmmlockd_cgroup_processes{cgroup=\"/system.slice/a\\\"b.service\"} "
+			  "3\n");
+	CHECK(!strstr(t, "mmlockd_cgroup_user_page_faults_total"));
+	CHECK(!strstr(t, "mmlockd_process_"));
 	free(t);
 	mm_snapshot_unref(s);
 }
@@ -342,6 +505,10 @@ int main(void)
 	RUN(test_histogram_is_cumulative_and_ends_with_count);
 	RUN(test_globals_events_collectors_and_build_info_appear);
 	RUN(test_global_family_clashing_with_builtin_is_renamed);
-	RUN(test_empty_snapshot_has_globals_but_no_process_series);
+	RUN(test_empty_snapshot_has_families_at_0_but_no_process_series);
+	RUN(test_families_of_collectors_not_running_are_absent);
+	RUN(test_snapshot_listing_no_collectors_has_no_counter_families);
+	RUN(test_each_field_names_the_collector_that_fills_it);
+	RUN(test_cgroup_series_carry_the_cgroup_and_other);
 	return check_summary();
 }

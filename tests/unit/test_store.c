@@ -201,6 +201,141 @@ static void test_view_columns_are_head_then_every_counter(void)
 	}
 }
 
+/* cgroup_stats (schema/005) is process_stats summed per cgroup per window: three processes in two
+ * cgroups over two windows give two rows per window, each the sum of its processes' columns. */
+static void test_cgroup_stats_sums_every_counter_per_cgroup_and_window(void)
+{
+	const char *path = new_path();
+	struct mm_store *st = NULL;
+	static const char *const head[] = {"ts_start", "ts_end", "kernel", "cgroup", "processes"};
+	char sql[512], buf[64];
+
+	CHECK(mm_store_open(path, &st) == 0);
+	for (unsigned win = 0; win < 2; win++) {
+		struct mm_snapshot *w =
+			new_window(10000 + 10000 * win, 20000 + 10000 * win, 3, 0, 0);
+		set_proc(&w->procs[0], 100, 1000, "a", "/system.slice/a.service", 1);
+		set_proc(&w->procs[1], 101, 1000, "a2", "/system.slice/a.service", 2);
+		set_proc(&w->procs[2], 200, 1000, "b", "/system.slice/b.service", 3 + win);
+		CHECK(mm_store_write_window(st, w) == 0);
+		mm_snapshot_unref(w);
+	}
+	mm_store_close(st);
+
+	CHECK_U64(q_int(path, "SELECT count(*) FROM pragma_table_info('cgroup_stats')"),
+		  5 + mm_proc_nfields);
+	for (int i = 0; i < 5; i++) {
+		snprintf(sql, sizeof(sql),
+			 "SELECT name FROM pragma_table_info('cgroup_stats') WHERE cid = %d", i);
+		CHECK_STR(q_text(path, sql, buf, sizeof(buf)), head[i]);
+	}
+	CHECK_U64(q_int(path, "SELECT count(*) FROM cgroup_stats"), 4);
+	CHECK_U64(q_int(path, "SELECT processes FROM cgroup_stats WHERE ts_start = 10 AND "
+			      "cgroup = '/system.slice/a.service'"),
+		  2);
+	CHECK_STR(q_text(path, "SELECT kernel FROM cgroup_stats LIMIT 1", buf, sizeof(buf)),
+		  "6.18.0-test");
+	for (size_t f = 0; f < mm_proc_nfields; f++) {
+		const char *c = mm_proc_fields[f].name;
+		snprintf(sql, sizeof(sql),
+			 "SELECT name FROM pragma_table_info('cgroup_stats') WHERE cid = %zu",
+			 5 + f);
+		CHECK_STR(q_text(path, sql, buf, sizeof(buf)), c);
+		snprintf(sql, sizeof(sql),
+			 "SELECT %s FROM cgroup_stats WHERE ts_start = 10 AND "
+			 "cgroup = '/system.slice/a.service'",
+			 c);
+		CHECK_U64(q_int(path, sql), field_value(1, f) + field_value(2, f));
+		snprintf(sql, sizeof(sql),
+			 "SELECT %s FROM cgroup_stats WHERE ts_start = 20 AND "
+			 "cgroup = '/system.slice/b.service'",
+			 c);
+		CHECK_U64(q_int(path, sql), field_value(4, f));
+	}
+}
+
+/* mm_store_fault_rows(): per process, per cgroup and overall sums of the windows in range, with
+ * the pid, cgroup (the cgroup and those below it, not a sibling sharing a prefix) and comm
+ * filters of `mmlockd report`. */
+static void test_fault_rows_sum_per_process_cgroup_and_all_with_filters(void)
+{
+	const char *path = new_path();
+	struct mm_store *st = NULL;
+	struct mm_fault_row *rows = NULL;
+	size_t n = 0;
+	size_t fmin = 0;
+
+	for (size_t f = 0; f < mm_proc_nfields; f++)
+		if (!strcmp(mm_proc_fields[f].name, "minflt"))
+			fmin = f;
+	CHECK(mm_store_open(path, &st) == 0);
+	for (unsigned win = 0; win < 3; win++) {
+		struct mm_snapshot *w = new_window(10000 * (win + 1), 10000 * (win + 2), 3, 0, 0);
+		set_proc(&w->procs[0], 100, 1000, win == 2 ? "a-exec" : "a", "/a", 1);
+		set_proc(&w->procs[1], 101, 1000, "a2", "/a/sub", 2);
+		set_proc(&w->procs[2], 200, 1000, "b", "/ab", 3);
+		CHECK(mm_store_write_window(st, w) == 0);
+		mm_snapshot_unref(w);
+	}
+	mm_store_close(st);
+	CHECK(mm_store_open_readonly(path, &st) == 0);
+
+	struct mm_fault_query q = {.since_s = 0, .until_s = 1e12, .pid = -1};
+	CHECK(mm_store_fault_rows(st, &q, &rows, &n) == 0);
+	CHECK_U64(n, 3);
+	for (size_t i = 0; i < n; i++) {
+		unsigned k = rows[i].pid == 100 ? 1 : rows[i].pid == 101 ? 2 : 3;
+		CHECK_U64(rows[i].sum.minflt, 3 * field_value(k, fmin));
+		CHECK_U64(rows[i].processes, 1);
+		if (k == 1)
+			CHECK_STR(rows[i].comm, "a-exec"); /* the latest window's name */
+	}
+	free(rows);
+
+	/* Windows [20, 30) and [30, 40) only; /a and below, not /ab. */
+	q = (struct mm_fault_query){.since_s = 20.5,
+				    .until_s = 35,
+				    .pid = -1,
+				    .cgroup = "/a",
+				    .group = MM_FAULT_BY_CGROUP};
+	CHECK(mm_store_fault_rows(st, &q, &rows, &n) == 0);
+	CHECK_U64(n, 2);
+	for (size_t i = 0; i < n; i++)
+		CHECK(!strcmp(rows[i].cgroup, "/a") || !strcmp(rows[i].cgroup, "/a/sub"));
+	free(rows);
+
+	q.group = MM_FAULT_ALL;
+	CHECK(mm_store_fault_rows(st, &q, &rows, &n) == 0);
+	CHECK_U64(n, 1);
+	CHECK_U64(rows[0].processes, 2);
+	CHECK_U64(rows[0].sum.minflt, 2 * (field_value(1, fmin) + field_value(2, fmin)));
+	free(rows);
+
+	q = (struct mm_fault_query){.since_s = 0, .until_s = 1e12, .pid = 100, .comm = "a"};
+	CHECK(mm_store_fault_rows(st, &q, &rows, &n) == 0);
+	CHECK_U64(n, 1);
+	CHECK_U64(rows[0].sum.minflt, 2 * field_value(1, fmin));
+	free(rows);
+
+	/* Nothing matches: no per-process row, one zero row overall. */
+	q = (struct mm_fault_query){.since_s = 0, .until_s = 1e12, .pid = -1, .comm = "nosuch"};
+	CHECK(mm_store_fault_rows(st, &q, &rows, &n) == 0);
+	CHECK_U64(n, 0);
+	free(rows);
+	q.group = MM_FAULT_ALL;
+	CHECK(mm_store_fault_rows(st, &q, &rows, &n) == 0);
+	CHECK_U64(n, 1);
+	CHECK_U64(rows[0].processes, 0);
+	free(rows);
+
+	struct mm_store_range rg;
+	CHECK(mm_store_range(st, 15, 35, &rg) == 0);
+	CHECK_U64(rg.windows, 3);
+	CHECK(rg.first_s == 10 && rg.last_s == 40);
+	CHECK_STR(rg.kernels, "6.18.0-test");
+	mm_store_close(st);
+}
+
 static void test_reopen_applies_nothing_and_keeps_data(void)
 {
 	const char *path = new_path();
@@ -848,6 +983,8 @@ int main(void)
 	RUN(test_fresh_open_creates_schema_in_wal_mode);
 	RUN(test_missing_directory_is_created_0750_file_0640);
 	RUN(test_view_columns_are_head_then_every_counter);
+	RUN(test_cgroup_stats_sums_every_counter_per_cgroup_and_window);
+	RUN(test_fault_rows_sum_per_process_cgroup_and_all_with_filters);
 	RUN(test_reopen_applies_nothing_and_keeps_data);
 	RUN(test_newer_schema_version_is_refused_untouched);
 	RUN(test_version0_database_with_other_table_is_migrated);

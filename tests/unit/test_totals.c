@@ -7,6 +7,7 @@
 #include <stdio.h>
 
 #include "check.h"
+#include "proctable.h"
 #include "totals.h"
 
 /* Fields 1..22 of a real line (kernel 6.18), with minflt 1234, majflt 56, starttime 98765. */
@@ -17,17 +18,19 @@
 static void test_parses_counts_and_start(void)
 {
 	struct mm_pid_stat st;
-	CHECK(mm_totals_parse_stat("4242 (bench_swapin)" TAIL "\n", &st) == 0);
+	CHECK(mm_proc_parse_stat("4242 (bench_swapin)" TAIL "\n", &st) == 0);
 	CHECK_U64(st.minflt, 1234);
 	CHECK_U64(st.majflt, 56);
 	CHECK_U64(st.start_ticks, 98765);
+	CHECK_STR(st.comm, "bench_swapin");
 	CHECK(!st.kthread);
 }
 
 static void test_names_with_spaces_and_parentheses(void)
 {
 	struct mm_pid_stat st;
-	CHECK(mm_totals_parse_stat("77 (a) b (c) d)" TAIL, &st) == 0);
+	CHECK(mm_proc_parse_stat("77 (a) b (c) d)" TAIL, &st) == 0);
+	CHECK_STR(st.comm, "a) b (c) d");
 	CHECK_U64(st.minflt, 1234);
 	CHECK_U64(st.start_ticks, 98765);
 }
@@ -36,9 +39,9 @@ static void test_kernel_threads_are_flagged(void)
 {
 	struct mm_pid_stat st;
 	/* flags 0x208040 = PF_KTHREAD | PF_NOFREEZE | PF_FORKNOEXEC */
-	CHECK(mm_totals_parse_stat("2 (kthreadd) S 0 0 0 0 -1 2129984 0 0 0 0 0 0 0 0 20 0 1 0 "
-				   "3 0 0",
-				   &st) == 0);
+	CHECK(mm_proc_parse_stat("2 (kthreadd) S 0 0 0 0 -1 2129984 0 0 0 0 0 0 0 0 20 0 1 0 "
+				 "3 0 0",
+				 &st) == 0);
 	CHECK(st.kthread);
 	CHECK_U64(st.start_ticks, 3);
 }
@@ -46,10 +49,10 @@ static void test_kernel_threads_are_flagged(void)
 static void test_truncated_or_garbled_text_is_refused(void)
 {
 	struct mm_pid_stat st = {.minflt = 99};
-	CHECK(mm_totals_parse_stat("", &st) == -EINVAL);
-	CHECK(mm_totals_parse_stat("12 (x", &st) == -EINVAL);
-	CHECK(mm_totals_parse_stat("12 (x) S 1 2 3", &st) == -EINVAL);
-	CHECK(mm_totals_parse_stat("12 (x) S 1 1 1 0 -1 4194560 12a 0 0", &st) == -EINVAL);
+	CHECK(mm_proc_parse_stat("", &st) == -EINVAL);
+	CHECK(mm_proc_parse_stat("12 (x", &st) == -EINVAL);
+	CHECK(mm_proc_parse_stat("12 (x) S 1 2 3", &st) == -EINVAL);
+	CHECK(mm_proc_parse_stat("12 (x) S 1 1 1 0 -1 4194560 12a 0 0", &st) == -EINVAL);
 	CHECK_U64(st.minflt, 99); /* untouched on failure */
 	/* Every prefix of a good line fails cleanly until field 22 is complete. */
 	char line[] = "4242 (w)" TAIL;
@@ -58,7 +61,7 @@ static void test_truncated_or_garbled_text_is_refused(void)
 		char buf[sizeof(line)];
 		memcpy(buf, line, n);
 		buf[n] = '\0';
-		int r = mm_totals_parse_stat(buf, &st);
+		int r = mm_proc_parse_stat(buf, &st);
 		if (n < need - 4)
 			CHECK(r == -EINVAL);
 		else if (n >= need)

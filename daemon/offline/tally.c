@@ -107,7 +107,8 @@ void mm_tally_print(const struct mm_tally *t, FILE *out)
 	struct row *rows = malloc((t->n ? t->n : 1) * sizeof(*rows));
 	if (!rows)
 		return;
-	memcpy(rows, t->rows, t->n * sizeof(*rows));
+	if (t->n) /* t->rows is NULL before the first process */
+		memcpy(rows, t->rows, t->n * sizeof(*rows));
 	qsort(rows, t->n, sizeof(*rows), cmp_row);
 
 	fprintf(out, "%-8s %-16s %10s %10s %9s %10s %10s %12s %9s %10s %10s %10s %12s %9s\n", "pid",

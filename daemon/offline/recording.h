@@ -13,7 +13,10 @@
  *   RECORD  u32 stream, u32 pad, u64 time_ns, then the perf record (header included), in the
  *           order the collectors saw them (already time-ordered)
  *   SYMBOL  u64 addr, char type, name NUL-terminated: the kernel symbols the records touch
- *   TICK    u64 time_ns: the collectors' periodic hook ran here (replay runs it at the same point)
+ *   TICK    u64 time_ns: the collectors' periodic hook ran here (replay runs it at the same point;
+ *           recordings made before the window clock was shared also have one before each close)
+ *   ADVANCE u64 horizon_ns: the live run's horizon closed a window here that no record had
+ *           closed (mm_host_advance); replay advances its clock the same way
  * Pure code (stdio only).
  */
 #ifndef MM_RECORDING_H
@@ -33,6 +36,7 @@ enum mm_chunk_type {
 	MM_CHUNK_RECORD = 4,
 	MM_CHUNK_SYMBOL = 5,
 	MM_CHUNK_TICK = 6,
+	MM_CHUNK_ADVANCE = 7,
 };
 
 #define MM_RECORDING_MAGIC "MMLREC01"
@@ -62,9 +66,17 @@ int mm_rec_open(const char *path, struct mm_rec_reader **ret);
 void mm_rec_close(struct mm_rec_reader *r); /* accepts NULL */
 /* Back to the first chunk. */
 int mm_rec_rewind(struct mm_rec_reader *r);
+/* The largest chunk a recording can hold: a perf record is at most 64 KiB, a tracepoint format
+ * a few; a length above this is corruption, refused before anything is allocated for it. */
+#define MM_RECORDING_CHUNK_MAX (1u << 20)
+
 /* The next chunk in *ret (valid until the next call). Returns 1, 0 at the end, or -EINVAL for a
- * truncated or corrupt file. */
+ * truncated or corrupt file (-ENOMEM), with the reason in mm_rec_error(). */
 int mm_rec_next(struct mm_rec_reader *r, struct mm_chunk *ret);
+/* The file offset of the chunk mm_rec_next() last read (or failed to), for error messages. */
+long long mm_rec_offset(const struct mm_rec_reader *r);
+/* Why the last mm_rec_next() failed ("" before any failure). */
+const char *mm_rec_error(const struct mm_rec_reader *r);
 
 /* Decoders of chunk payloads; each returns 0 or -EINVAL. Pointers point into the chunk. */
 struct mm_rec_stream {
@@ -82,6 +94,20 @@ int mm_rec_parse_symbol(const struct mm_chunk *c, uint64_t *ret_addr, char *ret_
 			const char **ret_name);
 /* Finds "key=" in a META chunk and copies its value into @buf. Returns 0 or -ENOENT. */
 int mm_rec_meta_get(const struct mm_chunk *c, const char *key, char *buf, size_t size);
+
+/* Feeds the run's chunks to a host, as the live run fed it: RECORD to mm_host_feed(), TICK to
+ * mm_host_tick(), ADVANCE to mm_host_advance(); the host's window clock closes the windows. */
+struct mm_host;
+struct mm_rec_feeder {
+	struct mm_host *host;
+	int64_t mono_to_wall_ms; /* the recording's */
+	uint64_t latest_ms;	 /* a record later than this wall time is corrupt */
+	uint64_t last_ms;	 /* out: wall time of the latest record fed */
+};
+
+/* Feeds chunk @c (other types are ignored). Returns 0, or -EINVAL with the reason in @why for a
+ * malformed chunk or an impossible time stamp (later than f->latest_ms). */
+int mm_rec_feed(struct mm_rec_feeder *f, const struct mm_chunk *c, char *why, size_t whylen);
 
 /* A set of 64-bit values (symbol addresses the records touch). */
 struct mm_u64set;
@@ -122,6 +148,10 @@ void mm_recorder_tick(struct mm_recorder *r, uint64_t time_ns);
 /* A process lookup (mm_proc_lookup_fn, ctx = the recorder) that asks /proc and writes the
  * answer as a PROC chunk, for replay to give the same answer. */
 int mm_recorder_lookup(void *ctx, uint32_t pid, struct mm_proc_ident *ret);
+
+/* The recorder as a tap on the host's record stream (host.h; ctx = the recorder): the filter,
+ * the records, the plain ticks and the horizon's window closes. */
+extern const struct mm_tap mm_recorder_tap;
 
 /* Records written so far. */
 uint64_t mm_recorder_count(const struct mm_recorder *r);

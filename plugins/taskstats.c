@@ -414,29 +414,24 @@ static bool in_init_netns(void)
 	return self.st_dev == init.st_dev && self.st_ino == init.st_ino;
 }
 
-int mm_taskstats_open(size_t rcvbuf_bytes, struct mm_taskstats **ret, char *err, size_t errlen)
+/* A bound NETLINK_GENERIC socket with the receive buffer asked for (what was granted goes to
+ * t->rcvbuf). */
+static int open_socket(struct mm_taskstats *t, size_t rcvbuf_bytes, char *err, size_t errlen)
 {
-	struct mm_taskstats *t = calloc(1, sizeof(*t));
 	struct sockaddr_nl local = {.nl_family = AF_NETLINK};
 	int r;
 
-	*ret = NULL;
-	if (!t || !(t->buf = malloc(RECV_BUF_SIZE))) {
-		free(t);
-		mm_set_err(err, errlen, "taskstats: out of memory");
-		return -ENOMEM;
-	}
 	t->fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_GENERIC);
 	if (t->fd < 0) {
 		r = -errno;
 		mm_set_err(err, errlen, "taskstats: socket(AF_NETLINK, NETLINK_GENERIC): %s",
 			   strerror(-r));
-		goto fail;
+		return r;
 	}
 	if (bind(t->fd, (struct sockaddr *)&local, sizeof(local)) < 0) {
 		r = -errno;
 		mm_set_err(err, errlen, "taskstats: bind(AF_NETLINK): %s", strerror(-r));
-		goto fail;
+		return r;
 	}
 	if (rcvbuf_bytes) {
 		int v = rcvbuf_bytes > INT_MAX / 2 ? INT_MAX / 2 : (int)rcvbuf_bytes;
@@ -445,71 +440,93 @@ int mm_taskstats_open(size_t rcvbuf_bytes, struct mm_taskstats **ret, char *err,
 			r = -errno;
 			mm_set_err(err, errlen, "taskstats: setsockopt(SO_RCVBUF, %d): %s", v,
 				   strerror(-r));
-			goto fail;
+			return r;
 		}
 	}
 	int granted = 0;
 	socklen_t glen = sizeof(granted);
 	if (getsockopt(t->fd, SOL_SOCKET, SO_RCVBUF, &granted, &glen) == 0 && granted > 0)
 		t->rcvbuf = (size_t)granted;
+	return 0;
+}
 
+/* The "TASKSTATS" genetlink family id into t->family. */
+static int resolve_family(struct mm_taskstats *t, char *err, size_t errlen)
+{
 	uint32_t seq;
 	uint16_t family = 0;
-	r = send_request(t, GENL_ID_CTRL, CTRL_CMD_GETFAMILY, 1, CTRL_ATTR_FAMILY_NAME,
-			 TASKSTATS_GENL_NAME, NLM_F_ACK, &seq);
+	int r = send_request(t, GENL_ID_CTRL, CTRL_CMD_GETFAMILY, 1, CTRL_ATTR_FAMILY_NAME,
+			     TASKSTATS_GENL_NAME, NLM_F_ACK, &seq);
+
 	if (r == 0)
 		r = wait_ack(t, seq, &family);
 	if (r == -ENOENT || (r == 0 && family == 0)) {
-		r = -ENOENT;
 		mm_set_err(err, errlen,
 			   "taskstats: no \"%s\" genetlink family (kernel built without "
 			   "CONFIG_TASKSTATS)",
 			   TASKSTATS_GENL_NAME);
-		goto fail;
+		return -ENOENT;
 	}
 	if (r < 0) {
 		mm_set_err(err, errlen, "taskstats: resolving the \"%s\" genetlink family: %s",
 			   TASKSTATS_GENL_NAME, strerror(-r));
-		goto fail;
+		return r;
 	}
 	t->family = family;
+	return 0;
+}
+
+/* Registers for the exit statistics of every possible cpu. */
+static int register_cpus(struct mm_taskstats *t, char *err, size_t errlen)
+{
+	uint32_t seq;
+	int r;
 
 	if (!in_init_netns()) {
-		r = -EXDEV;
 		mm_set_err(err, errlen,
 			   "taskstats: not in the initial network namespace (the kernel sends exit "
 			   "statistics there only)");
-		goto fail;
+		return -EXDEV;
 	}
 	t->cpumask = possible_cpus();
 	if (!t->cpumask) {
-		r = -ENOMEM;
 		mm_set_err(err, errlen, "taskstats: out of memory");
-		goto fail;
+		return -ENOMEM;
 	}
-	r = send_request(t, family, TASKSTATS_CMD_GET, TASKSTATS_GENL_VERSION,
+	r = send_request(t, t->family, TASKSTATS_CMD_GET, TASKSTATS_GENL_VERSION,
 			 TASKSTATS_CMD_ATTR_REGISTER_CPUMASK, t->cpumask, NLM_F_ACK, &seq);
 	if (r == 0)
 		r = wait_ack(t, seq, NULL);
-	if (r == -EPERM || r == -EACCES) {
+	if (r == -EPERM || r == -EACCES)
 		mm_set_err(err, errlen,
 			   "taskstats: registering for exit statistics needs CAP_NET_ADMIN (%s)",
 			   strerror(-r));
-		goto fail;
-	}
-	if (r == -EINVAL) {
+	else if (r == -EINVAL)
 		mm_set_err(
 			err, errlen,
 			"taskstats: the kernel refused to register cpus \"%s\" (EINVAL): listeners "
 			"must run in the initial user and pid namespaces",
 			t->cpumask);
-		goto fail;
-	}
-	if (r < 0) {
+	else if (r < 0)
 		mm_set_err(err, errlen, "taskstats: registering cpus \"%s\": %s", t->cpumask,
 			   strerror(-r));
-		goto fail;
+	return r;
+}
+
+int mm_taskstats_open(size_t rcvbuf_bytes, struct mm_taskstats **ret, char *err, size_t errlen)
+{
+	struct mm_taskstats *t = calloc(1, sizeof(*t));
+	int r;
+
+	*ret = NULL;
+	if (!t || !(t->buf = malloc(RECV_BUF_SIZE))) {
+		free(t);
+		mm_set_err(err, errlen, "taskstats: out of memory");
+		return -ENOMEM;
 	}
+	if ((r = open_socket(t, rcvbuf_bytes, err, errlen)) < 0 ||
+	    (r = resolve_family(t, err, errlen)) < 0 || (r = register_cpus(t, err, errlen)) < 0)
+		goto fail;
 	r = probe_delivery(t);
 	if (r < 0) {
 		if (r == -EXDEV)

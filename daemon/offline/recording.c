@@ -4,6 +4,9 @@
  */
 #include "recording.h"
 
+#include "host.h"
+#include "log.h"
+
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -92,6 +95,8 @@ struct mm_rec_reader {
 	FILE *f;
 	uint64_t *buf; /* u64 for alignment */
 	size_t cap;
+	long long offset; /* of the chunk last read */
+	char error[128];  /* why the last mm_rec_next() failed */
 };
 
 int mm_rec_open(const char *path, struct mm_rec_reader **ret)
@@ -131,23 +136,47 @@ int mm_rec_rewind(struct mm_rec_reader *r)
 int mm_rec_next(struct mm_rec_reader *r, struct mm_chunk *ret)
 {
 	uint32_t hdr[2];
+	r->offset = ftello(r->f);
 	size_t n = fread(hdr, 1, sizeof(hdr), r->f);
 	if (n == 0 && feof(r->f))
 		return 0;
-	if (n != sizeof(hdr) || hdr[1] > (64u << 20))
+	if (n != sizeof(hdr)) {
+		mm_set_err(r->error, sizeof(r->error), "truncated chunk header");
 		return -EINVAL;
+	}
+	if (hdr[1] > MM_RECORDING_CHUNK_MAX) {
+		mm_set_err(r->error, sizeof(r->error),
+			   "chunk of type %u claims %u bytes (at most %u)", hdr[0], hdr[1],
+			   MM_RECORDING_CHUNK_MAX);
+		return -EINVAL;
+	}
 	size_t padded = (hdr[1] + 7u) & ~(size_t)7u;
 	if (padded > r->cap) {
 		uint64_t *b = realloc(r->buf, padded);
-		if (!b)
+		if (!b) {
+			mm_set_err(r->error, sizeof(r->error), "out of memory");
 			return -ENOMEM;
+		}
 		r->buf = b;
 		r->cap = padded;
 	}
-	if (padded && fread(r->buf, 1, padded, r->f) != padded)
+	if (padded && fread(r->buf, 1, padded, r->f) != padded) {
+		mm_set_err(r->error, sizeof(r->error), "chunk of type %u truncated (%u bytes)",
+			   hdr[0], hdr[1]);
 		return -EINVAL;
+	}
 	*ret = (struct mm_chunk){hdr[0], hdr[1], (uint8_t *)r->buf};
 	return 1;
+}
+
+long long mm_rec_offset(const struct mm_rec_reader *r)
+{
+	return r->offset;
+}
+
+const char *mm_rec_error(const struct mm_rec_reader *r)
+{
+	return r->error;
 }
 
 /* The NUL-terminated string at @off in @c, advancing @off past it; NULL if unterminated. */
@@ -249,6 +278,57 @@ int mm_rec_meta_get(const struct mm_chunk *c, const char *key, char *buf, size_t
 		p = eol + 1;
 	}
 	return -ENOENT;
+}
+
+static int feed_time(struct mm_rec_feeder *f, uint64_t t, char *why, size_t whylen)
+{
+	int64_t ms = (int64_t)(t / 1000000) + f->mono_to_wall_ms;
+	uint64_t wall = ms > 0 ? (uint64_t)ms : 0;
+
+	if (wall > f->latest_ms) {
+		mm_set_err(why, whylen, "time stamp %llu ns lies in the future",
+			   (unsigned long long)t);
+		return -EINVAL;
+	}
+	if (wall > f->last_ms)
+		f->last_ms = wall;
+	return 0;
+}
+
+int mm_rec_feed(struct mm_rec_feeder *f, const struct mm_chunk *c, char *why, size_t whylen)
+{
+	const struct perf_event_header *hdr;
+	unsigned stream;
+	uint64_t t;
+
+	switch (c->type) {
+	case MM_CHUNK_RECORD:
+		if (mm_rec_parse_record(c, &stream, &t, &hdr) < 0) {
+			mm_set_err(why, whylen, "malformed record chunk");
+			return -EINVAL;
+		}
+		if (t && feed_time(f, t, why, whylen) < 0)
+			return -EINVAL;
+		mm_host_feed(f->host, stream, t, hdr);
+		return 0;
+	case MM_CHUNK_TICK:
+		mm_host_tick(f->host);
+		return 0;
+	case MM_CHUNK_ADVANCE:
+		if (c->len != 8) {
+			mm_set_err(why, whylen, "malformed advance chunk");
+			return -EINVAL;
+		}
+		memcpy(&t, c->data, 8);
+		uint64_t last = f->last_ms;
+		if (feed_time(f, t, why, whylen) < 0)
+			return -EINVAL;
+		f->last_ms = last; /* a horizon is not a record */
+		mm_host_advance(f->host, t);
+		return 0;
+	default:
+		return 0;
+	}
 }
 
 struct mm_u64set {
@@ -471,6 +551,36 @@ void mm_recorder_tick(struct mm_recorder *r, uint64_t time_ns)
 {
 	check(r, mm_rec_write_chunk(r->f, MM_CHUNK_TICK, &time_ns, 8, NULL, 0));
 }
+
+static bool tap_wants(void *ctx, const struct perf_event_header *hdr, uint64_t sample_type,
+		      bool is_task)
+{
+	return mm_recorder_wants(ctx, hdr, sample_type, is_task);
+}
+
+static void tap_record(void *ctx, unsigned stream, uint64_t time_ns,
+		       const struct perf_event_header *hdr, uint64_t sample_type)
+{
+	mm_recorder_record(ctx, stream, time_ns, hdr, sample_type);
+}
+
+static void tap_tick(void *ctx, uint64_t time_ns)
+{
+	mm_recorder_tick(ctx, time_ns);
+}
+
+static void tap_advance(void *ctx, uint64_t horizon_ns)
+{
+	struct mm_recorder *r = ctx;
+	check(r, mm_rec_write_chunk(r->f, MM_CHUNK_ADVANCE, &horizon_ns, 8, NULL, 0));
+}
+
+const struct mm_tap mm_recorder_tap = {
+	.wants = tap_wants,
+	.record = tap_record,
+	.tick = tap_tick,
+	.advance = tap_advance,
+};
 
 int mm_recorder_lookup(void *ctx, uint32_t pid, struct mm_proc_ident *ret)
 {

@@ -1,0 +1,572 @@
+/*
+ * Fault tables and the A/B comparison of `mmlockd report` (see faulttable.h). Pure code.
+ *
+ * Every column is one entry of cols[]: its key (sort key, CSV header, JSON key), its header in the
+ * aligned table, how to print it, and the group that decides whether the data has it. Cells are
+ * formatted to strings first, so widths are known before the first line is printed, as perf does.
+ */
+#include "faulttable.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "buf.h"
+
+enum kind { K_INT, K_TEXT, K_PCT, K_MS, K_US };
+enum group { G_ID, G_ALWAYS, G_TOTALS, G_FALLBACKS, G_SPLIT, G_LOCK };
+enum { M_PROC = 1, M_UNIT = 2, M_BOTH = 3 };
+
+struct col {
+	const char *key, *head;
+	enum kind kind;
+	enum group group;
+	unsigned modes;
+};
+
+enum {
+	C_PID,
+	C_PROCS,
+	C_FAULTS,
+	C_MAJOR,
+	C_FALLBACKS,
+	C_FB_PCT,
+	C_WAITS,
+	C_VMA,
+	C_VMA_RETRY,
+	C_MMAP_RETRY,
+	C_MMAP_ABORT,
+	C_MMAP_UNKNOWN,
+	C_FB_WAIT,
+	C_LOCK_WAITS,
+	C_WAIT,
+	C_AVG_WAIT,
+	C_COMM,
+	C_CGROUP,
+	C_N
+};
+
+static const struct col cols[C_N] = {
+	[C_PID] = {"pid", "pid", K_INT, G_ID, M_PROC},
+	[C_PROCS] = {"processes", "procs", K_INT, G_ID, M_UNIT},
+	[C_FAULTS] = {"faults", "faults", K_INT, G_ALWAYS, M_BOTH},
+	[C_MAJOR] = {"major", "major", K_INT, G_TOTALS, M_BOTH},
+	[C_FALLBACKS] = {"fallbacks", "fallbacks", K_INT, G_ALWAYS, M_BOTH},
+	[C_FB_PCT] = {"fallback_pct", "fb%", K_PCT, G_ALWAYS, M_BOTH},
+	[C_WAITS] = {"waits", "waits", K_INT, G_FALLBACKS, M_BOTH},
+	[C_VMA] = {"vma", "vma", K_INT, G_SPLIT, M_BOTH},
+	[C_VMA_RETRY] = {"vma_retry", "vma_retry", K_INT, G_SPLIT, M_BOTH},
+	[C_MMAP_RETRY] = {"mmap_retry", "mmap_retry", K_INT, G_SPLIT, M_BOTH},
+	[C_MMAP_ABORT] = {"mmap_abort", "mmap_abort", K_INT, G_SPLIT, M_BOTH},
+	[C_MMAP_UNKNOWN] = {"mmap_unknown", "mmap_unknown", K_INT, G_SPLIT, M_BOTH},
+	[C_FB_WAIT] = {"fb_wait_ms", "fb wait ms", K_MS, G_SPLIT, M_BOTH},
+	[C_LOCK_WAITS] = {"lock_waits", "lock waits", K_INT, G_LOCK, M_BOTH},
+	[C_WAIT] = {"wait_ms", "wait ms", K_MS, G_LOCK, M_BOTH},
+	[C_AVG_WAIT] = {"avg_wait_us", "avg wait us", K_US, G_LOCK, M_BOTH},
+	[C_COMM] = {"comm", "comm", K_TEXT, G_ID, M_PROC},
+	[C_CGROUP] = {"cgroup", "cgroup", K_TEXT, G_ID, M_BOTH},
+};
+
+/* What the rows' data has, decided once over all of them (see faulttable.h). */
+struct sources {
+	bool totals, fallbacks, split, lock;
+};
+
+static struct sources find_sources(const struct mm_fault_row *rows, size_t n)
+{
+	uint64_t totals = 0, fallbacks = 0, split = 0, lock = 0;
+	for (size_t i = 0; i < n; i++) {
+		const struct mm_proc_stats *s = &rows[i].sum;
+		totals += s->minflt + s->majflt;
+		fallbacks += s->fallback_locks + s->fallback_lock_waits;
+		split += s->faults_vma + s->faults_vma_retry + s->faults_mmap_fallback;
+		lock += s->mmap_lock_read + s->mmap_lock_write + s->mmap_lock_waits;
+	}
+	/* Without the faults collector the fallbacks column is the fallbacks collector's, even
+	 * when it counted none. */
+	return (struct sources){totals > 0, fallbacks > 0 || !split, split > 0, lock > 0};
+}
+
+static bool col_shown(int c, const struct sources *src, bool by_cgroup)
+{
+	if (!(cols[c].modes & (by_cgroup ? M_UNIT : M_PROC)))
+		return false;
+	switch (cols[c].group) {
+	case G_TOTALS:
+		return src->totals;
+	case G_FALLBACKS:
+		return src->fallbacks;
+	case G_SPLIT:
+		return src->split;
+	case G_LOCK:
+		return src->lock;
+	default:
+		return true;
+	}
+}
+
+static uint64_t row_faults(const struct mm_fault_row *r, const struct sources *src)
+{
+	return src->totals ? r->sum.minflt + r->sum.majflt : r->sum.faults;
+}
+
+static uint64_t row_fallbacks(const struct mm_fault_row *r, const struct sources *src)
+{
+	return src->fallbacks ? r->sum.fallback_locks : r->sum.faults_mmap_fallback;
+}
+
+static double ratio(double a, double b)
+{
+	return b > 0 ? a / b : 0;
+}
+
+/* Column @c of @r as a number (text columns: 0). */
+static double num(const struct mm_fault_row *r, int c, const struct sources *src)
+{
+	const struct mm_proc_stats *s = &r->sum;
+	switch (c) {
+	case C_PID:
+		return r->pid;
+	case C_PROCS:
+		return (double)r->processes;
+	case C_FAULTS:
+		return (double)row_faults(r, src);
+	case C_MAJOR:
+		return (double)s->majflt;
+	case C_FALLBACKS:
+		return (double)row_fallbacks(r, src);
+	case C_FB_PCT:
+		return 100.0 * ratio((double)row_fallbacks(r, src), (double)row_faults(r, src));
+	case C_WAITS:
+		return (double)s->fallback_lock_waits;
+	case C_VMA:
+		return (double)s->faults_vma;
+	case C_VMA_RETRY:
+		return (double)s->faults_vma_retry;
+	case C_MMAP_RETRY:
+		return (double)s->faults_mmap_retry;
+	case C_MMAP_ABORT:
+		return (double)s->faults_mmap_abort;
+	case C_MMAP_UNKNOWN:
+		return (double)s->faults_mmap_unknown;
+	case C_FB_WAIT:
+		return (double)s->faults_mmap_lock_wait_ns / 1e6;
+	case C_LOCK_WAITS:
+		return (double)s->mmap_lock_waits;
+	case C_WAIT:
+		return (double)s->mmap_lock_wait_ns / 1e6;
+	case C_AVG_WAIT:
+		return ratio((double)s->mmap_lock_wait_ns, (double)s->mmap_lock_waits) / 1e3;
+	}
+	return 0;
+}
+
+/* Counters are printed from the integers, not through the double (exact beyond 2^53). */
+static uint64_t num_int(const struct mm_fault_row *r, int c, const struct sources *src)
+{
+	switch (c) {
+	case C_FAULTS:
+		return row_faults(r, src);
+	case C_FALLBACKS:
+		return row_fallbacks(r, src);
+	case C_PROCS:
+		return r->processes;
+	default:
+		return (uint64_t)num(r, c, src);
+	}
+}
+
+static const char *text(const struct mm_fault_row *r, int c)
+{
+	return c == C_COMM ? r->comm : r->cgroup;
+}
+
+static void cell(char *buf, size_t len, const struct mm_fault_row *r, int c,
+		 const struct sources *src)
+{
+	switch (cols[c].kind) {
+	case K_TEXT:
+		snprintf(buf, len, "%s", text(r, c));
+		break;
+	case K_INT:
+		snprintf(buf, len, "%" PRIu64, num_int(r, c, src));
+		break;
+	case K_PCT:
+		snprintf(buf, len, "%.2f", num(r, c, src));
+		break;
+	case K_MS:
+		snprintf(buf, len, "%.3f", num(r, c, src));
+		break;
+	case K_US:
+		snprintf(buf, len, "%.1f", num(r, c, src));
+		break;
+	}
+}
+
+int mm_fault_column_find(const char *key)
+{
+	for (int c = 0; c < C_N; c++)
+		if (!strcmp(cols[c].key, key))
+			return c;
+	return -1;
+}
+
+int mm_fault_parse_sort(struct mm_fault_opts *opts, const char *list, char *err, size_t errlen)
+{
+	char buf[256], *save = NULL;
+	size_t n = 0;
+
+	snprintf(buf, sizeof(buf), "%s", list);
+	for (char *k = strtok_r(buf, ",", &save); k; k = strtok_r(NULL, ",", &save)) {
+		int c = mm_fault_column_find(k);
+		if (c < 0 || n + 1 >= MM_FAULT_SORT_MAX) {
+			size_t len = (size_t)snprintf(err, errlen,
+						      c < 0 ? "unknown sort key '%s' (keys:"
+							    : "too many sort keys at '%s' (keys:",
+						      k);
+			for (int i = 0; i < C_N && len < errlen; i++)
+				len += (size_t)snprintf(err + len, errlen - len, " %s",
+							cols[i].key);
+			if (len < errlen)
+				snprintf(err + len, errlen - len, ")");
+			return -EINVAL;
+		}
+		opts->sort[n++] = c;
+	}
+	if (!n) {
+		snprintf(err, errlen, "empty sort key list");
+		return -EINVAL;
+	}
+	opts->sort[n] = -1;
+	return 0;
+}
+
+/* qsort has no context argument; the sort runs on one thread at a time (report is a command). */
+static const struct mm_fault_opts *sort_opts;
+static struct sources sort_src;
+
+static int cmp_col(const struct mm_fault_row *x, const struct mm_fault_row *y, int c)
+{
+	if (cols[c].kind == K_TEXT)
+		return strcmp(text(x, c), text(y, c));
+	double a = num(x, c, &sort_src), b = num(y, c, &sort_src);
+	return a == b ? 0 : a > b ? -1 : 1;
+}
+
+static int cmp_rows(const void *pa, const void *pb)
+{
+	const struct mm_fault_row *x = pa, *y = pb;
+	for (size_t k = 0; k < MM_FAULT_SORT_MAX && sort_opts->sort[k] >= 0; k++) {
+		int r = cmp_col(x, y, sort_opts->sort[k]);
+		if (r)
+			return r;
+	}
+	int r = cmp_col(x, y, C_FAULTS);
+	if (r)
+		return r;
+	if (x->pid != y->pid)
+		return x->pid < y->pid ? -1 : 1;
+	return strcmp(x->cgroup, y->cgroup);
+}
+
+#define CELL_LEN (MM_CGROUP_LEN + 8)
+
+static int print_table(FILE *out, const struct mm_fault_row *rows, size_t n, const int *shown,
+		       size_t nshown, const struct sources *src, const char *comment)
+{
+	int width[C_N] = {0};
+	char buf[CELL_LEN];
+
+	for (size_t k = 0; k < nshown; k++)
+		width[k] = (int)strlen(cols[shown[k]].head);
+	for (size_t i = 0; i < n; i++)
+		for (size_t k = 0; k < nshown; k++) {
+			cell(buf, sizeof(buf), &rows[i], shown[k], src);
+			if ((int)strlen(buf) > width[k])
+				width[k] = (int)strlen(buf);
+			if (width[k] < 1)
+				width[k] = 1;
+		}
+	for (const char *p = comment; p && *p;) {
+		const char *nl = strchrnul(p, '\n');
+		fprintf(out, "# %.*s\n", (int)(nl - p), p);
+		p = *nl ? nl + 1 : nl;
+	}
+	if (comment)
+		fputs("#\n", out);
+	/* Numbers right-aligned; text left-aligned, the last column unpadded. */
+	for (size_t i = 0; i <= n; i++) {
+		for (size_t k = 0; k < nshown; k++) {
+			int c = shown[k];
+			bool last = k + 1 == nshown;
+			const char *v = buf;
+			if (i == 0)
+				v = cols[c].head;
+			else
+				cell(buf, sizeof(buf), &rows[i - 1], c, src);
+			if (!*v)
+				v = "-"; /* an unknown cgroup, as ps prints it */
+			if (cols[c].kind == K_TEXT && last)
+				fputs(v, out);
+			else if (cols[c].kind == K_TEXT)
+				fprintf(out, "%-*s", width[k], v);
+			else
+				fprintf(out, "%*s", width[k], v);
+			fputs(last ? "\n" : "  ", out);
+		}
+	}
+	return 0;
+}
+
+/* A CSV field: quoted when it holds the separator, a quote or a newline (RFC 4180). */
+static void put_csv(FILE *out, const char *v, const char *sep)
+{
+	if (!strpbrk(v, "\"\n\r") && !strstr(v, sep)) {
+		fputs(v, out);
+		return;
+	}
+	fputc('"', out);
+	for (const char *p = v; *p; p++) {
+		if (*p == '"')
+			fputc('"', out);
+		fputc(*p, out);
+	}
+	fputc('"', out);
+}
+
+static int print_csv(FILE *out, const struct mm_fault_row *rows, size_t n, const int *shown,
+		     size_t nshown, const struct sources *src, const char *sep)
+{
+	char buf[CELL_LEN];
+	for (size_t k = 0; k < nshown; k++)
+		fprintf(out, "%s%s", k ? sep : "", cols[shown[k]].key);
+	fputc('\n', out);
+	for (size_t i = 0; i < n; i++) {
+		for (size_t k = 0; k < nshown; k++) {
+			cell(buf, sizeof(buf), &rows[i], shown[k], src);
+			if (k)
+				fputs(sep, out);
+			put_csv(out, buf, sep);
+		}
+		fputc('\n', out);
+	}
+	return 0;
+}
+
+static int print_json(FILE *out, const struct mm_fault_row *rows, size_t n, const int *shown,
+		      size_t nshown, const struct sources *src)
+{
+	struct mm_buf b = MM_BUF_INIT;
+	char buf[CELL_LEN];
+
+	mm_buf_puts(&b, "[");
+	for (size_t i = 0; i < n; i++) {
+		mm_buf_puts(&b, i ? ",\n {" : "\n {");
+		for (size_t k = 0; k < nshown; k++) {
+			int c = shown[k];
+			if (k)
+				mm_buf_puts(&b, ", ");
+			mm_buf_json_key(&b, cols[c].key);
+			cell(buf, sizeof(buf), &rows[i], c, src);
+			if (cols[c].kind == K_TEXT)
+				mm_buf_json_str(&b, buf);
+			else
+				mm_buf_puts(&b, buf);
+		}
+		mm_buf_puts(&b, "}");
+	}
+	mm_buf_puts(&b, n ? "\n]\n" : "]\n");
+	int r = mm_buf_failed(&b) ? -ENOMEM : 0;
+	if (!r)
+		fputs(b.data, out);
+	mm_buf_free(&b);
+	return r;
+}
+
+int mm_fault_print(FILE *out, struct mm_fault_row *rows, size_t n, const struct mm_fault_opts *opts,
+		   const char *comment)
+{
+	struct sources src = find_sources(rows, n);
+	int shown[C_N];
+	size_t nshown = 0;
+	int r;
+
+	sort_opts = opts;
+	sort_src = src;
+	qsort(rows, n, sizeof(*rows), cmp_rows);
+	if (opts->top && n > opts->top)
+		n = opts->top;
+	for (int c = 0; c < C_N; c++)
+		if (col_shown(c, &src, opts->by_cgroup))
+			shown[nshown++] = c;
+	switch (opts->format) {
+	case MM_FAULT_CSV:
+		r = print_csv(out, rows, n, shown, nshown, &src, opts->sep ? opts->sep : ",");
+		break;
+	case MM_FAULT_JSON:
+		r = print_json(out, rows, n, shown, nshown, &src);
+		break;
+	default:
+		r = print_table(out, rows, n, shown, nshown, &src, comment);
+		break;
+	}
+	if (r < 0)
+		return r;
+	return ferror(out) ? -EIO : 0;
+}
+
+void mm_fault_change(char *buf, size_t len, double a, double b)
+{
+	if (a == 0 && b == 0)
+		snprintf(buf, len, "%s", "");
+	else if (a == 0)
+		snprintf(buf, len, "n/a");
+	else
+		snprintf(buf, len, "%+.1f%%", 100.0 * (b - a) / a);
+	/* 6256 -> 3 is not a change of -100.0%: one more digit where rounding says so. */
+	if (b != 0 && (!strcmp(buf, "-100.0%")))
+		snprintf(buf, len, "%+.2f%%", 100.0 * (b - a) / a);
+	/* "-0.0%" reads as a change; there is none at this precision. */
+	if (!strcmp(buf, "-0.0%") || !strcmp(buf, "+0.0%"))
+		snprintf(buf, len, "0.0%%");
+}
+
+void mm_fault_thousands(char *buf, size_t len, uint64_t v)
+{
+	char digits[24];
+	int n = snprintf(digits, sizeof(digits), "%" PRIu64, v);
+	size_t o = 0;
+	for (int i = 0; i < n && o + 2 < len; i++) {
+		if (i && (n - i) % 3 == 0)
+			buf[o++] = ',';
+		buf[o++] = digits[i];
+	}
+	buf[o] = '\0';
+}
+
+/* One line of the comparison grid. */
+struct cmp_line {
+	char metric[48];
+	char a[48], b[48], change[16];
+};
+
+static void add_count(struct cmp_line *l, size_t *n, const char *metric, uint64_t a, uint64_t b)
+{
+	struct cmp_line *x = &l[(*n)++];
+	snprintf(x->metric, sizeof(x->metric), "%s", metric);
+	mm_fault_thousands(x->a, sizeof(x->a), a);
+	mm_fault_thousands(x->b, sizeof(x->b), b);
+	mm_fault_change(x->change, sizeof(x->change), (double)a, (double)b);
+}
+
+static void add_real(struct cmp_line *l, size_t *n, const char *metric, double a, double b,
+		     const char *fmt)
+{
+	struct cmp_line *x = &l[(*n)++];
+	snprintf(x->metric, sizeof(x->metric), "%s", metric);
+	snprintf(x->a, sizeof(x->a), fmt, a);
+	snprintf(x->b, sizeof(x->b), fmt, b);
+	mm_fault_change(x->change, sizeof(x->change), a, b);
+}
+
+/* "| centred |" with at least one blank either side, as in the seeds. */
+static void put_centred(FILE *out, const char *s, int width)
+{
+	int len = (int)strlen(s), left = (width - len) / 2;
+	fprintf(out, " %*s%s%*s |", left, "", s, width - len - left, "");
+}
+
+static void put_rule(FILE *out, const int *w)
+{
+	fputc('+', out);
+	for (int k = 0; k < 4; k++) {
+		for (int i = 0; i < w[k] + 2; i++)
+			fputc('-', out);
+		fputc('+', out);
+	}
+	fputc('\n', out);
+}
+
+int mm_fault_print_compare(FILE *out, const struct mm_fault_side *a, const struct mm_fault_side *b)
+{
+	struct mm_fault_row rows[2] = {a->sum, b->sum};
+	struct sources src = find_sources(rows, 2);
+	struct cmp_line l[24];
+	size_t n = 0;
+	const struct mm_proc_stats *x = &a->sum.sum, *y = &b->sum.sum;
+
+	if (a->throughput || b->throughput) {
+		struct cmp_line *t = &l[n++];
+		snprintf(t->metric, sizeof(t->metric), "throughput");
+		snprintf(t->a, sizeof(t->a), "%s", a->throughput ? a->throughput : "-");
+		snprintf(t->b, sizeof(t->b), "%s", b->throughput ? b->throughput : "-");
+		t->change[0] = '\0';
+		if (a->throughput && b->throughput)
+			mm_fault_change(t->change, sizeof(t->change), strtod(a->throughput, NULL),
+					strtod(b->throughput, NULL));
+	}
+	add_count(l, &n, src.totals ? "faults" : "faults (user, sampled)",
+		  row_faults(&rows[0], &src), row_faults(&rows[1], &src));
+	if (src.totals)
+		add_count(l, &n, "major faults", x->majflt, y->majflt);
+	add_count(l, &n, "mmap_lock fallbacks", row_fallbacks(&rows[0], &src),
+		  row_fallbacks(&rows[1], &src));
+	add_real(l, &n, "fallback share %",
+		 100.0 * ratio((double)row_fallbacks(&rows[0], &src),
+			       (double)row_faults(&rows[0], &src)),
+		 100.0 * ratio((double)row_fallbacks(&rows[1], &src),
+			       (double)row_faults(&rows[1], &src)),
+		 "%.2f");
+	if (src.fallbacks)
+		add_count(l, &n, "fallbacks that waited", x->fallback_lock_waits,
+			  y->fallback_lock_waits);
+	if (a->lock_contended >= 0 || b->lock_contended >= 0 || src.lock)
+		add_count(l, &n, "mmap_lock contentions",
+			  a->lock_contended >= 0 ? (uint64_t)a->lock_contended
+						 : x->mmap_lock_contended,
+			  b->lock_contended >= 0 ? (uint64_t)b->lock_contended
+						 : y->mmap_lock_contended);
+	if (src.lock) {
+		add_count(l, &n, "mmap_lock waits", x->mmap_lock_waits, y->mmap_lock_waits);
+		add_real(l, &n, "mmap_lock wait ms", (double)x->mmap_lock_wait_ns / 1e6,
+			 (double)y->mmap_lock_wait_ns / 1e6, "%.3f");
+	}
+	if (src.split) {
+		add_count(l, &n, "vma", x->faults_vma, y->faults_vma);
+		add_count(l, &n, "vma_retry", x->faults_vma_retry, y->faults_vma_retry);
+		add_count(l, &n, "mmap_retry", x->faults_mmap_retry, y->faults_mmap_retry);
+		add_count(l, &n, "mmap_abort", x->faults_mmap_abort, y->faults_mmap_abort);
+		add_count(l, &n, "mmap_unknown", x->faults_mmap_unknown, y->faults_mmap_unknown);
+		add_real(l, &n, "fallback wait ms", (double)x->faults_mmap_lock_wait_ns / 1e6,
+			 (double)y->faults_mmap_lock_wait_ns / 1e6, "%.3f");
+	}
+	add_count(l, &n, "processes", a->sum.processes, b->sum.processes);
+
+	int w[4] = {(int)strlen("metric"), (int)strlen(a->label), (int)strlen(b->label),
+		    (int)strlen("change")};
+	for (size_t i = 0; i < n; i++) {
+		const char *v[4] = {l[i].metric, l[i].a, l[i].b, l[i].change};
+		for (int k = 0; k < 4; k++)
+			if ((int)strlen(v[k]) > w[k])
+				w[k] = (int)strlen(v[k]);
+	}
+	put_rule(out, w);
+	fputc('|', out);
+	put_centred(out, "metric", w[0]);
+	put_centred(out, a->label, w[1]);
+	put_centred(out, b->label, w[2]);
+	put_centred(out, "change", w[3]);
+	fputc('\n', out);
+	put_rule(out, w);
+	for (size_t i = 0; i < n; i++) {
+		fprintf(out, "| %-*s |", w[0], l[i].metric);
+		put_centred(out, l[i].a, w[1]);
+		put_centred(out, l[i].b, w[2]);
+		put_centred(out, l[i].change, w[3]);
+		fputc('\n', out);
+		put_rule(out, w);
+	}
+	return ferror(out) ? -EIO : 0;
+}

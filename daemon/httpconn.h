@@ -1,0 +1,80 @@
+/*
+ * The HTTP server's client connections: what one local client may hold, and how many ended
+ * early. http.c hands libmicrohttpd's connection notifications here; this file keeps every
+ * connection on a list with its client address and age, and
+ *  - gives each one a head deadline (MM_HTTPCONN_HEAD_S from opening, or from its previous reply,
+ *    to a complete request head) and a request deadline (MM_HTTPCONN_REQUEST_S to the reply),
+ *    which a sweeper thread enforces: a byte now and then resets libmicrohttpd's idle timeout,
+ *    not these;
+ *  - lets at most CONN_PER_ADDR connections per client address (per peer uid on a Unix socket)
+ *    and CONN_EVICT_AT in all wait for their head: over either, the oldest one that has waited
+ *    EVICT_AGE_MS or more is evicted, so a flood of slow clients cannot lock out a scrape, and a
+ *    client that sends its request at once is never evicted. libmicrohttpd's own hard limits
+ *    (MM_HTTPCONN_MAX, MM_HTTPCONN_PER_ADDR_MAX) stay above these;
+ *  - looks at the first request line when a connection is accepted (the TCP socket defers accept
+ *    until data arrives, mm_httpconn_tune_listen()) and refuses in JSON what libmicrohttpd would
+ *    refuse in HTML before any callback: a line that is not HTTP/1.x, one that is too long;
+ *  - counts the connections that end before their reply is complete, by reason, for
+ *    mmlockd_http_connections_aborted_total, and rate-limits libmicrohttpd's messages.
+ *
+ * A connection is shut down (shutdown(2)), never closed, from here: libmicrohttpd closes it at its
+ * next read or write and tells us, under the list's lock, before the fd can be reused.
+ */
+#ifndef MM_HTTPCONN_H
+#define MM_HTTPCONN_H
+
+#include <microhttpd.h>
+
+#include "buf.h"
+
+#define MM_HTTPCONN_HEAD_S	 10  /* open (or previous reply) to a complete request head */
+#define MM_HTTPCONN_REQUEST_S	 60  /* open (or previous reply) to the reply sent */
+#define MM_HTTPCONN_MAX		 512 /* libmicrohttpd's hard limit in all */
+#define MM_HTTPCONN_PER_ADDR_MAX 64  /* libmicrohttpd's hard limit per client address */
+
+struct mm_httpconn;
+
+/* Allocates the connection list. Returns 0 and sets *ret, or -ENOMEM. */
+int mm_httpconn_new(struct mm_httpconn **ret);
+
+/* Starts the sweeper thread (from the HTTP setup thread, so it inherits its confinement).
+ * Returns 0 or a positive pthread error. */
+int mm_httpconn_start(struct mm_httpconn *g);
+
+/* Stops the sweeper and frees; accepts NULL. libmicrohttpd must be stopped first. */
+void mm_httpconn_free(struct mm_httpconn *g);
+
+/* Sets TCP_DEFER_ACCEPT on a listening TCP socket (see above); failure is harmless. */
+void mm_httpconn_tune_listen(int fd);
+
+/* libmicrohttpd's MHD_OPTION_NOTIFY_CONNECTION callback; @cls is the mm_httpconn. */
+void mm_httpconn_notify(void *cls, struct MHD_Connection *mc, void **socket_context,
+			enum MHD_ConnectionNotificationCode code);
+
+/* The request head of @mc is complete: the request deadline applies now. */
+void mm_httpconn_head_complete(struct mm_httpconn *g, struct MHD_Connection *mc);
+
+/* A request of @mc ended (libmicrohttpd's MHD_OPTION_NOTIFY_COMPLETED code @toe): counts it when
+ * it did not complete, and starts the connection's next head deadline. */
+void mm_httpconn_request_done(struct mm_httpconn *g, struct MHD_Connection *mc,
+			      enum MHD_RequestTerminationCode toe);
+
+/* Answers @mc's request with @status, @reason and the JSON error @msg written on the socket
+ * directly, and shuts the connection down: for what is refused before libmicrohttpd would parse
+ * it. The reply is small and the first bytes on the socket since the previous reply, so one
+ * non-blocking send writes it. */
+void mm_httpconn_refuse(struct mm_httpconn *g, struct MHD_Connection *mc, unsigned status,
+			const char *reason, const char *msg);
+
+/* Logs one libmicrohttpd message at notice level, at most LOG_BURST a minute; then one line says
+ * how many were dropped. */
+void mm_httpconn_log(struct mm_httpconn *g, const char *msg);
+
+/* Appends mmlockd_http_connections and mmlockd_http_connections_aborted_total. */
+void mm_httpconn_format_metrics(struct mm_httpconn *g, struct mm_buf *b);
+
+/* Replaces @body with the JSON error {"error": "..."} and a newline. */
+void mm_http_error_json(struct mm_buf *body, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+#endif

@@ -1,0 +1,423 @@
+/*
+ * Dropping capabilities, no_new_privs and seccomp filters per thread (see privilege.h).
+ *
+ * Capabilities are set with the raw capset(2) system call, which changes the calling thread only
+ * (glibc has no wrapper that broadcasts it, unlike setuid); the bounding set is emptied with
+ * PR_CAPBSET_DROP for every capability still in it, which needs CAP_SETPCAP and is skipped (the
+ * sets stay as they are) when the thread lacks it, e.g. in the tests that run as nobody. The
+ * seccomp filters are built with libseccomp; a system call name the running architecture does
+ * not have is skipped, so the lists stay portable. A filter that cannot load is logged and the
+ * daemon goes on without it.
+ */
+#include "privilege.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/capability.h>
+#include <linux/securebits.h>
+#include <sched.h>
+#include <dirent.h>
+#include <seccomp.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/utsname.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include "log.h"
+
+/* Built with AddressSanitizer (meson -Db_sanitize=address): its leak check needs ptrace. */
+#if defined(__SANITIZE_ADDRESS__)
+#define MM_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define MM_SANITIZED 1
+#endif
+#endif
+
+/* What the HTTP threads may call; everything else fails with EPERM. Sockets are already open
+ * (libmicrohttpd accepts on the listening socket it is given), SQLite opens the database
+ * read-only per query, glibc needs memory, time, futexes and (at start) new threads. */
+static const char *const http_allow[] = {
+	"read",
+	"readv",
+	"pread64",
+	"preadv",
+	"write",
+	"writev",
+	"pwrite64",
+	"recvfrom",
+	"recvmsg",
+	"sendto",
+	"sendmsg",
+	"sendfile",
+	"accept",
+	"accept4",
+	"shutdown",
+	"close",
+	"getsockopt",
+	"setsockopt",
+	"getsockname",
+	"getpeername",
+	"fcntl",
+	"epoll_create",
+	"epoll_create1",
+	"epoll_ctl",
+	"epoll_wait",
+	"epoll_pwait",
+	"poll",
+	"ppoll",
+	"select",
+	"pselect6",
+	"eventfd2",
+	"pipe2",
+	"futex",
+	"set_robust_list",
+	"get_robust_list",
+	"rseq",
+	"clock_gettime",
+	"clock_getres",
+	"clock_nanosleep",
+	"nanosleep",
+	"gettimeofday",
+	"time",
+	"munmap",
+	"mremap",
+	"madvise",
+	"brk",
+	"open",
+	"openat",
+	"stat",
+	"fstat",
+	"lstat",
+	"newfstatat",
+	"statx",
+	"lseek",
+	"access",
+	"faccessat",
+	"faccessat2",
+	"getcwd",
+	"readlink",
+	"readlinkat",
+	"fsync",
+	"fdatasync",
+	"ftruncate",
+	"getpid",
+	"gettid",
+	"getuid",
+	"geteuid",
+	"getgid",
+	"getegid",
+	"getrandom",
+	"rt_sigprocmask",
+	"rt_sigreturn",
+	"sigaltstack",
+	"tgkill",
+	"sched_yield",
+	"sched_getaffinity",
+	"exit",
+	"exit_group",
+	"uname",
+	"sysinfo",
+	"membarrier",
+	"getrusage",
+};
+
+/* What the main and store threads may no longer call after start-up: nothing it does needs these,
+ * and each is a step an attacker who got code running in it would take. */
+static const char *const main_deny[] = {
+	"execve",
+	"execveat",
+#ifndef MM_SANITIZED /* LeakSanitizer stops the threads at exit with ptrace from a child */
+	"ptrace",
+#endif
+	"process_vm_readv",
+	"process_vm_writev",
+	"mount",
+	"umount2",
+	"pivot_root",
+	"chroot",
+	"move_mount",
+	"open_tree",
+	"fsopen",
+	"fsmount",
+	"fspick",
+	"mount_setattr",
+	"init_module",
+	"finit_module",
+	"delete_module",
+	"kexec_load",
+	"kexec_file_load",
+	"reboot",
+	"swapon",
+	"swapoff",
+	"setns",
+	"unshare",
+	"setuid",
+	"setgid",
+	"setreuid",
+	"setregid",
+	"setresuid",
+	"setresgid",
+	"setgroups",
+	"setfsuid",
+	"setfsgid",
+	"capset",
+	"perf_event_open",
+	"open_by_handle_at",
+	"name_to_handle_at",
+	"keyctl",
+	"add_key",
+	"request_key",
+	"userfaultfd",
+	"acct",
+	"iopl",
+	"ioperm",
+	"personality",
+	"settimeofday",
+	"clock_settime",
+	"clock_adjtime",
+	"adjtimex",
+	"sethostname",
+	"setdomainname",
+	"quotactl",
+	"lookup_dcookie",
+	"vhangup",
+};
+
+static int last_cap(void)
+{
+	static int last = -1;
+	char buf[16] = "";
+
+	if (last >= 0)
+		return last;
+	int fd = open("/proc/sys/kernel/cap_last_cap", O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		ssize_t n = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+		if (n > 0)
+			last = atoi(buf);
+	}
+	if (last <= 0 || last > 63)
+		last = CAP_LAST_CAP;
+	return last;
+}
+
+/* Sets the calling thread's permitted and effective sets to @keep (a bit mask), its inheritable
+ * and ambient sets to nothing, and empties its bounding set of everything not in @keep. */
+static int drop_caps(uint64_t keep)
+{
+	struct __user_cap_header_struct hdr = {.version = _LINUX_CAPABILITY_VERSION_3};
+	struct __user_cap_data_struct data[2] = {{0}};
+	int r = 0;
+
+	if (syscall(SYS_capget, &hdr, data) < 0)
+		return log_warning_errno(errno, "privileges: capget: %m");
+	bool setpcap = data[0].effective & (1u << CAP_SETPCAP);
+	for (int c = 0; c <= last_cap(); c++) {
+		if ((keep >> c) & 1 || prctl(PR_CAPBSET_READ, c, 0, 0, 0) != 1)
+			continue;
+		if (!setpcap)
+			break; /* only CAP_SETPCAP can shrink the bounding set */
+		if (prctl(PR_CAPBSET_DROP, c, 0, 0, 0) < 0 && !r)
+			r = log_warning_errno(errno,
+					      "privileges: dropping capability %d from the "
+					      "bounding set: %m",
+					      c);
+	}
+	(void)prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
+	if (setpcap)
+		/* uid 0 gets no capabilities back from exec or a uid change, ever. */
+		(void)prctl(PR_SET_SECUREBITS,
+			    SECBIT_NOROOT | SECBIT_NOROOT_LOCKED | SECBIT_NO_SETUID_FIXUP |
+				    SECBIT_NO_SETUID_FIXUP_LOCKED | SECBIT_KEEP_CAPS_LOCKED |
+				    SECBIT_NO_CAP_AMBIENT_RAISE |
+				    SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED,
+			    0, 0, 0);
+	for (int i = 0; i < 2; i++) {
+		uint32_t k = (uint32_t)(keep >> (32 * i));
+		data[i].effective &= k;
+		data[i].permitted &= k;
+		data[i].inheritable = 0;
+	}
+	if (syscall(SYS_capset, &hdr, data) < 0 && !r)
+		r = log_warning_errno(errno, "privileges: capset: %m");
+	return r;
+}
+
+static int no_new_privs(void)
+{
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+		return log_warning_errno(errno, "privileges: PR_SET_NO_NEW_PRIVS: %m");
+	return 0;
+}
+
+/* Adds @action for each name in @names that this architecture has. */
+static int add_rules(scmp_filter_ctx ctx, uint32_t action, const char *const *names, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		int nr = seccomp_syscall_resolve_name(names[i]);
+		if (nr == __NR_SCMP_ERROR)
+			continue;
+		int r = seccomp_rule_add(ctx, action, nr, 0);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+static int load(scmp_filter_ctx ctx, int r, const char *what)
+{
+	if (r == 0)
+		r = seccomp_load(ctx);
+	seccomp_release(ctx);
+	if (r < 0)
+		return log_warning_errno(
+			r, "privileges: the %s seccomp filter is not installed: %m", what);
+	return 0;
+}
+
+/* The HTTP threads' allow-list, with the arguments narrowed where a call can do more than they
+ * need: memory is never mapped executable, new threads only (clone3 says ENOSYS, so glibc falls
+ * back to clone, whose flags a filter can see), prctl only names threads, ioctl only asks about
+ * sockets and terminals. */
+static int http_filter(void)
+{
+	scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ERRNO(EPERM));
+	int r;
+
+	if (!ctx)
+		return log_warning_errno(ENOMEM, "privileges: the HTTP seccomp filter: %m");
+	r = add_rules(ctx, SCMP_ACT_ALLOW, http_allow, sizeof(http_allow) / sizeof(http_allow[0]));
+	if (!r)
+		r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(mmap), 1,
+				     SCMP_A2(SCMP_CMP_MASKED_EQ, PROT_EXEC, 0));
+	if (!r)
+		r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(mprotect), 1,
+				     SCMP_A2(SCMP_CMP_MASKED_EQ, PROT_EXEC, 0));
+	if (!r)
+		r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(clone), 1,
+				     SCMP_A0(SCMP_CMP_MASKED_EQ, CLONE_THREAD, CLONE_THREAD));
+	if (!r)
+		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0);
+	if (!r)
+		r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(prctl), 1,
+				     SCMP_A0(SCMP_CMP_EQ, PR_SET_NAME));
+	if (!r)
+		r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(prctl), 1,
+				     SCMP_A0(SCMP_CMP_EQ, PR_GET_NAME));
+	const unsigned long ioctls[] = {FIONREAD, FIONBIO, TCGETS};
+	for (size_t i = 0; !r && i < sizeof(ioctls) / sizeof(ioctls[0]); i++)
+		r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(ioctl), 1,
+				     SCMP_A1(SCMP_CMP_EQ, ioctls[i]));
+	return load(ctx, r, "HTTP");
+}
+
+int mm_privilege_confine_http(void)
+{
+	int r = drop_caps(0);
+	int n = no_new_privs();
+	int f = n < 0 ? n : http_filter();
+	return r < 0 ? r : n < 0 ? n : f;
+}
+
+/* The deny-list filter of main_deny[]. */
+static int deny_filter(const char *what)
+{
+	scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
+
+	if (!ctx)
+		return log_warning_errno(ENOMEM, "privileges: the %s seccomp filter: %m", what);
+	return load(ctx,
+		    add_rules(ctx, SCMP_ACT_ERRNO(EPERM), main_deny,
+			      sizeof(main_deny) / sizeof(main_deny[0])),
+		    what);
+}
+
+int mm_privilege_drop_thread(void)
+{
+	int r = drop_caps(0);
+	int n = no_new_privs();
+	int f = n < 0 ? n : deny_filter("store thread's");
+	return r < 0 ? r : n < 0 ? n : f;
+}
+
+/* Whether /proc hides processes of other users (mount option hidepid other than 0), in which
+ * case reading their /proc/PID/stat and cgroup takes CAP_SYS_PTRACE. */
+static bool proc_hides_pids(void)
+{
+	char line[4096];
+	bool hides = false;
+	FILE *f = fopen("/proc/self/mountinfo", "re");
+
+	if (!f)
+		return false;
+	while (fgets(line, sizeof(line), f)) {
+		/* ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTIONS ... - FSTYPE SOURCE SUPEROPTIONS */
+		char mnt[256];
+		if (sscanf(line, "%*s %*s %*s %*s %255s", mnt) != 1 || strcmp(mnt, "/proc"))
+			continue;
+		const char *hp = strstr(line, "hidepid=");
+		hides = hp && strncmp(hp + 8, "0", 1) && strncmp(hp + 8, "off", 3);
+	}
+	fclose(f);
+	return hides;
+}
+
+/* Whether this process holds BPF maps (the BPF source) on a kernel older than 6.5, which refuses
+ * every bpf() command, map reads on an open fd included, without CAP_BPF while
+ * kernel.unprivileged_bpf_disabled is set; 6.5 moved that check to creating maps and loading
+ * programs. */
+static bool bpf_reads_need_cap(void)
+{
+	struct utsname u;
+	unsigned major = 0, minor = 0;
+	char link[64];
+	bool maps = false;
+
+	if (uname(&u) < 0 || sscanf(u.release, "%u.%u", &major, &minor) != 2 || major > 6 ||
+	    (major == 6 && minor >= 5))
+		return false;
+	DIR *d = opendir("/proc/self/fd");
+	if (!d)
+		return true; /* cannot tell: keep it */
+	struct dirent *de;
+	while (!maps && (de = readdir(d))) {
+		ssize_t n = readlinkat(dirfd(d), de->d_name, link, sizeof(link) - 1);
+		maps = n > 0 && (link[n] = '\0', !strcmp(link, "anon_inode:bpf-map"));
+	}
+	closedir(d);
+	return maps;
+}
+
+int mm_privilege_drop_main(void)
+{
+	uint64_t keep = 0;
+	int r, n, f;
+
+	if (proc_hides_pids())
+		keep |= 1ull << CAP_SYS_PTRACE;
+	if (bpf_reads_need_cap())
+		keep |= 1ull << CAP_BPF;
+	r = drop_caps(keep);
+	n = no_new_privs();
+	f = n < 0 ? n : deny_filter("main thread's");
+	if (r == 0 && n == 0 && f == 0)
+		log_info("privileges: collection thread keeps %s%s%s; HTTP and store threads keep "
+			 "no "
+			 "capabilities; no_new_privs and seccomp filters on every thread",
+			 keep ? "" : "no capabilities",
+			 keep & (1ull << CAP_SYS_PTRACE) ? "CAP_SYS_PTRACE (/proc has hidepid) "
+							 : "",
+			 keep & (1ull << CAP_BPF) ? "CAP_BPF (BPF map reads before Linux 6.5)"
+						  : "");
+	return r < 0 ? r : n < 0 ? n : f;
+}

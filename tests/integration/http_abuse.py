@@ -1,0 +1,536 @@
+#!/usr/bin/env python3
+# http_abuse.py: what a hostile or careless local client can do to mmlockd's HTTP server, each
+# claim a subcommand run by meson as its own test (tests/meson.build):
+#
+#   hostile      every request of a list of malformed ones gets its status and a JSON error body
+#                ({"error": ...}, application/json), and the daemon keeps serving /metrics after
+#                each; the few replies still libmicrohttpd's own are checked for their status and
+#                listed in KNOWN_HTML
+#   exhaustion   1100 clients that send a header byte now and then (from one address, then spread
+#                over 50) do not keep /metrics from being served within a second; the head
+#                deadline closes every one of them although they keep sending; no CLOSE-WAIT socket
+#                is left; the ends are counted in mmlockd_http_connections_aborted_total
+#   slow_route   50 clients asking /api/v1/history (5000 of 100 000 rows each) do not slow
+#                /metrics down past a second
+#   privilege    (root only) every thread of the running daemon has no capabilities, an empty
+#                bounding set, NoNewPrivs and a seccomp filter, and the daemon still collects,
+#                stores and answers history; a Unix socket listen address serves root only (0600)
+#                or root and a group (0660)
+#
+# Usage: http_abuse.py PATH/TO/mmlockd SUBCOMMAND. Exit 0 pass, 1 fail, 77 skipped. Traffic goes to
+# 127.0.0.1 only (the exhaustion clients bind source addresses in 127.0.0.0/8). KEEP_TMP=1 keeps
+# the temporary directory with the daemon's log.
+
+import json
+import os
+import re
+import resource
+import selectors
+import shutil
+import socket
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+
+KNOWN_HTML = {
+    # Request heads beyond libmicrohttpd's 128 KiB connection memory are refused by it before
+    # any callback, in its own HTML.
+    "header_over_connection_memory": 431,
+}
+
+
+class Fail(Exception):
+    pass
+
+
+class Daemon:
+    def __init__(self, mmlockd, tmp, name="d", extra=()):
+        self.tmp = tmp
+        self.log = os.path.join(tmp, name + ".log")
+        self.db = os.path.join(tmp, name + ".db")
+        s = socket.socket()
+        s.bind(("127.0.0.1", 0))
+        self.port = s.getsockname()[1]
+        s.close()
+        self.proc = subprocess.Popen(
+            [mmlockd, "--config", "/dev/null", "--db", self.db, "--interval", "1",
+             "--listen", "127.0.0.1:%d" % self.port, *extra],
+            stdout=open(self.log, "w"), stderr=subprocess.STDOUT)
+        deadline = time.time() + 15
+        while time.time() < deadline:
+            if self.proc.poll() is not None:
+                raise Fail("mmlockd exited at start-up with %d; see %s" %
+                           (self.proc.returncode, self.log))
+            try:
+                if self.get("/api/v1/status")[0] == 200:
+                    return
+            except OSError:
+                pass
+            time.sleep(0.1)
+        raise Fail("mmlockd did not answer /api/v1/status within 15 s")
+
+    def get(self, path, timeout=5):
+        with urllib.request.urlopen("http://127.0.0.1:%d%s" % (self.port, path),
+                                    timeout=timeout) as r:
+            return r.status, r.read()
+
+    def metrics_time(self, timeout=5):
+        t = time.monotonic()
+        st, body = self.get("/metrics", timeout)
+        if st != 200 or b"mmlockd_build_info" not in body:
+            raise Fail("/metrics answered %d without mmlockd_build_info" % st)
+        return time.monotonic() - t, body
+
+    def alive(self):
+        return self.proc.poll() is None
+
+    def stop(self):
+        if self.alive():
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        return self.proc.returncode
+
+
+def raw(port, data, timeout=5):
+    """Sends @data on a fresh connection and returns (status, headers, body) of the reply."""
+    s = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+    try:
+        s.sendall(data)
+    except OSError:
+        pass  # the server may refuse before reading all of it
+    out = b""
+    try:
+        while True:
+            b = s.recv(65536)
+            if not b:
+                break
+            out += b
+    except (socket.timeout, ConnectionResetError):
+        pass
+    s.close()
+    head, _, body = out.partition(b"\r\n\r\n")
+    m = re.match(rb"HTTP/1\.[01] (\d{3}) ", head)
+    if not m:
+        return None, head, body
+    return int(m.group(1)), head.decode("latin-1").lower(), body
+
+
+def req(target, version=b"HTTP/1.1", headers=b"", method=b"GET"):
+    return (method + b" " + target + b" " + version + b"\r\nHost: 127.0.0.1\r\n" + headers +
+            b"Connection: close\r\n\r\n")
+
+
+HOSTILE = [
+    ("nul_byte_in_path", req(b"/metrics\x00x"), 400),
+    ("escaped_nul_in_path", req(b"/metrics%00x"), 400),
+    ("escaped_nul_in_value", req(b"/api/v1/history?pid=1%00"), 400),
+    ("raw_nul_in_value", req(b"/api/v1/history?pid=1\x00"), 400),
+    ("empty_parameter_names", req(b"/api/v1/history?&&&"), 400),
+    ("empty_name_with_value", req(b"/api/v1/history?=5"), 400),
+    ("bad_percent_escape", req(b"/api/v1/history?pid=%zz"), 400),
+    ("control_byte_in_path", req(b"/met\x01rics"), 400),
+    ("non_ascii_in_path", req(b"/caf\xc3\xa9"), 400),
+    ("unknown_parameter", req(b"/api/v1/history?bogus=1"), 400),
+    ("repeated_parameter", req(b"/api/v1/history?pid=1&pid=2"), 400),
+    ("bad_pid", req(b"/api/v1/history?pid=-1"), 400),
+    ("huge_pid", req(b"/api/v1/history?pid=99999999999999999999"), 400),
+    ("since_after_until", req(b"/api/v1/history?since=10&until=5"), 400),
+    ("seventeen_parameters", req(b"/api/v1/history?" + b"&".join(b"p%d" % i for i in range(17))),
+     400),
+    ("a_thousand_parameters", req(b"/api/v1/history?" + b"&".join(b"a" for _ in range(1000))),
+     400),
+    ("a_thousand_long_parameters",
+     req(b"/api/v1/history?" + b"&".join(b"a%d=1" % i for i in range(1000))), 414),
+    ("target_over_4_kib", req(b"/" + b"a" * 5000), 414),
+    ("target_over_64_kib", req(b"/" + b"a" * 70000), 414),
+    ("header_over_16_kib", req(b"/metrics", headers=b"X-A: " + b"a" * 20000 + b"\r\n"), 431),
+    ("header_over_connection_memory",
+     req(b"/metrics", headers=b"X-A: " + b"a" * 200000 + b"\r\n"), 431),
+    ("http_2_0", req(b"/metrics", version=b"HTTP/2.0"), 505),
+    ("http_1_2", req(b"/metrics", version=b"HTTP/1.2"), 505),
+    ("http_0_9", b"GET /metrics\r\n\r\n", 400),
+    ("not_http", b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03\r\n\r\n", 400),
+    ("garbage_line", b"\x01\x02\x03 garbage\r\n\r\n", 400),
+    ("body_on_get", req(b"/metrics", headers=b"Content-Length: 100000000\r\n") + b"x" * 1000,
+     413),
+    ("chunked_get", req(b"/metrics", headers=b"Transfer-Encoding: chunked\r\n") + b"5\r\nhello\r\n",
+     413),
+    ("post", req(b"/metrics", method=b"POST"), 405),
+    ("delete", req(b"/api/v1/history", method=b"DELETE"), 405),
+    ("unknown_path", req(b"/../../etc/passwd"), 404),
+]
+
+
+def check_hostile(mmlockd, tmp):
+    d = Daemon(mmlockd, tmp)
+    failures = []
+    try:
+        for name, data, want in HOSTILE:
+            t = time.monotonic()
+            st, head, body = raw(d.port, data, timeout=10)
+            took = time.monotonic() - t
+            why = None
+            if st != want:
+                why = "status %s, expected %d" % (st, want)
+            elif took > 3:
+                why = "answered after %.1f s" % took
+            elif name in KNOWN_HTML:
+                pass
+            elif "content-type: application/json" not in head:
+                why = "not application/json: %r" % head[:200]
+            else:
+                try:
+                    err = json.loads(body)["error"]
+                    if not isinstance(err, str) or not err:
+                        why = "empty error"
+                except (ValueError, KeyError, TypeError):
+                    why = "body is not {\"error\": ...}: %r" % body[:200]
+            if why is None:
+                try:
+                    d.metrics_time()
+                except (OSError, Fail) as e:
+                    why = "/metrics afterwards: %s" % e
+            print("%s %s%s" % ("ok  " if why is None else "FAIL", name,
+                               "" if why is None else ": " + why))
+            if why:
+                failures.append(name)
+        if not d.alive():
+            failures.append("daemon died")
+    finally:
+        d.stop()
+    if failures:
+        raise Fail("%d of %d hostile requests: %s" % (len(failures), len(HOSTILE),
+                                                        ", ".join(failures)))
+    print("%d hostile requests answered as documented, daemon still serving" % len(HOSTILE))
+
+
+def metric(body, name, labels=""):
+    m = re.search(rb"^" + re.escape((name + labels).encode()) + rb" (\d+)", body, re.M)
+    return int(m.group(1)) if m else None
+
+
+def close_wait(port):
+    out = subprocess.run(["ss", "-Htn", "state", "close-wait", "sport", "= :%d" % port],
+                         capture_output=True, text=True).stdout
+    return len([line for line in out.splitlines() if line.strip()])
+
+
+def slow_clients(d, sources, count, seconds):
+    """Opens @count connections spread over @sources, sends "GET /metrics HTTP/1.1\\r\\n" and
+    then one header byte per second from each, for @seconds, while scraping /metrics every 0.25 s
+    from 127.0.0.1. Returns (connected, closed by the server, worst scrape seconds, scrapes)."""
+    sel = selectors.DefaultSelector()
+    socks = []
+    for i in range(count):
+        s = socket.socket()
+        s.setblocking(False)
+        s.bind((sources[i % len(sources)], 0))
+        try:
+            s.connect(("127.0.0.1", d.port))
+        except BlockingIOError:
+            pass
+        socks.append(s)
+        sel.register(s, selectors.EVENT_READ)
+    time.sleep(0.5)
+    connected = 0
+    for s in socks:
+        try:
+            s.send(b"GET /metrics HTTP/1.1\r\n")
+            connected += 1
+        except OSError:
+            pass
+    closed = set()
+    worst, scrapes = 0.0, 0
+    start = time.monotonic()
+    next_byte = start + 1
+    while time.monotonic() - start < seconds:
+        for key, _ in sel.select(timeout=0.05):
+            s = key.fileobj
+            try:
+                if not s.recv(4096):
+                    closed.add(s)
+                    sel.unregister(s)
+            except OSError:
+                closed.add(s)
+                sel.unregister(s)
+        if time.monotonic() >= next_byte:
+            next_byte += 1
+            for s in socks:
+                if s not in closed:
+                    try:
+                        s.send(b"X")  # one more byte of a header line that never ends
+                    except OSError:
+                        pass
+        if scrapes < (time.monotonic() - start) * 4:
+            try:
+                took, _ = d.metrics_time(timeout=5)
+            except (OSError, Fail) as e:
+                raise Fail("/metrics not served under %d slow clients: %s" % (count, e))
+            worst = max(worst, took)
+            scrapes += 1
+    for s in socks:
+        s.close()
+    return connected, len(closed), worst, scrapes
+
+
+def check_exhaustion(mmlockd, tmp):
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    want = 4096
+    if soft < want:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (want, max(hard, want)))
+        except (ValueError, OSError):
+            print("skip: cannot raise RLIMIT_NOFILE to %d for 1100 clients" % want)
+            sys.exit(77)
+    d = Daemon(mmlockd, tmp)
+    try:
+        # 14 s: the head deadline is 10 s, so every slow client must have been closed by then
+        # although each sent a byte every second.
+        for what, sources in (("one address", ["127.0.0.2"]),
+                              ("50 addresses", ["127.0.1.%d" % i for i in range(1, 51)])):
+            connected, closed, worst, scrapes = slow_clients(d, sources, 1100, 14)
+            print("1100 slow clients from %s: %d connected, %d closed by mmlockd, %d scrapes, "
+                  "slowest %.3f s" % (what, connected, closed, scrapes, worst))
+            if worst > 1.0:
+                raise Fail("a /metrics scrape took %.3f s under 1100 slow clients from %s" %
+                           (worst, what))
+            if closed < connected:
+                raise Fail("%d of %d slow clients from %s still open after 14 s (head "
+                           "deadline 10 s)" % (connected - closed, connected, what))
+            if not d.alive():
+                raise Fail("mmlockd died")
+        deadline = time.time() + 5
+        while close_wait(d.port) and time.time() < deadline:
+            time.sleep(0.2)
+        if close_wait(d.port):
+            raise Fail("%d sockets in CLOSE-WAIT 5 s after the clients left" % close_wait(d.port))
+        _, body = d.metrics_time()
+        counts = {r: metric(body, "mmlockd_http_connections_aborted_total",
+                            '{reason="%s"}' % r) for r in ("head_deadline", "evicted")}
+        print("aborted connections counted: %s" % counts)
+        if None in counts.values() or sum(counts.values()) < 1000:
+            raise Fail("mmlockd_http_connections_aborted_total counts %s, expected the "
+                       "slow clients' ends" % counts)
+        logged = sum(1 for line in open(d.log) if "http:" in line)
+        if logged > 40:
+            raise Fail("%d http log lines for the aborted connections (rate limit)" % logged)
+    finally:
+        d.stop()
+
+
+def check_slow_route(mmlockd, tmp):
+    d = Daemon(mmlockd, tmp)
+    time.sleep(3)
+    d.stop()
+    # About 100 000 rows of process history: the last window's rows copied into windows that
+    # go back one second each.
+    db = sqlite3.connect(d.db)
+    wid, ts_start, ts_end, kernel = db.execute(
+        "SELECT id, ts_start, ts_end, kernel FROM windows ORDER BY id DESC LIMIT 1").fetchone()
+    cols = [r[1] for r in db.execute("PRAGMA table_info(process_windows)") if r[1] != "window_id"]
+    n_proc = db.execute("SELECT count(*) FROM process_windows WHERE window_id = ?",
+                        (wid,)).fetchone()[0]
+    if n_proc == 0:
+        raise Fail("the daemon stored no process rows to copy")
+    with db:
+        for k in range(1, 100000 // n_proc + 2):
+            db.execute("INSERT INTO windows (id, ts_start, ts_end, kernel) VALUES (?, ?, ?, ?)",
+                       (wid + k, ts_start - k, ts_end - k, kernel))
+            db.execute("INSERT INTO process_windows (window_id, %s) SELECT ?, %s FROM "
+                       "process_windows WHERE window_id = ?" % (",".join(cols), ",".join(cols)),
+                       (wid + k, wid))
+    total = db.execute("SELECT count(*) FROM process_windows").fetchone()[0]
+    db.close()
+    d = Daemon(mmlockd, tmp)
+    stop = threading.Event()
+    lat, errors = [], []
+
+    def asker():
+        while not stop.is_set():
+            t = time.monotonic()
+            try:
+                st, _ = d.get("/api/v1/history?since=7d&limit=5000", timeout=60)
+                lat.append(time.monotonic() - t)
+            except Exception as e:  # noqa: BLE001 - any failure is reported
+                errors.append(str(e))
+
+    try:
+        t0 = time.monotonic()
+        st, body = d.get("/api/v1/history?since=7d&limit=5000", timeout=60)
+        alone = time.monotonic() - t0
+        nrows = len(json.loads(body)["rows"])
+        threads = [threading.Thread(target=asker) for _ in range(50)]
+        for t in threads:
+            t.start()
+        time.sleep(1)
+        scrapes = []
+        end = time.monotonic() + 8
+        while time.monotonic() < end:
+            took, _ = d.metrics_time(timeout=10)
+            scrapes.append(took)
+            time.sleep(0.1)
+        stop.set()
+        for t in threads:
+            t.join(120)
+    finally:
+        d.stop()
+    scrapes.sort()
+    print("%d rows stored; one history query alone %.3f s (%d rows); with 50 clients asking: "
+          "%d history replies (p50 %.3f s), %d /metrics scrapes p50 %.3f s max %.3f s" %
+          (total, alone, nrows, len(lat), sorted(lat)[len(lat) // 2] if lat else 0,
+           len(scrapes), scrapes[len(scrapes) // 2], scrapes[-1]))
+    if errors:
+        raise Fail("%d history requests failed, e.g. %s" % (len(errors), errors[0]))
+    if not lat:
+        raise Fail("no history reply while /metrics was scraped")
+    if scrapes[-1] > 1.0:
+        raise Fail("/metrics took %.3f s while 50 clients asked for history" % scrapes[-1])
+
+
+def status_fields(pid):
+    threads = {}
+    for tid in os.listdir("/proc/%d/task" % pid):
+        f = {}
+        try:
+            with open("/proc/%d/task/%s/status" % (pid, tid)) as fh:
+                for line in fh:
+                    k, _, v = line.partition(":")
+                    f[k] = v.strip()
+            with open("/proc/%d/task/%s/comm" % (pid, tid)) as fh:
+                f["comm"] = fh.read().strip()
+        except OSError:
+            continue
+        threads[tid] = f
+    return threads
+
+
+def check_privilege(mmlockd, tmp):
+    if os.geteuid() != 0:
+        print("skip: needs root (the daemon must start with capabilities to drop)")
+        sys.exit(77)
+    d = Daemon(mmlockd, tmp)
+    try:
+        time.sleep(2)
+        threads = status_fields(d.proc.pid)
+        hides = any(" /proc " in line and "hidepid=" in line and "hidepid=0" not in line
+                    for line in open("/proc/self/mountinfo"))
+        main_keep = (1 << 19) if hides else 0  # CAP_SYS_PTRACE under hidepid
+        # Only CAP_SETPCAP can empty the bounding set; without it (a container) it stays.
+        with open("/proc/self/status") as fh:
+            eff = int([ln.split()[1] for ln in fh if ln.startswith("CapEff:")][0], 16)
+        setpcap = bool(eff & (1 << 8))
+        bad = []
+        for tid, f in sorted(threads.items()):
+            print("thread %s %-12s CapEff %s CapPrm %s CapBnd %s CapAmb %s NoNewPrivs %s "
+                  "Seccomp %s" % (tid, f["comm"], f["CapEff"], f["CapPrm"], f["CapBnd"],
+                                  f["CapAmb"], f["NoNewPrivs"], f["Seccomp"]))
+            keep = main_keep if tid == str(d.proc.pid) else 0
+            for k in ("CapEff", "CapPrm", "CapInh", "CapAmb"):
+                if int(f[k], 16) & ~keep:
+                    bad.append("%s %s %s" % (f["comm"], k, f[k]))
+            if int(f["CapBnd"], 16) & ~keep and setpcap:
+                bad.append("%s CapBnd %s" % (f["comm"], f["CapBnd"]))
+            if f["NoNewPrivs"] != "1":
+                bad.append("%s NoNewPrivs %s" % (f["comm"], f["NoNewPrivs"]))
+            if f["Seccomp"] != "2":
+                bad.append("%s Seccomp %s" % (f["comm"], f["Seccomp"]))
+        if len(threads) < 4:
+            bad.append("only %d threads (main, store, HTTP expected)" % len(threads))
+        if bad:
+            raise Fail("threads keep privileges: " + "; ".join(bad))
+        # It still does its job: windows stored, history and metrics served.
+        time.sleep(2)
+        st, body = d.get("/api/v1/history?since=60s")
+        rows = len(json.loads(body)["rows"])
+        n = sqlite3.connect(d.db).execute("SELECT count(*) FROM windows").fetchone()[0]
+        print("after the drop: %d windows stored, %d history rows served" % (n, rows))
+        if st != 200 or n < 2 or rows < 1:
+            raise Fail("after the drop: history %d with %d rows, %d windows" % (st, rows, n))
+        os.kill(d.proc.pid, 1)  # SIGHUP: the configuration is read again without capabilities
+        time.sleep(1)
+        if "reloaded configuration" not in open(d.log).read():
+            raise Fail("SIGHUP did not reload the configuration after the drop")
+    finally:
+        rc = d.stop()
+    if rc != 0:
+        raise Fail("mmlockd exited %s on SIGTERM after the drop" % rc)
+    # The Unix socket listen addresses.
+    for spec, mode, group in (("unix:%s/root.sock" % tmp, 0o600, 0),
+                              ("unix:%s/adm.sock:adm" % tmp, 0o660, None)):
+        if group is None:
+            try:
+                import grp
+                group = grp.getgrnam("adm").gr_gid
+            except KeyError:
+                continue
+        path = spec[5:].split(":")[0]
+        log = os.path.join(tmp, "unix.log")
+        p = subprocess.Popen([mmlockd, "--config", "/dev/null", "--db",
+                              os.path.join(tmp, "unix.db"), "--interval", "1", "--listen", spec],
+                             stdout=open(log, "w"), stderr=subprocess.STDOUT)
+        try:
+            deadline = time.time() + 10
+            while not os.path.exists(path) and time.time() < deadline:
+                time.sleep(0.1)
+            st = os.stat(path)
+            out = None
+            while out != "200" and time.time() < deadline:  # 503 until the first snapshot
+                out = subprocess.run(["curl", "-s", "-o", "/dev/null", "-w", "%{http_code}",
+                                      "--unix-socket", path, "http://x/metrics"],
+                                     capture_output=True, text=True).stdout
+                time.sleep(0.1)
+            nobody = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534",
+                                     "--clear-groups", "curl", "-s", "--unix-socket", path,
+                                     "http://x/metrics"], capture_output=True)
+            print("%s: mode %o gid %d, root gets %s, nobody curl exit %d" %
+                  (spec, st.st_mode & 0o777, st.st_gid, out, nobody.returncode))
+            if st.st_mode & 0o777 != mode or st.st_gid != group:
+                raise Fail("%s: socket mode %o gid %d, expected %o gid %d" %
+                           (spec, st.st_mode & 0o777, st.st_gid, mode, group))
+            if out != "200":
+                raise Fail("%s: root got %s for /metrics" % (spec, out))
+            if nobody.returncode == 0:
+                raise Fail("%s: nobody could read /metrics" % spec)
+        finally:
+            p.terminate()
+            p.wait(10)
+        if os.path.exists(path):
+            raise Fail("%s: socket left behind after SIGTERM" % spec)
+
+
+def main():
+    if len(sys.argv) != 3:
+        print("usage: http_abuse.py PATH/TO/mmlockd hostile|exhaustion|slow_route|privilege",
+              file=sys.stderr)
+        return 2
+    mmlockd = os.path.abspath(sys.argv[1])
+    fn = {"hostile": check_hostile, "exhaustion": check_exhaustion,
+          "slow_route": check_slow_route, "privilege": check_privilege}.get(sys.argv[2])
+    if not fn:
+        print("unknown check %s" % sys.argv[2], file=sys.stderr)
+        return 2
+    tmp = tempfile.mkdtemp(prefix="mmlockd-abuse.")
+    os.chmod(tmp, 0o755)
+    try:
+        fn(mmlockd, tmp)
+    except Fail as e:
+        print("FAIL %s: %s (logs in %s)" % (sys.argv[2], e, tmp))
+        os.environ["KEEP_TMP"] = "1"
+        return 1
+    finally:
+        if not os.environ.get("KEEP_TMP"):
+            shutil.rmtree(tmp, ignore_errors=True)
+    print("ok %s" % sys.argv[2])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

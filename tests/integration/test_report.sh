@@ -1,0 +1,112 @@
+#!/bin/bash
+# test_report.sh: `mmlockd report` on real databases, without root. The kernel lab's recordings of
+# the same filemap workload on a vanilla and on a patched 6.12 (tests/data/lab-*-filemap-t8.rec.xz)
+# are replayed into two databases, and into one database one after the other. Checks:
+#   1. --compare of the two databases prints both sides, labelled, with each value equal to the
+#      database's own sums (sqlite3 on process_stats) and the change in percent computed from
+#      them; the throughput given is compared too; every line under the comments is the grid;
+#   2. --compare of two ranges of the one database gives the same table;
+#   3. the per-process table, -x CSV and --json agree with process_stats; --sort, --top, --comm;
+#   4. bad input: a bad range or sort key exits 2 with a message, a missing database exits 1.
+# Usage: test_report.sh MMLOCKD DATA_DIR. Exit 77 without the recordings or xz.
+set -u -o pipefail
+MMLOCKD=${1:?mmlockd}
+DATA=${2:?data dir}
+command -v xz >/dev/null || { echo "SKIP: xz not installed"; exit 77; }
+for k in vanilla patched; do
+	[ -f "$DATA/lab-$k-filemap-t8.rec.xz" ] || { echo "SKIP: no lab-$k-filemap-t8.rec.xz"; exit 77; }
+done
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+PASSED=0 FAILED=0 TEST_NAME=test_report
+# shellcheck source=tests/privileged/lib.sh
+. "$(dirname "$0")/../privileged/lib.sh" # pass, fail, summary_and_exit
+sql() { sqlite3 -batch -noheader "$@"; }
+
+for k in vanilla patched; do
+	xz -dc "$DATA/lab-$k-filemap-t8.rec.xz" >"$TMP/$k.rec"
+	"$MMLOCKD" replay "$TMP/$k.rec" --db "$TMP/$k.db" >/dev/null 2>"$TMP/replay.log" &&
+		"$MMLOCKD" replay "$TMP/$k.rec" --db "$TMP/both.db" >/dev/null 2>>"$TMP/replay.log" ||
+		{ cat "$TMP/replay.log"; echo "FAIL: replay of $k"; exit 1; }
+done
+
+# The expected line of metric @1 for sums @2 (vanilla) and @3 (patched), as the grid prints it.
+expect_change() {
+	python3 -c '
+import sys
+a, b = int(sys.argv[1]), int(sys.argv[2])
+c = "" if a == b == 0 else "n/a" if a == 0 else "%+.1f%%" % (100.0 * (b - a) / a)
+if c == "-100.0%" and b: c = "%+.2f%%" % (100.0 * (b - a) / a)
+if c in ("+0.0%", "-0.0%"): c = "0.0%"
+print("{:,}|{:,}|{}".format(a, b, c))' "$2" "$3"
+}
+# The cells of the grid row whose metric is @2 in file @1: "A|B|change".
+grid_row() {
+	awk -F'|' -v m="$2" '{ x = $2; gsub(/^ +| +$/, "", x) } x == m {
+		for (i = 3; i <= 5; i++) { gsub(/^ +| +$/, "", $i) } print $3 "|" $4 "|" $5 }' "$1"
+}
+check_grid() { # FILE WHAT
+	local f=$1 what=$2 ok=1 m col want got
+	for m in "mmap_lock fallbacks:faults_mmap_fallback" "faults (user, sampled):faults" \
+		"mmap_retry:faults_mmap_retry" "vma_retry:faults_vma_retry" "mmap_lock waits:mmap_lock_waits"; do
+		col=${m#*:}
+		want=$(expect_change "${m%%:*}" "$(sql "$TMP/vanilla.db" "SELECT sum($col) FROM process_stats")" \
+			"$(sql "$TMP/patched.db" "SELECT sum($col) FROM process_stats")")
+		got=$(grid_row "$f" "${m%%:*}")
+		if [ "$got" != "$want" ]; then
+			fail "$what: row '${m%%:*}' is '$got', the databases give '$want'"
+			ok=0
+		fi
+	done
+	[ "$ok" = 1 ] && pass "$what: fallbacks, faults, mmap_retry, vma_retry, waits equal the databases' sums, with the change ($(grid_row "$f" "mmap_lock fallbacks"))"
+	if sed '/^#/d' "$f" | grep -qv '^[+|]'; then fail "$what: a line outside the grid"; fi
+}
+
+"$MMLOCKD" report --compare "$TMP/vanilla.db" "$TMP/patched.db" --labels Vanilla,Patched \
+	--throughput 1069.34,1404.47 >"$TMP/cmp.txt" 2>"$TMP/cmp.err" || fail "--compare exited $?: $(cat "$TMP/cmp.err")"
+cat "$TMP/cmp.txt"
+if grep -q '^# Vanilla: .*vanilla.db, .*kernel 6.12' "$TMP/cmp.txt" && grep -q '^# Patched: .*patched.db' "$TMP/cmp.txt" &&
+	grep -qE '^\| +metric +\| +Vanilla +\| +Patched +\| +change +\|$' "$TMP/cmp.txt" &&
+	[ "$(grid_row "$TMP/cmp.txt" throughput)" = "1069.34|1404.47|+31.3%" ]; then
+	pass "--compare of two databases: both sides labelled, throughput +31.3%"
+else
+	fail "--compare of two databases: header or throughput row wrong"
+fi
+check_grid "$TMP/cmp.txt" "--compare of two databases"
+
+# The patched run's windows start after the vanilla run's last one ends.
+t1=$(sql "$TMP/vanilla.db" "SELECT max(ts_end) FROM windows")
+"$MMLOCKD" report --db "$TMP/both.db" --compare "..$t1" "$t1.." --labels Vanilla,Patched >"$TMP/cmp2.txt" 2>&1 ||
+	fail "--compare of two ranges exited $?: $(tail -n 2 "$TMP/cmp2.txt")"
+check_grid "$TMP/cmp2.txt" "--compare of two ranges of one database"
+
+"$MMLOCKD" report --db "$TMP/both.db" --sort fallbacks --top 1 -x , >"$TMP/top.csv" 2>&1
+want=$(sql "$TMP/both.db" "SELECT pid, sum(faults), sum(faults_mmap_fallback) FROM process_stats GROUP BY pid, start_time ORDER BY 3 DESC LIMIT 1" | tr '|' ,)
+if [ "$(wc -l <"$TMP/top.csv")" = 2 ] && [ "$(sed -n 2p "$TMP/top.csv" | cut -d, -f1-3)" = "$want" ]; then
+	pass "--sort fallbacks --top 1 -x ,: $(sed -n 2p "$TMP/top.csv")"
+else
+	fail "--sort fallbacks --top 1: '$(cat "$TMP/top.csv")', process_stats says '$want'"
+fi
+"$MMLOCKD" report --db "$TMP/both.db" --comm labload --json >"$TMP/rows.json" 2>&1
+if python3 - "$TMP/rows.json" "$(sql "$TMP/both.db" "SELECT count(DISTINCT pid || start_time), sum(faults_vma_retry) FROM process_stats WHERE comm = 'labload'")" <<'PY'
+import json, sys
+rows = json.load(open(sys.argv[1]))
+n, vr = map(int, sys.argv[2].split("|"))
+assert len(rows) == n == 2 and sum(r["vma_retry"] for r in rows) == vr, (rows, n, vr)
+assert all(r["comm"] == "labload" for r in rows)
+PY
+then pass "--comm labload --json: two processes, vma_retry as in process_stats"; else fail "--json rows"; fi
+
+bad() { # EXPECTED_STATUS ARGS...
+	local want=$1 rc
+	shift
+	"$MMLOCKD" report "$@" >"$TMP/bad.out" 2>&1
+	rc=$?
+	[ "$rc" = "$want" ] && [ -s "$TMP/bad.out" ] || { fail "report $* exited $rc (want $want)"; return; }
+	pass "report $* -> $rc: $(head -n 1 "$TMP/bad.out")"
+}
+bad 2 --db "$TMP/both.db" --compare "x..y" "1h.."
+bad 2 --db "$TMP/both.db" --sort nosuch
+bad 2 --db "$TMP/both.db" --compare "$TMP/vanilla.db"
+bad 1 --db "$TMP/nonexistent.db"
+summary_and_exit

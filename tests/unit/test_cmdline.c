@@ -1,0 +1,101 @@
+/*
+ * Subcommand options (cmdline.h): configuration keys go through mm_config_set() with its
+ * validation, the command's own options reach its callback, --help and usage errors are told
+ * apart, and record's COMMAND ends the options.
+ */
+#include <errno.h>
+#include <stdio.h>
+
+#include "check.h"
+#include "cmdline.h"
+
+enum { O_OUT, O_FLAG };
+static const struct mm_cmd_opt opts[] = {
+	[O_OUT] = {"output", 'o', true, NULL},
+	[O_FLAG] = {"flag", 0, false, NULL},
+	{"interval", 0, true, "interval"},
+	{NULL},
+};
+
+struct seen {
+	const char *out;
+	int flags;
+};
+
+static int option(void *ctx, const struct mm_cmd_opt *o, const char *arg)
+{
+	struct seen *s = ctx;
+	if (o == &opts[O_OUT])
+		s->out = arg;
+	if (o == &opts[O_FLAG])
+		s->flags++;
+	return 0;
+}
+
+static int parse(struct seen *s, struct mm_config *cfg, bool stop, int argc, char **argv)
+{
+	const struct mm_cmd cmd = {"test", "Usage: test\n", opts, stop, option, s};
+	FILE *saved = stdout;
+	mm_config_defaults(cfg);
+	stdout = fopen("/dev/null", "w"); /* --help's usage */
+	int r = mm_cmd_parse(&cmd, cfg, argc, argv);
+	fclose(stdout);
+	stdout = saved;
+	return r;
+}
+
+static void test_config_keys_and_own_options_are_parsed(void)
+{
+	char *argv[] = {"test",	  "-o",	  "x.rec",  "--interval", "2m",
+			"--flag", "FILE", "--flag", NULL};
+	struct seen s = {0};
+	struct mm_config cfg;
+
+	CHECK_U64(parse(&s, &cfg, false, 8, argv), 7); /* getopt moved FILE last */
+	CHECK_STR(s.out, "x.rec");
+	CHECK_U64(s.flags, 2);
+	CHECK_U64(cfg.interval_s, 120);
+}
+
+static void test_a_bad_config_value_is_a_usage_error(void)
+{
+	char *argv[] = {"test", "--interval", "0", NULL};
+	struct seen s = {0};
+	struct mm_config cfg;
+
+	FILE *saved = stderr;
+	stderr = fopen("/dev/null", "w");
+	int r = parse(&s, &cfg, false, 3, argv);
+	fclose(stderr);
+	stderr = saved;
+	CHECK(r == -EINVAL);
+}
+
+static void test_help_returns_zero(void)
+{
+	char *argv[] = {"test", "--output", "a", "--help", NULL};
+	struct seen s = {0};
+	struct mm_config cfg;
+
+	CHECK(parse(&s, &cfg, false, 4, argv) == 0);
+}
+
+static void test_the_first_operand_ends_the_options_when_asked(void)
+{
+	char *argv[] = {"test", "-o", "a", "sh", "-c", "--flag", NULL};
+	struct seen s = {0};
+	struct mm_config cfg;
+
+	CHECK_U64(parse(&s, &cfg, true, 6, argv), 3);
+	CHECK_U64(s.flags, 0);
+	CHECK_STR(argv[3], "sh");
+}
+
+int main(void)
+{
+	RUN(test_config_keys_and_own_options_are_parsed);
+	RUN(test_a_bad_config_value_is_a_usage_error);
+	RUN(test_help_returns_zero);
+	RUN(test_the_first_operand_ends_the_options_when_asked);
+	return check_summary();
+}

@@ -1,0 +1,206 @@
+/*
+ * Tests of the report tables (daemon/faulttable.c) on hand-made rows: which columns the data
+ * decides to show, the faults and fallbacks each column takes from which collector, sorting by
+ * any column, --top, aligned output, CSV quoting, JSON, and the comparison grid with its change
+ * column in the seeds' layout.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "faulttable.h"
+
+static struct mm_fault_row row(int32_t pid, const char *comm, const char *cgroup, uint64_t minflt,
+			       uint64_t fallbacks)
+{
+	struct mm_fault_row r = {.pid = pid, .processes = 1};
+	snprintf(r.comm, sizeof(r.comm), "%s", comm);
+	snprintf(r.cgroup, sizeof(r.cgroup), "%s", cgroup);
+	r.sum.minflt = minflt;
+	r.sum.fallback_locks = fallbacks;
+	return r;
+}
+
+/* Prints @rows with @opts into a malloc'ed string. */
+static char *print(struct mm_fault_row *rows, size_t n, const struct mm_fault_opts *opts,
+		   const char *comment)
+{
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+	CHECK(mm_fault_print(f, rows, n, opts, comment) == 0);
+	fclose(f);
+	return text;
+}
+
+static struct mm_fault_opts opts_sorted(const char *keys)
+{
+	struct mm_fault_opts o = {.format = MM_FAULT_TABLE};
+	char err[512];
+	CHECK(mm_fault_parse_sort(&o, keys, err, sizeof(err)) == 0);
+	return o;
+}
+
+static void test_default_collectors_show_faults_major_fallbacks_waits_only(void)
+{
+	struct mm_fault_row rows[] = {row(10, "small", "/a", 100, 1),
+				      row(20, "big", "/b", 1000, 5)};
+	rows[1].sum.majflt = 7;
+	rows[1].sum.fallback_lock_waits = 2;
+	struct mm_fault_opts o = opts_sorted("faults");
+	char *t = print(rows, 2, &o, "db, range\n2 processes");
+
+	CHECK_CONTAINS(t, "# db, range\n# 2 processes\n#\n");
+	CHECK_CONTAINS(t, "pid  faults  major  fallbacks   fb%  waits  comm   cgroup\n");
+	/* minflt + majflt, busiest first, fb% of those */
+	CHECK_CONTAINS(t, "\n 20    1007      7          5  0.50      2  big    /b\n");
+	CHECK_CONTAINS(t, "\n 10     100      0          1  1.00      0  small  /a\n");
+	CHECK(!strstr(t, "vma"));
+	CHECK(!strstr(t, "wait ms"));
+	free(t);
+}
+
+static void test_opt_in_data_shows_the_split_and_sampled_faults(void)
+{
+	struct mm_fault_row r = row(5, "w", "/", 0, 0);
+	r.sum.faults = 50;
+	r.sum.faults_vma = 40;
+	r.sum.faults_mmap_retry = 10;
+	r.sum.faults_mmap_fallback = 10;
+	r.sum.faults_mmap_lock_wait_ns = 2500000;
+	r.sum.mmap_lock_waits = 4;
+	r.sum.mmap_lock_wait_ns = 8000000;
+	struct mm_fault_opts o = opts_sorted("faults");
+	o.format = MM_FAULT_CSV;
+	o.sep = ";";
+	char *t = print(&r, 1, &o, NULL);
+
+	/* No totals: faults are the sampled ones, fallbacks the faults collector's, no major. */
+	CHECK_STR(t, "pid;faults;fallbacks;fallback_pct;vma;vma_retry;mmap_retry;mmap_abort;"
+		     "mmap_unknown;fb_wait_ms;lock_waits;wait_ms;avg_wait_us;comm;cgroup\n"
+		     "5;50;10;20.00;40;0;10;0;0;2.500;4;8.000;2000.0;w;/\n");
+	free(t);
+}
+
+static void test_sort_by_any_column_and_top(void)
+{
+	struct mm_fault_row rows[] = {row(1, "c", "/z", 10, 9), row(2, "a", "/y", 30, 1),
+				      row(3, "b", "/x", 20, 5)};
+	struct mm_fault_opts o = opts_sorted("fallbacks");
+	o.format = MM_FAULT_CSV;
+	o.sep = ",";
+	o.top = 2;
+	char *t = print(rows, 3, &o, NULL);
+	CHECK_CONTAINS(t, "\n1,10,0,9,");
+	CHECK_CONTAINS(t, "\n3,20,0,5,");
+	CHECK(!strstr(t, "\n2,"));
+	free(t);
+
+	o = opts_sorted("comm");
+	o.format = MM_FAULT_CSV;
+	o.sep = ",";
+	t = print(rows, 3, &o, NULL);
+	CHECK(strstr(t, "\n2,") < strstr(t, "\n3,") && strstr(t, "\n3,") < strstr(t, "\n1,"));
+	free(t);
+
+	char err[512];
+	CHECK(mm_fault_parse_sort(&o, "faults,nosuch", err, sizeof(err)) == -EINVAL);
+	CHECK_CONTAINS(err, "unknown sort key 'nosuch'");
+	CHECK_CONTAINS(err, "fallback_pct");
+}
+
+static void test_csv_quotes_and_json_escapes_odd_names(void)
+{
+	struct mm_fault_row r = row(7, "a,\"b\"", "/s\\x", 1, 0);
+	struct mm_fault_opts o = opts_sorted("faults");
+	o.format = MM_FAULT_CSV;
+	o.sep = ",";
+	char *t = print(&r, 1, &o, NULL);
+	CHECK_CONTAINS(t, ",\"a,\"\"b\"\"\",/s\\x\n");
+	free(t);
+
+	o.format = MM_FAULT_JSON;
+	t = print(&r, 1, &o, NULL);
+	CHECK_CONTAINS(t, "\"comm\":\"a,\\\"b\\\"\"");
+	CHECK_CONTAINS(t, "\"cgroup\":\"/s\\\\x\"");
+	CHECK_CONTAINS(t, "\"faults\":1,");
+	free(t);
+
+	t = print(NULL, 0, &o, NULL);
+	CHECK_STR(t, "[]\n");
+	free(t);
+}
+
+static void test_per_unit_rows_show_processes_and_no_pid(void)
+{
+	struct mm_fault_row r = row(0, "", "", 10, 1);
+	r.processes = 3;
+	struct mm_fault_opts o = opts_sorted("faults");
+	o.by_cgroup = true;
+	char *t = print(&r, 1, &o, NULL);
+	CHECK_STR(t, "procs  faults  major  fallbacks    fb%  waits  cgroup\n"
+		     "    3      10      0          1  10.00      0  -\n");
+	free(t);
+}
+
+static void test_change_and_thousands_read_as_in_the_seeds(void)
+{
+	char b[32];
+	mm_fault_change(b, sizeof(b), 1069.34, 1404.47);
+	CHECK_STR(b, "+31.3%");
+	mm_fault_change(b, sizeof(b), 3187336, 68490);
+	CHECK_STR(b, "-97.9%");
+	mm_fault_change(b, sizeof(b), 6256, 3);
+	CHECK_STR(b, "-99.95%");
+	mm_fault_change(b, sizeof(b), 5, 0);
+	CHECK_STR(b, "-100.0%");
+	mm_fault_change(b, sizeof(b), 0, 3);
+	CHECK_STR(b, "n/a");
+	mm_fault_change(b, sizeof(b), 0, 0);
+	CHECK_STR(b, "");
+	mm_fault_change(b, sizeof(b), 100000, 100001);
+	CHECK_STR(b, "0.0%");
+	mm_fault_thousands(b, sizeof(b), 3187336);
+	CHECK_STR(b, "3,187,336");
+	mm_fault_thousands(b, sizeof(b), 999);
+	CHECK_STR(b, "999");
+}
+
+static void test_compare_grid_has_both_sides_and_the_change(void)
+{
+	struct mm_fault_side a = {
+		.label = "Vanilla", .lock_contended = 3187336, .throughput = "1069.34"};
+	struct mm_fault_side b = {
+		.label = "Patched", .lock_contended = 68490, .throughput = "1404.47"};
+	a.sum = row(0, "", "", 1000, 200);
+	b.sum = row(0, "", "", 1000, 4);
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+	CHECK(mm_fault_print_compare(f, &a, &b) == 0);
+	fclose(f);
+
+	CHECK_CONTAINS(text, "|        metric         |  Vanilla  | Patched | change |\n");
+	CHECK_CONTAINS(text, "| throughput            |  1069.34  | 1404.47 | +31.3% |\n");
+	CHECK_CONTAINS(text, "| mmap_lock contentions | 3,187,336 | 68,490  | -97.9% |\n");
+	CHECK_CONTAINS(text, "| mmap_lock fallbacks   |    200    |    4    | -98.0% |\n");
+	CHECK_CONTAINS(text, "| fallback share %      |   20.00   |  0.40   | -98.0% |\n");
+	CHECK_CONTAINS(text, "| major faults          |     0     |    0    |        |\n");
+	/* Every line is a rule or a row of the grid. */
+	for (const char *p = text; *p; p = strchr(p, '\n') + 1)
+		CHECK(*p == '+' || *p == '|');
+	free(text);
+}
+
+int main(void)
+{
+	RUN(test_default_collectors_show_faults_major_fallbacks_waits_only);
+	RUN(test_opt_in_data_shows_the_split_and_sampled_faults);
+	RUN(test_sort_by_any_column_and_top);
+	RUN(test_csv_quotes_and_json_escapes_odd_names);
+	RUN(test_per_unit_rows_show_processes_and_no_pid);
+	RUN(test_change_and_thousands_read_as_in_the_seeds);
+	RUN(test_compare_grid_has_both_sides_and_the_change);
+	return check_summary();
+}

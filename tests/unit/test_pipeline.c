@@ -1,0 +1,210 @@
+/*
+ * The host's side of the pipeline: the tracepoints the collectors want are merged (each once,
+ * callchain if any asks, a filter only if all agree), the host numbers streams in one place and
+ * a source that fails to open one keeps the numbering, and every chunk of the recording format
+ * reads back as written.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "config.h"
+#include "host.h"
+#include "recording.h"
+
+struct want {
+	char name[64];
+	bool callchain;
+	const char *filter;
+};
+
+struct wants {
+	struct want w[32];
+	unsigned n;
+};
+
+static int collect(void *ctx, const char *system, const char *name, bool callchain,
+		   const char *filter)
+{
+	struct wants *ws = ctx;
+	if (ws->n < 32) {
+		struct want *w = &ws->w[ws->n++];
+		snprintf(w->name, sizeof(w->name), "%s:%s", system, name);
+		w->callchain = callchain;
+		w->filter = filter;
+	}
+	return 0;
+}
+
+static const struct want *find(const struct wants *ws, const char *name, unsigned *count)
+{
+	const struct want *found = NULL;
+	*count = 0;
+	for (unsigned i = 0; i < ws->n; i++)
+		if (!strcmp(ws->w[i].name, name)) {
+			found = &ws->w[i];
+			(*count)++;
+		}
+	return found;
+}
+
+static struct mm_host *host(const char *collectors)
+{
+	struct mm_config cfg;
+	mm_config_defaults(&cfg);
+	snprintf(cfg.collectors, sizeof(cfg.collectors), "%s", collectors);
+	return mm_host_new(&cfg, NULL, NULL, 0);
+}
+
+static void test_filters_merge_only_when_every_collector_agrees(void)
+{
+	struct wants alone = {0}, both = {0};
+	struct mm_host *h = host("fallbacks");
+	unsigned n;
+
+	CHECK(mm_host_wanted(h, collect, &alone) == 0);
+	const struct want *w = find(&alone, "mmap_lock:mmap_lock_acquire_returned", &n);
+	CHECK_U64(n, 1);
+	CHECK(w && w->filter && !strcmp(w->filter, "write == 0 && success == 0"));
+	CHECK(w && !w->callchain);
+	mm_host_free(h);
+
+	/* faults wants every acquisition, with callchains: no filter, callchain on. */
+	h = host("fallbacks,faults");
+	CHECK(mm_host_wanted(h, collect, &both) == 0);
+	w = find(&both, "mmap_lock:mmap_lock_acquire_returned", &n);
+	CHECK_U64(n, 1);
+	CHECK(w && !w->filter);
+	CHECK(w && w->callchain);
+	w = find(&both, "exceptions:page_fault_user", &n);
+	CHECK_U64(n, 1);
+	mm_host_free(h);
+}
+
+static int fail_second(void *ctx, const char *system, const char *name, bool callchain,
+		       const char *filter)
+{
+	int *calls = ctx;
+	return ++*calls == 2 ? -ENOMEM : 0;
+}
+
+static void test_an_error_stops_the_walk_and_is_returned(void)
+{
+	struct mm_host *h = host("faults");
+	int calls = 0;
+
+	CHECK(mm_host_wanted(h, fail_second, &calls) == -ENOMEM);
+	CHECK_U64(calls, 2);
+	mm_host_free(h);
+}
+
+static void test_the_host_numbers_streams_and_keeps_failed_ones(void)
+{
+	struct mm_host *h = host("mmaplock");
+
+	CHECK_U64(mm_host_add_tp(h, "exceptions", "page_fault_user", NULL, 0, "not opened"), 0);
+	CHECK_U64(mm_host_add_tp(h, "mmap_lock", "mmap_lock_released", NULL, 0, "not opened"), 1);
+	CHECK_U64(mm_host_add_task_stream(h, 0, "not opened"), 2);
+	mm_host_stream_opened(h, 0, 7, NULL);
+	mm_host_stream_opened(h, 1, 0, "permission denied");
+	mm_host_stream_opened(h, 2, 9, NULL);
+	CHECK_U64(mm_host_nstreams(h), 3);
+	CHECK_U64(mm_host_sample_type(h, 0), 7);
+	CHECK_U64(mm_host_sample_type(h, 2), 9);
+	CHECK(mm_host_stream_is_task(h, 2));
+	struct mm_snapshot *s = mm_host_snapshot(h, 1);
+	CHECK(s && s->nevents == 3);
+	if (s && s->nevents == 3) {
+		CHECK(s->events[0].open);
+		CHECK(!s->events[1].open);
+		CHECK_STR(s->events[1].error, "permission denied");
+		CHECK_STR(s->events[2].name, "perf:task");
+	}
+	mm_snapshot_unref(s);
+	mm_host_free(h);
+}
+
+static void test_recording_chunks_read_back_as_written(void)
+{
+	char path[] = "/tmp/mmlockd-test-pipeline-XXXXXX";
+	int fd = mkstemp(path);
+	FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+	struct mm_proc_ident id = {.start_ms = 1234};
+	struct {
+		struct perf_event_header h;
+		uint64_t payload;
+	} rec = {{PERF_RECORD_SAMPLE, 0, sizeof(rec)}, 0x1122334455667788ull};
+
+	CHECK(f != NULL);
+	if (!f)
+		return;
+	snprintf(id.comm, sizeof(id.comm), "worker");
+	snprintf(id.cgroup, sizeof(id.cgroup), "/system.slice/x.service");
+	CHECK(mm_rec_write_magic(f) == 0);
+	CHECK(mm_rec_write_chunk(f, MM_CHUNK_META, "kernel=6.18\ninterval_s=1\n", 25, NULL, 0) ==
+	      0);
+	CHECK(mm_rec_write_stream(f, 3, false, 0x4a7, "mmap_lock", "mmap_lock_released",
+				  "name: x\n") == 0);
+	CHECK(mm_rec_write_proc(f, 42, 0, &id) == 0);
+	CHECK(mm_rec_write_record(f, 3, 987654321, &rec.h) == 0);
+	CHECK(mm_rec_write_symbol(f, 0xffffffff81000000ull, 't', "lock_mm_and_find_vma") == 0);
+	fclose(f);
+
+	struct mm_rec_reader *rd = NULL;
+	struct mm_chunk c;
+	char value[64];
+	CHECK(mm_rec_open(path, &rd) == 0);
+	if (!rd)
+		return;
+	CHECK(mm_rec_next(rd, &c) == 1 && c.type == MM_CHUNK_META);
+	CHECK(mm_rec_meta_get(&c, "interval_s", value, sizeof(value)) == 0);
+	CHECK_STR(value, "1");
+	CHECK(mm_rec_meta_get(&c, "collectors", value, sizeof(value)) == -ENOENT);
+
+	struct mm_rec_stream st;
+	CHECK(mm_rec_next(rd, &c) == 1 && mm_rec_parse_stream(&c, &st) == 0);
+	CHECK_U64(st.index, 3);
+	CHECK(!st.is_task);
+	CHECK_U64(st.sample_type, 0x4a7);
+	CHECK_STR(st.name, "mmap_lock_released");
+	CHECK_STR(st.format, "name: x\n");
+
+	uint32_t pid;
+	int result;
+	struct mm_proc_ident got;
+	CHECK(mm_rec_next(rd, &c) == 1 && mm_rec_parse_proc(&c, &pid, &result, &got) == 0);
+	CHECK_U64(pid, 42);
+	CHECK_U64(got.start_ms, 1234);
+	CHECK_STR(got.comm, "worker");
+	CHECK_STR(got.cgroup, "/system.slice/x.service");
+
+	unsigned stream;
+	uint64_t t;
+	const struct perf_event_header *hdr;
+	CHECK(mm_rec_next(rd, &c) == 1 && mm_rec_parse_record(&c, &stream, &t, &hdr) == 0);
+	CHECK_U64(stream, 3);
+	CHECK_U64(t, 987654321);
+	CHECK(hdr && hdr->size == sizeof(rec) && !memcmp(hdr, &rec, sizeof(rec)));
+
+	uint64_t addr;
+	char type;
+	const char *name;
+	CHECK(mm_rec_next(rd, &c) == 1 && mm_rec_parse_symbol(&c, &addr, &type, &name) == 0);
+	CHECK_U64(addr, 0xffffffff81000000ull);
+	CHECK(type == 't');
+	CHECK_STR(name, "lock_mm_and_find_vma");
+	CHECK(mm_rec_next(rd, &c) == 0);
+	mm_rec_close(rd);
+	unlink(path);
+}
+
+int main(void)
+{
+	RUN(test_filters_merge_only_when_every_collector_agrees);
+	RUN(test_an_error_stops_the_walk_and_is_returned);
+	RUN(test_the_host_numbers_streams_and_keeps_failed_ones);
+	RUN(test_recording_chunks_read_back_as_written);
+	return check_summary();
+}
