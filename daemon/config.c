@@ -49,6 +49,7 @@ void mm_config_defaults(struct mm_config *c)
 	c->ring_pages = DEFAULT_RING_PAGES;
 	c->log_level = LOG_INFO;
 	snprintf(c->collectors, sizeof(c->collectors), "%s", DEFAULT_COLLECTORS);
+	snprintf(c->source, sizeof(c->source), "auto");
 }
 
 /* Parses a number within [min, max]; on failure @why says what was expected, using @what for
@@ -240,6 +241,16 @@ static int set_collectors(struct mm_config *c, const char *v, char *why, size_t 
 	return 0;
 }
 
+static int set_source(struct mm_config *c, const char *v, char *why, size_t whylen)
+{
+	if (strcmp(v, "auto") && strcmp(v, "bpf") && strcmp(v, "perf")) {
+		mm_set_err(why, whylen, "expected auto, bpf or perf");
+		return -EINVAL;
+	}
+	snprintf(c->source, sizeof(c->source), "%s", v);
+	return 0;
+}
+
 struct key {
 	const char *name;
 	int (*set)(struct mm_config *c, const char *value, char *why, size_t whylen);
@@ -255,6 +266,7 @@ static const struct key keys[] = {
 	{"log_level", set_log_level},
 	{"collectors", set_collectors},
 	{"cgroup_top", set_cgroup_top},
+	{"source", set_source},
 };
 
 /* Keys are spelled with '_'; '-' is accepted too, so a file may use the flag's spelling. */
@@ -471,6 +483,7 @@ static const struct option options[] = {
 	{"log-level", required_argument, NULL, OPT_BASE + 7},
 	{"collectors", required_argument, NULL, OPT_BASE + 8},
 	{"cgroup-top", required_argument, NULL, OPT_BASE + 9},
+	{"source", required_argument, NULL, OPT_BASE + 10},
 	{"help", no_argument, NULL, 'h'},
 	{"version", no_argument, NULL, 'V'},
 	{NULL, 0, NULL, 0},
@@ -503,7 +516,7 @@ static int scan(int argc, char **argv, struct mm_config *c, const char **ret_con
 			*ret_config = optarg;
 			break;
 		case ':':
-			if (optopt >= OPT_BASE && optopt < OPT_BASE + 10)
+			if (optopt >= OPT_BASE && optopt < OPT_BASE + 11)
 				mm_set_err(err, errlen, "option --%s needs an argument",
 					   options[optopt - OPT_BASE].name);
 			else
@@ -665,6 +678,12 @@ const char *mm_config_usage(void)
 	       "                                       vma_retry, mmap_retry, mmap_abort, ...)\n"
 	       "                            mmaplock   every mmap_lock acquisition, wait, hold\n"
 	       "                            contention lock contention by caller, callchains\n"
+	       "      --source SOURCE     auto, bpf or perf: what counts mmaplock and fallbacks\n"
+	       "                          (default: auto = in-kernel BPF counters where the\n"
+	       "                          kernel has BTF and allows BPF, else the perf rings;\n"
+	       "                          bpf = refuse to start without them). /api/v1/status\n"
+	       "                          and /metrics say which source each collector runs on\n"
+	       "                          and why not BPF. `mmlockd record` always uses perf.\n"
 	       "  -h, --help              show this help and exit\n"
 	       "  -V, --version           show the version and exit\n"
 	       "\n"
@@ -673,7 +692,7 @@ const char *mm_config_usage(void)
 	       "Configuration file:\n"
 	       "  One \"key = value\" per line. The keys are the option names with '_' for '-':\n"
 	       "  db, listen, interval, retention, top, cgroup_top, ring_pages, log_level,\n"
-	       "  collectors.\n"
+	       "  collectors, source.\n"
 	       "  Blank lines are ignored; '#' starts a comment at the start of a line or after\n"
 	       "  a blank. A value may be put in double quotes (no escapes). Unknown keys,\n"
 	       "  unknown collectors, a key given twice and invalid values are errors that\n"

@@ -31,6 +31,8 @@ struct mm_config {
 				 default 256 */
 	int log_level;	      /* key "log_level": err|warning|notice|info|debug, default info */
 	char collectors[256]; /* key "collectors": comma-separated list to run, default "all" */
+	char source[8];	      /* key "source": auto|bpf|perf, what counts the collectors that
+				 have a BPF program (bpfsource.h), default auto */
 };
 
 enum mm_command {

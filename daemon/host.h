@@ -62,6 +62,12 @@ int mm_host_add_task_stream(struct mm_host *h, uint64_t sample_type, const char 
 void mm_host_stream_opened(struct mm_host *h, unsigned stream, uint64_t sample_type,
 			   const char *error);
 
+/* Says which source feeds collector @name (e.g. "perf", "bpf"; shown in status and /metrics)
+ * and, in @note, why not BPF ("" when it is). A collector set to "bpf" is filled by that
+ * source through mm_host_proc(): the host opens no tracepoint for it and calls none of its
+ * hooks. Call before mm_host_wanted(). Unknown names are ignored. */
+void mm_host_set_source(struct mm_host *h, const char *name, const char *source, const char *note);
+
 /* Initialises every enabled collector whose required tracepoints are open; the others are marked
  * failed with the reason. Call once after all streams are added. */
 void mm_host_start(struct mm_host *h);
@@ -109,6 +115,12 @@ int mm_host_watched_fd(const struct mm_host *h, unsigned i);
 
 /* For the loop: watch @i's fd is readable. */
 void mm_host_watch_ready(struct mm_host *h, unsigned i);
+
+/* Such a source (bpfsource.h): @fn runs at every tick, plain and closing (@closing), before
+ * the collectors' tick hooks, and adds its counts through mm_host_proc() /
+ * mm_host_proc_known(). One at most; NULL removes it. */
+typedef void (*mm_host_counter_fn)(void *ctx, struct mm_host *h, bool closing);
+void mm_host_set_counter_source(struct mm_host *h, mm_host_counter_fn fn, void *ctx);
 
 /* Receives every closed window @w (the host's reference: take one with mm_snapshot_ref() to keep
  * it). */

@@ -25,6 +25,7 @@
 #include <traceevent/event-parse.h>
 #include <unistd.h>
 
+#include "bpfsource.h"
 #include "log.h"
 #include "order.h"
 #include "sampler.h"
@@ -50,6 +51,7 @@ struct mm_live {
 	struct mm_sampler *sampler;
 	struct mm_order *order;
 	struct mm_host *host;
+	struct mm_bpfsrc *bpf; /* in-kernel counters (source auto/bpf), when they run */
 	struct mm_live_hooks hooks;
 	char tracefs[256];
 	const char *tracefs_error; /* while opening streams */
@@ -131,6 +133,7 @@ void mm_live_free(struct mm_live *l)
 	if (!l)
 		return;
 	mm_sampler_free(l->sampler);
+	mm_bpfsrc_free(l->bpf);
 	mm_host_free(l->host);
 	mm_symbols_free(l->syms);
 	if (l->tep)
@@ -241,6 +244,12 @@ int mm_live_open(struct mm_live *l, const struct mm_live_hooks *hooks, mm_proc_l
 		log_error_errno(r, "perf sampler: %m");
 		l->sampler = NULL;
 	}
+	/* Before the tracepoints: collectors counted in the kernel need no perf stream. */
+	r = mm_bpfsrc_open(l->host, &l->cfg, l->syms, &l->bpf);
+	if (r < 0)
+		return r;
+	if (l->bpf)
+		mm_host_set_counter_source(l->host, mm_bpfsrc_collect, l->bpf);
 	r = mm_host_wanted(l->host, open_tp, l);
 	if (r >= 0)
 		r = open_task_stream(l);

@@ -122,8 +122,11 @@ void mm_stats_add(struct mm_proc_stats *dst, const struct mm_proc_stats *src)
 		uint64_t *d = (uint64_t *)((char *)dst + mm_proc_fields[i].offset);
 		*d += mm_field_get(src, &mm_proc_fields[i]);
 	}
-	for (unsigned i = 0; i < MM_HIST_BUCKETS; i++)
+	for (unsigned i = 0; i < MM_HIST_BUCKETS; i++) {
 		dst->mmap_lock_wait_hist.bucket[i] += src->mmap_lock_wait_hist.bucket[i];
+		dst->fault_ns_vma_hist.bucket[i] += src->fault_ns_vma_hist.bucket[i];
+		dst->fault_ns_mmap_hist.bucket[i] += src->fault_ns_mmap_hist.bucket[i];
+	}
 }
 
 int mm_stats_is_zero(const struct mm_proc_stats *s)
@@ -132,7 +135,8 @@ int mm_stats_is_zero(const struct mm_proc_stats *s)
 		if (mm_field_get(s, &mm_proc_fields[i]))
 			return 0;
 	for (unsigned i = 0; i < MM_HIST_BUCKETS; i++)
-		if (s->mmap_lock_wait_hist.bucket[i])
+		if (s->mmap_lock_wait_hist.bucket[i] || s->fault_ns_vma_hist.bucket[i] ||
+		    s->fault_ns_mmap_hist.bucket[i])
 			return 0;
 	return 1;
 }

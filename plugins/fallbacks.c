@@ -29,7 +29,10 @@
  * mmlockd_fallbacks_events_total{name="unattributed"}; the collector's state says the kernel
  * cannot be read when the first HELPER_VERDICT of them come with none at lock_mm_and_find_vma,
  * or when a failed trylock there has no start before it. --collectors faults (callchains,
- * costly) gives the fallbacks on such kernels.
+ * costly) gives the fallbacks on such kernels. The same happens whenever a second probe (a BPF
+ * program) is attached to the tracepoint: perf's IP is then __traceiter_*'s, which calls both;
+ * the collector says so at the first such sample. The BPF source (daemon/bpfsource.c) finds the
+ * site in a short stack instead and is not affected.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -44,7 +47,7 @@ struct thread {
 	bool waited;  /* the fallback in progress has counted its wait */
 };
 
-enum site { SITE_UNKNOWN, SITE_FALLBACK, SITE_HELPER, SITE_OTHER };
+enum site { SITE_UNKNOWN, SITE_FALLBACK, SITE_HELPER, SITE_ITER, SITE_OTHER };
 
 #define IP_CACHE 256
 
@@ -56,7 +59,7 @@ struct state {
 		uint64_t ip;
 		uint8_t site;
 	} cache[IP_CACHE]; /* IP -> site: a handful of call sites fire these tracepoints */
-	bool noted, noted_trylock;
+	bool noted, noted_trylock, noted_iter;
 	uint64_t n_site, n_helper; /* samples at lock_mm_and_find_vma, at the helper */
 	int g_bad_field, g_threads_dropped, g_unattributed;
 };
@@ -80,6 +83,8 @@ static enum site classify(struct state *st, struct mm_host *h, uint64_t ip)
 		site = SITE_FALLBACK;
 	else if (!strncmp(sym, "__mmap_lock_do_trace_", 21))
 		site = SITE_HELPER;
+	else if (!strncmp(sym, "__traceiter_", 12))
+		site = SITE_ITER;
 	if (site != SITE_UNKNOWN) {
 		st->cache[i].ip = ip;
 		st->cache[i].site = (uint8_t)site;
@@ -138,6 +143,12 @@ static struct thread *at_fallback(struct state *st, struct mm_host *h, const str
 				"none of the first read locks came from lock_mm_and_find_vma, "
 				"all through the out-of-line trace helper: this kernel does not "
 				"inline the trace call there");
+		else if (site == SITE_ITER)
+			unattributed(
+				st, h, &st->noted_iter,
+				"another probe (a BPF program: another mmlockd on the BPF "
+				"source, bpftrace) is attached to the mmap_lock tracepoints, so "
+				"samples carry the tracepoint iterator's IP");
 		else if (site == SITE_HELPER || site == SITE_UNKNOWN)
 			mm_host_global_add(h, st->g_unattributed, 1);
 		return NULL;

@@ -7,6 +7,9 @@ cd "$(dirname "$0")/.."
 
 PKGS="build-essential meson ninja-build pkg-config libtraceevent-dev libsqlite3-dev libmicrohttpd-dev
 linux-source-6.12 xz-utils sqlite3 curl linux-perf prometheus python3"
+# The BPF source (daemon/bpfsource.c, plugins/bpf/): libbpf, clang -target bpf, bpftool for
+# vmlinux.h and the skeleton; without them meson builds the perf path only (-Dbpf=auto).
+PKGS="$PKGS libbpf-dev clang llvm bpftool"
 # systemd-analyze verify of the installed unit (tests/integration/test_install.sh); Debian's
 # systemd package carries it even where PID 1 is not systemd.
 PKGS="$PKGS systemd"

@@ -610,7 +610,7 @@ static void test_flags_set_every_key(void)
 	CHECK(FROM_ARGS(&c, &cmd, "--config", (char *)path, "--db", "/tmp/f.db", "--listen",
 			"[::]:1234", "--interval", "5m", "--retention=30", "--top", "3",
 			"--ring-pages", "64", "--log-level", "notice", "--collectors",
-			"faults") == 0);
+			"faults", "--source", "perf") == 0);
 	CHECK_U64(cmd, MM_CMD_RUN);
 	CHECK_STR(c.config_path, path);
 	CHECK_STR(c.db_path, "/tmp/f.db");
@@ -621,7 +621,25 @@ static void test_flags_set_every_key(void)
 	CHECK_U64(c.ring_pages, 64);
 	CHECK_U64(c.log_level, LOG_NOTICE);
 	CHECK_STR(c.collectors, "faults");
+	CHECK_STR(c.source, "perf");
 	CHECK_STR(err, "");
+}
+
+static void test_source_accepts_auto_bpf_perf_only(void)
+{
+	struct mm_config c;
+	mm_config_defaults(&c);
+	CHECK_STR(c.source, "auto");
+	CHECK(set1(&c, "source", "bpf") == 0);
+	CHECK_STR(c.source, "bpf");
+	CHECK(set1(&c, "source", "perf") == 0);
+	CHECK_STR(c.source, "perf");
+	CHECK(set1(&c, "source", "auto") == 0);
+	CHECK_STR(c.source, "auto");
+	CHECK(rejects("source", ""));
+	CHECK(rejects("source", "BPF"));
+	CHECK(rejects("source", "ebpf"));
+	CHECK(rejects("source", "perf,bpf"));
 }
 
 static void test_flags_override_file_whatever_their_order(void)
@@ -787,6 +805,7 @@ static void test_usage_documents_flags_defaults_files_and_routes(void)
 		"--ring-pages N",
 		"--log-level LEVEL",
 		"--collectors LIST",
+		"--source SOURCE",
 		"--help",
 		"--version",
 		"(default: " MM_DEFAULT_CONFIG,
@@ -877,6 +896,7 @@ int main(void)
 	RUN(test_listen_rejects_bad_syntax_and_ports);
 	RUN(test_db_accepts_paths_and_rejects_empty_or_too_long);
 	RUN(test_collectors_accepts_all_and_lists);
+	RUN(test_source_accepts_auto_bpf_perf_only);
 	RUN(test_collector_enabled_matches_exact_names_only);
 	RUN(test_set_rejects_unknown_keys_and_accepts_hyphen_spelling);
 	RUN(test_load_reads_keys_comments_blanks_and_quotes);
