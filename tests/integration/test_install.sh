@@ -61,7 +61,9 @@ if [ "$exec_start" = "$SBINDIR/mmlockd" ] && ! grep -qE '@(sbindir|sysconfdir)@'
 else
 	fail "ExecStart='$exec_start', expected $SBINDIR/mmlockd, or a placeholder is left"
 fi
-if "$D$SBINDIR/mmlockd" --help | grep -qF "(default: $SYSCONFDIR/mmlockd.conf, if it exists)"; then
+# grep reads all of it (not -q): --help is over one stdio buffer, and a grep that exits at the
+# match leaves mmlockd's next write to SIGPIPE, which pipefail would count as a failure.
+if "$D$SBINDIR/mmlockd" --help | grep -F "(default: $SYSCONFDIR/mmlockd.conf, if it exists)" >/dev/null; then
 	pass "the installed binary reads $SYSCONFDIR/mmlockd.conf by default"
 else
 	fail "the installed binary's --help does not name $SYSCONFDIR/mmlockd.conf as its --config default"
