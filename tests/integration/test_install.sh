@@ -61,7 +61,10 @@ if [ "$exec_start" = "$SBINDIR/mmlockd" ] && ! grep -qE '@(sbindir|sysconfdir)@'
 else
 	fail "ExecStart='$exec_start', expected $SBINDIR/mmlockd, or a placeholder is left"
 fi
-if "$D$SBINDIR/mmlockd" --help | grep -qF "(default: $SYSCONFDIR/mmlockd.conf, if it exists)"; then
+# Not `--help | grep -q`: grep would quit at the match while a --help longer than one stdio
+# buffer is still being written, and pipefail would report the SIGPIPE.
+if "$D$SBINDIR/mmlockd" --help | grep -F "(default: $SYSCONFDIR/mmlockd.conf, if it exists)" \
+	>/dev/null; then
 	pass "the installed binary reads $SYSCONFDIR/mmlockd.conf by default"
 else
 	fail "the installed binary's --help does not name $SYSCONFDIR/mmlockd.conf as its --config default"

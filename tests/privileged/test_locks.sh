@@ -111,7 +111,10 @@ EOF
 }
 
 # --- start the daemon -------------------------------------------------------------------------
-start_mmlockd --collectors all
+# --source perf: a BPF program on lock:contention_begin (the BPF source's) puts the tracepoint
+# iterator's frame first in perf lock's own callchains, and its callers would no longer name
+# the kernel's.
+start_mmlockd --collectors all --source perf
 
 read -r B_SAMPLES _ B_OPEN B_STATE < <(status_of "$TMP/status.json" lock:contention_begin)
 if [ "$B_OPEN" != open ] || [ "$B_STATE" != running ]; then
