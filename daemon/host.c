@@ -96,6 +96,12 @@ struct mm_host {
 	unsigned nsinks;
 	const struct mm_tap *tap;
 	void *tap_ctx;
+	struct {
+		int fd, slot;
+		mm_host_watch_fn fn;
+		void *ctx;
+	} watches[MM_HOST_MAX_WATCHES];
+	unsigned nwatches;
 	uint64_t fed, late, last_fed_ns;
 };
 
@@ -113,7 +119,6 @@ struct mm_host *mm_host_new(const struct mm_config *cfg, mm_proc_lookup_fn looku
 	h->cgroups = mm_cgtable_new(cfg->cgroup_top);
 	if (!h->cgroups) {
 		mm_proctable_free(h->procs);
-		mm_cgtable_free(h->cgroups);
 		free(h);
 		return NULL;
 	}
@@ -167,6 +172,7 @@ void mm_host_free(struct mm_host *h)
 		if (h->slots[i].state_ptr && h->slots[i].p->free)
 			h->slots[i].p->free(h->slots[i].state_ptr);
 	mm_proctable_free(h->procs);
+	mm_cgtable_free(h->cgroups);
 	free(h->streams);
 	free(h->globals);
 	free(h);
@@ -794,6 +800,35 @@ int mm_host_add_sink(struct mm_host *h, mm_sink_fn fn, void *ctx)
 	h->sinks[h->nsinks].ctx = ctx;
 	h->nsinks++;
 	return 0;
+}
+
+int mm_host_watch(struct mm_host *h, int fd, mm_host_watch_fn fn, void *ctx)
+{
+	if (h->nwatches == MM_HOST_MAX_WATCHES)
+		return -ENOSPC;
+	h->watches[h->nwatches].fd = fd;
+	h->watches[h->nwatches].slot = h->cur;
+	h->watches[h->nwatches].fn = fn;
+	h->watches[h->nwatches].ctx = ctx;
+	h->nwatches++;
+	return 0;
+}
+
+int mm_host_watched_fd(const struct mm_host *h, unsigned i)
+{
+	return i < h->nwatches ? h->watches[i].fd : -1;
+}
+
+void mm_host_watch_ready(struct mm_host *h, unsigned i)
+{
+	if (i >= h->nwatches)
+		return;
+	int slot = h->watches[i].slot;
+	if (slot >= 0 && h->slots[slot].state != MM_COLLECTOR_RUNNING)
+		return;
+	h->cur = slot;
+	h->watches[i].fn(h->watches[i].ctx, h);
+	h->cur = -1;
 }
 
 void mm_host_set_tap(struct mm_host *h, const struct mm_tap *tap, void *ctx)

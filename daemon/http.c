@@ -58,6 +58,7 @@
 #include "prom.h"
 #include "route.h"
 #include "snapshot.h"
+#include "stats.h"
 #include "store.h"
 
 /* Generated from web/ by scripts/embed.py; index.html is the first asset. */
@@ -75,6 +76,10 @@ extern const unsigned mm_web_assets_count;
 #define HISTORY_LIMIT_DEF 1000
 #define LOCKS_TOP_MAX	  100000
 #define LOCKS_TOP_DEF	  50
+#define SERIES_POINTS_MAX 5000
+#define SERIES_POINTS_DEF 300
+#define TOP_LIMIT_MAX	  10000
+#define TOP_LIMIT_DEF	  200
 
 #define TYPE_JSON "application/json"
 #define TYPE_PROM "text/plain; version=0.0.4; charset=utf-8"
@@ -331,6 +336,173 @@ static unsigned route_locks(struct mm_http *h, const struct mm_route_req *req, s
 	return MHD_HTTP_OK;
 }
 
+/* The own parameters of the page's range routes (/api/v1/series, /api/v1/top), beyond those of
+ * mm_route_range(): a process filter (pid with start_time: one process; cgroup: a unit), the
+ * counters to sum and, on top, "by". */
+struct web_query {
+	struct mm_store_filter f;
+	bool by_cgroup;
+};
+
+/* "minflt,majflt,...": counters of mm_proc_fields[] into a mask (bit i: field i). */
+static bool parse_fields(const char *s, uint64_t *ret)
+{
+	uint64_t mask = 0;
+
+	while (*s) {
+		size_t n = strcspn(s, ","), i;
+
+		for (i = 0; i < mm_proc_nfields && i < 64; i++)
+			if (strlen(mm_proc_fields[i].name) == n &&
+			    !strncmp(s, mm_proc_fields[i].name, n))
+				break;
+		if (i == mm_proc_nfields || i == 64)
+			return false;
+		mask |= (uint64_t)1 << i;
+		s += n;
+		if (*s == ',' && *++s == '\0')
+			return false;
+	}
+	*ret = mask;
+	return mask != 0;
+}
+
+/* Takes the route's own parameters out of @req into @w and copies the others to @rest (for
+ * mm_route_range). Returns 0, or 400 with the reason in @err (repeated or bad value). */
+static unsigned web_params(const struct mm_route_req *req, bool top, struct web_query *w,
+			   struct mm_route_req *rest, char *err, size_t errlen)
+{
+	static const char *const keys[] = {"start_time", "cgroup", "fields", "by"};
+	unsigned seen = 0;
+
+	*w = (struct web_query){.f = MM_STORE_FILTER_ALL};
+	*rest = *req;
+	rest->nparams = 0;
+	for (unsigned i = 0; i < req->nparams; i++) {
+		const char *name = req->params[i].name, *v = req->params[i].value;
+		unsigned k;
+		char *end;
+
+		for (k = 0; k < (top ? 4u : 3u) && strcmp(name, keys[k]); k++)
+			;
+		if (k == (top ? 4u : 3u)) {
+			/* The strings stay in req->buf, which @rest copied: rebase the pointers. */
+			rest->params[rest->nparams].name = rest->buf + (name - req->buf);
+			rest->params[rest->nparams++].value = rest->buf + (v - req->buf);
+			continue;
+		}
+		if (seen & 1u << k) {
+			snprintf(err, errlen, "parameter '%s' given twice", name);
+			return MHD_HTTP_BAD_REQUEST;
+		}
+		seen |= 1u << k;
+		switch (k) {
+		case 0:
+			w->f.start_time = strtod(v, &end);
+			if (!*v || *end || !(w->f.start_time >= 0) || w->f.start_time > 1e11) {
+				snprintf(err, errlen,
+					 "start_time: bad value (expected unix seconds, as in "
+					 "/api/v1/processes)");
+				return MHD_HTTP_BAD_REQUEST;
+			}
+			break;
+		case 1:
+			if (v[0] && v[0] != '/') {
+				snprintf(err, errlen,
+					 "cgroup: bad value (expected a cgroup path such as "
+					 "/system.slice/ssh.service, or empty for processes whose "
+					 "cgroup is unknown)");
+				return MHD_HTTP_BAD_REQUEST;
+			}
+			w->f.cgroup = v;
+			break;
+		case 2:
+			if (!parse_fields(v, &w->f.fields)) {
+				snprintf(err, errlen,
+					 "fields: bad value (expected counters of /api/v1/history, "
+					 "comma-separated, e.g. minflt,majflt,fallback_locks)");
+				return MHD_HTTP_BAD_REQUEST;
+			}
+			break;
+		case 3:
+			if (strcmp(v, "process") && strcmp(v, "cgroup")) {
+				snprintf(err, errlen, "by: bad value (expected process or cgroup)");
+				return MHD_HTTP_BAD_REQUEST;
+			}
+			w->by_cgroup = !strcmp(v, "cgroup");
+			break;
+		}
+	}
+	return 0;
+}
+
+/* GET /api/v1/series?since=&until=&points=&pid=&start_time=&cgroup=&fields=: the windows of the
+ * range in about @points buckets (mm_store_series_json), so a 7-day chart is a few hundred rows;
+ * GET /api/v1/top?since=&until=&limit=&by=process|cgroup&pid=&start_time=&cgroup=&fields=:
+ * totals over the range per process or per cgroup (mm_store_top_json). fields= names the
+ * counters to sum (default: all), which is most of the cost of a long range. */
+static unsigned route_web(struct mm_http *h, const struct mm_route_req *req, struct mm_buf *body,
+			  bool top)
+{
+	struct mm_route_req *rest = malloc(sizeof(*rest));
+	struct mm_route_range q;
+	struct web_query w;
+	struct mm_store *st = NULL;
+	char err[256];
+	unsigned status;
+	int r;
+
+	if (!rest) {
+		mm_http_error_json(body, "out of memory");
+		return MHD_HTTP_INTERNAL_SERVER_ERROR;
+	}
+	status = web_params(req, top, &w, rest, err, sizeof(err));
+	if (status)
+		mm_http_error_json(body, "%s", err);
+	else
+		status = open_range(h, rest, top ? "limit" : "points",
+				    top ? TOP_LIMIT_DEF : SERIES_POINTS_DEF,
+				    top ? TOP_LIMIT_MAX : SERIES_POINTS_MAX, &q, &st, body);
+	if (status) {
+		free(rest);
+		return status;
+	}
+	/* w.f.cgroup points into rest->buf or req->buf, both alive until here. */
+	w.f.pid = q.pid;
+	mm_buf_printf(body, "{\"since\":%.3f,\"until\":%.3f,", q.since, q.until);
+	if (top) {
+		mm_buf_printf(body, "\"by\":\"%s\",\"rows\":", w.by_cgroup ? "cgroup" : "process");
+		r = mm_store_top_json(st, &w.f, w.by_cgroup, q.since, q.until, (unsigned)q.limit,
+				      body);
+	} else {
+		double step = (q.until - q.since) / (double)q.limit;
+		mm_buf_puts(body, "\"series\":");
+		r = mm_store_series_json(st, &w.f, q.since, q.until, step > 0.001 ? step : 0.001,
+					 body);
+	}
+	mm_store_close(st);
+	free(rest);
+	if (r < 0) {
+		mm_http_error_json(body, "%s query failed: %s", top ? "top" : "series",
+				   strerror(-r));
+		return MHD_HTTP_INTERNAL_SERVER_ERROR;
+	}
+	mm_buf_puts(body, "}\n");
+	return MHD_HTTP_OK;
+}
+
+static unsigned route_series(struct mm_http *h, const struct mm_route_req *req, struct mm_buf *body,
+			     const char **type)
+{
+	return route_web(h, req, body, false);
+}
+
+static unsigned route_top(struct mm_http *h, const struct mm_route_req *req, struct mm_buf *body,
+			  const char **type)
+{
+	return route_web(h, req, body, true);
+}
+
 /* The API. A route that reads SQLite is slow: it runs on a query worker, never on the thread that
  * serves /metrics. Paths not here are the web assets or 404. */
 static const struct route {
@@ -343,6 +515,8 @@ static const struct route {
 	{"/api/v1/processes", route_processes, false},
 	{"/api/v1/history", route_history, true},
 	{"/api/v1/locks", route_locks, true},
+	{"/api/v1/series", route_series, true},
+	{"/api/v1/top", route_top, true},
 };
 
 /* One request: created by the URI log callback (the first thing libmicrohttpd tells us about a
@@ -685,7 +859,7 @@ static void *setup_thread(void *arg)
 	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_USE_ERROR_LOG |
 			 MHD_USE_SUSPEND_RESUME;
 
-	mm_privilege_confine_http();
+	mm_privilege_confine_http(h->db_path);
 	h->mhd = MHD_start_daemon(
 		flags, 0, NULL, NULL, handle, h, MHD_OPTION_EXTERNAL_LOGGER, mhd_logger, h,
 		MHD_OPTION_LISTEN_SOCKET, h->listen_fd, MHD_OPTION_CONNECTION_TIMEOUT,

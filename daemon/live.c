@@ -33,7 +33,7 @@
 #include "tracefs.h"
 
 #define ROUND_MS 100
-#define MAX_FDS	 8
+#define MAX_FDS	 (8 + MM_HOST_MAX_WATCHES)
 
 struct watch {
 	int fd; /* -1: the rings (registered by the sampler, one entry for all) */
@@ -317,6 +317,16 @@ static int on_timer(void *ctx, int fd)
 	return MM_LIVE_CONTINUE;
 }
 
+/* A collector's own fd (mm_host_watch). */
+static int on_source(void *ctx, int fd)
+{
+	struct mm_live *l = ctx;
+	for (unsigned i = 0; mm_host_watched_fd(l->host, i) >= 0; i++)
+		if (mm_host_watched_fd(l->host, i) == fd)
+			mm_host_watch_ready(l->host, i);
+	return MM_LIVE_CONTINUE;
+}
+
 static int on_rings(void *ctx, int fd)
 {
 	return MM_LIVE_CONTINUE; /* every wakeup is followed by a drain round */
@@ -341,6 +351,9 @@ static int setup_loop(struct mm_live *l, int *ret_ep, int *ret_sfd, int *ret_tfd
 	    mm_live_watch(l, *ret_tfd, on_timer, l) < 0 ||
 	    (l->sampler && mm_live_watch(l, -1, on_rings, l) < 0))
 		return -ENOSPC;
+	for (unsigned i = 0; mm_host_watched_fd(l->host, i) >= 0; i++)
+		if (mm_live_watch(l, mm_host_watched_fd(l->host, i), on_source, l) < 0)
+			return -ENOSPC;
 	for (unsigned i = 0; i < l->nwatches; i++) {
 		struct epoll_event e = {.events = EPOLLIN, .data.u64 = i};
 		int fd = l->watches[i].fd, r;

@@ -10,6 +10,14 @@
  * enough that the same millisecond always gives the same double, which the process identity
  * UNIQUE(pid, start_time) and the prune comparison rely on. SQLite result codes become -errno
  * here, logged once with the database path and SQLite's message.
+ *
+ * A file is mmlockd's when its PRAGMA application_id says so (MM_APPLICATION_ID, set on every
+ * database this version creates). An older mmlockd's database (application_id 0, user_version > 0,
+ * mmlockd's tables) is adopted and stamped; anything else with content (another application's
+ * SQLite file) is refused before anything is written to it, not even the switch to WAL. When
+ * SQLite cannot open a file it reports the errno of its last fallback, often ENOENT for a
+ * database that exists but whose directory refuses the -wal and -shm files beside it; the
+ * directory's own reason (EPERM when immutable, EROFS, EACCES) is reported instead.
  */
 #include "store.h"
 
@@ -39,6 +47,9 @@ extern const char *const mm_schema_sql_names[];
 extern const unsigned mm_schema_sql_count;
 
 #define BUSY_TIMEOUT_MS 5000
+
+/* PRAGMA application_id of mmlockd databases: "mmlk". */
+#define MM_APPLICATION_ID 0x6d6d6c6b
 
 /* Columns of the process_stats view before the counters, in order. */
 static const char *const view_head[] = {"ts_start",   "ts_end", "pid",
@@ -102,12 +113,35 @@ static int sqlite_errno(sqlite3 *db, int rc)
 	}
 }
 
+/* Why the directory of @path refuses new files (-EPERM, -EROFS, -EACCES), or 0. */
+static int dir_refuses_files(const char *path)
+{
+	char *copy = strdup(path);
+	int r = 0;
+
+	if (copy && access(dirname(copy), W_OK) < 0)
+		r = -errno;
+	free(copy);
+	return r;
+}
+
 /* Logs "database PATH: WHAT: sqlite message" for result code @rc and returns the -errno. Must be
  * called before anything else touches the connection (a rollback resets the message). */
 static int db_fail(struct mm_store *st, int rc, const char *what)
 {
 	int r = sqlite_errno(st->db, rc);
 	int prim = rc & 0xff;
+
+	/* The file is there, so an open that failed was of its -wal, -shm or -journal. */
+	if ((prim == SQLITE_CANTOPEN || prim == SQLITE_IOERR) && access(st->path, F_OK) == 0) {
+		int dir = dir_refuses_files(st->path);
+
+		if (dir < 0)
+			return log_error_errno(dir,
+					       "database %s: %s: cannot create the -wal and -shm "
+					       "files beside it: %m",
+					       st->path, what);
+	}
 
 	if ((prim == SQLITE_CANTOPEN || prim == SQLITE_IOERR) && sqlite3_system_errno(st->db) > 0)
 		return log_error_errno(r, "database %s: %s: %s: %m", st->path, what,
@@ -476,11 +510,72 @@ out:
 	return r;
 }
 
+/* Runs a one-integer query (a PRAGMA, a count). */
+static int query_int(struct mm_store *st, const char *sql, int *ret)
+{
+	sqlite3_stmt *s = NULL;
+	int rc, r;
+
+	r = prepare(st, sql, &s);
+	if (r < 0)
+		return r;
+	rc = sqlite3_step(s);
+	if (rc == SQLITE_ROW)
+		*ret = sqlite3_column_int(s, 0);
+	else
+		r = db_fail(st, rc, sql);
+	sqlite3_finalize(s);
+	return r;
+}
+
+/* Whether the file at schema @version is mmlockd's (see the header comment). Returns 0 with
+ * *ret_stamp set when application_id must still be written (a new file, an older mmlockd's
+ * database), or the logged -errno. */
+static int check_owner(struct mm_store *st, int version, bool *ret_stamp)
+{
+	int id, tables, ours, r;
+
+	*ret_stamp = false;
+	if ((r = query_int(st, "PRAGMA application_id", &id)) < 0)
+		return r;
+	if (id == MM_APPLICATION_ID)
+		return 0;
+	if (id != 0)
+		return log_error_errno(EBADMSG,
+				       "database %s: belongs to another application "
+				       "(application_id 0x%08x, mmlockd's is 0x%08x); refusing it",
+				       st->path, (unsigned)id, MM_APPLICATION_ID);
+	if ((r = query_int(st, "SELECT count(*) FROM sqlite_master WHERE name NOT LIKE 'sqlite_%'",
+			   &tables)) < 0 ||
+	    (r = query_int(st,
+			   "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN "
+			   "('windows', 'processes', 'process_windows')",
+			   &ours)) < 0)
+		return r;
+	if (version == 0 && tables == 0) {
+		*ret_stamp = true; /* new */
+		return 0;
+	}
+	if (version > 0 && ours == 3) {
+		log_info("database %s: an earlier mmlockd's database (schema version %d), adopting "
+			 "it",
+			 st->path, version);
+		*ret_stamp = true;
+		return 0;
+	}
+	return log_error_errno(EBADMSG,
+			       "database %s: not an mmlockd database (application_id 0, "
+			       "user_version %d, %d tables, indexes or views of its own); "
+			       "refusing to add mmlockd's tables to it",
+			       st->path, version, tables);
+}
+
 static int store_open(const char *path, bool readonly, struct mm_store **ret)
 {
 	struct mm_store *st;
 	int flags = SQLITE_OPEN_NOMUTEX;
 	int rc, r, version;
+	bool stamp;
 
 	st = calloc(1, sizeof(*st));
 	if (!st)
@@ -522,6 +617,9 @@ static int store_open(const char *path, bool readonly, struct mm_store **ret)
 		r = read_version(st, &version);
 		if (r < 0)
 			goto fail;
+		r = check_owner(st, version, &stamp);
+		if (r < 0)
+			goto fail;
 		if (version != (int)mm_schema_sql_count) {
 			r = log_error_errno(
 				EPROTONOSUPPORT,
@@ -539,6 +637,9 @@ static int store_open(const char *path, bool readonly, struct mm_store **ret)
 		if (r < 0)
 			goto fail;
 		r = check_not_newer(st, version);
+		if (r < 0)
+			goto fail;
+		r = check_owner(st, version, &stamp);
 		if (r < 0)
 			goto fail;
 		/* Persistent in the file; also what lets read-only handles read during writes. */
@@ -561,6 +662,15 @@ static int store_open(const char *path, bool readonly, struct mm_store **ret)
 		r = migrate(st);
 		if (r < 0)
 			goto fail;
+		/* After the migrations: a crash in between leaves a file the next start adopts. */
+		if (stamp) {
+			char sql[64];
+
+			snprintf(sql, sizeof(sql), "PRAGMA application_id = %d", MM_APPLICATION_ID);
+			r = exec_sql(st, sql, "setting the application id");
+			if (r < 0)
+				goto fail;
+		}
 		r = prepare_write(st);
 		if (r < 0)
 			goto fail;
@@ -818,13 +928,55 @@ static void json_value(struct mm_buf *out, sqlite3_stmt *s, int i)
 	}
 }
 
+/* Steps @s to its end, appending its rows to @out as a JSON array of objects keyed by column name
+ * or, with @arrays, of arrays in column order. Returns 0 or a negative errno (logged, naming
+ * @what). */
+static int json_rows(struct mm_store *st, sqlite3_stmt *s, bool arrays, const char *what,
+		     struct mm_buf *out)
+{
+	int ncol = sqlite3_column_count(s), rc;
+	bool first = true;
+
+	mm_buf_puts(out, "[");
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+		if (!first)
+			mm_buf_puts(out, ",");
+		mm_buf_puts(out, arrays ? "[" : "{");
+		first = false;
+		for (int i = 0; i < ncol; i++) {
+			if (i)
+				mm_buf_puts(out, ",");
+			if (!arrays)
+				mm_buf_json_key(out, sqlite3_column_name(s, i));
+			json_value(out, s, i);
+		}
+		mm_buf_puts(out, arrays ? "]" : "}");
+	}
+	if (rc != SQLITE_DONE)
+		return db_fail(st, rc, what);
+	mm_buf_puts(out, "]");
+	if (mm_buf_failed(out))
+		return log_error_errno(ENOMEM, "database %s: out of memory %s", st->path, what);
+	return 0;
+}
+
+/* After a failed query (@r < 0), leaves @out as it was at @start_len rather than with half an
+ * array. */
+static void buf_undo(struct mm_buf *out, size_t start_len, int r)
+{
+	if (r >= 0 || mm_buf_failed(out))
+		return;
+	out->len = start_len;
+	if (out->data)
+		out->data[start_len] = '\0';
+}
+
 int mm_store_history_json(struct mm_store *st, int pid, double since_s, double until_s,
 			  unsigned limit, struct mm_buf *out)
 {
 	sqlite3_stmt *s = pid < 0 ? st->hist_all : st->hist_pid;
 	size_t start_len = out->len;
-	bool first = true;
-	int rc, r = 0;
+	int r;
 
 	if (isnan(since_s) || isnan(until_s))
 		return log_error_errno(EINVAL, "database %s: history query with a NaN time",
@@ -834,36 +986,9 @@ int mm_store_history_json(struct mm_store *st, int pid, double since_s, double u
 	    sqlite3_bind_int64(s, 3, limit) || (pid >= 0 && sqlite3_bind_int64(s, 4, pid)))
 		return db_fail(st, sqlite3_errcode(st->db), "binding a history query");
 
-	mm_buf_puts(out, "[");
-	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-		int ncol = sqlite3_column_count(s);
-
-		mm_buf_puts(out, first ? "{" : ",{");
-		first = false;
-		for (int i = 0; i < ncol; i++) {
-			if (i)
-				mm_buf_puts(out, ",");
-			mm_buf_json_key(out, sqlite3_column_name(s, i));
-			json_value(out, s, i);
-		}
-		mm_buf_puts(out, "}");
-	}
-	if (rc != SQLITE_DONE) {
-		r = db_fail(st, rc, "reading history");
-		goto out;
-	}
-	mm_buf_puts(out, "]");
-	if (mm_buf_failed(out))
-		r = log_error_errno(ENOMEM, "database %s: out of memory formatting history",
-				    st->path);
-out:
+	r = json_rows(st, s, false, "reading history", out);
 	sqlite3_reset(s);
-	/* Leave @out as it was rather than with half an array. */
-	if (r < 0 && !mm_buf_failed(out)) {
-		out->len = start_len;
-		if (out->data)
-			out->data[start_len] = '\0';
-	}
+	buf_undo(out, start_len, r);
 	return r;
 }
 
@@ -1065,6 +1190,183 @@ int mm_store_range(struct mm_store *st, double since_s, double until_s, struct m
 	column_text(s, 3, ret->kernels, sizeof(ret->kernels));
 out:
 	sqlite3_finalize(s);
+	return r;
+}
+
+int mm_store_window_end_before(struct mm_store *st, double t, double *ret)
+{
+	sqlite3_stmt *s = NULL;
+	int rc = sqlite3_prepare_v2(st->db, "SELECT max(ts_end) FROM windows WHERE ts_end <= ?1",
+				    -1, &s, NULL);
+	int r = 0;
+
+	if (rc != SQLITE_OK)
+		return db_fail(st, rc, "preparing the window end query");
+	if (sqlite3_bind_double(s, 1, t)) {
+		r = db_fail(st, sqlite3_errcode(st->db), "binding the window end query");
+		goto out;
+	}
+	rc = sqlite3_step(s);
+	if (rc != SQLITE_ROW) {
+		r = db_fail(st, rc, "reading the window end");
+		goto out;
+	}
+	*ret = sqlite3_column_type(s, 0) == SQLITE_NULL ? 0 : sqlite3_column_double(s, 0);
+out:
+	sqlite3_finalize(s);
+	return r;
+}
+
+/* The process filter of the web page's queries, on processes AS p: ?4 pid, ?5 start_time, ?6
+ * cgroup, each NULL for any. A start time matches to the millisecond it was stored with. */
+#define WEB_FILTER_SQL                                                                             \
+	"(?4 IS NULL OR p.pid = ?4) AND (?5 IS NULL OR abs(p.start_time - ?5) < 0.0005) AND "      \
+	"(?6 IS NULL OR p.cgroup = ?6)"
+
+/* The bucket of window w: ?1 since, ?3 step. */
+#define BUCKET_SQL "CAST((w.ts_end - ?1) / ?3 AS INTEGER)"
+
+/* Prepares @sql (built in a buffer, so its failure is ENOMEM) and binds the range (?1 since, ?2
+ * until) and the filter @f. Returns 0 with *ret set, or a negative errno (logged). */
+static int web_prepare(struct mm_store *st, const struct mm_buf *sql,
+		       const struct mm_store_filter *f, double since_s, double until_s,
+		       sqlite3_stmt **ret)
+{
+	sqlite3_stmt *s = NULL;
+	int r;
+
+	if (isnan(since_s) || isnan(until_s))
+		return log_error_errno(EINVAL, "database %s: range query with a NaN time",
+				       st->path);
+	if (mm_buf_failed(sql))
+		return log_error_errno(ENOMEM, "database %s: out of memory", st->path);
+	r = prepare(st, sql->data, &s);
+	if (r < 0)
+		return r;
+	if (sqlite3_bind_double(s, 1, since_s) || sqlite3_bind_double(s, 2, until_s) ||
+	    (f->pid >= 0 && sqlite3_bind_int64(s, 4, f->pid)) ||
+	    (f->start_time >= 0 && sqlite3_bind_double(s, 5, f->start_time)) ||
+	    (f->cgroup && sqlite3_bind_text(s, 6, f->cgroup, -1, SQLITE_TRANSIENT))) {
+		r = db_fail(st, sqlite3_errcode(st->db), "binding a range query");
+		sqlite3_finalize(s);
+		return r;
+	}
+	*ret = s;
+	return 0;
+}
+
+/* Whether counter @i of mm_proc_fields[] is asked for by @f. */
+static bool field_wanted(const struct mm_store_filter *f, size_t i)
+{
+	return !f->fields || (i < 64 && (f->fields >> i & 1));
+}
+
+/* Appends @fmt (two %s: the name twice) for every counter of mm_proc_fields[] @f asks for.
+ * Summing only those matters: over 7 days of 10 s windows with 40 processes, the sums of all 38
+ * counters are most of the query's CPU. */
+static void sum_fields(struct mm_buf *sql, const struct mm_store_filter *f, const char *fmt)
+{
+	for (size_t i = 0; i < mm_proc_nfields; i++)
+		if (field_wanted(f, i))
+			mm_buf_printf(sql, fmt, mm_proc_fields[i].name, mm_proc_fields[i].name);
+}
+
+int mm_store_series_json(struct mm_store *st, const struct mm_store_filter *f, double since_s,
+			 double until_s, double step_s, struct mm_buf *out)
+{
+	struct mm_buf sql = MM_BUF_INIT;
+	sqlite3_stmt *s = NULL;
+	size_t start_len = out->len;
+	int r;
+
+	if (!(step_s > 0))
+		return log_error_errno(EINVAL, "database %s: series with a step of %g s", st->path,
+				       step_s);
+	/* One pass over each side, both grouped by bucket: win, the windows of the range (time
+	 * covered, lost samples); agg, the process rows of those windows that pass the filter.
+	 * Both are at most a few thousand rows, materialized, then joined on the bucket (a join
+	 * per window instead made SQLite re-run the process side for every window: 700 s for 7
+	 * days of 10 s windows). Both go through windows_ts_end (SQLite scanned windows otherwise).
+	 */
+	mm_buf_puts(&sql, "WITH win AS MATERIALIZED (SELECT " BUCKET_SQL " AS b, "
+			  "min(w.ts_start) AS ts_start, max(w.ts_end) AS ts_end, "
+			  "sum(w.ts_end - w.ts_start) AS seconds, count(*) AS windows, "
+			  "sum((SELECT coalesce(sum(e.lost), 0) FROM event_windows AS e "
+			  "WHERE e.window_id = w.id)) AS lost FROM windows AS w "
+			  "INDEXED BY windows_ts_end "
+			  "WHERE w.ts_end > ?1 AND w.ts_start < ?2 GROUP BY b), "
+			  "agg AS MATERIALIZED (SELECT " BUCKET_SQL " AS b");
+	sum_fields(&sql, f, ", sum(pw.\"%s\") AS \"%s\"");
+	mm_buf_puts(&sql, " FROM windows AS w INDEXED BY windows_ts_end JOIN process_windows AS pw "
+			  "ON pw.window_id = w.id "
+			  "JOIN processes AS p ON p.id = pw.process_id "
+			  "WHERE w.ts_end > ?1 AND w.ts_start < ?2 "
+			  "AND " WEB_FILTER_SQL " GROUP BY b) "
+			  "SELECT win.ts_start AS ts_start, win.ts_end AS ts_end, "
+			  "win.seconds AS seconds, win.windows AS windows, win.lost AS lost");
+	sum_fields(&sql, f, ", coalesce(agg.\"%s\", 0) AS \"%s\"");
+	mm_buf_puts(&sql, " FROM win LEFT JOIN agg ON agg.b = win.b ORDER BY win.b");
+	r = web_prepare(st, &sql, f, since_s, until_s, &s);
+	mm_buf_free(&sql);
+	if (r < 0)
+		return r;
+	if (sqlite3_bind_double(s, 3, step_s)) {
+		r = db_fail(st, sqlite3_errcode(st->db), "binding a series query");
+		goto out;
+	}
+
+	mm_buf_printf(out, "{\"step\":%.3f,\"columns\":[", step_s);
+	for (int i = 0; i < sqlite3_column_count(s); i++) {
+		if (i)
+			mm_buf_puts(out, ",");
+		mm_buf_json_str(out, sqlite3_column_name(s, i));
+	}
+	mm_buf_puts(out, "],\"rows\":");
+	r = json_rows(st, s, true, "reading a series", out);
+	mm_buf_puts(out, "}");
+out:
+	sqlite3_finalize(s);
+	buf_undo(out, start_len, r);
+	return r;
+}
+
+int mm_store_top_json(struct mm_store *st, const struct mm_store_filter *f, bool by_cgroup,
+		      double since_s, double until_s, unsigned limit, struct mm_buf *out)
+{
+	struct mm_buf sql = MM_BUF_INIT;
+	sqlite3_stmt *s = NULL;
+	size_t start_len = out->len;
+	int r;
+
+	if (by_cgroup)
+		mm_buf_puts(&sql, "SELECT p.cgroup AS cgroup, count(DISTINCT p.id) AS processes, "
+				  "count(DISTINCT w.id) AS windows");
+	else
+		mm_buf_puts(&sql,
+			    "SELECT p.pid AS pid, p.start_time AS start_time, p.comm AS comm, "
+			    "p.cgroup AS cgroup, count(*) AS windows");
+	mm_buf_puts(&sql, ", min(w.ts_start) AS first, max(w.ts_end) AS last");
+	sum_fields(&sql, f, ", sum(pw.\"%s\") AS \"%s\"");
+	mm_buf_printf(&sql,
+		      " FROM windows AS w INDEXED BY windows_ts_end JOIN process_windows AS pw ON "
+		      "pw.window_id = w.id "
+		      "JOIN processes AS p ON p.id = pw.process_id "
+		      "WHERE w.ts_end > ?1 AND w.ts_start < ?2 AND " WEB_FILTER_SQL
+		      " GROUP BY %s ORDER BY sum(pw.minflt + pw.majflt + pw.faults) DESC, "
+		      "sum(pw.fallback_locks) DESC, %s LIMIT ?3",
+		      by_cgroup ? "p.cgroup" : "p.id", by_cgroup ? "p.cgroup" : "p.pid");
+	r = web_prepare(st, &sql, f, since_s, until_s, &s);
+	mm_buf_free(&sql);
+	if (r < 0)
+		return r;
+	if (sqlite3_bind_int64(s, 3, limit)) {
+		r = db_fail(st, sqlite3_errcode(st->db), "binding a top query");
+		goto out;
+	}
+	r = json_rows(st, s, false, "reading range totals", out);
+out:
+	sqlite3_finalize(s);
+	buf_undo(out, start_len, r);
 	return r;
 }
 

@@ -11,6 +11,7 @@
 #ifndef MM_STORE_H
 #define MM_STORE_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "buf.h"
@@ -79,6 +80,42 @@ struct mm_store_range {
 	char kernels[256];
 };
 int mm_store_range(struct mm_store *st, double since_s, double until_s, struct mm_store_range *ret);
+
+/* The end of the last window that ended at or before @t (unix seconds), 0 when none did. With
+ * it as until_s, the queries above take exactly the windows that ended in (since_s, @t], so two
+ * ranges that meet at @t share no window (the one running across @t counts in the later one).
+ * Returns 0 or a negative errno (logged). */
+int mm_store_window_end_before(struct mm_store *st, double t, double *ret);
+
+/* Which processes a range query of the web page covers, and which counters it sums: every field
+ * is optional. */
+struct mm_store_filter {
+	int pid;	    /* < 0: any */
+	double start_time;  /* < 0: any; with pid, one process (its identity) */
+	const char *cgroup; /* NULL: any; else that cgroup (a systemd unit's) exactly */
+	uint64_t fields;    /* bit i: counter mm_proc_fields[i]; 0: every counter */
+};
+#define MM_STORE_FILTER_ALL ((struct mm_store_filter){.pid = -1, .start_time = -1})
+
+/* A downsampled time series of the windows with ts_end > since_s and ts_start < until_s: windows
+ * go into buckets of @step_s seconds by their end ((ts_end - since_s) / step_s), and each bucket
+ * holds the sums over its windows and over the processes of @f of the counters of @f, with
+ * ts_start, ts_end (first start, last end), seconds (the time its windows cover, so count / seconds
+ * is a rate), windows and lost (samples lost by every event).
+ * Only buckets with windows appear, oldest first; a window with no row of @f counts zeros. Appends
+ * {"step":S,"columns":[names],"rows":[[values],...]} to @out.
+ * @step_s must be > 0. Returns 0 or a negative errno (logged); @out is as it was then. */
+int mm_store_series_json(struct mm_store *st, const struct mm_store_filter *f, double since_s,
+			 double until_s, double step_s, struct mm_buf *out);
+
+/* Totals over the windows with ts_end > since_s and ts_start < until_s, one object per process
+ * (pid, start_time, comm, cgroup, windows, first, last, then the counters of @f)
+ * or, with @by_cgroup, per cgroup (cgroup, processes, windows, first, last, counters), of the
+ * processes of @f, most faults (minflt + majflt + faults) first, then most fallbacks, at most
+ * @limit. Appends the JSON array to @out. Returns 0 or a negative errno (logged); @out is as it
+ * was then. */
+int mm_store_top_json(struct mm_store *st, const struct mm_store_filter *f, bool by_cgroup,
+		      double since_s, double until_s, unsigned limit, struct mm_buf *out);
 
 /* The schema version this build migrates to. */
 int mm_store_schema_version(void);

@@ -17,6 +17,15 @@ PKGS="$PKGS systemd"
 PKGS="$PKGS man-db groff-base"
 # daemon/privilege.c: the seccomp filters of the HTTP and collection threads (build and runtime).
 PKGS="$PKGS libseccomp-dev libseccomp2"
+# The sanitizer and fuzzing build of `make test` / `make fuzz` (build-asan/, tests/fuzz/): clang
+# with libFuzzer and the ASan/UBSan runtimes.
+PKGS="$PKGS clang-14 libfuzzer-14-dev libclang-rt-14-dev"
+# The web page's browser tests (tests/browser/) run Debian's chromium.
+PKGS="$PKGS chromium"
+# npm installs the page's charting library (uPlot, embedded into the binary) and the browser tests'
+# driver (playwright-core) from package-lock.json. Debian's nodejs and npm, unless a node with npm
+# is installed already (NodeSource's nodejs bundles npm and conflicts with Debian's npm package).
+command -v npm >/dev/null 2>&1 || PKGS="$PKGS nodejs npm"
 
 missing=""
 for p in $PKGS; do
@@ -45,4 +54,12 @@ if [ ! -f "$SRC/.complete" ]; then
 		'linux-source-6.12/tools/lib/*.c' 'linux-source-6.12/tools/lib/*.h' \
 		'linux-source-6.12/tools/include/*' 'linux-source-6.12/tools/arch/x86/include/*'
 	touch "$SRC/.complete"
+fi
+
+# npm packages of package-lock.json into node_modules/ (ignored by git), again when the lock file
+# changed since the last install.
+if ! cmp -s package-lock.json node_modules/.mmlockd-package-lock.json 2>/dev/null; then
+	echo "mmlockd: installing the web page's npm packages (package-lock.json)"
+	npm ci --no-audit --no-fund --loglevel=error
+	cp package-lock.json node_modules/.mmlockd-package-lock.json
 fi

@@ -374,21 +374,64 @@ static void test_newer_schema_version_is_refused_untouched(void)
 	CHECK(mm_store_open_readonly(path, &st) < 0);
 }
 
-static void test_version0_database_with_other_table_is_migrated(void)
+static void test_another_applications_database_is_refused_untouched(void)
 {
 	const char *path = new_path();
-	struct mm_store *st = NULL;
+	struct mm_store *st = (struct mm_store *)0x1;
+	char buf[64];
 
 	make_dir_of(path);
 	CHECK(raw_exec(path, "CREATE TABLE notes (t TEXT); INSERT INTO notes VALUES ('keep');") ==
 	      SQLITE_OK);
 	CHECK_U64(q_int(path, "PRAGMA user_version"), 0);
-	CHECK(mm_store_open(path, &st) == 0);
-	CHECK_U64(q_int(path, "PRAGMA user_version"), mm_store_schema_version());
+	CHECK(mm_store_open(path, &st) == -EBADMSG);
+	CHECK(st == (struct mm_store *)0x1);
+	CHECK(mm_store_open_readonly(path, &st) == -EBADMSG);
+	/* Nothing of mmlockd's was added, not even WAL mode. */
+	CHECK_U64(q_int(path, "PRAGMA user_version"), 0);
+	CHECK_U64(q_int(path, "SELECT count(*) FROM sqlite_master"), 1);
 	CHECK_U64(q_int(path, "SELECT count(*) FROM notes"), 1);
-	CHECK(write_simple(st, 1000, 2000, 7, 1) == 0);
-	CHECK_U64(q_int(path, "SELECT count(*) FROM process_stats"), 1);
+	CHECK_STR(q_text(path, "PRAGMA journal_mode", buf, sizeof(buf)), "delete");
+
+	/* Another application's id is refused whatever the file holds. */
+	path = new_path();
+	make_dir_of(path);
+	CHECK(raw_exec(path, "PRAGMA application_id = 1234") == SQLITE_OK);
+	CHECK(mm_store_open(path, &st) == -EBADMSG);
+	CHECK_U64(q_int(path, "PRAGMA application_id"), 1234);
+	CHECK_U64(q_int(path, "SELECT count(*) FROM sqlite_master"), 0);
+}
+
+static void test_new_database_is_stamped_with_mmlockds_application_id(void)
+{
+	const char *path = new_path();
+	struct mm_store *st = NULL;
+
+	CHECK(mm_store_open(path, &st) == 0);
 	mm_store_close(st);
+	CHECK_U64(q_int(path, "PRAGMA application_id"), 0x6d6d6c6b);
+	CHECK(mm_store_open(path, &st) == 0);
+	mm_store_close(st);
+}
+
+static void test_earlier_mmlockd_database_is_adopted_and_stamped(void)
+{
+	const char *path = new_path();
+	struct mm_store *st = NULL;
+
+	/* An earlier mmlockd wrote no application_id: the same database with the id cleared. */
+	CHECK(mm_store_open(path, &st) == 0);
+	CHECK(write_simple(st, 1000, 2000, 7, 1) == 0);
+	mm_store_close(st);
+	CHECK(raw_exec(path, "PRAGMA application_id = 0") == SQLITE_OK);
+	CHECK(mm_store_open_readonly(path, &st) == 0); /* read as it is, not written */
+	mm_store_close(st);
+	CHECK_U64(q_int(path, "PRAGMA application_id"), 0);
+	CHECK(mm_store_open(path, &st) == 0);
+	CHECK(write_simple(st, 2000, 3000, 7, 1) == 0);
+	mm_store_close(st);
+	CHECK_U64(q_int(path, "PRAGMA application_id"), 0x6d6d6c6b);
+	CHECK_U64(q_int(path, "SELECT count(*) FROM process_stats"), 2);
 }
 
 static void test_not_a_database_is_refused(void)
@@ -748,6 +791,124 @@ static void test_history_json_filters_by_pid_and_time(void)
 	mm_store_close(st);
 }
 
+/* The web page's series: windows summed per bucket of step seconds (by their end), with zeros for
+ * windows where the filtered processes did nothing, and filters by process identity and cgroup. */
+static void test_series_json_buckets_windows_and_filters(void)
+{
+	const char *path = new_path();
+	struct mm_store *st = history_fixture(path);
+	struct mm_store_filter f = MM_STORE_FILTER_ALL;
+	struct mm_buf out = MM_BUF_INIT;
+	char buf[256];
+
+	CHECK(st != NULL);
+	if (!st)
+		return;
+	/* Ends 10, 20, 29.999 with a 20 s step: buckets {10} and {20, 29.999}. */
+	CHECK(mm_store_series_json(st, &f, 0, 30, 20, &out) == 0);
+	CHECK_STR(json_q(out.data, "json_valid(?1)", buf, sizeof(buf)), "1");
+	CHECK_STR(json_q(out.data, "json_array_length(?1, '$.rows')", buf, sizeof(buf)), "2");
+	CHECK_STR(
+		json_q(out.data,
+		       "(SELECT group_concat(c.key || '=' || json_extract(?1, '$.rows[1][' || "
+		       "c.key || ']'), ' ') FROM json_each(?1, '$.columns') AS c WHERE c.value IN "
+		       "('ts_start', 'ts_end', 'seconds', 'windows', 'lost'))",
+		       buf, sizeof(buf)),
+		"0=10.0 1=29.999 2=19.999 3=2 4=0");
+	/* faults (field 0 = 1000 k + 1): pid 1 alone, then pid 1 (2001, 3001) + both pid 2s. */
+	CHECK_STR(json_q(out.data, "json_extract(?1, '$.columns[5]')", buf, sizeof(buf)), "faults");
+	CHECK_STR(json_q(out.data,
+			 "json_extract(?1, '$.rows[0][5]') || ',' || "
+			 "json_extract(?1, '$.rows[1][5]')",
+			 buf, sizeof(buf)),
+		  "1001,20004");
+
+	/* One process: the windows it was absent from count zeros. */
+	mm_buf_reset(&out);
+	f.pid = 2;
+	f.start_time = 1234.567;
+	CHECK(mm_store_series_json(st, &f, 0, 30, 20, &out) == 0);
+	CHECK_STR(json_q(out.data,
+			 "json_extract(?1, '$.rows[0][5]') || ',' || "
+			 "json_extract(?1, '$.rows[1][5]') || ',' || "
+			 "json_extract(?1, '$.rows[1][3]')",
+			 buf, sizeof(buf)),
+		  "0,7001,2");
+
+	/* A cgroup: both incarnations of pid 2. */
+	mm_buf_reset(&out);
+	f = MM_STORE_FILTER_ALL;
+	f.cgroup = "/x";
+	CHECK(mm_store_series_json(st, &f, 0, 30, 20, &out) == 0);
+	CHECK_STR(json_q(out.data, "json_extract(?1, '$.rows[1][5]')", buf, sizeof(buf)), "15002");
+
+	/* A range of the last window only, one bucket per window. */
+	mm_buf_reset(&out);
+	f = MM_STORE_FILTER_ALL;
+	CHECK(mm_store_series_json(st, &f, 25, 30, 1, &out) == 0);
+	CHECK_STR(json_q(out.data, "json_array_length(?1, '$.rows')", buf, sizeof(buf)), "1");
+	CHECK(mm_store_series_json(st, &f, 0, 30, 0, &out) == -EINVAL);
+
+	/* Only the counters asked for: faults (field 0) and the last one. */
+	mm_buf_reset(&out);
+	f.fields = 1 | (uint64_t)1 << (mm_proc_nfields - 1);
+	CHECK(mm_store_series_json(st, &f, 0, 30, 20, &out) == 0);
+	CHECK_STR(json_q(out.data,
+			 "json_array_length(?1, '$.columns') || ':' || "
+			 "json_extract(?1, '$.columns[5]') || ',' || "
+			 "json_extract(?1, '$.rows[1][5]')",
+			 buf, sizeof(buf)),
+		  "7:faults,20004");
+	mm_buf_free(&out);
+	mm_store_close(st);
+}
+
+/* Totals per process (most faults first) and per cgroup over a range. */
+static void test_top_json_sums_per_process_and_per_cgroup(void)
+{
+	const char *path = new_path();
+	struct mm_store *st = history_fixture(path);
+	struct mm_store_filter f = MM_STORE_FILTER_ALL;
+	struct mm_buf out = MM_BUF_INIT;
+	char buf[256];
+
+	CHECK(st != NULL);
+	if (!st)
+		return;
+	CHECK(mm_store_top_json(st, &f, false, 0, 30, 10, &out) == 0);
+	CHECK_STR(json_q(out.data,
+			 "(SELECT group_concat(json_extract(value, '$.pid') || '@' || "
+			 "json_extract(value, '$.start_time') || ':' || json_extract(value, "
+			 "'$.faults') || '/' || json_extract(value, '$.windows'), ' ') "
+			 "FROM json_each(?1))",
+			 buf, sizeof(buf)),
+		  "2@2000.0:8001/1 2@1234.567:7001/1 1@0.001:6003/3");
+	mm_buf_reset(&out);
+	CHECK(mm_store_top_json(st, &f, false, 0, 30, 1, &out) == 0);
+	CHECK_STR(json_q(out.data, "json_array_length(?1)", buf, sizeof(buf)), "1");
+
+	mm_buf_reset(&out);
+	CHECK(mm_store_top_json(st, &f, true, 0, 30, 10, &out) == 0);
+	CHECK_STR(json_q(out.data,
+			 "(SELECT group_concat(json_extract(value, '$.cgroup') || ':' || "
+			 "json_extract(value, '$.faults') || '/' || json_extract(value, "
+			 "'$.processes') || '/' || json_extract(value, '$.windows'), ' ') "
+			 "FROM json_each(?1))",
+			 buf, sizeof(buf)),
+		  "/x:15002/2/1 /init.scope:6003/1/3");
+
+	/* Only the first window, and a filter by cgroup. */
+	mm_buf_reset(&out);
+	f.cgroup = "/init.scope";
+	CHECK(mm_store_top_json(st, &f, true, 0, 10, 10, &out) == 0);
+	CHECK_STR(json_q(out.data,
+			 "json_array_length(?1) || ':' || json_extract(?1, '$[0].faults')", buf,
+			 sizeof(buf)),
+		  "1:1001");
+	mm_buf_free(&out);
+	mm_store_close(st);
+}
+
 static void test_history_json_keys_are_the_view_columns(void)
 {
 	const char *path = new_path();
@@ -987,7 +1148,9 @@ int main(void)
 	RUN(test_fault_rows_sum_per_process_cgroup_and_all_with_filters);
 	RUN(test_reopen_applies_nothing_and_keeps_data);
 	RUN(test_newer_schema_version_is_refused_untouched);
-	RUN(test_version0_database_with_other_table_is_migrated);
+	RUN(test_another_applications_database_is_refused_untouched);
+	RUN(test_new_database_is_stamped_with_mmlockds_application_id);
+	RUN(test_earlier_mmlockd_database_is_adopted_and_stamped);
 	RUN(test_not_a_database_is_refused);
 	RUN(test_pid_reuse_gives_two_processes_with_own_values);
 	RUN(test_comm_is_per_window_and_process_keeps_identity);
@@ -998,6 +1161,8 @@ int main(void)
 	RUN(test_open_window_is_refused);
 	RUN(test_prune_deletes_old_windows_and_orphans_only);
 	RUN(test_history_json_filters_by_pid_and_time);
+	RUN(test_series_json_buckets_windows_and_filters);
+	RUN(test_top_json_sums_per_process_and_per_cgroup);
 	RUN(test_history_json_keys_are_the_view_columns);
 	RUN(test_readonly_handle_reads_but_cannot_write);
 	RUN(test_readonly_needs_an_existing_current_database);

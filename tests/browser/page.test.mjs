@@ -1,0 +1,268 @@
+// page.test.mjs: the checks of mmlockd's web page in headless Chromium (Debian's /usr/bin/chromium,
+// driven by playwright-core, never a downloaded browser), run by test_browser.sh against a live
+// daemon with a workload running. Each check prints "ok NAME" or "FAIL NAME: why":
+//   overview_shows_nonzero_faults_and_fallback_share  the charts get points with non-zero faults/s
+//       and fallback share once a window closes (the time it took is printed)
+//   charts_cover_the_chosen_range                     the x axis spans the range, points inside it
+//   workload_listed_with_faults_and_fallbacks         the processes table has the workload's pid
+//       with non-zero faults and fallbacks
+//   markup_in_a_process_name_is_text                  "<i>xss<script>" is a cell's text; no <i> and
+//       no extra <script> element in the document
+//   switching_range_refetches                         15 min and 7 d: range text, x axis, new data
+//   opening_a_process_shows_its_charts                a click on its row opens its view and charts
+//   units_and_locks_views_render                      units table; locks say how to collect them
+//   compare_shows_both_ranges                         two custom ranges with data: both in the
+//       table and both charts drawn
+//   no_console_errors                                 nothing logged as an error, no page error
+// Screenshots of each view go to $SHOTS (dark, and the overview also light).
+// Usage: node page.test.mjs PATH/TO/playwright-core/index.mjs (environment: URL, SHOTS, WL_PID,
+// WL_START, XSS_NAME, CHROMIUM).
+import fs from "fs";
+import os from "os";
+import path from "path";
+
+const {chromium} = await import(process.argv[2]);
+const {URL, SHOTS, WL_PID, WL_START, XSS_NAME, CHROMIUM} = process.env;
+const WINDOW_WAIT_MS = 40000;
+
+let failed = 0;
+const ok = name => console.log("ok " + name);
+const fail = (name, why) => { failed++; console.log("FAIL " + name + ": " + why); };
+async function check(name, fn) {
+	try {
+		const why = await fn();
+		if (why) fail(name, why);
+		else ok(name);
+	} catch (e) {
+		fail(name, e.message.split("\n")[0]);
+	}
+}
+
+const userDir = fs.mkdtempSync(path.join(os.tmpdir(), "mmlockd-chromium-"));
+const launch = scheme => chromium.launchPersistentContext(userDir + "-" + scheme, {
+	executablePath: CHROMIUM, headless: true, colorScheme: scheme,
+	viewport: {width: 1400, height: 900},
+	args: ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+		"--disable-background-networking", "--disable-component-update", "--disable-sync",
+		"--disable-quic"],
+});
+const ctx = await launch("dark");
+const page = await ctx.newPage();
+const errors = [];
+page.on("console", m => { if (m.type() === "error") errors.push("console: " + m.text()); });
+page.on("pageerror", e => errors.push("page error: " + e.message));
+page.on("requestfailed", r => errors.push("request failed: " + r.url()));
+const external = [];
+page.on("request", r => { if (!r.url().startsWith(URL) && !r.url().startsWith("data:")) external.push(r.url()); });
+
+const shot = async name => {
+	await page.waitForTimeout(300);
+	await page.screenshot({path: path.join(SHOTS, name + ".png"), fullPage: true});
+};
+const ready = () => page.waitForSelector("#view[data-state=ready]", {state: "attached", timeout: 20000});
+async function gotoView(hash) {
+	await page.evaluate(h => { location.hash = h; }, hash);
+	await page.waitForFunction(h => document.getElementById("view").dataset.view === h.split("/")[0] &&
+		document.getElementById("view").dataset.state === "ready", hash, {timeout: 20000});
+}
+/* Chart @id's x values and its series' y values, [] when missing. */
+const chartData = id => page.evaluate(i => {
+	const u = window.mmlockd.charts[i];
+	return u ? {data: u.data, min: u.scales.x.min, max: u.scales.x.max} : null;
+}, id);
+const nonzero = arr => (arr || []).some(v => v !== null && v > 0);
+
+const loadedAt = Date.now() / 1000;
+await page.goto(URL);
+await ready();
+
+await check("overview_shows_nonzero_faults_and_fallback_share", async () => {
+	const t0 = Date.now();
+	await page.waitForFunction(() => {
+		const c = window.mmlockd.charts;
+		const f = c["ov-faults"], s = c["ov-share"];
+		const nz = u => u && u.data.slice(1).some(a => a.some(v => v !== null && v > 0));
+		return nz(f) && nz(s);
+	}, null, {timeout: WINDOW_WAIT_MS, polling: 500});
+	const shownAt = Date.now() / 1000;
+	/* The first window with the workload's faults and fallbacks: the page must show it within a poll or two
+	 * (2 s each) of that window's close, i.e. within the first window. */
+	const s = await (await fetch(URL + "api/v1/series?" + new URLSearchParams({since: WL_START - 60, pid: WL_PID, points: 5000}))).json();
+	const c = s.series.columns, end = c.indexOf("ts_end");
+	const first = s.series.rows.find(r => r[c.indexOf("minflt")] > 0 && r[c.indexOf("fallback_locks")] > 0);
+	if (!first) return "the store has no window with the workload's faults and fallbacks";
+	/* From when the data was there for the page to show: the window's close, or the page's load
+	 * when it came later. */
+	const lag = shownAt - Math.max(first[end], loadedAt);
+	console.log(`# non-zero faults/s and fallback share on the overview ${(shownAt - WL_START).toFixed(1)} s after ` +
+		`the workload started, ${(shownAt - first[end]).toFixed(1)} s after the first window holding both closed, ` +
+		`${lag.toFixed(1)} s after it or the page's load (waited ${((Date.now() - t0) / 1000).toFixed(1)} s in the browser)`);
+	if (lag > 6) return "shown " + lag.toFixed(1) + " s after its window closed";
+	const stat = await page.locator(".stat").first().innerText();
+	if (/^\s*(0|–)\s/.test(stat)) return "the faults/s card reads " + JSON.stringify(stat);
+	return null;
+});
+await ready();
+await shot("overview");
+
+await check("charts_cover_the_chosen_range", async () => {
+	const c = await chartData("ov-faults");
+	if (!c) return "no faults chart";
+	const span = c.max - c.min;
+	if (Math.abs(span - 3600) > 5) return "x axis spans " + span + " s, expected the 1 h range";
+	const xs = c.data[0];
+	if (!xs.length) return "no points";
+	if (xs.some(x => x < c.min - 1 || x > c.max + 1)) return "points outside the range";
+	return null;
+});
+
+await check("workload_listed_with_faults_and_fallbacks", async () => {
+	await page.click("#tabs a[data-view=processes]");
+	await ready();
+	await page.waitForSelector("#procs tbody tr");
+	const row = await page.evaluate(pid => {
+		const t = document.getElementById("procs");
+		const heads = [...t.querySelectorAll("thead th")].map(th => th.textContent);
+		for (const tr of t.querySelectorAll("tbody tr")) {
+			const cells = [...tr.children].map(td => td.textContent);
+			if (cells[heads.indexOf("PID")] === pid)
+				return {faults: cells[heads.indexOf("Faults")], fallbacks: cells[heads.indexOf("Fallbacks to mmap_lock")],
+					comm: cells[heads.indexOf("Command")]};
+		}
+		return null;
+	}, WL_PID);
+	if (!row) return "pid " + WL_PID + " is not in the table";
+	console.log("# workload row: " + JSON.stringify(row));
+	const n = s => parseFloat(String(s).replace(/,/g, ""));
+	if (!(n(row.faults) > 0)) return "faults " + row.faults;
+	if (!(n(row.fallbacks) > 0)) return "fallbacks " + row.fallbacks;
+	return null;
+});
+await shot("processes");
+
+await check("markup_in_a_process_name_is_text", async () => {
+	await page.fill("#view input[type=search]", "xss");
+	const r = await page.evaluate(name => ({
+		cells: [...document.querySelectorAll("#procs tbody td")].filter(td => td.textContent === name).length,
+		italics: document.querySelectorAll("#view i").length,
+		scripts: document.querySelectorAll("script").length,
+	}), XSS_NAME);
+	await shot("processes-markup-name");
+	await page.fill("#view input[type=search]", "");
+	if (r.cells < 1) return "no cell reads " + XSS_NAME;
+	if (r.italics) return r.italics + " <i> elements: the name was inserted as HTML";
+	if (r.scripts !== 2) return r.scripts + " <script> elements, the page has 2";
+	return null;
+});
+
+await check("switching_range_refetches", async () => {
+	await page.click("#tabs a[data-view=overview]");
+	await ready();
+	for (const [btn, secs] of [["15m", 900], ["7d", 7 * 86400]]) {
+		await page.click(`#ranges button[data-range="${btn}"]`);
+		await ready();
+		const c = await chartData("ov-faults");
+		if (!c) return btn + ": no faults chart";
+		if (Math.abs(c.max - c.min - secs) > 5) return btn + ": x axis spans " + (c.max - c.min) + " s";
+		if (!nonzero(c.data[1])) return btn + ": no non-zero faults";
+		const text = await page.textContent("#range-text");
+		if (!text.includes(btn === "15m" ? "15m" : "7d")) return btn + ": range text " + text;
+		if (btn === "7d") await shot("overview-7d");
+	}
+	await page.click('#ranges button[data-range="1h"]');
+	await ready();
+	return null;
+});
+
+await check("opening_a_process_shows_its_charts", async () => {
+	await page.click("#tabs a[data-view=processes]");
+	await ready();
+	await page.click(`#procs tbody tr:has(td:text-is("${WL_PID}"))`);
+	await page.waitForFunction(() => document.getElementById("view").dataset.view === "process" &&
+		document.getElementById("view").dataset.state === "ready", null, {timeout: 20000});
+	const name = await page.textContent("#view h2 .comm");
+	if (name !== "outcome_workloa") return "the view names " + JSON.stringify(name);
+	const c = await chartData("p-faults");
+	if (!c || !nonzero(c.data[1])) return "its faults chart has no non-zero point";
+	const s = await chartData("p-fallbacks");
+	if (!s || !nonzero(s.data[1])) return "its fallbacks chart has no non-zero point";
+	await shot("process");
+	return null;
+});
+
+await check("units_and_locks_views_render", async () => {
+	await gotoView("units");
+	const rows = await page.locator("#units tbody tr.click").count();
+	if (!rows) return "no unit rows";
+	await shot("units");
+	await page.click("#units tbody tr.click >> nth=0");
+	await page.waitForFunction(() => document.getElementById("view").dataset.view === "unit" &&
+		document.getElementById("view").dataset.state === "ready", null, {timeout: 20000});
+	if (!(await chartData("u-faults"))) return "the unit view has no faults chart";
+	await shot("unit");
+	await gotoView("locks");
+	const text = await page.textContent("#view");
+	if (!text.includes("--collectors") || !text.includes("contention"))
+		return "the locks view does not say how to collect contention: " + text.slice(0, 200);
+	await shot("locks");
+	await gotoView("collectors");
+	await shot("collectors");
+	return null;
+});
+
+await check("compare_shows_both_ranges", async () => {
+	/* A: the second half of the daemon's life so far, B: the first half; both hold windows. */
+	const now = Date.now() / 1000, t0 = Number(WL_START) - 2, mid = (t0 + now) / 2;
+	const fmt = t => page.evaluate(x => toLocalInput(x), t);
+	await gotoView("overview");
+	await page.fill("#custom-from", await fmt(mid));
+	await page.fill("#custom-to", await fmt(now + 1));
+	await page.click("#custom-apply");
+	await ready();
+	await gotoView("compare");
+	await page.fill("#compare-from", await fmt(t0));
+	await page.fill("#compare-to", await fmt(mid));
+	await page.click("#compare-apply");
+	await ready();
+	const cells = await page.evaluate(() => [...document.querySelectorAll("#compare-table tbody tr")]
+		.map(tr => [...tr.children].map(td => td.textContent)));
+	console.log("# compare table: " + JSON.stringify(cells));
+	const faults = cells.find(r => r[0] === "Page faults");
+	if (!faults) return "no Page faults row";
+	if (faults[1] === "–" || faults[2] === "–") return "a range has no faults: " + faults.join(" | ");
+	const a = await chartData("ca-faults"), b = await chartData("cb-faults");
+	if (!a || !b) return "missing chart " + (!a ? "A" : "B");
+	if (!nonzero(a.data[1]) || !nonzero(b.data[1])) return "a chart has no non-zero point";
+	if (a.min === b.min) return "both charts show the same range";
+	await shot("compare");
+	return null;
+});
+
+/* The overview again, now that the store holds several windows of the workload. */
+await gotoView("overview");
+await page.click('#ranges button[data-range="15m"]');
+await ready();
+await shot("overview-15min");
+
+{
+	const light = await launch("light");
+	const p = await light.newPage();
+	p.on("console", m => { if (m.type() === "error") errors.push("console (light): " + m.text()); });
+	p.on("pageerror", e => errors.push("page error (light): " + e.message));
+	await p.setViewportSize({width: 1400, height: 900});
+	await p.goto(URL);
+	await p.waitForSelector("#view[data-state=ready]", {state: "attached", timeout: 20000});
+	await p.waitForTimeout(500);
+	await p.screenshot({path: path.join(SHOTS, "overview-light.png"), fullPage: true});
+	await light.close();
+}
+
+await check("no_console_errors", async () => {
+	if (external.length) return "requests outside the daemon: " + external.slice(0, 3).join(", ");
+	return errors.length ? errors.slice(0, 5).join("; ") : null;
+});
+
+await ctx.close();
+for (const d of [userDir + "-dark", userDir + "-light", userDir])
+	fs.rmSync(d, {recursive: true, force: true});
+process.exit(failed ? 1 : 0);

@@ -1,0 +1,79 @@
+#!/bin/bash
+# test_browser.sh: the web page in a real browser. Starts mmlockd on its default collectors
+# (totals, fallbacks, vmstat) and its default 10-second windows, on a temporary database and a
+# free loopback port, with outcome_workload (anon mode: faults, and fallbacks to mmap_lock while
+# its writers hold the lock for write) running, plus a short run of a copy of it named
+# "<i>xss<script>". Then page.test.mjs drives Debian's chromium through playwright-core (npm,
+# scripts/deps.sh) and checks the page as a user sees it (see that file for the list).
+#
+# Usage: test_browser.sh MMLOCKD OUTCOME_WORKLOAD SOURCE_DIR
+# Environment: SHOTS=DIR keeps the screenshots there (default: $TMP/shots, removed with $TMP
+# unless KEEP_TMP=1); BROWSER_INTERVAL=S window length (default 10, mmlockd's default);
+# CHROMIUM=PATH (default /usr/bin/chromium).
+# Exit status: 0 every check passed, 1 a check failed, 77 skipped (not root, no chromium, no
+# node, no playwright-core, no tracefs).
+
+set -u -o pipefail
+
+TEST_NAME=browser
+PASSED=0
+FAILED=0
+SKIP=77
+TMP=
+DAEMON_PID=
+WL_PID=
+# shellcheck source=../privileged/lib.sh
+. "$(dirname "$0")/../privileged/lib.sh"
+
+MMLOCKD=${1:-}
+WORKLOAD=${2:-}
+SRC=${3:-}
+if [ -z "$MMLOCKD" ] || [ -z "$WORKLOAD" ] || [ -z "$SRC" ]; then
+	echo "usage: $0 MMLOCKD OUTCOME_WORKLOAD SOURCE_DIR" >&2
+	exit 2
+fi
+CHROMIUM=${CHROMIUM:-/usr/bin/chromium}
+[ "$(id -u)" = 0 ] || skip "needs root (tracepoints, /proc of every process)"
+[ -x "$CHROMIUM" ] || skip "$CHROMIUM is not installed (Debian package chromium)"
+command -v node >/dev/null 2>&1 || skip "node is not installed"
+[ -f "$SRC/node_modules/playwright-core/package.json" ] ||
+	skip "playwright-core is not installed in $SRC/node_modules (scripts/deps.sh runs npm ci)"
+find_tracefs
+
+cleanup() {
+	stop_process "$WL_PID" TERM
+	stop_process "$DAEMON_PID" TERM 150
+	remove_tmp
+}
+trap cleanup EXIT
+
+TMP=$(mktemp -d /var/tmp/mmlockd-browser.XXXXXX)
+CONF=/dev/null
+DB=$TMP/history.db
+SHOTS=${SHOTS:-$TMP/shots}
+mkdir -p "$SHOTS"
+
+start_mmlockd --interval "${BROWSER_INTERVAL:-10}"
+
+# The workload: faults and fallbacks for the whole test (until SIGTERM, which it cleans up after).
+WL_START=$(date +%s.%N)
+"$WORKLOAD" anon --rounds 100000000 --writer-delay-us 200 --dir "$TMP" \
+	>"$TMP/workload.out" 2>&1 &
+WL_PID=$!
+# A process whose name is markup: a copy of the workload, named so, run for a second.
+XSS_NAME='<i>xss<script>'
+cp "$WORKLOAD" "$TMP/$XSS_NAME"
+"$TMP/$XSS_NAME" anon --rounds 300 --writer-delay-us 200 --dir "$TMP" >"$TMP/xss.out" 2>&1 ||
+	fail "the copy named $XSS_NAME did not run: $(tail -n 3 "$TMP/xss.out")"
+
+URL="http://127.0.0.1:$PORT/" SHOTS="$SHOTS" WL_PID="$WL_PID" WL_START="$WL_START" \
+	XSS_NAME="$XSS_NAME" CHROMIUM="$CHROMIUM" NODE_PATH="$SRC/node_modules" \
+	node "$(dirname "$0")/page.test.mjs" "$SRC/node_modules/playwright-core/index.mjs" \
+	2>&1 | tee "$TMP/page.out"
+rc=${PIPESTATUS[0]}
+PASSED=$((PASSED + $(grep -c '^ok ' "$TMP/page.out")))
+FAILED=$((FAILED + $(grep -c '^FAIL ' "$TMP/page.out")))
+[ "$rc" -eq 0 ] || [ "$FAILED" -gt 0 ] || fail "page.test.mjs exited with status $rc"
+mmlockd_alive
+log "screenshots: $SHOTS"
+summary_and_exit

@@ -1,0 +1,898 @@
+/*
+ * The logic of mmlockd's page (index.html). It reads the daemon's JSON API and draws with uPlot:
+ *   /api/v1/status     collectors and their states, events, the open window (polled every 2 s)
+ *   /api/v1/processes  the open window, live (the fallbacks so far; totals' minflt/majflt arrive
+ *                      only when the window closes, so they show as pending, not as 0)
+ *   /api/v1/series     the range in a few hundred buckets (rates = count / seconds covered)
+ *   /api/v1/top        range totals per process or per cgroup
+ *   /api/v1/locks      lock contention by caller for the range (`mmlockd report --locks`)
+ * Range data is fetched again whenever a window closes (windows_stored grows) for the "last ..."
+ * ranges. A figure whose collector is not running and that is zero over the range is not shown as
+ * 0: the page says which --collectors would collect it. Text from the daemon goes through
+ * textContent only (el()), never innerHTML. Tests read window.mmlockd (charts, state).
+ */
+"use strict";
+
+const POLL_MS = 2000;
+const SERIES_POINTS = 300;
+const PROC_LIMIT = 300;
+const PRESETS = {"15m": 900, "1h": 3600, "24h": 86400, "7d": 7 * 86400};
+
+/* What each figure needs, and the collector that gives it. */
+const NEEDS = {
+	totals: "Page faults as the kernel counts them (minflt, majflt)",
+	fallbacks: "Fallbacks to mmap_lock and the fallbacks that waited",
+	vmstat: "System-wide fault counters, vma_lock_* where the kernel has them",
+	faults: "The fault split (VMA lock, retries, mmap_lock) and how long faults waited",
+	mmaplock: "mmap_lock acquisitions, waits, wait and write-hold time",
+	contention: "Lock contention by kernel caller",
+};
+
+const state = {
+	status: null, live: null, stored: -1, range: "1h", custom: null, view: "overview",
+	arg: [], sort: {}, filter: "", compareB: "previous", compareCustom: null, renderId: 0,
+};
+const charts = {};
+window.mmlockd = {charts, state};
+
+function $(id) { return document.getElementById(id); }
+
+function el(tag, text, cls) {
+	const e = document.createElement(tag);
+	if (text !== undefined && text !== null) e.textContent = String(text);
+	if (cls) e.className = cls;
+	return e;
+}
+
+function css(name) { return getComputedStyle(document.documentElement).getPropertyValue(name).trim(); }
+
+/* ---- formatting ---- */
+
+function fmtNum(v) {
+	if (v === undefined || v === null || Number.isNaN(v)) return "–";
+	const a = Math.abs(v);
+	const u = a >= 1e9 ? [1e9, "G"] : a >= 1e6 ? [1e6, "M"] : a >= 1e4 ? [1e3, "k"] : null;
+	if (u) {
+		const x = v / u[0];
+		return (Math.abs(x) >= 100 ? x.toFixed(0) : Math.abs(x) >= 10 ? x.toFixed(1) : x.toFixed(2)) + u[1];
+	}
+	if (Number.isInteger(v) || a >= 100) return Math.round(v).toLocaleString("en-US");
+	return a >= 10 ? v.toFixed(1) : a >= 0.01 || a === 0 ? v.toFixed(2) : v.toExponential(1);
+}
+
+function fmtPct(v) {
+	if (v === undefined || v === null || Number.isNaN(v)) return "–";
+	return (v === 0 ? "0" : v < 0.1 ? v.toFixed(3) : v < 10 ? v.toFixed(2) : v.toFixed(1)) + " %";
+}
+
+function fmtNs(ns) {
+	if (ns === undefined || ns === null || Number.isNaN(ns)) return "–";
+	const a = Math.abs(ns);
+	if (a === 0) return "0";
+	if (a >= 1e9) return (ns / 1e9).toFixed(a >= 1e10 ? 1 : 2) + " s";
+	if (a >= 1e6) return (ns / 1e6).toFixed(a >= 1e8 ? 0 : a >= 1e7 ? 1 : 2) + " ms";
+	if (a >= 1e3) return (ns / 1e3).toFixed(a >= 1e5 ? 0 : 1) + " µs";
+	return ns.toFixed(0) + " ns";
+}
+
+function fmtDuration(s) {
+	s = Math.max(0, Math.floor(s));
+	const d = Math.floor(s / 86400), h = Math.floor(s % 86400 / 3600), m = Math.floor(s % 3600 / 60);
+	if (d) return d + "d " + h + "h";
+	if (h) return h + "h " + m + "m";
+	if (m) return m + "m " + (s % 60) + "s";
+	return s + "s";
+}
+
+function fmtTime(t) {
+	const d = new Date(t * 1000);
+	return d.toLocaleString("en-GB", {month: "short", day: "numeric", hour: "2-digit", minute: "2-digit", second: "2-digit"});
+}
+
+const pad2 = n => String(n).padStart(2, "0");
+function toLocalInput(t) {
+	const d = new Date(t * 1000);
+	return d.getFullYear() + "-" + pad2(d.getMonth() + 1) + "-" + pad2(d.getDate()) + "T" +
+		pad2(d.getHours()) + ":" + pad2(d.getMinutes()) + ":" + pad2(d.getSeconds());
+}
+function fromLocalInput(s) { const t = new Date(s).getTime(); return Number.isNaN(t) ? null : t / 1000; }
+
+/* ---- data ---- */
+
+async function getJSON(url) {
+	const r = await fetch(url, {cache: "no-store"});
+	let body = null;
+	try { body = await r.json(); } catch (e) { /* not JSON */ }
+	if (!r.ok) {
+		const err = new Error(body && body.error ? body.error : "HTTP " + r.status);
+		err.status = r.status;
+		throw err;
+	}
+	return body;
+}
+
+function qs(params) {
+	return Object.entries(params).filter(([, v]) => v !== undefined && v !== null)
+		.map(([k, v]) => encodeURIComponent(k) + "=" + encodeURIComponent(v)).join("&");
+}
+
+/* The counters the page shows: the store sums only these (most of a long range's cost). */
+const FIELDS = ["minflt", "majflt", "faults", "fallback_locks", "fallback_lock_waits", "faults_vma",
+	"faults_vma_retry", "faults_mmap_retry", "faults_mmap_abort", "faults_mmap_unknown",
+	"faults_mmap_fallback", "faults_mmap_lock_wait_ns", "mmap_lock_waits", "mmap_lock_wait_ns",
+	"mmap_lock_write_hold_ns"].join(",");
+
+/* GET /api/v1/series or /api/v1/top with @params and the page's counters. */
+function api(route, params) { return getJSON("api/v1/" + route + "?" + qs({...params, fields: FIELDS})); }
+
+/* The chosen range as {since, until} in unix seconds. */
+function rangeA() {
+	if (state.range === "custom" && state.custom) return state.custom;
+	const now = Date.now() / 1000;
+	return {since: now - PRESETS[state.range], until: now};
+}
+
+function rangeB(a) {
+	if (state.compareB === "custom" && state.compareCustom) return state.compareCustom;
+	const len = a.until - a.since;
+	return {since: a.since - len, until: a.since};
+}
+
+function rangeText(r) {
+	return fmtTime(r.since) + " – " + fmtTime(r.until) + " (" + fmtDuration(r.until - r.since) + ")";
+}
+
+/* A series reply as columns: cols[name][k], plus t (bucket end) and gaps as nulls so lines break
+ * where no window was stored. */
+function columns(reply) {
+	const s = reply.series, idx = {};
+	s.columns.forEach((c, i) => { idx[c] = i; });
+	const cols = {};
+	for (const c of s.columns) cols[c] = [];
+	let prev = null;
+	for (const row of s.rows) {
+		const t = row[idx.ts_end];
+		if (prev !== null && t - prev > 2.5 * Math.max(s.step, row[idx.ts_end] - row[idx.ts_start])) {
+			for (const c of s.columns) cols[c].push(c === "ts_end" ? (prev + t) / 2 : null);
+		}
+		for (const c of s.columns) cols[c].push(row[idx[c]]);
+		prev = t;
+	}
+	cols.t = cols.ts_end;
+	cols.n = s.rows.length;
+	return cols;
+}
+
+const sum = a => a.reduce((x, y) => x + (y || 0), 0);
+
+/* Totals of a series (for stat cards and compare). */
+function totals(cols) {
+	const t = {};
+	for (const k of Object.keys(cols)) if (Array.isArray(cols[k])) t[k] = sum(cols[k]);
+	return t;
+}
+
+function running(name) {
+	return !!(state.status && (state.status.collectors || []).some(c => c.name === name && c.state === "running"));
+}
+
+function collectorsWith(name) {
+	const names = (state.status ? state.status.collectors : []).filter(c => c.state === "running").map(c => c.name);
+	if (!names.includes(name)) names.push(name);
+	return "--collectors " + names.join(",");
+}
+
+/* Faults of a row/total: the kernel's count (totals) or, without it, the page_fault_user events. */
+function faultsOf(t) { return (t.minflt || 0) + (t.majflt || 0) || t.faults || 0; }
+
+/* Whether figure @keys of collector @col can be shown: it runs now, or the range holds data. */
+function shown(col, t, keys) {
+	return running(col) || keys.some(k => (t[k] || 0) > 0);
+}
+
+function optIn(col, what) {
+	const d = el("div", null, "optin");
+	d.append(el("div", (what || NEEDS[col]) + ": not collected."));
+	const p = el("div", "Run mmlockd with ");
+	p.append(el("code", collectorsWith(col)), document.createTextNode(" to collect it."));
+	d.append(p);
+	return d;
+}
+
+/* ---- charts ---- */
+
+function axisOpts(unit, fmt) {
+	const fg = css("--muted"), line = css("--line");
+	return {
+		stroke: fg, grid: {stroke: line, width: 1}, ticks: {stroke: line, width: 1},
+		label: unit, labelSize: unit ? 18 : 0, size: 60,
+		values: fmt ? (u, vals) => vals.map(v => v === null ? "" : fmt(v)) : undefined,
+	};
+}
+
+/* The width inside @box's padding, which is what a chart in it may take. */
+function contentWidth(box) {
+	const cs = getComputedStyle(box);
+	return Math.max(280, Math.floor(box.clientWidth - parseFloat(cs.paddingLeft) - parseFloat(cs.paddingRight)));
+}
+
+/* Draws (or redraws) chart @id in @box over the range @xr ({since, until}): x = bucket end times,
+ * @lines = [{label, values, color}], y values formatted by @fmt (fmtNum by default). */
+function drawChart(id, box, xr, title, unit, xs, lines, fmt) {
+	if (charts[id]) { charts[id].destroy(); delete charts[id]; }
+	box.replaceChildren();
+	box.classList.add("chart");
+	if (!xs.length) {
+		box.append(el("h3", title), el("div", "no stored windows in this range yet", "nodata"));
+		return null;
+	}
+	const colors = ["--c1", "--c2", "--c3", "--c4", "--c5", "--c6"];
+	const opts = {
+		title, width: contentWidth(box), height: 220,
+		scales: {x: {time: true, range: () => [xr.since, xr.until]}, y: {range: (u, min, max) => [0, max > 0 ? max * 1.08 : 1]}},
+		axes: [axisOpts("", null), axisOpts(unit, fmt || fmtNum)],
+		series: [{value: (u, v) => v === null ? "–" : fmtTime(v)}].concat(lines.map((l, i) => ({
+			label: l.label, stroke: css(l.color || colors[i % colors.length]), width: 1.5,
+			fill: lines.length === 1 ? css(l.color || colors[0]) + "22" : undefined,
+			points: {show: xs.length < 60},
+			value: (u, v) => v === null ? "–" : (fmt || fmtNum)(v) + " " + unit,
+		}))),
+		legend: {live: true},
+		cursor: {drag: {x: true, y: false}},
+		hooks: {setSelect: [u => {
+			if (u.select.width < 5) return;
+			const since = u.posToVal(u.select.left, "x"), until = u.posToVal(u.select.left + u.select.width, "x");
+			setCustom({since, until});
+		}]},
+	};
+	const u = new uPlot(opts, [xs].concat(lines.map(l => l.values)), box);
+	charts[id] = u;
+	return u;
+}
+
+window.addEventListener("resize", () => {
+	for (const u of Object.values(charts)) {
+		const box = u.root.parentElement;
+		if (box) u.setSize({width: contentWidth(box), height: 220});
+	}
+});
+
+const rate = (cols, k) => cols[k].map((v, i) => v === null ? null : cols.seconds[i] > 0 ? v / cols.seconds[i] : 0);
+
+/* The charts of a series (overview, one process, one unit): faults/s, fallbacks, the split, wait. */
+function seriesCharts(prefix, cols, grid, xr) {
+	const t = totals(cols), xs = cols.t;
+	const boxes = [];
+	const add = () => { const b = el("section", null, "card"); grid.append(b); boxes.push(b); return b; };
+
+	if (shown("totals", t, ["minflt", "majflt"])) {
+		drawChart(prefix + "faults", add(), xr, "Page faults", "faults/s", xs, [
+			{label: "minor", values: rate(cols, "minflt")},
+			{label: "major", values: rate(cols, "majflt"), color: "--c4"},
+		]);
+	} else if (shown("mmaplock", t, ["faults"])) {
+		drawChart(prefix + "faults", add(), xr, "Page faults (page_fault_user events)", "faults/s", xs,
+			[{label: "faults", values: rate(cols, "faults")}]);
+	} else add().append(el("h3", "Page faults"), optIn("totals"));
+
+	if (shown("fallbacks", t, ["fallback_locks", "fallback_lock_waits"])) {
+		const share = cols.fallback_locks.map((v, i) => {
+			if (v === null) return null;
+			const f = (cols.minflt[i] || 0) + (cols.majflt[i] || 0) || cols.faults[i] || 0;
+			return f > 0 ? 100 * v / f : 0;
+		});
+		drawChart(prefix + "share", add(), xr, "Fallback share: faults that took mmap_lock", "%", xs,
+			[{label: "fallback share", values: share, color: "--c2"}], fmtPct0);
+		drawChart(prefix + "fallbacks", add(), xr, "Fallbacks to mmap_lock", "per s", xs, [
+			{label: "fallbacks", values: rate(cols, "fallback_locks"), color: "--c2"},
+			{label: "waited for the lock", values: rate(cols, "fallback_lock_waits"), color: "--c4"},
+		]);
+	} else add().append(el("h3", "Fallbacks to mmap_lock"), optIn("fallbacks"));
+
+	const split = ["faults_vma", "faults_vma_retry", "faults_mmap_retry", "faults_mmap_abort", "faults_mmap_unknown"];
+	if (shown("faults", t, split)) {
+		drawChart(prefix + "split", add(), xr, "Fault split: how faults completed", "faults/s", xs, [
+			{label: "VMA lock", values: rate(cols, "faults_vma"), color: "--c3"},
+			{label: "VMA lock, retried", values: rate(cols, "faults_vma_retry"), color: "--c1"},
+			{label: "mmap_lock retry", values: rate(cols, "faults_mmap_retry"), color: "--c2"},
+			{label: "mmap_lock abort", values: rate(cols, "faults_mmap_abort"), color: "--c4"},
+			{label: "mmap_lock (retry or abort)", values: rate(cols, "faults_mmap_unknown"), color: "--c5"},
+		]);
+	} else add().append(el("h3", "Fault split"), optIn("faults"));
+
+	if (shown("faults", t, ["faults_mmap_lock_wait_ns"]) || shown("mmaplock", t, ["mmap_lock_wait_ns"])) {
+		const lines = [];
+		if (shown("faults", t, ["faults_mmap_lock_wait_ns"]))
+			lines.push({label: "faults waiting for mmap_lock", values: rate(cols, "faults_mmap_lock_wait_ns").map(nsToMs), color: "--c4"});
+		if (shown("mmaplock", t, ["mmap_lock_wait_ns"]))
+			lines.push({label: "every mmap_lock wait", values: rate(cols, "mmap_lock_wait_ns").map(nsToMs), color: "--c5"});
+		drawChart(prefix + "wait", add(), xr, "mmap_lock wait", "ms/s", xs, lines);
+	} else add().append(el("h3", "mmap_lock wait"), optIn("faults", "How long faults waited for mmap_lock"));
+	return boxes;
+}
+
+const nsToMs = v => v === null ? null : v / 1e6;
+const fmtPct0 = v => v === 0 ? "0" : v < 1 ? v.toFixed(2) : v < 10 ? v.toFixed(1) : v.toFixed(0);
+
+/* ---- tables ---- */
+
+/* A sortable table of @rows with @cols [{key, label, num, get(row), fmt(v)}]; @onClick(row). */
+function table(id, cols, rows, onClick, empty) {
+	const def = cols.find(c => c.sortDefault);
+	const sort = state.sort[id] || {key: def ? def.key : null, asc: false};
+	const t = el("table", null, "sortable");
+	t.id = id;
+	const tr = el("tr");
+	for (const c of cols) {
+		const th = el("th", c.label, c.num ? "n" : "");
+		if (c.title) th.title = c.title;
+		if (c.key === sort.key) th.classList.add("sorted");
+		if (c.key === sort.key && sort.asc) th.classList.add("asc");
+		th.addEventListener("click", () => {
+			state.sort[id] = {key: c.key, asc: sort.key === c.key ? !sort.asc : !c.num};
+			t.replaceWith(table(id, cols, rows, onClick, empty));
+		});
+		tr.append(th);
+	}
+	const th = el("thead");
+	th.append(tr);
+	t.append(th);
+	const tb = el("tbody");
+	t.append(tb);
+	const col = cols.find(c => c.key === sort.key);
+	const sorted = !col ? rows : rows.slice().sort((a, b) => {
+		const x = col.get(a), y = col.get(b);
+		const r = col.num ? (x ?? -1) - (y ?? -1) : String(x).localeCompare(String(y));
+		return sort.asc ? r : -r;
+	});
+	for (const r of sorted) {
+		const row = el("tr", null, onClick ? "click" : "");
+		for (const c of cols) {
+			const v = c.get(r);
+			const td = el("td", c.node ? null : c.fmt ? c.fmt(v, r) : v, c.num ? "n" : "");
+			if (c.node) td.append(c.node(v, r));
+			if (c.cls) td.className += " " + (c.cls(v, r) || "");
+			if (c.tip) td.title = c.tip(v, r);
+			row.append(td);
+		}
+		if (onClick) row.addEventListener("click", () => onClick(r));
+		tb.append(row);
+	}
+	if (!rows.length) {
+		const td = el("td", empty || "nothing in this range", "empty");
+		td.colSpan = cols.length;
+		const er = el("tr");
+		er.append(td);
+		tb.append(er);
+	}
+	return t;
+}
+
+/* Columns for range totals of processes or units: only collected figures. */
+function figureCols(t) {
+	const cols = [];
+	const tot = shown("totals", t, ["minflt", "majflt"]);
+	if (tot || shown("mmaplock", t, ["faults"])) {
+		cols.push({key: "faults", label: "Faults", num: true, sortDefault: true, get: faultsOf, fmt: fmtNum});
+		if (tot) cols.push({key: "majflt", label: "Major", num: true, get: r => r.majflt, fmt: fmtNum});
+	}
+	if (shown("fallbacks", t, ["fallback_locks"])) {
+		cols.push({key: "fallbacks", label: "Fallbacks to mmap_lock", num: true, get: r => r.fallback_locks, fmt: fmtNum});
+		cols.push({key: "share", label: "Fallback share", num: true,
+			get: r => faultsOf(r) ? 100 * r.fallback_locks / faultsOf(r) : null, fmt: fmtPct});
+		cols.push({key: "waited", label: "Fallbacks that waited", num: true, get: r => r.fallback_lock_waits, fmt: fmtNum});
+	}
+	if (shown("faults", t, ["faults_vma", "faults_mmap_fallback"])) {
+		cols.push({key: "vma", label: "Under VMA lock", num: true, get: r => r.faults_vma + r.faults_vma_retry, fmt: fmtNum});
+		cols.push({key: "mmapf", label: "Under mmap_lock", num: true, get: r => r.faults_mmap_fallback, fmt: fmtNum});
+		cols.push({key: "fwait", label: "Fault wait", num: true, get: r => r.faults_mmap_lock_wait_ns, fmt: fmtNs});
+	}
+	if (shown("mmaplock", t, ["mmap_lock_waits"])) {
+		cols.push({key: "waits", label: "mmap_lock waits", num: true, get: r => r.mmap_lock_waits, fmt: fmtNum});
+		cols.push({key: "wait", label: "Wait", num: true, get: r => r.mmap_lock_wait_ns, fmt: fmtNs});
+		cols.push({key: "hold", label: "Write hold", num: true, get: r => r.mmap_lock_write_hold_ns, fmt: fmtNs});
+	}
+	return cols;
+}
+
+/* ---- views ---- */
+
+function card(title) {
+	const c = el("section", null, "card");
+	if (title) c.append(el("h2", title));
+	return c;
+}
+
+function stat(label, value, cls, title) {
+	const s = el("div", null, "card stat");
+	s.append(el("div", value, "v" + (cls ? " " + cls : "")), el("div", label, "l"));
+	if (title) s.title = title;
+	return s;
+}
+
+/* The open window's cards: fallbacks are live, the kernel's fault counts arrive at its close. */
+function openWindowStats(box, live) {
+	if (!live || !state.status) return;
+	const open = Math.max(0, live.taken - live.window_start), iv = state.status.interval_seconds;
+	const w = live.all.window;
+	const next = Math.max(0, iv - open);
+	if (running("totals"))
+		box.append(stat("faults in the open window", "pending", "pending",
+			"the totals collector reads /proc when the window closes, in " + fmtDuration(next)));
+	if (running("fallbacks"))
+		box.append(stat("fallbacks so far in the open window (" + fmtDuration(open) + ")", fmtNum(w.fallback_locks)));
+}
+
+async function viewOverview(v, id) {
+	const r = rangeA();
+	const [ser, top] = await Promise.all([
+		api("series", {since: r.since.toFixed(3), until: r.until.toFixed(3), points: SERIES_POINTS}),
+		api("top", {since: r.since.toFixed(3), until: r.until.toFixed(3), limit: 10}),
+	]);
+	if (id !== state.renderId) return;
+	const cols = columns(ser), t = totals(cols);
+	const stats = el("div", null, "stats");
+	const secs = t.seconds || 0;
+	const f = faultsOf(t);
+	if (shown("totals", t, ["minflt", "majflt"]) || shown("mmaplock", t, ["faults"]))
+		stats.append(stat("faults/s over the range", secs ? fmtNum(f / secs) : "–", "", fmtNum(f) + " faults in " + fmtDuration(secs)));
+	if (shown("fallbacks", t, ["fallback_locks"])) {
+		stats.append(stat("fallback share", f ? fmtPct(100 * t.fallback_locks / f) : "–", "",
+			fmtNum(t.fallback_locks) + " faults took mmap_lock"));
+		stats.append(stat("fallbacks that waited", t.fallback_locks ? fmtPct(100 * t.fallback_lock_waits / t.fallback_locks) : "–", "",
+			fmtNum(t.fallback_lock_waits) + " found mmap_lock taken"));
+	}
+	stats.append(stat("lost events", fmtNum(t.lost || 0), t.lost ? "lost" : "", "samples the kernel dropped (ring overflow) in the range"));
+	stats.append(stat("windows stored in the range", fmtNum(t.windows || 0)));
+	openWindowStats(stats, state.live);
+	const grid = el("div", null, "grid");
+	const lostBox = el("section", null, "card");
+	v.replaceChildren(stats, grid);
+	seriesCharts("ov-", cols, grid, r);
+	grid.append(lostBox);
+	drawChart("ov-lost", lostBox, r, "Lost events", "events", cols.t, [{label: "lost", values: cols.lost, color: "--c4"}]);
+	const tc = card("Busiest processes in the range");
+	tc.append(procTable("ov-procs", top.rows));
+	v.append(tc);
+}
+
+function procCols(rows) {
+	const t = {};
+	for (const r of rows) for (const k of Object.keys(r)) if (typeof r[k] === "number") t[k] = (t[k] || 0) + r[k];
+	return t;
+}
+
+function procTable(id, rows) {
+	const t = procCols(rows);
+	const cols = [
+		{key: "pid", label: "PID", num: true, get: r => r.pid},
+		{key: "comm", label: "Command", get: r => r.comm},
+		{key: "cgroup", label: "cgroup", get: r => r.cgroup, cls: () => "muted cg", tip: v => v},
+	].concat(figureCols(t), [{key: "last", label: "Last seen", num: true, get: r => r.last, fmt: fmtTime}]);
+	return table(id, cols, rows, r => go("process/" + r.pid + "/" + r.start_time.toFixed(3)), "no process did anything in this range");
+}
+
+async function viewProcesses(v, id) {
+	const r = rangeA();
+	const top = await api("top", {since: r.since.toFixed(3), until: r.until.toFixed(3), limit: PROC_LIMIT});
+	if (id !== state.renderId) return;
+	const c = card();
+	const bar = el("div", null, "toolbar");
+	bar.append(el("h2", "Processes in the range"));
+	const f = el("input");
+	f.type = "search";
+	f.placeholder = "filter by pid, command or cgroup";
+	f.value = state.filter;
+	bar.append(f, el("span", (top.rows.length === PROC_LIMIT ? "the " + PROC_LIMIT + " with most faults; " : "") +
+		"click a process for its charts", "muted"));
+	const holder = el("div");
+	const render = () => {
+		const q = state.filter.toLowerCase();
+		holder.replaceChildren(procTable("procs", top.rows.filter(p => !q || String(p.pid).includes(q) ||
+			String(p.comm).toLowerCase().includes(q) || String(p.cgroup).toLowerCase().includes(q))));
+	};
+	f.addEventListener("input", () => { state.filter = f.value; render(); });
+	render();
+	c.append(bar, holder);
+	v.replaceChildren(c);
+}
+
+async function viewProcess(v, id) {
+	const [pid, start] = state.arg;
+	const r = rangeA();
+	const flt = {pid, start_time: start};
+	const [ser, top] = await Promise.all([
+		api("series", {since: r.since.toFixed(3), until: r.until.toFixed(3), points: SERIES_POINTS, ...flt}),
+		api("top", {since: "0", until: r.until.toFixed(3), limit: 1, ...flt}),
+	]);
+	if (id !== state.renderId) return;
+	const info = top.rows[0];
+	const live = state.live && state.live.processes.find(p => p.pid === Number(pid) && Math.abs(p.start_time - Number(start)) < 0.001);
+	const head = card();
+	const h = el("h2");
+	h.append(el("span", info ? info.comm : live ? live.comm : "process " + pid, "comm"), el("span", " · pid " + pid, "muted"));
+	head.append(h);
+	const meta = el("div", null, "muted");
+	meta.textContent = "started " + fmtTime(Number(start)) + (info ? " · cgroup " + info.cgroup + " · seen " + fmtTime(info.first) +
+		" – " + fmtTime(info.last) : "") + (live ? live.exited ? " · exited" : " · running" : " · not running");
+	head.append(meta);
+	if (info && info.cgroup) {
+		const a = el("button", "open its unit " + info.cgroup, "link");
+		a.addEventListener("click", () => go("unit/" + encodeURIComponent(info.cgroup)));
+		head.append(a);
+	}
+	const cols = columns(ser), t = totals(cols);
+	const stats = el("div", null, "stats");
+	const f = faultsOf(t);
+	stats.append(stat("faults in the range", fmtNum(f)));
+	if (shown("fallbacks", t, ["fallback_locks"])) {
+		stats.append(stat("fallbacks to mmap_lock", fmtNum(t.fallback_locks)));
+		stats.append(stat("fallback share", f ? fmtPct(100 * t.fallback_locks / f) : "–"));
+	}
+	if (live && !live.exited) {
+		if (running("totals")) stats.append(stat("faults in the open window", "pending", "pending", "arrive when the window closes"));
+		if (running("fallbacks")) stats.append(stat("fallbacks so far in the open window", fmtNum(live.window.fallback_locks)));
+	}
+	const grid = el("div", null, "grid");
+	v.replaceChildren(head, stats, grid);
+	head.style.marginBottom = "1rem";
+	/* Its lifetime within the range: no zeros drawn for before it started or after it exited. */
+	const iv = state.status ? state.status.interval_seconds : 0;
+	const pr = {since: Math.max(r.since, Number(start) - iv), until: r.until};
+	if (info && (!live || live.exited)) pr.until = Math.min(r.until, info.last + iv);
+	if (pr.until <= pr.since) pr.until = r.until;
+	seriesCharts("p-", cols, grid, pr);
+}
+
+async function viewUnits(v, id) {
+	const r = rangeA();
+	const top = await api("top", {since: r.since.toFixed(3), until: r.until.toFixed(3), limit: 1000, by: "cgroup"});
+	if (id !== state.renderId) return;
+	const t = procCols(top.rows);
+	const cols = [
+		{key: "cgroup", label: "cgroup / systemd unit", get: r => r.cgroup || "(unknown)"},
+		{key: "processes", label: "Processes", num: true, get: r => r.processes, fmt: fmtNum},
+	].concat(figureCols(t));
+	const c = card("Units (cgroups) in the range");
+	c.append(table("units", cols, top.rows, r => go("unit/" + encodeURIComponent(r.cgroup)), "no unit did anything in this range"));
+	v.replaceChildren(c);
+}
+
+async function viewUnit(v, id) {
+	const cg = state.arg[0];
+	const r = rangeA();
+	const rq = {since: r.since.toFixed(3), until: r.until.toFixed(3), cgroup: cg};
+	const [ser, top] = await Promise.all([
+		api("series", {...rq, points: SERIES_POINTS}),
+		api("top", {...rq, limit: 200}),
+	]);
+	if (id !== state.renderId) return;
+	const head = card();
+	head.append(el("h2", "unit " + (cg || "(unknown cgroup)")));
+	head.style.marginBottom = "1rem";
+	const grid = el("div", null, "grid");
+	v.replaceChildren(head, grid);
+	seriesCharts("u-", columns(ser), grid, r);
+	const tc = card("Its processes");
+	tc.append(procTable("unit-procs", top.rows));
+	v.append(tc);
+}
+
+async function viewLocks(v, id) {
+	const r = rangeA();
+	const lk = await getJSON("api/v1/locks?" + qs({since: r.since.toFixed(3), until: r.until.toFixed(3), top: 200}));
+	if (id !== state.renderId) return;
+	const c = card("Lock contention by kernel caller (mmlockd report --locks)");
+	if (!lk.rows.length && !running("contention")) {
+		c.append(optIn("contention"));
+		v.replaceChildren(c);
+		return;
+	}
+	const cols = [
+		{key: "contended", label: "contended", num: true, sortDefault: true, get: r => r.contended, fmt: fmtNum},
+		{key: "total", label: "total wait", num: true, get: r => r.total_wait_ns, fmt: fmtNs},
+		{key: "max", label: "max wait", num: true, get: r => r.max_wait_ns, fmt: fmtNs},
+		{key: "avg", label: "avg wait", num: true, get: r => r.avg_wait_ns, fmt: fmtNs},
+		{key: "p99", label: "p99", num: true, get: r => r.p99_wait_ns, fmt: fmtNs},
+		{key: "type", label: "type", get: r => r.type},
+		{key: "caller", label: "caller", get: r => r.caller},
+		{key: "lock", label: "lock", get: r => r.lock, cls: () => "muted"},
+		{key: "comm", label: "process", get: r => r.comm + " (" + r.pid + ")"},
+	];
+	state.sort.locks = state.sort.locks || {key: "total", asc: false};
+	c.append(table("locks", cols, lk.rows, null, "no lock was contended in this range"));
+	v.replaceChildren(c);
+}
+
+/* Compare: the range chosen above (A) against B (the period just before, or custom), in the
+ * seeds' table layout: one row per figure, A, B and the change. */
+async function viewCompare(v, id) {
+	const a = rangeA(), b = rangeB(a);
+	const q = (r, extra) => ({since: r.since.toFixed(3), until: r.until.toFixed(3), ...extra});
+	const [sa, sb, ta, tb] = await Promise.all([
+		api("series", q(a, {points: SERIES_POINTS})), api("series", q(b, {points: SERIES_POINTS})),
+		api("top", q(a, {limit: 1000})), api("top", q(b, {limit: 1000})),
+	]);
+	if (id !== state.renderId) return;
+	const ca = columns(sa), cb = columns(sb), A = totals(ca), B = totals(cb);
+	const ctl = card("Compare two ranges");
+	const line = el("div", null, "ranges");
+	const sel = el("select");
+	for (const [val, txt] of [["previous", "B: the period just before A"], ["custom", "B: custom"]]) {
+		const o = el("option", txt);
+		o.value = val;
+		sel.append(o);
+	}
+	sel.value = state.compareB;
+	const from = el("input"), to = el("input");
+	from.type = to.type = "datetime-local";
+	from.step = to.step = "1";
+	from.value = toLocalInput(b.since);
+	to.value = toLocalInput(b.until);
+	from.id = "compare-from";
+	to.id = "compare-to";
+	const apply = el("button", "apply B");
+	apply.id = "compare-apply";
+	apply.addEventListener("click", () => {
+		const s = fromLocalInput(from.value), u = fromLocalInput(to.value);
+		if (s === null || u === null || u <= s) { banner("B: 'from' must be before 'to'", true); return; }
+		state.compareB = "custom";
+		state.compareCustom = {since: s, until: u};
+		render();
+	});
+	sel.addEventListener("change", () => { state.compareB = sel.value; if (sel.value === "previous") render(); });
+	line.append(sel, from, to, apply);
+	ctl.append(line);
+	const ra = el("div", "A: " + rangeText(a) + " · " + fmtNum(A.windows || 0) + " windows", "muted");
+	const rb = el("div", "B: " + rangeText(b) + " · " + fmtNum(B.windows || 0) + " windows", "muted");
+	ra.id = "compare-a-text";
+	rb.id = "compare-b-text";
+	ctl.append(ra, rb);
+
+	const both = {};
+	for (const k of new Set(Object.keys(A).concat(Object.keys(B)))) both[k] = (A[k] || 0) + (B[k] || 0);
+	const rows = [];
+	const per = (T, k) => T.seconds ? (T[k] || 0) / T.seconds : null;
+	const pct = (x, y) => y ? 100 * x / y : null;
+	if (shown("totals", both, ["minflt", "majflt"]) || shown("mmaplock", both, ["faults"])) {
+		rows.push(["Page faults", T => T.seconds ? faultsOf(T) / T.seconds : null, v => fmtNum(v) + " /s", 0]);
+		rows.push(["Major faults", T => per(T, "majflt"), v => fmtNum(v) + " /s", -1]);
+	}
+	if (shown("fallbacks", both, ["fallback_locks"])) {
+		rows.push(["Fallbacks to mmap_lock", T => per(T, "fallback_locks"), v => fmtNum(v) + " /s", -1]);
+		rows.push(["Fallback share", T => pct(T.fallback_locks || 0, faultsOf(T)), fmtPct, -1]);
+		rows.push(["Fallbacks that waited", T => pct(T.fallback_lock_waits || 0, T.fallback_locks || 0), fmtPct, -1]);
+	}
+	if (shown("faults", both, ["faults_vma", "faults_mmap_fallback"])) {
+		rows.push(["Faults under the VMA lock", T => pct((T.faults_vma || 0) + (T.faults_vma_retry || 0), T.faults || faultsOf(T)), fmtPct, 1]);
+		rows.push(["mmap_lock wait of faults", T => per(T, "faults_mmap_lock_wait_ns"), v => fmtNs(v) + "/s", -1]);
+	}
+	if (shown("mmaplock", both, ["mmap_lock_waits"]))
+		rows.push(["mmap_lock wait, all", T => per(T, "mmap_lock_wait_ns"), v => fmtNs(v) + "/s", -1]);
+	rows.push(["Lost events", T => T.lost || 0, fmtNum, -1]);
+
+	const ct = el("table");
+	ct.id = "compare-table";
+	const hr = el("tr");
+	for (const [h, n] of [["Figure", false], ["A", true], ["B", true], ["Change (A vs B)", true]]) hr.append(el("th", h, n ? "n" : ""));
+	const cth = el("thead");
+	cth.append(hr);
+	ct.append(cth);
+	const body = el("tbody");
+	for (const [name, fn, fmt, better] of rows) {
+		const x = fn(A), y = fn(B);
+		const tr = el("tr");
+		let ch = "–", cls = "";
+		if (x !== null && y !== null && y !== 0) {
+			const d = 100 * (x - y) / y;
+			ch = (d > 0 ? "+" : "") + d.toFixed(1) + " %";
+			if (better && Math.abs(d) >= 1) cls = (d * better > 0) ? "better" : "worse";
+		}
+		tr.append(el("td", name), el("td", x === null ? "–" : fmt(x), "n"), el("td", y === null ? "–" : fmt(y), "n"), el("td", ch, "n " + cls));
+		body.append(tr);
+	}
+	ct.append(body);
+	const tcard = card("Figures (B is the baseline)");
+	tcard.append(ct);
+
+	const grid = el("div", null, "grid two");
+	const ga = el("div"), gb = el("div");
+	ga.append(el("h2", "A"));
+	gb.append(el("h2", "B"));
+	grid.append(ga, gb);
+	v.replaceChildren(ctl, tcard, grid);
+	ctl.style.marginBottom = tcard.style.marginBottom = "1rem";
+	for (const [box, cols, p, xr] of [[ga, ca, "ca-", a], [gb, cb, "cb-", b]]) {
+		const fbox = el("section", null, "card"), sbox = el("section", null, "card");
+		box.append(fbox, sbox);
+		const t = totals(cols);
+		if (shown("totals", t, ["minflt", "majflt"]) || cols.n === 0)
+			drawChart(p + "faults", fbox, xr, "Page faults", "faults/s", cols.t, [{label: "faults", values: cols.minflt.map((m, i) => m === null ? null : cols.seconds[i] ? (m + cols.majflt[i]) / cols.seconds[i] : 0)}]);
+		else fbox.append(el("h3", "Page faults"), optIn("totals"));
+		if (shown("fallbacks", t, ["fallback_locks"]) || cols.n === 0)
+			drawChart(p + "share", sbox, xr, "Fallback share", "%", cols.t, [{label: "fallback share", color: "--c2", values: cols.fallback_locks.map((v, i) => {
+				if (v === null) return null;
+				const f = cols.minflt[i] + cols.majflt[i] || cols.faults[i];
+				return f ? 100 * v / f : 0;
+			})}], fmtPct0);
+		else sbox.append(el("h3", "Fallback share"), optIn("fallbacks"));
+	}
+
+	/* Per command: pids differ between runs, names do not. */
+	const byComm = (rows) => {
+		const m = new Map();
+		for (const r of rows) {
+			const e = m.get(r.comm) || {comm: r.comm, processes: 0, faults: 0, fallbacks: 0};
+			e.processes++;
+			e.faults += faultsOf(r);
+			e.fallbacks += r.fallback_locks;
+			m.set(r.comm, e);
+		}
+		return m;
+	};
+	const ma = byComm(ta.rows), mb = byComm(tb.rows);
+	const names = [...new Set([...ma.keys(), ...mb.keys()])];
+	const zero = {processes: 0, faults: 0, fallbacks: 0};
+	const crow = names.map(n => ({comm: n, a: ma.get(n) || zero, b: mb.get(n) || zero}))
+		.sort((x, y) => y.a.faults + y.b.faults - x.a.faults - x.b.faults).slice(0, 50);
+	const shareOf = e => e.faults ? 100 * e.fallbacks / e.faults : null;
+	const pcols = [
+		{key: "comm", label: "Command", get: r => r.comm},
+		{key: "fa", label: "Faults A", num: true, sortDefault: true, get: r => r.a.faults, fmt: fmtNum},
+		{key: "fb", label: "Faults B", num: true, get: r => r.b.faults, fmt: fmtNum},
+		{key: "sa", label: "Fallback share A", num: true, get: r => shareOf(r.a), fmt: fmtPct},
+		{key: "sb", label: "Fallback share B", num: true, get: r => shareOf(r.b), fmt: fmtPct},
+		{key: "pa", label: "Processes A", num: true, get: r => r.a.processes, fmt: fmtNum},
+		{key: "pb", label: "Processes B", num: true, get: r => r.b.processes, fmt: fmtNum},
+	];
+	const pc = card("Per command (the 50 with most faults in A and B)");
+	pc.style.marginTop = "1rem";
+	pc.append(table("compare-procs", pcols, crow, null, "no process in either range"));
+	v.append(pc);
+}
+
+async function viewCollectors(v, id) {
+	const st = state.status;
+	if (!st) return;
+	const c = card("Collectors");
+	const known = {totals: "/proc/PID/stat at each window's close, taskstats for exits (default)",
+		fallbacks: "mmap_lock tracepoints, filtered in the kernel, sample IP (default)",
+		vmstat: "/proc/vmstat deltas (default)", faults: "per-fault events with callchains (opt-in, costly)",
+		mmaplock: "every mmap_lock event (opt-in, costly)", contention: "lock:contention_* events (opt-in)"};
+	c.append(table("collectors", [
+		{key: "name", label: "Name", get: r => r.name},
+		{key: "state", label: "State", get: r => r.state, node: v => el("span", v, "state " + v)},
+		{key: "gives", label: "Gives", get: r => NEEDS[r.name] || "", cls: () => "wrap"},
+		{key: "source", label: "Source", get: r => known[r.name] || "", cls: () => "muted"},
+		{key: "reason", label: "Reason", get: r => r.reason, cls: () => "muted wrap"},
+	], st.collectors || [], null, "no collectors"));
+	const e = card("Events");
+	e.style.marginTop = "1rem";
+	e.append(table("events", [
+		{key: "name", label: "Event", get: r => r.name},
+		{key: "open", label: "Open", get: r => r.open ? "yes" : "no", cls: v => v === "no" ? "lost" : ""},
+		{key: "samples", label: "Samples", num: true, get: r => r.samples, fmt: fmtNum},
+		{key: "lost", label: "Lost", num: true, get: r => r.lost, fmt: fmtNum, cls: v => v ? "lost" : ""},
+		{key: "wsamples", label: "Open window samples", num: true, get: r => r.window_samples, fmt: fmtNum},
+		{key: "error", label: "Error", get: r => r.error, cls: () => "muted"},
+	], st.events || [], null, "no events"));
+	const g = card("Global counters");
+	g.style.marginTop = "1rem";
+	g.append(table("globals", [
+		{key: "family", label: "Family", get: r => r.family},
+		{key: "name", label: "Name", get: r => r.name},
+		{key: "window", label: "Open window", num: true, get: r => r.window, fmt: fmtNum},
+		{key: "total", label: "Since start", num: true, get: r => r.total, fmt: fmtNum},
+	], st.globals || [], null, "no global counters"));
+	v.replaceChildren(c, e, g);
+}
+
+const VIEWS = {overview: viewOverview, processes: viewProcesses, process: viewProcess, units: viewUnits,
+	unit: viewUnit, locks: viewLocks, compare: viewCompare, collectors: viewCollectors};
+
+/* ---- navigation and refresh ---- */
+
+function go(hash) { location.hash = "#" + hash; }
+
+function parseHash() {
+	const parts = location.hash.replace(/^#/, "").split("/");
+	state.view = VIEWS[parts[0]] ? parts[0] : "overview";
+	state.arg = parts.slice(1).map(decodeURIComponent);
+	if (state.view === "unit" && state.arg.length > 1) state.arg = [state.arg.join("/")];
+}
+
+function banner(text, bad) {
+	const b = $("banner");
+	b.hidden = !text;
+	b.textContent = text || "";
+	b.className = "banner" + (bad ? " bad" : "");
+}
+
+async function render() {
+	const id = ++state.renderId;
+	const v = $("view");
+	v.dataset.state = "loading";
+	v.dataset.view = state.view;
+	const tab = {process: "processes", unit: "units"}[state.view] || state.view;
+	for (const a of document.querySelectorAll("#tabs a"))
+		a.classList.toggle("active", a.dataset.view === tab);
+	for (const b of document.querySelectorAll("#ranges button[data-range]"))
+		b.classList.toggle("active", b.dataset.range === state.range);
+	$("range-text").textContent = rangeText(rangeA());
+	$("ranges").style.display = state.view === "collectors" ? "none" : "";
+	$("range-label").textContent = state.view === "compare" ? "range A" : "range";
+	try {
+		await VIEWS[state.view](v, id);
+		if (id === state.renderId) v.dataset.state = "ready";
+	} catch (e) {
+		if (id !== state.renderId) return;
+		v.dataset.state = "error";
+		v.replaceChildren(el("div", e.status === 503 ? "waiting for data: " + e.message : "cannot load this view: " + e.message, "banner bad"));
+	}
+}
+
+function setCustom(r) {
+	state.range = "custom";
+	state.custom = {since: r.since, until: r.until};
+	$("custom-from").value = toLocalInput(r.since);
+	$("custom-to").value = toLocalInput(r.until);
+	render();
+}
+
+function renderStatus(st) {
+	$("version").textContent = st.version || "–";
+	$("kernel").textContent = st.kernel || "–";
+	$("uptime").textContent = fmtDuration(st.uptime_seconds || 0);
+	$("interval").textContent = st.interval_seconds + " s";
+	$("stored").textContent = fmtNum(st.windows_stored);
+	$("store-errors").textContent = fmtNum(st.store_errors);
+	$("store-errors").className = st.store_errors ? "lost" : "";
+	$("tracked").textContent = fmtNum(st.processes_tracked);
+}
+
+async function poll() {
+	try {
+		const [st, live] = await Promise.all([getJSON("api/v1/status"), getJSON("api/v1/processes")]);
+		const first = !state.status;
+		state.status = st;
+		state.live = live;
+		renderStatus(st);
+		const failed = (st.collectors || []).filter(c => c.state === "failed").map(c => c.name);
+		const lost = (st.events || []).filter(e => e.window_lost > 0).map(e => e.name);
+		const notes = [];
+		if (failed.length) notes.push("collector failed: " + failed.join(", "));
+		if (lost.length) notes.push("events lost in the open window: " + lost.join(", "));
+		banner(notes.join(" · "), false);
+		/* A closed window is new data for a "last ..." range; the collectors view is live. */
+		const closed = st.windows_stored !== state.stored;
+		state.stored = st.windows_stored;
+		if (first || state.view === "collectors" || (closed && state.range !== "custom"))
+			render();
+	} catch (e) {
+		if (e.status === 503) banner("waiting for data: " + e.message, false);
+		else banner("cannot reach mmlockd: " + e.message, true);
+	} finally {
+		setTimeout(poll, POLL_MS);
+	}
+}
+
+for (const b of document.querySelectorAll("#ranges button[data-range]")) {
+	b.addEventListener("click", () => {
+		if (b.dataset.range === "custom") {
+			const s = fromLocalInput($("custom-from").value), u = fromLocalInput($("custom-to").value);
+			if (s === null || u === null || u <= s) { banner("custom range: 'from' must be before 'to'", true); return; }
+			setCustom({since: s, until: u});
+			return;
+		}
+		state.range = b.dataset.range;
+		render();
+	});
+}
+window.addEventListener("hashchange", () => { parseHash(); render(); });
+{
+	const now = Date.now() / 1000;
+	$("custom-from").value = toLocalInput(now - 3600);
+	$("custom-to").value = toLocalInput(now);
+}
+parseHash();
+poll();
