@@ -580,9 +580,9 @@ async function viewUnit(v, id) {
 
 async function viewLocks(v, id) {
 	const r = rangeA();
-	const lk = await getJSON("api/v1/locks?" + qs({since: r.since.toFixed(3), until: r.until.toFixed(3), top: 200}));
+	const lk = await getJSON("api/v1/locks?" + qs({since: r.since.toFixed(3), until: r.until.toFixed(3), top: 50}));
 	if (id !== state.renderId) return;
-	const c = card("Lock contention by kernel caller (mmlockd report --locks)");
+	const c = card("Lock contention by kernel caller, the 50 longest total waits (mmlockd report --locks)");
 	if (!lk.rows.length && !running("contention")) {
 		c.append(optIn("contention"));
 		v.replaceChildren(c);
