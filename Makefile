@@ -5,14 +5,23 @@
 #   make lab    the kernel lab (lab/README.md): vanilla and patched 6.12 under qemu, ~1 h cold
 #   make bench  the overhead benchmark (bench/run.py): 15-20 min, results in bench/results/;
 #               BENCH_ARGS="--suite breakdown" for the per-collector costs
+#   make fuzz   the libFuzzer targets (tests/fuzz/) for FUZZ_SECONDS each (default 60), one after
+#               the other; prints executions and findings per target. FUZZ_TARGETS="sample config"
+#               picks some; the corpus grows in build-asan/fuzz-corpus/, findings land in
+#               build-asan/fuzz-findings/.
 #   make install  meson install: binary, unit, mmlockd.conf, mmlockd(8), dashboard and rules
 #               under meson's prefix (/usr/local); DESTDIR=D stages them under D
 # Also: make build, make clean. ARGS="..." passes flags to mmlockd in `make run`.
+# `make test` also builds build-asan/ (clang, ASan+UBSan, -Dfuzz=true) and runs the unit and
+# integration suites there, plus a few seconds of each fuzz target (suite fuzz).
 BUILD ?= build
+ASAN_BUILD ?= build-asan
 ARGS ?=
 BENCH_ARGS ?=
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS ?= sample recording config route replay
 
-.PHONY: all deps build run test clean lab bench install
+.PHONY: all deps build build-asan run test clean lab bench install fuzz
 
 all: build
 
@@ -26,10 +35,27 @@ build: deps
 run: build
 	./$(BUILD)/mmlockd $(ARGS)
 
-test: build
+build-asan: deps
+	@[ -f $(ASAN_BUILD)/build.ninja ] || CC=clang-14 meson setup $(ASAN_BUILD) \
+		--buildtype=debugoptimized -Db_sanitize=address,undefined -Dfuzz=true
+	@ninja -C $(ASAN_BUILD)
+
+test: build build-asan
 	@rc=0; meson test -C $(BUILD) --print-errorlogs --num-processes 1 \
 		--suite unit --suite integration --suite privileged --suite browser || rc=$$?; \
-	python3 scripts/test-summary.py $(BUILD)/meson-logs/testlog.json; exit $$rc
+	meson test -C $(ASAN_BUILD) --print-errorlogs --num-processes 1 \
+		--suite unit --suite integration --suite fuzz || rc=$$?; \
+	python3 scripts/test-summary.py $(BUILD)/meson-logs/testlog.json \
+		$(ASAN_BUILD)/meson-logs/testlog.json; exit $$rc
+
+fuzz: build-asan
+	@rc=0; for t in $(FUZZ_TARGETS); do \
+		CORPUS=$(ASAN_BUILD)/fuzz-corpus/$$t ARTIFACT_DIR=$(ASAN_BUILD)/fuzz-findings \
+		tests/fuzz/run.sh $(ASAN_BUILD)/tests/fuzz/fuzz_$$t $(FUZZ_SECONDS) \
+			$(ASAN_BUILD)/tests/fuzz/seeds/$$t \
+			$$( [ -d tests/fuzz/regressions/$$t ] && echo tests/fuzz/regressions/$$t ) \
+			|| rc=1; \
+	done; exit $$rc
 
 lab: build
 	@./lab/run.sh all
@@ -38,7 +64,7 @@ install: build
 	meson install -C $(BUILD) --no-rebuild $(if $(DESTDIR),--destdir $(DESTDIR))
 
 clean:
-	rm -rf $(BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD)
 
 bench: build
 	python3 bench/run.py --build $(BUILD) $(BENCH_ARGS)

@@ -7,8 +7,12 @@ first or last), --reps rounds, and reports medians:
 
   none             no tracing
   perf_stat        `perf stat -a` counting the tracepoints mmlockd opens
-  mmlockd_default  mmlockd as shipped (no --collectors flag)
-  mmlockd_all      mmlockd --collectors all (every collector, callchains where they ask)
+  mmlockd_default  mmlockd as shipped (no --collectors flag; --source auto: the BPF source
+                   where it loads)
+  mmlockd_all      mmlockd --collectors all --source perf (every collector on the perf rings,
+                   callchains where they ask)
+  mmlockd_all_bpf  mmlockd --collectors all --source bpf (mmaplock and fallbacks counted in the
+                   kernel, the other collectors on the perf rings)
   perf_record      `perf record -a` of the same tracepoints, kernel callchains where mmlockd
                    takes them
   perf_lock        `perf lock record -a`
@@ -54,7 +58,8 @@ WORKLOADS = {
 }
 
 SUITES = {
-    "main": ["none", "perf_stat", "mmlockd_default", "mmlockd_all", "perf_record", "perf_lock"],
+    "main": ["none", "perf_stat", "mmlockd_default", "mmlockd_all", "mmlockd_all_bpf",
+             "perf_record", "perf_lock"],
     # mmlockd_<collector> for every collector the binary has is inserted after "none".
     "breakdown": [
         "none",
@@ -78,11 +83,14 @@ LABELS = {
     "none": "no tracing",
     "perf_stat": "perf stat -a (counting)",
     "mmlockd_default": "mmlockd default",
-    "mmlockd_all": "mmlockd --collectors all",
+    "mmlockd_all": "mmlockd all (perf)",
+    "mmlockd_all_bpf": "mmlockd all (bpf)",
     "perf_record": "perf record -a (same events)",
     "perf_lock": "perf lock record -a",
     "mmlockd_vmstat": "mmlockd --collectors vmstat",
     "mmlockd_mmaplock": "mmlockd --collectors mmaplock",
+    "mmlockd_mmaplock_bpf": "mmlockd --collectors mmaplock --source bpf",
+    "mmlockd_fallbacks_bpf": "mmlockd --collectors fallbacks --source bpf",
     "mmlockd_faults": "mmlockd --collectors faults",
     "mmlockd_contention": "mmlockd --collectors contention",
     "perf_record_pf": "perf record page_fault_user",
@@ -233,9 +241,10 @@ class Tracer:
 class Mmlockd(Tracer):
     kind = "mmlockd"
 
-    def __init__(self, bench, name, collectors):
+    def __init__(self, bench, name, collectors, source=None):
         super().__init__(bench, name)
         self.collectors = collectors
+        self.source = source
         d = bench.tmp
         self.db = os.path.join(d, f"{name}.db")
         self.logpath = os.path.join(d, f"{name}.log")
@@ -250,6 +259,8 @@ class Mmlockd(Tracer):
                "--listen", f"127.0.0.1:{self.port}", "--interval", "1"]
         if self.collectors:
             cmd += ["--collectors", self.collectors]
+        if self.source:
+            cmd += ["--source", self.source]
         self.log = open(self.logpath, "w")
         self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT,
                                      start_new_session=True)
@@ -537,8 +548,12 @@ class Bench:
             return Tracer(self, config)
         if config == "mmlockd_default":
             return Mmlockd(self, config, None)
+        if config.startswith("mmlockd_") and config.endswith("_bpf"):
+            # mmlockd_<collectors>_bpf: the same collectors with --source bpf.
+            return Mmlockd(self, config, config[len("mmlockd_"):-len("_bpf")], "bpf")
         if config.startswith("mmlockd_"):
-            return Mmlockd(self, config, config[len("mmlockd_"):])
+            # The ring path: what the per-collector breakdown and "all (perf)" measure.
+            return Mmlockd(self, config, config[len("mmlockd_"):], "perf")
         tps = self.tracepoints
         if config == "perf_stat":
             return PerfTool(self, config, "perf_stat", tps)

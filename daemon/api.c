@@ -12,6 +12,7 @@
 #include "api.h"
 
 #include <inttypes.h>
+#include <stddef.h>
 
 #include "locktable.h"
 
@@ -53,6 +54,23 @@ static void put_stats(struct mm_buf *out, const struct mm_proc_stats *st)
 		if (i)
 			mm_buf_puts(out, ",");
 		put_key_u64(out, mm_proc_fields[i].name, mm_field_get(st, &mm_proc_fields[i]));
+	}
+	/* Fault latency quantiles (BPF source; 0 without it): the upper bound of the log2 bucket.
+	 */
+	static const struct {
+		const char *name;
+		size_t offset;
+		double q;
+	} lat[] = {
+		{"fault_ns_vma_p50", offsetof(struct mm_proc_stats, fault_ns_vma_hist), 0.50},
+		{"fault_ns_vma_p99", offsetof(struct mm_proc_stats, fault_ns_vma_hist), 0.99},
+		{"fault_ns_mmap_p50", offsetof(struct mm_proc_stats, fault_ns_mmap_hist), 0.50},
+		{"fault_ns_mmap_p99", offsetof(struct mm_proc_stats, fault_ns_mmap_hist), 0.99},
+	};
+	for (size_t i = 0; i < sizeof(lat) / sizeof(lat[0]); i++) {
+		const struct mm_hist *hh = (const void *)((const char *)st + lat[i].offset);
+		mm_buf_puts(out, ",");
+		put_key_u64(out, lat[i].name, mm_hist_quantile_ns(hh, lat[i].q));
 	}
 	mm_buf_puts(out, "}");
 }
@@ -96,6 +114,10 @@ void mm_api_status(const struct mm_snapshot *s, struct mm_buf *out)
 		put_key_str(out, "state", mm_collector_state_name(c->state));
 		mm_buf_puts(out, ",");
 		put_key_str(out, "reason", c->reason);
+		mm_buf_puts(out, ",");
+		put_key_str(out, "source", c->source);
+		mm_buf_puts(out, ",");
+		put_key_str(out, "source_note", c->source_note);
 		mm_buf_puts(out, "}");
 	}
 	mm_buf_puts(out, "],");

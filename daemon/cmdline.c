@@ -11,7 +11,7 @@
 
 #include "log.h"
 
-#define MAX_OPTS 16
+#define MAX_OPTS 24
 
 int mm_cmd_parse(const struct mm_cmd *cmd, struct mm_config *cfg, int argc, char **argv)
 {

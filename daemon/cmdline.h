@@ -22,7 +22,7 @@ struct mm_cmd_opt {
 struct mm_cmd {
 	const char *name;  /* "record": messages say "mmlockd record: ..." */
 	const char *usage; /* printed by --help (stdout) and after a usage error (stderr) */
-	const struct mm_cmd_opt *opts; /* ends with a NULL name; at most 16 */
+	const struct mm_cmd_opt *opts; /* ends with a NULL name; at most 24 */
 	bool stop_at_operand;	       /* options end at the first operand (record's COMMAND) */
 	/* Called for every option after a config key was applied (@arg NULL without a value);
 	 * returns 0 or -EINVAL after printing why. May be NULL. */

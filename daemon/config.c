@@ -4,12 +4,19 @@
  * command line, and a value is validated the same way wherever it comes from. Nothing is applied
  * halfway: loading a file or parsing the command line works on a copy and commits it only when
  * everything was valid, so a bad reload leaves the running configuration intact.
+ *
+ * A file is read as an operator's editor leaves it: a UTF-8 byte-order mark before the first key
+ * and CRLF line ends are accepted. A key given twice is an error naming both lines (one of them
+ * would otherwise win silently, and which one is a guess). Collector names are checked against
+ * the compiled-in list here, so `collectors = bogus` is reported with its file and line. Messages
+ * quote the offending text escaped (mm_set_err), never raw bytes.
  */
 
 #include "config.h"
 
 #include "log.h"
 #include "parse.h"
+#include "plugin.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -42,6 +49,7 @@ void mm_config_defaults(struct mm_config *c)
 	c->ring_pages = DEFAULT_RING_PAGES;
 	c->log_level = LOG_INFO;
 	snprintf(c->collectors, sizeof(c->collectors), "%s", DEFAULT_COLLECTORS);
+	snprintf(c->source, sizeof(c->source), "auto");
 }
 
 /* Parses a number within [min, max]; on failure @why says what was expected, using @what for
@@ -159,7 +167,16 @@ static int set_log_level(struct mm_config *c, const char *v, char *why, size_t w
 	return 0;
 }
 
-/* Stored normalised ("a,b", no blanks) so mm_config_collector_enabled() can match exactly. */
+static bool known_collector(const char *name, size_t n)
+{
+	for (unsigned i = 0; mm_plugins[i]; i++)
+		if (strlen(mm_plugins[i]->name) == n && !memcmp(mm_plugins[i]->name, name, n))
+			return true;
+	return false;
+}
+
+/* Stored normalised ("a,b", no blanks) so mm_config_collector_enabled() can match exactly. Names
+ * must be compiled-in collectors (plugins/registry.c). */
 static int set_collectors(struct mm_config *c, const char *v, char *why, size_t whylen)
 {
 	char out[sizeof(c->collectors)];
@@ -189,8 +206,20 @@ static int set_collectors(struct mm_config *c, const char *v, char *why, size_t 
 				return -EINVAL;
 			}
 		}
-		if ((size_t)(e - s) == 3 && memcmp(s, "all", 3) == 0)
+		if ((size_t)(e - s) == 3 && memcmp(s, "all", 3) == 0) {
 			all = true;
+		} else if (!known_collector(s, (size_t)(e - s))) {
+			size_t n = 0;
+
+			n += (size_t)snprintf(why, whylen,
+					      "unknown collector '%.*s' (known:", (int)(e - s), s);
+			for (unsigned i = 0; mm_plugins[i] && n < whylen; i++)
+				n += (size_t)snprintf(why + n, whylen - n, " %s",
+						      mm_plugins[i]->name);
+			if (n < whylen)
+				snprintf(why + n, whylen - n, ")");
+			return -EINVAL;
+		}
 		if (len + (count ? 1 : 0) + (size_t)(e - s) >= sizeof(out)) {
 			mm_set_err(why, whylen, "longer than %zu bytes", sizeof(out) - 1);
 			return -EINVAL;
@@ -212,6 +241,16 @@ static int set_collectors(struct mm_config *c, const char *v, char *why, size_t 
 	return 0;
 }
 
+static int set_source(struct mm_config *c, const char *v, char *why, size_t whylen)
+{
+	if (strcmp(v, "auto") && strcmp(v, "bpf") && strcmp(v, "perf")) {
+		mm_set_err(why, whylen, "expected auto, bpf or perf");
+		return -EINVAL;
+	}
+	snprintf(c->source, sizeof(c->source), "%s", v);
+	return 0;
+}
+
 struct key {
 	const char *name;
 	int (*set)(struct mm_config *c, const char *value, char *why, size_t whylen);
@@ -227,6 +266,7 @@ static const struct key keys[] = {
 	{"log_level", set_log_level},
 	{"collectors", set_collectors},
 	{"cgroup_top", set_cgroup_top},
+	{"source", set_source},
 };
 
 /* Keys are spelled with '_'; '-' is accepted too, so a file may use the flag's spelling. */
@@ -282,8 +322,10 @@ static void rstrip(char *s)
 		s[--n] = '\0';
 }
 
-/* Parses one line of a configuration file into @c; @msg gets the reason on failure. */
-static int parse_line(struct mm_config *c, char *line, size_t n, char *msg, size_t msglen)
+/* Parses one line of a configuration file into @c; @msg gets the reason on failure. *ret_key is
+ * the key the line set, NULL for a blank or comment line. */
+static int parse_line(struct mm_config *c, char *line, size_t n, const struct key **ret_key,
+		      char *msg, size_t msglen)
 {
 	const struct key *k;
 	char *p, *eq, *key, *value;
@@ -292,6 +334,7 @@ static int parse_line(struct mm_config *c, char *line, size_t n, char *msg, size
 		mm_set_err(msg, msglen, "line contains a NUL byte");
 		return -EINVAL;
 	}
+	*ret_key = NULL;
 	rstrip(line);
 	p = line + strspn(line, " \t");
 	if (*p == '\0' || *p == '#')
@@ -343,32 +386,24 @@ static int parse_line(struct mm_config *c, char *line, size_t n, char *msg, size
 		}
 		rstrip(value);
 	}
+	*ret_key = k;
 	return apply(c, k, k->name, value, msg, msglen);
 }
 
-int mm_config_load(struct mm_config *c, const char *path, char *err, size_t errlen)
+int mm_config_load_stream(struct mm_config *c, FILE *f, const char *path, char *err, size_t errlen)
 {
 	struct mm_config tmp = *c;
 	char msg[WHY_MAX + 2 * PATH_MAX];
+	size_t set_on[sizeof(keys) / sizeof(keys[0])] = {0}; /* line of each key, 0: not yet */
+	const struct key *k;
 	char *line = NULL;
 	size_t cap = 0, lineno = 0;
 	ssize_t n;
-	FILE *f;
 	int r = 0;
 
-	if (!path || !*path) {
-		mm_set_err(err, errlen, "configuration file path is empty");
-		return -EINVAL;
-	}
 	if (strlen(path) >= sizeof(tmp.config_path)) {
 		mm_set_err(err, errlen, "configuration file path is too long");
 		return -ENAMETOOLONG;
-	}
-	f = fopen(path, "re");
-	if (!f) {
-		r = -errno;
-		mm_set_err(err, errlen, "cannot open %s: %s", path, strerror(-r));
-		return r;
 	}
 	for (;;) {
 		errno = 0;
@@ -376,11 +411,27 @@ int mm_config_load(struct mm_config *c, const char *path, char *err, size_t errl
 		if (n < 0)
 			break;
 		lineno++;
-		r = parse_line(&tmp, line, (size_t)n, msg, sizeof(msg));
+		char *text = line;
+		/* A byte-order mark, as some editors write at the start of a UTF-8 file. */
+		if (lineno == 1 && n >= 3 && !memcmp(text, "\xef\xbb\xbf", 3)) {
+			text += 3;
+			n -= 3;
+		}
+		r = parse_line(&tmp, text, (size_t)n, &k, msg, sizeof(msg));
 		if (r < 0) {
 			mm_set_err(err, errlen, "%s:%zu: %s", path, lineno, msg);
 			goto out;
 		}
+		if (!k)
+			continue;
+		if (set_on[k - keys]) {
+			mm_set_err(err, errlen,
+				   "%s:%zu: duplicate key '%s' (first set on line %zu)", path,
+				   lineno, k->name, set_on[k - keys]);
+			r = -EINVAL;
+			goto out;
+		}
+		set_on[k - keys] = lineno;
 	}
 	if (!feof(f)) {
 		/* getline() failed: EISDIR for a directory, EIO, ENOMEM. */
@@ -393,6 +444,25 @@ int mm_config_load(struct mm_config *c, const char *path, char *err, size_t errl
 	r = 0;
 out:
 	free(line);
+	return r;
+}
+
+int mm_config_load(struct mm_config *c, const char *path, char *err, size_t errlen)
+{
+	FILE *f;
+	int r;
+
+	if (!path || !*path) {
+		mm_set_err(err, errlen, "configuration file path is empty");
+		return -EINVAL;
+	}
+	f = fopen(path, "re");
+	if (!f) {
+		r = -errno;
+		mm_set_err(err, errlen, "cannot open %s: %s", path, strerror(-r));
+		return r;
+	}
+	r = mm_config_load_stream(c, f, path, err, errlen);
 	fclose(f);
 	return r;
 }
@@ -413,6 +483,7 @@ static const struct option options[] = {
 	{"log-level", required_argument, NULL, OPT_BASE + 7},
 	{"collectors", required_argument, NULL, OPT_BASE + 8},
 	{"cgroup-top", required_argument, NULL, OPT_BASE + 9},
+	{"source", required_argument, NULL, OPT_BASE + 10},
 	{"help", no_argument, NULL, 'h'},
 	{"version", no_argument, NULL, 'V'},
 	{NULL, 0, NULL, 0},
@@ -445,7 +516,7 @@ static int scan(int argc, char **argv, struct mm_config *c, const char **ret_con
 			*ret_config = optarg;
 			break;
 		case ':':
-			if (optopt >= OPT_BASE && optopt < OPT_BASE + 10)
+			if (optopt >= OPT_BASE && optopt < OPT_BASE + 11)
 				mm_set_err(err, errlen, "option --%s needs an argument",
 					   options[optopt - OPT_BASE].name);
 			else
@@ -607,6 +678,12 @@ const char *mm_config_usage(void)
 	       "                                       vma_retry, mmap_retry, mmap_abort, ...)\n"
 	       "                            mmaplock   every mmap_lock acquisition, wait, hold\n"
 	       "                            contention lock contention by caller, callchains\n"
+	       "      --source SOURCE     auto, bpf or perf: what counts mmaplock and fallbacks\n"
+	       "                          (default: auto = in-kernel BPF counters where the\n"
+	       "                          kernel has BTF and allows BPF, else the perf rings;\n"
+	       "                          bpf = refuse to start without them). /api/v1/status\n"
+	       "                          and /metrics say which source each collector runs on\n"
+	       "                          and why not BPF. `mmlockd record` always uses perf.\n"
 	       "  -h, --help              show this help and exit\n"
 	       "  -V, --version           show the version and exit\n"
 	       "\n"
@@ -615,10 +692,11 @@ const char *mm_config_usage(void)
 	       "Configuration file:\n"
 	       "  One \"key = value\" per line. The keys are the option names with '_' for '-':\n"
 	       "  db, listen, interval, retention, top, cgroup_top, ring_pages, log_level,\n"
-	       "  collectors.\n"
+	       "  collectors, source.\n"
 	       "  Blank lines are ignored; '#' starts a comment at the start of a line or after\n"
-	       "  a blank. A value may be put in double quotes (no escapes). Unknown keys and\n"
-	       "  invalid values are errors that name the file and line. Example:\n"
+	       "  a blank. A value may be put in double quotes (no escapes). Unknown keys,\n"
+	       "  unknown collectors, a key given twice and invalid values are errors that\n"
+	       "  name the file and line. Example:\n"
 	       "\n"
 	       "    # " MM_DEFAULT_CONFIG "\n"
 	       "    listen     = 127.0.0.1:9477\n"

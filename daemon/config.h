@@ -9,6 +9,7 @@
 #include <limits.h>
 #include <stddef.h>
 #include <stdbool.h>
+#include <stdio.h>
 
 #define MM_DEFAULT_DB	  "/var/lib/mmlockd/mmlockd.db"
 #define MM_DEFAULT_LISTEN "127.0.0.1:9477"
@@ -30,6 +31,8 @@ struct mm_config {
 				 default 256 */
 	int log_level;	      /* key "log_level": err|warning|notice|info|debug, default info */
 	char collectors[256]; /* key "collectors": comma-separated list to run, default "all" */
+	char source[8];	      /* key "source": auto|bpf|perf, what counts the collectors that
+				 have a BPF program (bpfsource.h), default auto */
 };
 
 enum mm_command {
@@ -48,6 +51,10 @@ int mm_config_set(struct mm_config *c, const char *key, const char *value, char 
  * values are errors naming the file and line. Returns 0, -errno when the file cannot be read, or
  * -EINVAL; @err says why. */
 int mm_config_load(struct mm_config *c, const char *path, char *err, size_t errlen);
+
+/* The same for a stream already open (the caller closes it); @path names it in messages and
+ * becomes c->config_path. */
+int mm_config_load_stream(struct mm_config *c, FILE *f, const char *path, char *err, size_t errlen);
 
 /* Parses the command line into @c (starting from defaults, then --config FILE if given, then the
  * other flags) and the command to run. Flags: --config FILE, --db PATH, --listen ADDR:PORT,

@@ -395,7 +395,8 @@ int mm_fault_print(FILE *out, struct mm_fault_row *rows, size_t n, const struct 
 
 	sort_opts = opts;
 	sort_src = src;
-	qsort(rows, n, sizeof(*rows), cmp_rows);
+	if (n) /* rows may be NULL when empty (UBSan, build-asan unit suite) */
+		qsort(rows, n, sizeof(*rows), cmp_rows);
 	if (opts->top && n > opts->top)
 		n = opts->top;
 	for (int c = 0; c < C_N; c++)

@@ -49,6 +49,9 @@ struct slot {
 	enum mm_collector_state state;
 	char reason[256];
 	void *state_ptr;
+	bool external;	       /* filled by an in-kernel source (mm_host_set_source) */
+	char source[16];       /* "perf", "bpf", "procfs" */
+	char source_note[192]; /* why not BPF */
 };
 
 struct global {
@@ -78,7 +81,9 @@ struct mm_host {
 	uint64_t started_ms, window_start_ms;
 	int64_t mono_to_wall_ms;
 	unsigned interval_s;
-	bool closing; /* in mm_host_tick_closing() */
+	bool closing;		       /* in mm_host_tick_closing() */
+	mm_host_counter_fn counter_fn; /* a source that counts in place of records */
+	void *counter_ctx;
 	uint64_t windows_stored, store_errors;
 	char kernel[128];
 	const struct mm_symbols *syms;
@@ -91,6 +96,12 @@ struct mm_host {
 	unsigned nsinks;
 	const struct mm_tap *tap;
 	void *tap_ctx;
+	struct {
+		int fd, slot;
+		mm_host_watch_fn fn;
+		void *ctx;
+	} watches[MM_HOST_MAX_WATCHES];
+	unsigned nwatches;
 	uint64_t fed, late, last_fed_ns;
 };
 
@@ -108,7 +119,6 @@ struct mm_host *mm_host_new(const struct mm_config *cfg, mm_proc_lookup_fn looku
 	h->cgroups = mm_cgtable_new(cfg->cgroup_top);
 	if (!h->cgroups) {
 		mm_proctable_free(h->procs);
-		mm_cgtable_free(h->cgroups);
 		free(h);
 		return NULL;
 	}
@@ -123,6 +133,8 @@ struct mm_host *mm_host_new(const struct mm_config *cfg, mm_proc_lookup_fn looku
 		s->state = s->enabled ? MM_COLLECTOR_RUNNING : MM_COLLECTOR_DISABLED;
 		if (!s->enabled)
 			snprintf(s->reason, sizeof(s->reason), "not in the configured collectors");
+		snprintf(s->source, sizeof(s->source), "%s",
+			 s->p->tracepoints && s->p->tracepoints[0].system ? "perf" : "procfs");
 	}
 	struct utsname u;
 	if (uname(&u) == 0)
@@ -160,6 +172,7 @@ void mm_host_free(struct mm_host *h)
 		if (h->slots[i].state_ptr && h->slots[i].p->free)
 			h->slots[i].p->free(h->slots[i].state_ptr);
 	mm_proctable_free(h->procs);
+	mm_cgtable_free(h->cgroups);
 	free(h->streams);
 	free(h->globals);
 	free(h);
@@ -168,14 +181,14 @@ void mm_host_free(struct mm_host *h)
 int mm_host_wanted(struct mm_host *h, mm_host_wanted_fn fn, void *ctx)
 {
 	for (unsigned i = 0; i < h->nslots; i++) {
-		if (!h->slots[i].enabled)
+		if (!h->slots[i].enabled || h->slots[i].external)
 			continue;
 		for (const struct mm_tp_req *r = h->slots[i].p->tracepoints; r && r->system; r++) {
 			/* Report each tracepoint once, at its first request, with callchain set if
 			 * any collector asks for it, filtered only if all ask for one filter. */
 			bool first = true, cc = false, filtered = r->filter != NULL;
 			for (unsigned j = 0; j < h->nslots; j++) {
-				if (!h->slots[j].enabled)
+				if (!h->slots[j].enabled || h->slots[j].external)
 					continue;
 				for (const struct mm_tp_req *q = h->slots[j].p->tracepoints;
 				     q && q->system; q++) {
@@ -198,6 +211,12 @@ int mm_host_wanted(struct mm_host *h, mm_host_wanted_fn fn, void *ctx)
 		}
 	}
 	return 0;
+}
+
+/* Whether the slot's hooks are called: running, and not filled by an in-kernel source. */
+static bool hooked(const struct slot *sl)
+{
+	return sl->state == MM_COLLECTOR_RUNNING && !sl->external;
 }
 
 static int add_stream(struct mm_host *h, struct stream *proto)
@@ -258,12 +277,28 @@ static struct stream *find_stream(struct mm_host *h, const char *system, const c
 	return NULL;
 }
 
+void mm_host_set_source(struct mm_host *h, const char *name, const char *source, const char *note)
+{
+	for (unsigned i = 0; i < h->nslots; i++) {
+		struct slot *sl = &h->slots[i];
+		if (strcmp(sl->p->name, name))
+			continue;
+		snprintf(sl->source, sizeof(sl->source), "%s", source);
+		snprintf(sl->source_note, sizeof(sl->source_note), "%s", note ? note : "");
+		sl->external = sl->enabled && strcmp(source, "perf") != 0;
+	}
+}
+
 void mm_host_start(struct mm_host *h)
 {
 	for (unsigned i = 0; i < h->nslots; i++) {
 		struct slot *sl = &h->slots[i];
 		if (!sl->enabled)
 			continue;
+		if (sl->external) {
+			log_info("collector %s: running on the %s source", sl->p->name, sl->source);
+			continue;
+		}
 		h->cur = (int)i;
 		bool ok = true;
 		for (const struct mm_tp_req *r = sl->p->tracepoints; r && r->system; r++) {
@@ -359,7 +394,7 @@ static void task_record(struct mm_host *h, struct stream *st, const struct perf_
 		}
 		for (unsigned i = 0; i < h->nslots; i++) {
 			struct slot *sl = &h->slots[i];
-			if (sl->state != MM_COLLECTOR_RUNNING || !sl->p->thread_exit)
+			if (!hooked(sl) || !sl->p->thread_exit)
 				continue;
 			h->cur = (int)i;
 			sl->p->thread_exit(sl->state_ptr, h, f->pid, f->tid);
@@ -413,7 +448,7 @@ void mm_host_record(struct mm_host *h, unsigned stream, const struct perf_event_
 	st->window_samples++;
 	for (unsigned i = 0; i < st->nsubs; i++) {
 		struct slot *sl = &h->slots[st->subs[i].slot];
-		if (sl->state != MM_COLLECTOR_RUNNING)
+		if (!hooked(sl))
 			continue;
 		h->cur = (int)st->subs[i].slot;
 		st->subs[i].handler(sl->state_ptr, h, &s);
@@ -429,6 +464,12 @@ void mm_host_lost(struct mm_host *h, unsigned stream, uint64_t n)
 	h->streams[stream].window_lost += n;
 }
 
+void mm_host_set_counter_source(struct mm_host *h, mm_host_counter_fn fn, void *ctx)
+{
+	h->counter_fn = fn;
+	h->counter_ctx = ctx;
+}
+
 bool mm_host_window_closing(const struct mm_host *h)
 {
 	return h->closing;
@@ -436,9 +477,11 @@ bool mm_host_window_closing(const struct mm_host *h)
 
 static void tick_collectors(struct mm_host *h)
 {
+	if (h->counter_fn)
+		h->counter_fn(h->counter_ctx, h, h->closing);
 	for (unsigned i = 0; i < h->nslots; i++) {
 		struct slot *sl = &h->slots[i];
-		if (sl->state != MM_COLLECTOR_RUNNING || !sl->p->tick)
+		if (!hooked(sl) || !sl->p->tick)
 			continue;
 		h->cur = (int)i;
 		sl->p->tick(sl->state_ptr, h);
@@ -457,7 +500,7 @@ void mm_host_finish(struct mm_host *h)
 {
 	for (unsigned i = 0; i < h->nslots; i++) {
 		struct slot *sl = &h->slots[i];
-		if (sl->state != MM_COLLECTOR_RUNNING || !sl->p->finish)
+		if (!hooked(sl) || !sl->p->finish)
 			continue;
 		h->cur = (int)i;
 		sl->p->finish(sl->state_ptr, h);
@@ -673,13 +716,15 @@ static struct mm_snapshot *build(struct mm_host *h, uint64_t now_ms, bool closin
 		snprintf(sc->name, sizeof(sc->name), "%s", h->slots[c].p->name);
 		sc->state = h->slots[c].state;
 		memcpy(sc->reason, h->slots[c].reason, sizeof(sc->reason));
+		memcpy(sc->source, h->slots[c].source, sizeof(sc->source));
+		memcpy(sc->source_note, h->slots[c].source_note, sizeof(sc->source_note));
 	}
 	s->windows_stored = h->windows_stored;
 	s->store_errors = h->store_errors;
 	s->procs_tracked = mm_proctable_count(h->procs);
 	for (unsigned c = 0; c < h->nslots; c++) {
 		struct slot *sl = &h->slots[c];
-		if (sl->state != MM_COLLECTOR_RUNNING || !sl->p->snapshot)
+		if (!hooked(sl) || !sl->p->snapshot)
 			continue;
 		h->cur = (int)c;
 		sl->p->snapshot(sl->state_ptr, h, s, closing);
@@ -755,6 +800,35 @@ int mm_host_add_sink(struct mm_host *h, mm_sink_fn fn, void *ctx)
 	h->sinks[h->nsinks].ctx = ctx;
 	h->nsinks++;
 	return 0;
+}
+
+int mm_host_watch(struct mm_host *h, int fd, mm_host_watch_fn fn, void *ctx)
+{
+	if (h->nwatches == MM_HOST_MAX_WATCHES)
+		return -ENOSPC;
+	h->watches[h->nwatches].fd = fd;
+	h->watches[h->nwatches].slot = h->cur;
+	h->watches[h->nwatches].fn = fn;
+	h->watches[h->nwatches].ctx = ctx;
+	h->nwatches++;
+	return 0;
+}
+
+int mm_host_watched_fd(const struct mm_host *h, unsigned i)
+{
+	return i < h->nwatches ? h->watches[i].fd : -1;
+}
+
+void mm_host_watch_ready(struct mm_host *h, unsigned i)
+{
+	if (i >= h->nwatches)
+		return;
+	int slot = h->watches[i].slot;
+	if (slot >= 0 && h->slots[slot].state != MM_COLLECTOR_RUNNING)
+		return;
+	h->cur = slot;
+	h->watches[i].fn(h->watches[i].ctx, h);
+	h->cur = -1;
 }
 
 void mm_host_set_tap(struct mm_host *h, const struct mm_tap *tap, void *ctx)

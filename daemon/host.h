@@ -18,6 +18,7 @@
 
 #include "clock.h"
 #include "config.h"
+#include "plugin.h"
 #include "proctable.h"
 #include "snapshot.h"
 
@@ -61,6 +62,12 @@ int mm_host_add_task_stream(struct mm_host *h, uint64_t sample_type, const char 
 void mm_host_stream_opened(struct mm_host *h, unsigned stream, uint64_t sample_type,
 			   const char *error);
 
+/* Says which source feeds collector @name (e.g. "perf", "bpf"; shown in status and /metrics)
+ * and, in @note, why not BPF ("" when it is). A collector set to "bpf" is filled by that
+ * source through mm_host_proc(): the host opens no tracepoint for it and calls none of its
+ * hooks. Call before mm_host_wanted(). Unknown names are ignored. */
+void mm_host_set_source(struct mm_host *h, const char *name, const char *source, const char *note);
+
 /* Initialises every enabled collector whose required tracepoints are open; the others are marked
  * failed with the reason. Call once after all streams are added. */
 void mm_host_start(struct mm_host *h);
@@ -94,10 +101,26 @@ void mm_host_tick(struct mm_host *h);
  * in maps) adds them in a collector's tick hook while mm_host_window_closing() is true, through
  * mm_host_proc() / mm_host_proc_known() (plugin.h), so they land in the window being closed; a
  * process-exit push (a ring or netlink message saying a process ended, with its final counts) is
- * read in the plain tick hook, about once a second, and added the same way before the host
- * forgets the process. Its fd, if it has one, need not be polled: ticks come at least once a
- * second. Such a source registers no stream (its counts are not records), so `record` and
- * `replay` see only what the perf streams carry. */
+ * read when its fd is readable: the collector registers the fd with mm_host_watch() from its
+ * init hook, the live loop polls it with its own fds and calls the handler on the collection
+ * thread, and the handler adds the counts the same way (mm_host_proc_known() finds a process
+ * that exited and is not stored yet). Such a source registers no stream (its counts are not
+ * records), so `record` and `replay` see only what the perf streams carry. The totals
+ * collector (plugins/totals.c) is such a source today: /proc at the closing tick, taskstats exit
+ * messages through a watched fd. */
+
+/* Collectors watch their fds with mm_host_watch() (plugin.h); the loop asks for them here: the
+ * fd of watch @i, or -1 past the last one. */
+int mm_host_watched_fd(const struct mm_host *h, unsigned i);
+
+/* For the loop: watch @i's fd is readable. */
+void mm_host_watch_ready(struct mm_host *h, unsigned i);
+
+/* Such a source (bpfsource.h): @fn runs at every tick, plain and closing (@closing), before
+ * the collectors' tick hooks, and adds its counts through mm_host_proc() /
+ * mm_host_proc_known(). One at most; NULL removes it. */
+typedef void (*mm_host_counter_fn)(void *ctx, struct mm_host *h, bool closing);
+void mm_host_set_counter_source(struct mm_host *h, mm_host_counter_fn fn, void *ctx);
 
 /* Receives every closed window @w (the host's reference: take one with mm_snapshot_ref() to keep
  * it). */

@@ -859,7 +859,7 @@ static void *setup_thread(void *arg)
 	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_USE_ERROR_LOG |
 			 MHD_USE_SUSPEND_RESUME;
 
-	mm_privilege_confine_http();
+	mm_privilege_confine_http(h->db_path);
 	h->mhd = MHD_start_daemon(
 		flags, 0, NULL, NULL, handle, h, MHD_OPTION_EXTERNAL_LOGGER, mhd_logger, h,
 		MHD_OPTION_LISTEN_SOCKET, h->listen_fd, MHD_OPTION_CONNECTION_TIMEOUT,

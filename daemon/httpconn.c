@@ -27,10 +27,13 @@
 #include "log.h"
 #include "route.h"
 
-#define CONN_PER_ADDR 32  /* connections per client address before evicting */
-#define CONN_EVICT_AT 480 /* connections in all before evicting */
-#define EVICT_AGE_MS  250 /* a connection waits this long for its head before it can be evicted */
-#define SWEEP_MS      200
+/* Connections in all that may wait for their head before the oldest is evicted: far below
+ * MM_HTTPCONN_MAX, so libmicrohttpd keeps accepting while a flood is being evicted and a scrape
+ * queued behind it in the listen backlog gets in. */
+#define CONN_EVICT_AT 224
+#define CONN_PER_ADDR 32  /* the same per client address */
+#define EVICT_AGE_MS  100 /* a connection waits this long for its head before it can be evicted */
+#define SWEEP_MS      100
 #define LOG_BURST     10 /* libmicrohttpd messages logged per minute */
 
 /* Why a connection ended before its reply was complete; the label of
@@ -152,8 +155,8 @@ void mm_httpconn_refuse(struct mm_httpconn *g, struct MHD_Connection *mc, unsign
 		refuse_conn(g, c, status, reason, msg);
 }
 
-/* The client's address key: family and address (the port does not matter), or the peer's uid on
- * a Unix socket. */
+/* The client's address key: family and address (the port does not matter; IPv6 by its /64), or
+ * the peer's uid on a Unix socket. */
 static void addr_key(struct MHD_Connection *mc, int fd, unsigned char key[17])
 {
 	const union MHD_ConnectionInfo *i =
@@ -165,8 +168,16 @@ static void addr_key(struct MHD_Connection *mc, int fd, unsigned char key[17])
 		key[0] = AF_INET;
 		memcpy(key + 1, &((const struct sockaddr_in *)sa)->sin_addr, 4);
 	} else if (sa && sa->sa_family == AF_INET6) {
-		key[0] = AF_INET6;
-		memcpy(key + 1, &((const struct sockaddr_in6 *)sa)->sin6_addr, 16);
+		const struct in6_addr *a = &((const struct sockaddr_in6 *)sa)->sin6_addr;
+		if (IN6_IS_ADDR_V4MAPPED(a)) {
+			key[0] = AF_INET;
+			memcpy(key + 1, a->s6_addr + 12, 4);
+		} else {
+			/* A host owns a /64 (one for loopback's ::1 too): it counts as one client.
+			 */
+			key[0] = AF_INET6;
+			memcpy(key + 1, a->s6_addr, IN6_IS_ADDR_LOOPBACK(a) ? 16 : 8);
+		}
 	} else {
 		struct ucred cred = {.uid = (uid_t)-1};
 		socklen_t len = sizeof(cred);

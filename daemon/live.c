@@ -25,6 +25,7 @@
 #include <traceevent/event-parse.h>
 #include <unistd.h>
 
+#include "bpfsource.h"
 #include "log.h"
 #include "order.h"
 #include "sampler.h"
@@ -32,7 +33,7 @@
 #include "tracefs.h"
 
 #define ROUND_MS 100
-#define MAX_FDS	 8
+#define MAX_FDS	 (8 + MM_HOST_MAX_WATCHES)
 
 struct watch {
 	int fd; /* -1: the rings (registered by the sampler, one entry for all) */
@@ -50,6 +51,7 @@ struct mm_live {
 	struct mm_sampler *sampler;
 	struct mm_order *order;
 	struct mm_host *host;
+	struct mm_bpfsrc *bpf; /* in-kernel counters (source auto/bpf), when they run */
 	struct mm_live_hooks hooks;
 	char tracefs[256];
 	const char *tracefs_error; /* while opening streams */
@@ -131,6 +133,7 @@ void mm_live_free(struct mm_live *l)
 	if (!l)
 		return;
 	mm_sampler_free(l->sampler);
+	mm_bpfsrc_free(l->bpf);
 	mm_host_free(l->host);
 	mm_symbols_free(l->syms);
 	if (l->tep)
@@ -241,6 +244,12 @@ int mm_live_open(struct mm_live *l, const struct mm_live_hooks *hooks, mm_proc_l
 		log_error_errno(r, "perf sampler: %m");
 		l->sampler = NULL;
 	}
+	/* Before the tracepoints: collectors counted in the kernel need no perf stream. */
+	r = mm_bpfsrc_open(l->host, &l->cfg, l->syms, &l->bpf);
+	if (r < 0)
+		return r;
+	if (l->bpf)
+		mm_host_set_counter_source(l->host, mm_bpfsrc_collect, l->bpf);
 	r = mm_host_wanted(l->host, open_tp, l);
 	if (r >= 0)
 		r = open_task_stream(l);
@@ -308,6 +317,16 @@ static int on_timer(void *ctx, int fd)
 	return MM_LIVE_CONTINUE;
 }
 
+/* A collector's own fd (mm_host_watch). */
+static int on_source(void *ctx, int fd)
+{
+	struct mm_live *l = ctx;
+	for (unsigned i = 0; mm_host_watched_fd(l->host, i) >= 0; i++)
+		if (mm_host_watched_fd(l->host, i) == fd)
+			mm_host_watch_ready(l->host, i);
+	return MM_LIVE_CONTINUE;
+}
+
 static int on_rings(void *ctx, int fd)
 {
 	return MM_LIVE_CONTINUE; /* every wakeup is followed by a drain round */
@@ -332,6 +351,9 @@ static int setup_loop(struct mm_live *l, int *ret_ep, int *ret_sfd, int *ret_tfd
 	    mm_live_watch(l, *ret_tfd, on_timer, l) < 0 ||
 	    (l->sampler && mm_live_watch(l, -1, on_rings, l) < 0))
 		return -ENOSPC;
+	for (unsigned i = 0; mm_host_watched_fd(l->host, i) >= 0; i++)
+		if (mm_live_watch(l, mm_host_watched_fd(l->host, i), on_source, l) < 0)
+			return -ENOSPC;
 	for (unsigned i = 0; i < l->nwatches; i++) {
 		struct epoll_event e = {.events = EPOLLIN, .data.u64 = i};
 		int fd = l->watches[i].fd, r;

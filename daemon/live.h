@@ -2,10 +2,11 @@
  * The live pipeline, shared by the daemon and `mmlockd record`: the perf rings as the record
  * source (sampler.c), the ordering queue (order.c), the host with its window clock and sinks
  * (host.c), and the one event loop that drives them. The loop is a table of {fd, handler}: the
- * signalfd, a 100 ms timer, the rings, and whatever the command adds (record's child and
- * duration). Each round drains every ring into the queue, feeds the host the records older than
- * the previous round's start, and advances the window clock to that horizon; once a second it
- * runs the collectors' tick and the command's per-second hook (publish, watchdog).
+ * signalfd, a 100 ms timer, the rings, the collectors' own fds (mm_host_watch), and whatever
+ * the command adds (record's child and duration). Each round drains every ring into the queue,
+ * feeds the host the records older than the previous round's start, and advances the window clock
+ * to that horizon; once a second it runs the collectors' tick and the command's per-second hook
+ * (publish, watchdog).
  */
 #ifndef MM_LIVE_H
 #define MM_LIVE_H

@@ -18,6 +18,12 @@ int mm_log_get_level(void);
  * -EINVAL. */
 int mm_log_parse_level(const char *s);
 
+/* Copies @src into @dst (@size bytes, NUL-terminated, @size > 0) with control bytes and bytes
+ * outside valid UTF-8 written as \xNN (\t, \n, \r by name); valid UTF-8 is kept. Stops before an
+ * escape or a character that would not fit. Returns the length written. The log functions below
+ * escape every line this way. */
+size_t mm_escape(char *dst, size_t size, const char *src);
+
 /* Logs one line at @prio. Returns 0. */
 int mm_log(int prio, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
@@ -26,7 +32,8 @@ int mm_log(int prio, const char *fmt, ...) __attribute__((format(printf, 2, 3)))
 int mm_log_errno(int prio, int err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /* Formats a one-line reason into @err (@errlen bytes; nothing when @err is NULL or @errlen 0),
- * for functions that return -errno and leave the wording to their caller. */
+ * for functions that return -errno and leave the wording to their caller. Escaped as
+ * mm_escape() does, so a reason quoting input is printable text on one line. */
 void mm_set_err(char *err, size_t errlen, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 

@@ -88,10 +88,11 @@ static void reload(void *ctx)
 		mm_host_set_interval(mm_live_host(d->live), n.interval_s, wall_ms());
 	}
 	d->cfg.top_n = n.top_n;
+	d->cfg.cgroup_top = n.cgroup_top;
 	d->cfg.retention_days = n.retention_days;
 	d->cfg.log_level = n.log_level;
-	log_info("reloaded configuration: interval %us, top %u, retention %u days",
-		 d->cfg.interval_s, d->cfg.top_n, d->cfg.retention_days);
+	log_info("reloaded configuration: interval %us, top %u, cgroup_top %u, retention %u days",
+		 d->cfg.interval_s, d->cfg.top_n, d->cfg.cgroup_top, d->cfg.retention_days);
 }
 
 static void writer_sink(void *ctx, struct mm_snapshot *w)

@@ -6,6 +6,7 @@
  * seconds), and nothing has to be re-opened if systemd is restarted.
  */
 #include "notify.h"
+#include "parse.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -79,17 +80,13 @@ int mm_notifyf(const char *fmt, ...)
 	return r;
 }
 
-/* A positive decimal number without sign, blanks or junk (strtoull alone would take "-1"). */
+/* A positive decimal number without sign, blanks or junk (parse.h's grammar). */
 static int parse_positive(const char *s, uint64_t *ret)
 {
 	unsigned long long v;
-	char *end;
+	int r = mm_parse_number(s, NULL, 1, UINT64_MAX, &v);
 
-	if (*s < '0' || *s > '9')
-		return -EINVAL;
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno != 0 || *end != '\0' || v == 0)
+	if (r < 0)
 		return -EINVAL;
 	*ret = v;
 	return 0;

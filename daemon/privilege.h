@@ -6,8 +6,9 @@
  * creates it), so each kind of thread confines itself:
  *
  *   HTTP threads (libmicrohttpd's, the query workers, the sweeper): mm_privilege_confine_http()
- *     on the setup thread that creates them: no capabilities at all, no_new_privs, a seccomp
- *     allow-list (sockets already open, SQLite read-only, memory, time, threads).
+ *     on the setup thread that creates them: no capabilities at all, no_new_privs, Landlock
+ *     (files only in the database's directory, though they run as uid 0), a seccomp allow-list
+ *     (sockets already open, SQLite read-only, memory, time, threads).
  *   The store writer: mm_privilege_drop_thread(): no capabilities, no_new_privs, the deny-list
  *     below.
  *   The main (collection) thread: mm_privilege_drop_main() once every source is set up: no
@@ -23,9 +24,10 @@
 #ifndef MM_PRIVILEGE_H
 #define MM_PRIVILEGE_H
 
-/* Confines the calling thread for parsing HTTP (see above). Returns 0, or -errno when a step
- * failed (logged; the remaining steps are still taken). */
-int mm_privilege_confine_http(void);
+/* Confines the calling thread for parsing HTTP (see above); with Landlock it may then open files
+ * only in the directory of @db_path (NULL: none). Returns 0, or -errno when a step failed
+ * (logged; the remaining steps are still taken). */
+int mm_privilege_confine_http(const char *db_path);
 
 /* Drops every capability of the calling thread and sets no_new_privs. Returns 0 or -errno
  * (logged). */

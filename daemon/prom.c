@@ -408,6 +408,23 @@ static void put_collectors(struct mm_buf *out, const struct mm_snapshot *s, stru
 		put_label(out, "state", mm_collector_state_name(c->state));
 		mm_buf_printf(out, "} %d\n", c->state == MM_COLLECTOR_RUNNING);
 	}
+	name = PREFIX "collector_source";
+	if (!names_claim(ns, name, out))
+		return;
+	put_help(out, name,
+		 "What feeds each collector (perf rings, bpf in-kernel counters, procfs); "
+		 "why_not_bpf says why BPF is not used. Always 1.",
+		 "gauge");
+	for (size_t i = 0; i < s->ncollectors; i++) {
+		const struct mm_snap_collector *c = &s->collectors[i];
+		mm_buf_printf(out, "%s{", name);
+		put_label(out, "collector", c->name);
+		mm_buf_puts(out, ",");
+		put_label(out, "source", c->source);
+		mm_buf_puts(out, ",");
+		put_label(out, "why_not_bpf", c->source_note);
+		mm_buf_puts(out, "} 1\n");
+	}
 }
 
 /* Metric name of a global family: mmlockd_<family>_total with every character outside
@@ -532,6 +549,7 @@ static void reserve_fixed(struct names *ns, struct mm_buf *out)
 		PREFIX "events_total",	     PREFIX "events_lost_total",
 		PREFIX "tracepoint_up",	     PREFIX WAIT_HIST,
 		PROC_PREFIX WAIT_HIST,	     CG_PREFIX "processes",
+		PREFIX "collector_source",
 	};
 	char name[NAME_MAX_LEN];
 

@@ -1,12 +1,14 @@
 /*
  * `mmlockd report` (see report.h): reads the history read-only, so it runs next to a live daemon
  * (WAL lets readers in while the writer writes) and on a database copied from another machine.
- * Lock rows are summed over the windows of the range by the store and printed by locktable.c.
+ * The store sums the rows over the windows of the range (mm_store_fault_rows, mm_store_locks);
+ * faulttable.c and locktable.c print them. Values (times, counts) go through parse.c like every
+ * other command's. A --compare operand is a database when such a file exists or it has no "..";
+ * otherwise a range of --db.
  */
 #include "report.h"
 
 #include <errno.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <stdbool.h>
@@ -16,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cmdline.h"
 #include "config.h"
 #include "faulttable.h"
 #include "locktable.h"
@@ -48,7 +51,8 @@ static const char usage[] =
 	"                   pid processes faults major fallbacks fallback_pct waits vma\n"
 	"                   vma_retry mmap_retry mmap_abort mmap_unknown fb_wait_ms lock_waits\n"
 	"                   wait_ms avg_wait_us comm cgroup (default: faults)\n"
-	"  -x SEP           CSV: a header line of column keys, fields separated by SEP\n"
+	"  -x, --field-separator SEP\n"
+	"                   CSV: a header line of column keys, fields separated by SEP\n"
 	"  --json           a JSON array of rows keyed by column\n"
 	"  --compare A B    A and B side by side with the change in percent; each is a\n"
 	"                   database file, or a range SINCE..UNTIL of the --db database\n"
@@ -207,6 +211,7 @@ static int load_side(const struct args *a, const char *spec, struct mm_fault_sid
 	struct mm_store_range rg;
 	struct mm_store *st = NULL;
 	size_t n = 0, nlocks = 0;
+	bool range = false;
 	int r;
 
 	if (access(spec, F_OK) == 0 || parse_range(spec, a->now, &since, &until) < 0) {
@@ -220,12 +225,17 @@ static int load_side(const struct args *a, const char *spec, struct mm_fault_sid
 		snprintf(label, labellen, "%.*s", (int)blen, base);
 	} else {
 		snprintf(label, labellen, "%s", spec);
+		range = true;
 	}
 	r = mm_store_open_readonly(db, &st);
 	if (r < 0)
 		return r; /* logged */
+	/* Two ranges meeting at a time share no window: each takes the windows that ended in it. */
+	if (range)
+		r = mm_store_window_end_before(st, until, &until);
 	q = query_of(a, since, until, MM_FAULT_ALL);
-	r = mm_store_range(st, since, until, &rg);
+	if (r >= 0)
+		r = mm_store_range(st, since, until, &rg);
 	if (r >= 0)
 		r = mm_store_fault_rows(st, &q, &rows, &n);
 	if (r >= 0)
@@ -301,138 +311,145 @@ static int report_compare(const struct args *a)
 	return r < 0 || fflush(stdout) != 0 ? 1 : 0;
 }
 
-static int parse_args(int argc, char **argv, struct args *a)
-{
-	enum {
-		O_LOCKS = 256,
-		O_SEED,
-		O_DETAIL,
-		O_DB,
-		O_SINCE,
-		O_UNTIL,
-		O_PID,
-		O_TOP,
-		O_HELP,
-		O_UNITS,
-		O_CGROUP,
-		O_COMM,
-		O_SORT,
-		O_JSON,
-		O_COMPARE,
-		O_LABELS,
-		O_THROUGHPUT,
-	};
-	static const struct option opts[] = {
-		{"locks", no_argument, NULL, O_LOCKS},
-		{"seed-table", no_argument, NULL, O_SEED},
-		{"detail", no_argument, NULL, O_DETAIL},
-		{"db", required_argument, NULL, O_DB},
-		{"since", required_argument, NULL, O_SINCE},
-		{"until", required_argument, NULL, O_UNTIL},
-		{"pid", required_argument, NULL, O_PID},
-		{"top", required_argument, NULL, O_TOP},
-		{"help", no_argument, NULL, O_HELP},
-		{"units", no_argument, NULL, O_UNITS},
-		{"cgroup", required_argument, NULL, O_CGROUP},
-		{"comm", required_argument, NULL, O_COMM},
-		{"sort", required_argument, NULL, O_SORT},
-		{"json", no_argument, NULL, O_JSON},
-		{"compare", required_argument, NULL, O_COMPARE},
-		{"labels", required_argument, NULL, O_LABELS},
-		{"throughput", required_argument, NULL, O_THROUGHPUT},
-		{NULL, 0, NULL, 0},
-	};
-	char err[512];
-	int c;
+enum {
+	O_LOCKS,
+	O_SEED,
+	O_DETAIL,
+	O_DB,
+	O_SINCE,
+	O_UNTIL,
+	O_PID,
+	O_TOP,
+	O_UNITS,
+	O_CGROUP,
+	O_COMM,
+	O_SORT,
+	O_CSV,
+	O_JSON,
+	O_COMPARE,
+	O_LABELS,
+	O_THROUGHPUT,
+};
+static const struct mm_cmd_opt report_opts[] = {
+	[O_LOCKS] = {"locks", 0, false, NULL},
+	[O_SEED] = {"seed-table", 0, false, NULL},
+	[O_DETAIL] = {"detail", 0, false, NULL},
+	[O_DB] = {"db", 0, true, NULL},
+	[O_SINCE] = {"since", 0, true, NULL},
+	[O_UNTIL] = {"until", 0, true, NULL},
+	[O_PID] = {"pid", 0, true, NULL},
+	[O_TOP] = {"top", 0, true, NULL},
+	[O_UNITS] = {"units", 0, false, NULL},
+	[O_CGROUP] = {"cgroup", 0, true, NULL},
+	[O_COMM] = {"comm", 0, true, NULL},
+	[O_SORT] = {"sort", 0, true, NULL},
+	[O_CSV] = {"field-separator", 'x', true, NULL},
+	[O_JSON] = {"json", 0, false, NULL},
+	[O_COMPARE] = {"compare", 0, true, NULL},
+	[O_LABELS] = {"labels", 0, true, NULL},
+	[O_THROUGHPUT] = {"throughput", 0, true, NULL},
+	{NULL},
+};
 
-	opterr = 0;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "x:", opts, NULL)) != -1) {
-		switch (c) {
-		case O_LOCKS:
-			a->locks = true;
-			break;
-		case O_SEED:
-			a->seed = true;
-			break;
-		case O_DETAIL:
-			a->detail = true;
-			break;
-		case O_DB:
-			a->db = optarg;
-			break;
-		case O_SINCE:
-			a->since = optarg;
-			break;
-		case O_UNTIL:
-			a->until = optarg;
-			break;
-		case O_PID:
-			if (mm_parse_ulong(optarg, 1, INT32_MAX, &a->pid) < 0) {
-				fprintf(stderr, "mmlockd report: bad --pid '%s'\n", optarg);
-				return -EINVAL;
-			}
-			break;
-		case O_TOP:
-			if (mm_parse_ulong(optarg, 1, UINT32_MAX, &a->top) < 0) {
-				fprintf(stderr, "mmlockd report: bad --top '%s'\n", optarg);
-				return -EINVAL;
-			}
-			a->fo.top = a->top;
-			break;
-		case O_HELP:
-			fputs(usage, stdout);
-			return 1;
-		case O_UNITS:
-			a->fo.by_cgroup = true;
-			break;
-		case O_CGROUP:
-			a->cgroup = optarg;
-			break;
-		case O_COMM:
-			a->comm = optarg;
-			break;
-		case O_SORT:
-			if (mm_fault_parse_sort(&a->fo, optarg, err, sizeof(err)) < 0) {
-				fprintf(stderr, "mmlockd report: --sort: %s\n", err);
-				return -EINVAL;
-			}
-			break;
-		case 'x':
-			if (!optarg[0]) {
-				fprintf(stderr, "mmlockd report: -x needs a separator\n");
-				return -EINVAL;
-			}
-			a->fo.format = MM_FAULT_CSV;
-			a->fo.sep = optarg;
-			break;
-		case O_JSON:
-			a->json = true;
-			break;
-		case O_COMPARE:
-			/* Two operands: the option's and the next argument. */
-			if (optind >= argc) {
-				fprintf(stderr,
-					"mmlockd report: --compare needs two operands, A B\n");
-				return -EINVAL;
-			}
-			a->cmp[0] = optarg;
-			a->cmp[1] = argv[optind++];
-			break;
-		case O_LABELS:
-			a->labels = optarg;
-			break;
-		case O_THROUGHPUT:
-			a->throughput = optarg;
-			break;
-		default:
-			fprintf(stderr, "mmlockd report: unknown option or missing value in '%s'\n",
-				argv[optind - 1]);
+/* One option of report_opts[] (mm_cmd_parse's callback): 0, or -EINVAL after saying why. */
+static int report_option(void *ctx, const struct mm_cmd_opt *o, const char *arg)
+{
+	struct args *a = ctx;
+	char err[512];
+
+	switch (o - report_opts) {
+	case O_LOCKS:
+		a->locks = true;
+		break;
+	case O_SEED:
+		a->seed = true;
+		break;
+	case O_DETAIL:
+		a->detail = true;
+		break;
+	case O_DB:
+		a->db = arg;
+		break;
+	case O_SINCE:
+		a->since = arg;
+		break;
+	case O_UNTIL:
+		a->until = arg;
+		break;
+	case O_PID:
+		if (mm_parse_ulong(arg, 1, INT32_MAX, &a->pid) < 0) {
+			fprintf(stderr, "mmlockd report: bad --pid '%s'\n", arg);
 			return -EINVAL;
 		}
+		break;
+	case O_TOP:
+		if (mm_parse_ulong(arg, 1, UINT32_MAX, &a->top) < 0) {
+			fprintf(stderr, "mmlockd report: bad --top '%s'\n", arg);
+			return -EINVAL;
+		}
+		a->fo.top = a->top;
+		break;
+	case O_UNITS:
+		a->fo.by_cgroup = true;
+		break;
+	case O_CGROUP:
+		a->cgroup = arg;
+		break;
+	case O_COMM:
+		a->comm = arg;
+		break;
+	case O_SORT:
+		if (mm_fault_parse_sort(&a->fo, arg, err, sizeof(err)) < 0) {
+			fprintf(stderr, "mmlockd report: --sort: %s\n", err);
+			return -EINVAL;
+		}
+		break;
+	case O_CSV:
+		if (!arg[0]) {
+			fprintf(stderr, "mmlockd report: -x needs a separator\n");
+			return -EINVAL;
+		}
+		a->fo.format = MM_FAULT_CSV;
+		a->fo.sep = arg;
+		break;
+	case O_JSON:
+		a->json = true;
+		break;
+	case O_COMPARE:
+		a->cmp[0] = arg; /* B is the operand */
+		break;
+	case O_LABELS:
+		a->labels = arg;
+		break;
+	case O_THROUGHPUT:
+		a->throughput = arg;
+		break;
 	}
-	if (optind < argc) {
-		fprintf(stderr, "mmlockd report: unexpected argument '%s'\n", argv[optind]);
+	return 0;
+}
+
+/* Parses the command line into @a. Returns 0, 1 after --help, or -EINVAL after saying why. */
+static int parse_args(int argc, char **argv, struct args *a)
+{
+	const struct mm_cmd cmd = {"report", usage, report_opts, false, report_option, a};
+	struct mm_config cfg;
+
+	mm_config_defaults(&cfg);
+	int first = mm_cmd_parse(&cmd, &cfg, argc, argv);
+	if (first == 0)
+		return 1;
+	if (first < 0)
+		return -EINVAL;
+	/* --compare's second operand. */
+	if (a->cmp[0]) {
+		if (first >= argc) {
+			fprintf(stderr, "mmlockd report: --compare needs two operands, A B\n");
+			return -EINVAL;
+		}
+		a->cmp[1] = argv[first++];
+	}
+	if (first < argc) {
+		fprintf(stderr, "mmlockd report: unexpected argument '%s'\n", argv[first]);
 		return -EINVAL;
 	}
 	if (a->json && a->fo.format == MM_FAULT_CSV) {

@@ -26,6 +26,29 @@ static uint64_t take_u64(struct cursor *c)
 	return v;
 }
 
+/* PERF_SAMPLE_TID and _TIME, in the order the kernel writes them (samples and sample_id). */
+static void take_tid_time(struct cursor *c, uint64_t sample_type, struct mm_sample *s)
+{
+	if (sample_type & PERF_SAMPLE_TID) {
+		uint64_t v = take_u64(c);
+		s->pid = (uint32_t)v;
+		s->tid = (uint32_t)(v >> 32);
+	}
+	if (sample_type & PERF_SAMPLE_TIME)
+		s->time_ns = take_u64(c);
+}
+
+/* PERF_SAMPLE_ID, _STREAM_ID and _CPU, likewise. */
+static void take_id_cpu(struct cursor *c, uint64_t sample_type, struct mm_sample *s)
+{
+	if (sample_type & PERF_SAMPLE_ID)
+		s->id = take_u64(c);
+	if (sample_type & PERF_SAMPLE_STREAM_ID)
+		take_u64(c);
+	if (sample_type & PERF_SAMPLE_CPU)
+		s->cpu = (uint32_t)take_u64(c);
+}
+
 int mm_sample_parse(const struct perf_event_header *hdr, uint64_t sample_type,
 		    struct mm_sample *ret)
 {
@@ -41,21 +64,10 @@ int mm_sample_parse(const struct perf_event_header *hdr, uint64_t sample_type,
 		s.id = take_u64(&c);
 	if (sample_type & PERF_SAMPLE_IP)
 		s.ip = take_u64(&c);
-	if (sample_type & PERF_SAMPLE_TID) {
-		uint64_t v = take_u64(&c);
-		s.pid = (uint32_t)v;
-		s.tid = (uint32_t)(v >> 32);
-	}
-	if (sample_type & PERF_SAMPLE_TIME)
-		s.time_ns = take_u64(&c);
+	take_tid_time(&c, sample_type, &s);
 	if (sample_type & PERF_SAMPLE_ADDR)
 		take_u64(&c);
-	if (sample_type & PERF_SAMPLE_ID)
-		s.id = take_u64(&c);
-	if (sample_type & PERF_SAMPLE_STREAM_ID)
-		take_u64(&c);
-	if (sample_type & PERF_SAMPLE_CPU)
-		s.cpu = (uint32_t)take_u64(&c);
+	take_id_cpu(&c, sample_type, &s);
 	if (sample_type & PERF_SAMPLE_PERIOD)
 		take_u64(&c);
 	if (sample_type & PERF_SAMPLE_CALLCHAIN) {
@@ -107,19 +119,8 @@ int mm_sample_id_parse(const struct perf_event_header *hdr, uint64_t sample_type
 		return -EINVAL;
 	struct cursor c = {(const uint8_t *)hdr + hdr->size - words * 8,
 			   (const uint8_t *)hdr + hdr->size, 0};
-	if (sample_type & PERF_SAMPLE_TID) {
-		uint64_t v = take_u64(&c);
-		s.pid = (uint32_t)v;
-		s.tid = (uint32_t)(v >> 32);
-	}
-	if (sample_type & PERF_SAMPLE_TIME)
-		s.time_ns = take_u64(&c);
-	if (sample_type & PERF_SAMPLE_ID)
-		s.id = take_u64(&c);
-	if (sample_type & PERF_SAMPLE_STREAM_ID)
-		take_u64(&c);
-	if (sample_type & PERF_SAMPLE_CPU)
-		s.cpu = (uint32_t)take_u64(&c);
+	take_tid_time(&c, sample_type, &s);
+	take_id_cpu(&c, sample_type, &s);
 	if (sample_type & PERF_SAMPLE_IDENTIFIER)
 		s.id = take_u64(&c);
 	*ret = s;

@@ -59,6 +59,26 @@ static int libperf_print(enum libperf_print_level level, const char *fmt, va_lis
 	return mm_log(LOG_DEBUG, "libperf: %s", line);
 }
 
+/* perf_evlist__delete() frees the evlist and its evsels, but libperf (6.12) does not drop the
+ * references to the CPU and thread maps that perf_evlist__set_maps() gave each evsel (perf's own
+ * evsel__exit() does), so every stream leaked its maps (LeakSanitizer, in the ASan build's
+ * integration suite). Drops them, then deletes. Accepts NULL. */
+static void delete_evlist(struct perf_evlist *el)
+{
+	struct perf_evsel *ev;
+
+	if (!el)
+		return;
+	perf_evlist__for_each_evsel (el, ev) {
+		perf_cpu_map__put(ev->cpus);
+		perf_cpu_map__put(ev->own_cpus);
+		perf_thread_map__put(ev->threads);
+		ev->cpus = ev->own_cpus = NULL;
+		ev->threads = NULL;
+	}
+	perf_evlist__delete(el);
+}
+
 int mm_sampler_new(unsigned ring_pages, struct mm_sampler **ret)
 {
 	if (!ring_pages || (ring_pages & (ring_pages - 1)))
@@ -87,7 +107,7 @@ void mm_sampler_free(struct mm_sampler *s)
 		perf_evlist__disable(el);
 		perf_evlist__munmap(el);
 		perf_evlist__close(el);
-		perf_evlist__delete(el); /* deletes its evsels */
+		delete_evlist(el);
 	}
 	free(s->streams);
 	perf_cpu_map__put(s->cpus);
@@ -137,7 +157,7 @@ static int add(struct mm_sampler *s, unsigned stream, struct perf_event_attr *at
 	struct perf_evlist *el = perf_evlist__new();
 	struct perf_evsel *ev = el ? perf_evsel__new(attr) : NULL;
 	if (!ev) {
-		perf_evlist__delete(el);
+		delete_evlist(el);
 		mm_set_err(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
@@ -147,14 +167,14 @@ static int add(struct mm_sampler *s, unsigned stream, struct perf_event_attr *at
 	if (r < 0) {
 		const char *why = open_error(r);
 		mm_set_err(err, errlen, "perf_event_open failed: %s", why ? why : strerror(-r));
-		perf_evlist__delete(el);
+		delete_evlist(el);
 		return r;
 	}
 	if (filter && (r = perf_evsel__apply_filter(ev, filter)) < 0) {
 		mm_set_err(err, errlen, "the kernel refused the filter \"%s\": %s", filter,
 			   strerror(r == -1 ? errno : -r));
 		perf_evlist__close(el);
-		perf_evlist__delete(el);
+		delete_evlist(el);
 		return r == -1 ? -errno : r;
 	}
 	r = perf_evlist__mmap(el, (int)s->ring_pages);
@@ -164,7 +184,7 @@ static int add(struct mm_sampler *s, unsigned stream, struct perf_event_attr *at
 			   "kernel.perf_event_mlock_kb)",
 			   s->ring_pages, strerror(-r));
 		perf_evlist__close(el);
-		perf_evlist__delete(el);
+		delete_evlist(el);
 		return r;
 	}
 	/* Touch every ring page now, before sampling starts: the ring's VMA has no ->map_pages,

@@ -58,6 +58,8 @@ struct mm_snap_collector {
 	char name[32];
 	enum mm_collector_state state;
 	char reason[256];
+	char source[16];       /* what feeds it: "perf", "bpf", "procfs" */
+	char source_note[192]; /* why not BPF, "" when it runs on BPF or BPF does not apply */
 };
 
 #define MM_LOCK_TYPE_LEN 16

@@ -5,6 +5,10 @@
 
 #include <stddef.h>
 
+/* One source of mmap_lock acquisitions: member mmap_lock_by_<src>, label source="<src>". */
+#define SRC(src)                                                                                   \
+	F(mmap_lock_by_##src, "mmap_lock_acquisitions_by_source_total", "source=\"" #src "\"",     \
+	  SRC_HELP, MM_FIELD_COUNT)
 #define F(member, prom_, label_, help_, kind_)                                                     \
 	{                                                                                          \
 		.name = #member, .prom = prom_, .prom_label = label_, .help = help_,               \
@@ -72,40 +76,23 @@ const struct mm_field mm_proc_fields[] = {
 	F(faults_pages_reread, "page_fault_pages_reread_total", NULL,
 	  "Pages added to the page cache twice within one fault (I/O repeated by a retry).",
 	  MM_FIELD_COUNT),
-	F(mmap_lock_by_fault, "mmap_lock_acquisitions_by_source_total", "source=\"fault\"",
-	  SRC_HELP, MM_FIELD_COUNT),
-	F(mmap_lock_by_fault_other, "mmap_lock_acquisitions_by_source_total",
-	  "source=\"fault_other\"", SRC_HELP, MM_FIELD_COUNT),
-	F(mmap_lock_by_fault_kernel, "mmap_lock_acquisitions_by_source_total",
-	  "source=\"fault_kernel\"", SRC_HELP, MM_FIELD_COUNT),
-	F(mmap_lock_by_mmap, "mmap_lock_acquisitions_by_source_total", "source=\"mmap\"", SRC_HELP,
-	  MM_FIELD_COUNT),
-	F(mmap_lock_by_munmap, "mmap_lock_acquisitions_by_source_total", "source=\"munmap\"",
-	  SRC_HELP, MM_FIELD_COUNT),
-	F(mmap_lock_by_mremap, "mmap_lock_acquisitions_by_source_total", "source=\"mremap\"",
-	  SRC_HELP, MM_FIELD_COUNT),
-	F(mmap_lock_by_mprotect, "mmap_lock_acquisitions_by_source_total", "source=\"mprotect\"",
-	  SRC_HELP, MM_FIELD_COUNT),
-	F(mmap_lock_by_madvise, "mmap_lock_acquisitions_by_source_total", "source=\"madvise\"",
-	  SRC_HELP, MM_FIELD_COUNT),
-	F(mmap_lock_by_brk, "mmap_lock_acquisitions_by_source_total", "source=\"brk\"", SRC_HELP,
-	  MM_FIELD_COUNT),
-	F(mmap_lock_by_mlock, "mmap_lock_acquisitions_by_source_total", "source=\"mlock\"",
-	  SRC_HELP, MM_FIELD_COUNT),
-	F(mmap_lock_by_mincore, "mmap_lock_acquisitions_by_source_total", "source=\"mincore\"",
-	  SRC_HELP, MM_FIELD_COUNT),
-	F(mmap_lock_by_exit, "mmap_lock_acquisitions_by_source_total", "source=\"exit\"", SRC_HELP,
-	  MM_FIELD_COUNT),
-	F(mmap_lock_by_fork, "mmap_lock_acquisitions_by_source_total", "source=\"fork\"", SRC_HELP,
-	  MM_FIELD_COUNT),
-	F(mmap_lock_by_exec, "mmap_lock_acquisitions_by_source_total", "source=\"exec\"", SRC_HELP,
-	  MM_FIELD_COUNT),
-	F(mmap_lock_by_remote, "mmap_lock_acquisitions_by_source_total", "source=\"remote\"",
-	  SRC_HELP, MM_FIELD_COUNT),
-	F(mmap_lock_by_other, "mmap_lock_acquisitions_by_source_total", "source=\"other\"",
-	  SRC_HELP, MM_FIELD_COUNT),
-	F(mmap_lock_by_unknown, "mmap_lock_acquisitions_by_source_total", "source=\"unknown\"",
-	  SRC_HELP, MM_FIELD_COUNT),
+	SRC(fault),
+	SRC(fault_other),
+	SRC(fault_kernel),
+	SRC(mmap),
+	SRC(munmap),
+	SRC(mremap),
+	SRC(mprotect),
+	SRC(madvise),
+	SRC(brk),
+	SRC(mlock),
+	SRC(mincore),
+	SRC(exit),
+	SRC(fork),
+	SRC(exec),
+	SRC(remote),
+	SRC(other),
+	SRC(unknown),
 	F(minflt, "page_faults_accounted_total", "type=\"minor\"", KFLT_HELP, MM_FIELD_COUNT),
 	F(majflt, "page_faults_accounted_total", "type=\"major\"", KFLT_HELP, MM_FIELD_COUNT),
 	F(fallback_locks, "fault_fallback_locks_total", NULL,
@@ -135,8 +122,11 @@ void mm_stats_add(struct mm_proc_stats *dst, const struct mm_proc_stats *src)
 		uint64_t *d = (uint64_t *)((char *)dst + mm_proc_fields[i].offset);
 		*d += mm_field_get(src, &mm_proc_fields[i]);
 	}
-	for (unsigned i = 0; i < MM_HIST_BUCKETS; i++)
+	for (unsigned i = 0; i < MM_HIST_BUCKETS; i++) {
 		dst->mmap_lock_wait_hist.bucket[i] += src->mmap_lock_wait_hist.bucket[i];
+		dst->fault_ns_vma_hist.bucket[i] += src->fault_ns_vma_hist.bucket[i];
+		dst->fault_ns_mmap_hist.bucket[i] += src->fault_ns_mmap_hist.bucket[i];
+	}
 }
 
 int mm_stats_is_zero(const struct mm_proc_stats *s)
@@ -145,7 +135,8 @@ int mm_stats_is_zero(const struct mm_proc_stats *s)
 		if (mm_field_get(s, &mm_proc_fields[i]))
 			return 0;
 	for (unsigned i = 0; i < MM_HIST_BUCKETS; i++)
-		if (s->mmap_lock_wait_hist.bucket[i])
+		if (s->mmap_lock_wait_hist.bucket[i] || s->fault_ns_vma_hist.bucket[i] ||
+		    s->fault_ns_mmap_hist.bucket[i])
 			return 0;
 	return 1;
 }

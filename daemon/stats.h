@@ -72,6 +72,10 @@ struct mm_proc_stats {
 	uint64_t fallback_locks;
 	uint64_t fallback_lock_waits;	    /* those that found it taken (a failed attempt first) */
 	struct mm_hist mmap_lock_wait_hist; /* distribution of mmap_lock_wait_ns */
+	/* BPF source only (daemon/bpfsource.c): user-fault latency, page_fault_user to the fault's
+	 * completion (mm_account_fault's software event), by whether it fell back: */
+	struct mm_hist fault_ns_vma_hist;  /* completed without an mmap_lock fallback */
+	struct mm_hist fault_ns_mmap_hist; /* completed after one */
 };
 
 enum mm_field_kind {

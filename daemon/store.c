@@ -10,6 +10,14 @@
  * enough that the same millisecond always gives the same double, which the process identity
  * UNIQUE(pid, start_time) and the prune comparison rely on. SQLite result codes become -errno
  * here, logged once with the database path and SQLite's message.
+ *
+ * A file is mmlockd's when its PRAGMA application_id says so (MM_APPLICATION_ID, set on every
+ * database this version creates). An older mmlockd's database (application_id 0, user_version > 0,
+ * mmlockd's tables) is adopted and stamped; anything else with content (another application's
+ * SQLite file) is refused before anything is written to it, not even the switch to WAL. When
+ * SQLite cannot open a file it reports the errno of its last fallback, often ENOENT for a
+ * database that exists but whose directory refuses the -wal and -shm files beside it; the
+ * directory's own reason (EPERM when immutable, EROFS, EACCES) is reported instead.
  */
 #include "store.h"
 
@@ -39,6 +47,9 @@ extern const char *const mm_schema_sql_names[];
 extern const unsigned mm_schema_sql_count;
 
 #define BUSY_TIMEOUT_MS 5000
+
+/* PRAGMA application_id of mmlockd databases: "mmlk". */
+#define MM_APPLICATION_ID 0x6d6d6c6b
 
 /* Columns of the process_stats view before the counters, in order. */
 static const char *const view_head[] = {"ts_start",   "ts_end", "pid",
@@ -102,12 +113,35 @@ static int sqlite_errno(sqlite3 *db, int rc)
 	}
 }
 
+/* Why the directory of @path refuses new files (-EPERM, -EROFS, -EACCES), or 0. */
+static int dir_refuses_files(const char *path)
+{
+	char *copy = strdup(path);
+	int r = 0;
+
+	if (copy && access(dirname(copy), W_OK) < 0)
+		r = -errno;
+	free(copy);
+	return r;
+}
+
 /* Logs "database PATH: WHAT: sqlite message" for result code @rc and returns the -errno. Must be
  * called before anything else touches the connection (a rollback resets the message). */
 static int db_fail(struct mm_store *st, int rc, const char *what)
 {
 	int r = sqlite_errno(st->db, rc);
 	int prim = rc & 0xff;
+
+	/* The file is there, so an open that failed was of its -wal, -shm or -journal. */
+	if ((prim == SQLITE_CANTOPEN || prim == SQLITE_IOERR) && access(st->path, F_OK) == 0) {
+		int dir = dir_refuses_files(st->path);
+
+		if (dir < 0)
+			return log_error_errno(dir,
+					       "database %s: %s: cannot create the -wal and -shm "
+					       "files beside it: %m",
+					       st->path, what);
+	}
 
 	if ((prim == SQLITE_CANTOPEN || prim == SQLITE_IOERR) && sqlite3_system_errno(st->db) > 0)
 		return log_error_errno(r, "database %s: %s: %s: %m", st->path, what,
@@ -476,11 +510,72 @@ out:
 	return r;
 }
 
+/* Runs a one-integer query (a PRAGMA, a count). */
+static int query_int(struct mm_store *st, const char *sql, int *ret)
+{
+	sqlite3_stmt *s = NULL;
+	int rc, r;
+
+	r = prepare(st, sql, &s);
+	if (r < 0)
+		return r;
+	rc = sqlite3_step(s);
+	if (rc == SQLITE_ROW)
+		*ret = sqlite3_column_int(s, 0);
+	else
+		r = db_fail(st, rc, sql);
+	sqlite3_finalize(s);
+	return r;
+}
+
+/* Whether the file at schema @version is mmlockd's (see the header comment). Returns 0 with
+ * *ret_stamp set when application_id must still be written (a new file, an older mmlockd's
+ * database), or the logged -errno. */
+static int check_owner(struct mm_store *st, int version, bool *ret_stamp)
+{
+	int id, tables, ours, r;
+
+	*ret_stamp = false;
+	if ((r = query_int(st, "PRAGMA application_id", &id)) < 0)
+		return r;
+	if (id == MM_APPLICATION_ID)
+		return 0;
+	if (id != 0)
+		return log_error_errno(EBADMSG,
+				       "database %s: belongs to another application "
+				       "(application_id 0x%08x, mmlockd's is 0x%08x); refusing it",
+				       st->path, (unsigned)id, MM_APPLICATION_ID);
+	if ((r = query_int(st, "SELECT count(*) FROM sqlite_master WHERE name NOT LIKE 'sqlite_%'",
+			   &tables)) < 0 ||
+	    (r = query_int(st,
+			   "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN "
+			   "('windows', 'processes', 'process_windows')",
+			   &ours)) < 0)
+		return r;
+	if (version == 0 && tables == 0) {
+		*ret_stamp = true; /* new */
+		return 0;
+	}
+	if (version > 0 && ours == 3) {
+		log_info("database %s: an earlier mmlockd's database (schema version %d), adopting "
+			 "it",
+			 st->path, version);
+		*ret_stamp = true;
+		return 0;
+	}
+	return log_error_errno(EBADMSG,
+			       "database %s: not an mmlockd database (application_id 0, "
+			       "user_version %d, %d tables, indexes or views of its own); "
+			       "refusing to add mmlockd's tables to it",
+			       st->path, version, tables);
+}
+
 static int store_open(const char *path, bool readonly, struct mm_store **ret)
 {
 	struct mm_store *st;
 	int flags = SQLITE_OPEN_NOMUTEX;
 	int rc, r, version;
+	bool stamp;
 
 	st = calloc(1, sizeof(*st));
 	if (!st)
@@ -522,6 +617,9 @@ static int store_open(const char *path, bool readonly, struct mm_store **ret)
 		r = read_version(st, &version);
 		if (r < 0)
 			goto fail;
+		r = check_owner(st, version, &stamp);
+		if (r < 0)
+			goto fail;
 		if (version != (int)mm_schema_sql_count) {
 			r = log_error_errno(
 				EPROTONOSUPPORT,
@@ -539,6 +637,9 @@ static int store_open(const char *path, bool readonly, struct mm_store **ret)
 		if (r < 0)
 			goto fail;
 		r = check_not_newer(st, version);
+		if (r < 0)
+			goto fail;
+		r = check_owner(st, version, &stamp);
 		if (r < 0)
 			goto fail;
 		/* Persistent in the file; also what lets read-only handles read during writes. */
@@ -561,6 +662,15 @@ static int store_open(const char *path, bool readonly, struct mm_store **ret)
 		r = migrate(st);
 		if (r < 0)
 			goto fail;
+		/* After the migrations: a crash in between leaves a file the next start adopts. */
+		if (stamp) {
+			char sql[64];
+
+			snprintf(sql, sizeof(sql), "PRAGMA application_id = %d", MM_APPLICATION_ID);
+			r = exec_sql(st, sql, "setting the application id");
+			if (r < 0)
+				goto fail;
+		}
 		r = prepare_write(st);
 		if (r < 0)
 			goto fail;
@@ -1078,6 +1188,30 @@ int mm_store_range(struct mm_store *st, double since_s, double until_s, struct m
 	ret->first_s = sqlite3_column_double(s, 1);
 	ret->last_s = sqlite3_column_double(s, 2);
 	column_text(s, 3, ret->kernels, sizeof(ret->kernels));
+out:
+	sqlite3_finalize(s);
+	return r;
+}
+
+int mm_store_window_end_before(struct mm_store *st, double t, double *ret)
+{
+	sqlite3_stmt *s = NULL;
+	int rc = sqlite3_prepare_v2(st->db, "SELECT max(ts_end) FROM windows WHERE ts_end <= ?1",
+				    -1, &s, NULL);
+	int r = 0;
+
+	if (rc != SQLITE_OK)
+		return db_fail(st, rc, "preparing the window end query");
+	if (sqlite3_bind_double(s, 1, t)) {
+		r = db_fail(st, sqlite3_errcode(st->db), "binding the window end query");
+		goto out;
+	}
+	rc = sqlite3_step(s);
+	if (rc != SQLITE_ROW) {
+		r = db_fail(st, rc, "reading the window end");
+		goto out;
+	}
+	*ret = sqlite3_column_type(s, 0) == SQLITE_NULL ? 0 : sqlite3_column_double(s, 0);
 out:
 	sqlite3_finalize(s);
 	return r;

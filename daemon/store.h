@@ -81,6 +81,12 @@ struct mm_store_range {
 };
 int mm_store_range(struct mm_store *st, double since_s, double until_s, struct mm_store_range *ret);
 
+/* The end of the last window that ended at or before @t (unix seconds), 0 when none did. With
+ * it as until_s, the queries above take exactly the windows that ended in (since_s, @t], so two
+ * ranges that meet at @t share no window (the one running across @t counts in the later one).
+ * Returns 0 or a negative errno (logged). */
+int mm_store_window_end_before(struct mm_store *st, double t, double *ret);
+
 /* Which processes a range query of the web page covers, and which counters it sums: every field
  * is optional. */
 struct mm_store_filter {

@@ -48,7 +48,20 @@ static void prune(struct mm_writer *wr, unsigned days)
 	wr->last_prune_ms = now;
 }
 
-static void *run(void *arg)
+/* Drops the oldest queued window, counted as a store error. Called with the lock held. */
+static void drop_oldest(struct mm_writer *wr)
+{
+	mm_snapshot_unref(wr->queue[wr->head]);
+	wr->queue[wr->head] = NULL;
+	wr->head = (wr->head + 1) % MAX_QUEUED;
+	wr->count--;
+	wr->errors++;
+}
+
+/* The window being written is out of the queue, so submit() can never drop (and free) it under
+ * the writer's feet; a failed one goes back to the front, or is dropped if the queue filled
+ * meanwhile. */
+static void *writer_thread(void *arg)
 {
 	struct mm_writer *wr = arg;
 	mm_privilege_drop_thread(); /* its database is open; SQLite needs no capability */
@@ -59,6 +72,9 @@ static void *run(void *arg)
 		if (!wr->count && wr->stopping)
 			break;
 		struct mm_snapshot *w = wr->queue[wr->head];
+		wr->queue[wr->head] = NULL;
+		wr->head = (wr->head + 1) % MAX_QUEUED;
+		wr->count--;
 		unsigned days = wr->retention_days;
 		bool stopping = wr->stopping;
 		pthread_mutex_unlock(&wr->lock);
@@ -69,30 +85,34 @@ static void *run(void *arg)
 
 		pthread_mutex_lock(&wr->lock);
 		if (r == 0) {
-			wr->queue[wr->head] = NULL;
-			wr->head = (wr->head + 1) % MAX_QUEUED;
-			wr->count--;
 			wr->stored++;
 			mm_snapshot_unref(w);
-		} else if (stopping) {
+			continue;
+		}
+		wr->errors++;
+		if (stopping) {
 			/* One last try failed at shutdown: give up on what is left. */
+			mm_snapshot_unref(w);
+			wr->lost_at_stop++;
 			while (wr->count) {
-				mm_snapshot_unref(wr->queue[wr->head]);
-				wr->queue[wr->head] = NULL;
-				wr->head = (wr->head + 1) % MAX_QUEUED;
-				wr->count--;
-				wr->errors++;
+				drop_oldest(wr);
 				wr->lost_at_stop++;
 			}
+			continue;
+		}
+		if (wr->count == MAX_QUEUED) {
+			mm_snapshot_unref(w); /* the oldest: dropped */
 		} else {
-			/* Keep it queued; retry when the next window arrives. */
-			wr->errors++;
-			while (wr->count && !wr->stopping) {
-				unsigned before = wr->count;
-				pthread_cond_wait(&wr->cond, &wr->lock);
-				if (wr->count != before)
-					break;
-			}
+			wr->head = (wr->head + MAX_QUEUED - 1) % MAX_QUEUED;
+			wr->queue[wr->head] = w;
+			wr->count++;
+		}
+		/* Keep it queued; retry when the next window arrives. */
+		while (wr->count && !wr->stopping) {
+			unsigned before = wr->count;
+			pthread_cond_wait(&wr->cond, &wr->lock);
+			if (wr->count != before)
+				break;
 		}
 	}
 	pthread_mutex_unlock(&wr->lock);
@@ -113,7 +133,7 @@ int mm_writer_start(const char *db_path, unsigned retention_days, struct mm_writ
 	pthread_mutex_init(&wr->lock, NULL);
 	pthread_cond_init(&wr->cond, NULL);
 	prune(wr, retention_days);
-	r = pthread_create(&wr->thread, NULL, run, wr);
+	r = pthread_create(&wr->thread, NULL, writer_thread, wr);
 	if (r) {
 		mm_store_close(wr->store);
 		free(wr);
@@ -128,10 +148,7 @@ void mm_writer_submit(struct mm_writer *wr, struct mm_snapshot *w)
 	pthread_mutex_lock(&wr->lock);
 	if (wr->count == MAX_QUEUED) {
 		/* The database has been failing for a long time: drop the oldest window. */
-		mm_snapshot_unref(wr->queue[wr->head]);
-		wr->head = (wr->head + 1) % MAX_QUEUED;
-		wr->count--;
-		wr->errors++;
+		drop_oldest(wr);
 		log_warning("store: %d windows waiting, dropping the oldest", MAX_QUEUED);
 	}
 	wr->queue[(wr->head + wr->count) % MAX_QUEUED] = w;

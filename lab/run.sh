@@ -47,6 +47,8 @@ deps() {
         mkfs.ext4:e2fsprogs debugfs:e2fsprogs sqlite3:sqlite3 gcc:gcc xz:xz-utils
     [ -f /usr/share/doc/busybox-static/copyright ] || apt-get install -y -q busybox-static >/dev/null
     dpkg -s libelf-dev >/dev/null 2>&1 || apt-get install -y -q libelf-dev >/dev/null
+    # pahole, for CONFIG_DEBUG_INFO_BTF (the BPF source needs the lab kernels' BTF).
+    dpkg -s dwarves >/dev/null 2>&1 || apt-get install -y -q dwarves >/dev/null
     [ -f /usr/src/linux-source-6.12.tar.xz ] || apt-get install -y -q linux-source-6.12 >/dev/null
     [ -x "$MMLOCKD" ] || { log "building mmlockd"; make -C "$TOP" build; }
 }

@@ -48,6 +48,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "htab.h"
 #include "locktable.h"
 #include "plugin.h"
 #include "snapshot.h"
@@ -203,116 +204,6 @@ static bool lock_function(const char *name)
 	return strstr(lock_exact, word) != NULL;
 }
 
-/* --- a small open-addressing table of fixed-size entries whose first @klen bytes are the key
- * (a multiple of 8, no padding), insert-only between clears --- */
-
-struct htab {
-	unsigned char *slots; /* [u64 used][entry] each */
-	size_t esize, klen, cap, used;
-};
-
-#define HT_SLOT(t, i) ((t)->slots + (i) * (8 + (t)->esize))
-#define HT_MIN_CAP    256
-
-static int ht_init(struct htab *t, size_t esize, size_t klen)
-{
-	*t = (struct htab){.esize = (esize + 7) & ~(size_t)7, .klen = klen, .cap = HT_MIN_CAP};
-	t->slots = calloc(t->cap, 8 + t->esize);
-	return t->slots ? 0 : -ENOMEM;
-}
-
-static uint64_t ht_hash(const void *key, size_t klen)
-{
-	uint64_t h = 0x9e3779b97f4a7c15ull, w;
-	for (size_t i = 0; i < klen; i += 8) {
-		memcpy(&w, (const char *)key + i, 8);
-		h = (h ^ w) * 0xff51afd7ed558ccdull;
-		h ^= h >> 32;
-	}
-	return h;
-}
-
-static void *ht_probe(const struct htab *t, const void *key, size_t *ret_slot)
-{
-	size_t i = ht_hash(key, t->klen) & (t->cap - 1);
-	for (;; i = (i + 1) & (t->cap - 1)) {
-		unsigned char *s = HT_SLOT(t, i);
-		if (!*(uint64_t *)s) {
-			*ret_slot = i;
-			return NULL;
-		}
-		if (!memcmp(s + 8, key, t->klen))
-			return s + 8;
-	}
-}
-
-static int ht_grow(struct htab *t)
-{
-	struct htab n = *t;
-	n.cap = t->cap * 2;
-	n.used = 0;
-	n.slots = calloc(n.cap, 8 + n.esize);
-	if (!n.slots)
-		return -ENOMEM;
-	for (size_t i = 0; i < t->cap; i++) {
-		unsigned char *s = HT_SLOT(t, i);
-		size_t slot;
-		if (!*(uint64_t *)s)
-			continue;
-		ht_probe(&n, s + 8, &slot);
-		memcpy(HT_SLOT(&n, slot), s, 8 + n.esize);
-		n.used++;
-	}
-	free(t->slots);
-	*t = n;
-	return 0;
-}
-
-/* The entry with @key; with @create and fewer than @max entries, a new zeroed one with the key
- * set. NULL when absent, full or out of memory. */
-static void *ht_get(struct htab *t, const void *key, bool create, size_t max)
-{
-	size_t slot;
-	void *e = ht_probe(t, key, &slot);
-	if (e || !create || t->used >= max)
-		return e;
-	if ((t->used + 1) * 2 > t->cap) {
-		if (ht_grow(t) < 0)
-			return NULL;
-		ht_probe(t, key, &slot);
-	}
-	unsigned char *s = HT_SLOT(t, slot);
-	memset(s, 0, 8 + t->esize);
-	*(uint64_t *)s = 1;
-	memcpy(s + 8, key, t->klen);
-	t->used++;
-	return s + 8;
-}
-
-/* Empties @t, giving back memory a burst made it take. */
-static void ht_clear(struct htab *t)
-{
-	if (t->cap > 4 * HT_MIN_CAP) {
-		unsigned char *n = calloc(HT_MIN_CAP, 8 + t->esize);
-		if (n) {
-			free(t->slots);
-			t->slots = n;
-			t->cap = HT_MIN_CAP;
-			t->used = 0;
-			return;
-		}
-	}
-	memset(t->slots, 0, t->cap * (8 + t->esize));
-	t->used = 0;
-}
-
-/* The entry in slot @i (0 <= i < t->cap), or NULL when the slot is free. */
-static void *ht_at(const struct htab *t, size_t i)
-{
-	unsigned char *s = HT_SLOT(t, i);
-	return *(uint64_t *)s ? s + 8 : NULL;
-}
-
 /* --- state --- */
 
 enum lock_kind {
@@ -372,11 +263,11 @@ struct state {
 	int g_begin_no_end, g_end_no_begin, g_threads, g_rows, g_callers, g_short, g_offset;
 
 	struct mm_tidmap *threads;
-	struct htab window;   /* struct row by key */
-	struct htab sites;    /* struct site by (caller, type) */
-	struct htab owners;   /* struct mm_owner by mm */
-	uint64_t window_rows; /* rows with a real lock in the window (not LOCK_OTHER) */
-	int64_t mmap_off;     /* offsetof(struct mm_struct, mmap_lock); 0 until learned */
+	struct mm_htab window; /* struct row by key */
+	struct mm_htab sites;  /* struct site by (caller, type) */
+	struct mm_htab owners; /* struct mm_owner by mm */
+	uint64_t window_rows;  /* rows with a real lock in the window (not LOCK_OTHER) */
+	int64_t mmap_off;      /* offsetof(struct mm_struct, mmap_lock); 0 until learned */
 	struct ip_class ipc[IP_CACHE];
 };
 
@@ -424,13 +315,13 @@ static void note_owner(struct state *st, uint64_t mm, uint32_t pid, bool write)
 	if (!mm)
 		return;
 	struct mm_owner key = {.mm = mm};
-	struct mm_owner *o = ht_get(&st->owners, &key, false, 0);
+	struct mm_owner *o = mm_htab_get(&st->owners, &key, false, 0);
 	if (!o) {
 		/* Insert-only: forget everything when full (exited processes' mms stay until
 		 * then); owners are learned again at their next write. */
 		if (st->owners.used >= MAX_MMS)
-			ht_clear(&st->owners);
-		o = ht_get(&st->owners, &key, true, MAX_MMS);
+			mm_htab_clear(&st->owners);
+		o = mm_htab_get(&st->owners, &key, true, MAX_MMS);
 		if (!o)
 			return;
 		o->pid = pid;
@@ -444,7 +335,7 @@ static void note_owner(struct state *st, uint64_t mm, uint32_t pid, bool write)
 static uint64_t owner_of(struct state *st, uint64_t mm)
 {
 	struct mm_owner key = {.mm = mm};
-	struct mm_owner *o = ht_get(&st->owners, &key, false, 0);
+	struct mm_owner *o = mm_htab_get(&st->owners, &key, false, 0);
 	return o ? (uint64_t)o->pid + 1 : 0;
 }
 
@@ -495,7 +386,7 @@ static void maybe_forget(struct state *st, struct thread *t, uint32_t tid)
 static void account(struct state *st, struct mm_host *h, const struct key *k, uint64_t wait)
 {
 	struct site skey = {.caller = k->caller, .type = k->type_kind & 0xff};
-	struct site *site = ht_get(&st->sites, &skey, true, MAX_CALLERS);
+	struct site *site = mm_htab_get(&st->sites, &skey, true, MAX_CALLERS);
 	if (site) {
 		if (!site->contended++ || wait < site->min_ns)
 			site->min_ns = wait;
@@ -506,9 +397,9 @@ static void account(struct state *st, struct mm_host *h, const struct key *k, ui
 		mm_host_global_add(h, st->g_callers, 1);
 	}
 
-	struct row *r = ht_get(&st->window, k, false, 0);
+	struct row *r = mm_htab_get(&st->window, k, false, 0);
 	if (!r && st->window_rows < MAX_WINDOW_KEYS) {
-		r = ht_get(&st->window, k, true, 2 * MAX_WINDOW_KEYS);
+		r = mm_htab_get(&st->window, k, true, 2 * MAX_WINDOW_KEYS);
 		if (r)
 			st->window_rows++;
 	}
@@ -517,7 +408,7 @@ static void account(struct state *st, struct mm_host *h, const struct key *k, ui
 		struct key other = *k;
 		other.lock = 0;
 		other.type_kind = (k->type_kind & 0xff) | LOCK_OTHER << 8;
-		r = ht_get(&st->window, &other, true, 2 * MAX_WINDOW_KEYS);
+		r = mm_htab_get(&st->window, &other, true, 2 * MAX_WINDOW_KEYS);
 		if (!r) {
 			mm_host_global_add(h, st->g_rows, 1);
 			return;
@@ -707,7 +598,7 @@ static void snapshot(void *state, struct mm_host *h, struct mm_snapshot *s, bool
 		rows = calloc(st->window.used, sizeof(*rows));
 	if (rows) {
 		for (size_t i = 0; i < st->window.cap; i++) {
-			if (!(r = ht_at(&st->window, i)))
+			if (!(r = mm_htab_at(&st->window, i)))
 				continue;
 			struct mm_snap_lock *o = &rows[nrows++];
 			const struct mm_snap_proc *p = mm_snapshot_find(s, (int32_t)r->k.pid);
@@ -734,7 +625,7 @@ static void snapshot(void *state, struct mm_host *h, struct mm_snapshot *s, bool
 		sites = calloc(st->sites.used, sizeof(*sites));
 	if (sites) {
 		for (size_t i = 0; i < st->sites.cap; i++) {
-			if (!(c = ht_at(&st->sites, i)))
+			if (!(c = mm_htab_at(&st->sites, i)))
 				continue;
 			struct mm_snap_lock *o = &sites[nsites++];
 			o->pid = -1;
@@ -761,7 +652,7 @@ static void snapshot(void *state, struct mm_host *h, struct mm_snapshot *s, bool
 		 * window, as the host's own counters would be. */
 		if (!rows && st->window.used)
 			mm_host_global_add(h, st->g_rows, st->window.used);
-		ht_clear(&st->window);
+		mm_htab_clear(&st->window);
 		st->window_rows = 0;
 	}
 }
@@ -774,9 +665,9 @@ static void free_state(void *state)
 	if (!st)
 		return;
 	mm_tidmap_free(st->threads);
-	free(st->window.slots);
-	free(st->sites.slots);
-	free(st->owners.slots);
+	mm_htab_free(&st->window);
+	mm_htab_free(&st->sites);
+	mm_htab_free(&st->owners);
 	free(st);
 }
 
@@ -786,9 +677,9 @@ static int init(struct mm_host *h, void **ret_state)
 	if (!st)
 		return mm_host_fail(h, "out of memory");
 	st->threads = mm_tidmap_new(sizeof(struct thread), MAX_THREADS);
-	if (!st->threads || ht_init(&st->window, sizeof(struct row), sizeof(struct key)) < 0 ||
-	    ht_init(&st->sites, sizeof(struct site), 16) < 0 ||
-	    ht_init(&st->owners, sizeof(struct mm_owner), 8) < 0) {
+	if (!st->threads || mm_htab_init(&st->window, sizeof(struct row), sizeof(struct key)) < 0 ||
+	    mm_htab_init(&st->sites, sizeof(struct site), 16) < 0 ||
+	    mm_htab_init(&st->owners, sizeof(struct mm_owner), 8) < 0) {
 		free_state(st);
 		return mm_host_fail(h, "out of memory");
 	}

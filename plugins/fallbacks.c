@@ -29,7 +29,10 @@
  * mmlockd_fallbacks_events_total{name="unattributed"}; the collector's state says the kernel
  * cannot be read when the first HELPER_VERDICT of them come with none at lock_mm_and_find_vma,
  * or when a failed trylock there has no start before it. --collectors faults (callchains,
- * costly) gives the fallbacks on such kernels.
+ * costly) gives the fallbacks on such kernels. The same happens whenever a second probe (a BPF
+ * program) is attached to the tracepoint: perf's IP is then __traceiter_*'s, which calls both;
+ * the collector says so at the first such sample. The BPF source (daemon/bpfsource.c) finds the
+ * site in a short stack instead and is not affected.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -44,20 +47,21 @@ struct thread {
 	bool waited;  /* the fallback in progress has counted its wait */
 };
 
-enum site { SITE_UNKNOWN, SITE_FALLBACK, SITE_HELPER, SITE_OTHER };
+enum site { SITE_UNKNOWN, SITE_FALLBACK, SITE_HELPER, SITE_ITER, SITE_OTHER };
 
 #define IP_CACHE 256
 
 struct state {
+	/* first, for mm_tidmap_state_*(): threads inside lock_mm_and_find_vma */
+	struct mm_tidmap *threads;
 	const struct tep_format_field *start_write, *acq[2]; /* acq: write, success */
 	struct {
 		uint64_t ip;
 		uint8_t site;
 	} cache[IP_CACHE]; /* IP -> site: a handful of call sites fire these tracepoints */
-	bool noted, noted_trylock;
+	bool noted, noted_trylock, noted_iter;
 	uint64_t n_site, n_helper; /* samples at lock_mm_and_find_vma, at the helper */
 	int g_bad_field, g_threads_dropped, g_unattributed;
-	struct mm_tidmap *threads; /* threads inside lock_mm_and_find_vma */
 };
 
 #define MAX_THREADS (1u << 20)
@@ -79,6 +83,8 @@ static enum site classify(struct state *st, struct mm_host *h, uint64_t ip)
 		site = SITE_FALLBACK;
 	else if (!strncmp(sym, "__mmap_lock_do_trace_", 21))
 		site = SITE_HELPER;
+	else if (!strncmp(sym, "__traceiter_", 12))
+		site = SITE_ITER;
 	if (site != SITE_UNKNOWN) {
 		st->cache[i].ip = ip;
 		st->cache[i].site = (uint8_t)site;
@@ -88,20 +94,14 @@ static enum site classify(struct state *st, struct mm_host *h, uint64_t ip)
 
 static int init(struct mm_host *h, void **ret_state)
 {
-	struct state *st = calloc(1, sizeof(*st));
+	struct state *st = mm_tidmap_state_new(sizeof(*st), sizeof(struct thread), MAX_THREADS);
 	if (!st)
 		return mm_host_fail(h, "out of memory");
-	st->threads = mm_tidmap_new(sizeof(struct thread), MAX_THREADS);
-	if (!st->threads) {
-		free(st);
-		return mm_host_fail(h, "out of memory");
-	}
 	static const char *const write[] = {"write", NULL}, *const acq[] = {"write", "success",
 									    NULL};
 	if (!mm_host_fields(h, "mmap_lock", "mmap_lock_start_locking", write, &st->start_write) ||
 	    !mm_host_fields(h, "mmap_lock", "mmap_lock_acquire_returned", acq, st->acq)) {
-		mm_tidmap_free(st->threads);
-		free(st);
+		mm_tidmap_state_free(st);
 		return mm_host_fail(h, "mmap_lock tracepoints lack the fields write, success");
 	}
 	st->g_bad_field = mm_host_global(h, "fallbacks_events", "bad_field",
@@ -143,6 +143,12 @@ static struct thread *at_fallback(struct state *st, struct mm_host *h, const str
 				"none of the first read locks came from lock_mm_and_find_vma, "
 				"all through the out-of-line trace helper: this kernel does not "
 				"inline the trace call there");
+		else if (site == SITE_ITER)
+			unattributed(
+				st, h, &st->noted_iter,
+				"another probe (a BPF program: another mmlockd on the BPF "
+				"source, bpftrace) is attached to the mmap_lock tracepoints, so "
+				"samples carry the tracepoint iterator's IP");
 		else if (site == SITE_HELPER || site == SITE_UNKNOWN)
 			mm_host_global_add(h, st->g_unattributed, 1);
 		return NULL;
@@ -196,21 +202,6 @@ static void on_acquired(void *vst, struct mm_host *h, const struct mm_sample *s)
 	t->failed = true;
 }
 
-static void thread_exit(void *vst, struct mm_host *h, uint32_t pid, uint32_t tid)
-{
-	struct state *st = vst;
-	mm_tidmap_remove(st->threads, tid);
-}
-
-static void free_state(void *vst)
-{
-	struct state *st = vst;
-	if (!st)
-		return;
-	mm_tidmap_free(st->threads);
-	free(st);
-}
-
 static const struct mm_tp_req tracepoints[] = {
 	{.system = "mmap_lock",
 	 .name = "mmap_lock_start_locking",
@@ -229,6 +220,6 @@ const struct mm_plugin mm_plugin_fallbacks = {
 		       "(cheap: filtered read-lock events attributed by IP, no callchains)",
 	.tracepoints = tracepoints,
 	.init = init,
-	.thread_exit = thread_exit,
-	.free = free_state,
+	.thread_exit = mm_tidmap_state_forget,
+	.free = mm_tidmap_state_free,
 };

@@ -43,10 +43,11 @@ struct thread {
 enum { F_MM, F_WRITE, F_SUCCESS };
 
 struct state {
+	/* first, for mm_tidmap_state_*(): threads with a pending wait or write hold */
+	struct mm_tidmap *threads;
 	const struct mm_tp *contention;
 	const struct tep_format_field *start[2], *acq[3], *rel[2], *cb_flags[1];
 	int g_unmatched_acquire, g_unmatched_release, g_bad_field, g_threads_dropped, g_too_nested;
-	struct mm_tidmap *threads; /* threads with a pending wait or write hold */
 };
 
 #define MAX_THREADS (1u << 20)
@@ -83,14 +84,9 @@ static bool end_hold(struct thread *t, uint64_t mm, uint64_t time_ns, struct mm_
 
 static int init(struct mm_host *h, void **ret_state)
 {
-	struct state *st = calloc(1, sizeof(*st));
+	struct state *st = mm_tidmap_state_new(sizeof(*st), sizeof(struct thread), MAX_THREADS);
 	if (!st)
 		return mm_host_fail(h, "out of memory");
-	st->threads = mm_tidmap_new(sizeof(struct thread), MAX_THREADS);
-	if (!st->threads) {
-		free(st);
-		return mm_host_fail(h, "out of memory");
-	}
 	static const char *const mm_write[] = {"mm", "write", NULL};
 	static const char *const mm_write_success[] = {"mm", "write", "success", NULL};
 	static const char *const flags[] = {"flags", NULL};
@@ -98,8 +94,7 @@ static int init(struct mm_host *h, void **ret_state)
 	    !mm_host_fields(h, "mmap_lock", "mmap_lock_acquire_returned", mm_write_success,
 			    st->acq) ||
 	    !mm_host_fields(h, "mmap_lock", "mmap_lock_released", mm_write, st->rel)) {
-		mm_tidmap_free(st->threads);
-		free(st);
+		mm_tidmap_state_free(st);
 		return mm_host_fail(h, "mmap_lock tracepoints lack the fields mm/write/success "
 				       "(unsupported kernel version)");
 	}
@@ -210,21 +205,6 @@ static void on_contention(void *state, struct mm_host *h, const struct mm_sample
 		t->contended = true;
 }
 
-static void thread_exit(void *state, struct mm_host *h, uint32_t pid, uint32_t tid)
-{
-	struct state *st = state;
-	mm_tidmap_remove(st->threads, tid);
-}
-
-static void free_state(void *state)
-{
-	struct state *st = state;
-	if (!st)
-		return;
-	mm_tidmap_free(st->threads);
-	free(st);
-}
-
 static const struct mm_tp_req tracepoints[] = {
 	{.system = "exceptions", .name = "page_fault_user", .handler = on_fault},
 	{.system = "mmap_lock", .name = "mmap_lock_start_locking", .handler = on_start},
@@ -240,6 +220,6 @@ const struct mm_plugin mm_plugin_mmaplock = {
 		"per-process page faults and mmap_lock acquisitions, waits, holds, contention",
 	.tracepoints = tracepoints,
 	.init = init,
-	.thread_exit = thread_exit,
-	.free = free_state,
+	.thread_exit = mm_tidmap_state_forget,
+	.free = mm_tidmap_state_free,
 };

@@ -114,6 +114,14 @@ const char *mm_host_symbol(struct mm_host *h, uint64_t addr, uint64_t *ret_start
  * per window do it then). */
 bool mm_host_window_closing(const struct mm_host *h);
 
+/* Watches @fd (not owned) of a source that pushes (a BPF ring of process exits, a netlink
+ * socket), from init(): the live loop polls it with its own fds and calls @fn(@ctx, h) on the
+ * collection thread when it is readable, while the collector runs. Replay has no fds: such
+ * sources are live-only. Returns 0, or -ENOSPC beyond MM_HOST_MAX_WATCHES. */
+#define MM_HOST_MAX_WATCHES 4
+typedef void (*mm_host_watch_fn)(void *ctx, struct mm_host *h);
+int mm_host_watch(struct mm_host *h, int fd, mm_host_watch_fn fn, void *ctx);
+
 /* Registers a global counter exported as mmlockd_<family>_total{name="<name>"}; returns its id
  * (>= 0) or -ENOMEM. */
 int mm_host_global(struct mm_host *h, const char *family, const char *name, const char *help);

@@ -141,3 +141,31 @@ void mm_tidmap_foreach(struct mm_tidmap *m, void (*fn)(void *ctx, uint32_t tid, 
 			fn(ctx, h->tid, VALUE(h));
 	}
 }
+
+/* The layout both hooks rely on (tidmap.h). */
+struct threads_first {
+	struct mm_tidmap *threads;
+};
+
+void *mm_tidmap_state_new(size_t state_size, size_t value_size, size_t max_entries)
+{
+	struct threads_first *st = calloc(1, state_size);
+	if (st && !(st->threads = mm_tidmap_new(value_size, max_entries))) {
+		free(st);
+		return NULL;
+	}
+	return st;
+}
+
+void mm_tidmap_state_forget(void *state, struct mm_host *h, uint32_t pid, uint32_t tid)
+{
+	mm_tidmap_remove(((struct threads_first *)state)->threads, tid);
+}
+
+void mm_tidmap_state_free(void *state)
+{
+	if (!state)
+		return;
+	mm_tidmap_free(((struct threads_first *)state)->threads);
+	free(state);
+}

@@ -31,4 +31,14 @@ size_t mm_tidmap_count(const struct mm_tidmap *m);
 void mm_tidmap_foreach(struct mm_tidmap *m, void (*fn)(void *ctx, uint32_t tid, void *value),
 		       void *ctx);
 
+/* For a collector whose state is a struct starting with its thread map
+ * (`struct state { struct mm_tidmap *threads; ... }`) and owning nothing else: allocation, and
+ * the thread_exit and free hooks (forget the thread; free the map and the state, NULL too). */
+struct mm_host;
+/* A zeroed state of @state_size bytes whose first member is a new map of @value_size values
+ * (at most @max_entries), or NULL on ENOMEM. */
+void *mm_tidmap_state_new(size_t state_size, size_t value_size, size_t max_entries);
+void mm_tidmap_state_forget(void *state, struct mm_host *h, uint32_t pid, uint32_t tid);
+void mm_tidmap_state_free(void *state);
+
 #endif

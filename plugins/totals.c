@@ -6,8 +6,9 @@
  * every /proc/PID/stat is read and its minflt/majflt growth since the last reading is added to
  * the process's window (a scan costs ~11 us per process: 2.2% of a core at 2000 processes when
  * it ran every second; per window it is a tenth of that at the default 10 s). Exit messages are
- * drained at every tick (about a second) so the socket never fills, and settle at the next scan,
- * while the processes that exited in the window are still known to the host. Exits: the
+ * a source the host polls (mm_host_watch: drained as they arrive, and at every tick) so the
+ * socket never fills, and settle at the next scan, while the processes that exited in the window
+ * are still known to the host. Exits: the
  * taskstats netlink family sends one message per exiting thread with that thread's final counts, so
  * a process that leaves /proc between two readings is settled exactly: its total is what was
  * already dead when it was first read (base) plus every exit message of its threads since (the
@@ -39,6 +40,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "log.h"
 #include "plugin.h"
 #include "proctable.h"
 #include "taskstats.h"
@@ -149,6 +151,14 @@ static void drain(struct state *st)
 		mm_host_global_add(st->h, st->g_overflows, o - st->overflows_seen);
 		st->overflows_seen = o;
 	}
+}
+
+/* The taskstats socket is readable (mm_host_watch): exit messages arrive as they are sent. */
+static void exits_ready(void *ctx, struct mm_host *h)
+{
+	struct state *st = ctx;
+	st->h = h;
+	drain(st);
 }
 
 /* Sum of the live threads' counts of @pid (to learn what its dead threads had at the first
@@ -322,6 +332,8 @@ static int init(struct mm_host *h, void **ret_state)
 			     "no exit accounting (%s): a process's faults after its last /proc "
 			     "reading (up to a window) are not counted",
 			     err);
+	} else if (mm_host_watch(h, mm_taskstats_fd(st->ts), exits_ready, st) < 0) {
+		log_debug("totals: taskstats socket not watched; drained at each tick only");
 	}
 	/* Processes started from here on are seen from birth. A tick of slack: starttime has
 	 * tick resolution. */

@@ -7,6 +7,9 @@ cd "$(dirname "$0")/.."
 
 PKGS="build-essential meson ninja-build pkg-config libtraceevent-dev libsqlite3-dev libmicrohttpd-dev
 linux-source-6.12 xz-utils sqlite3 curl linux-perf prometheus python3"
+# The BPF source (daemon/bpfsource.c, plugins/bpf/): libbpf, clang -target bpf, bpftool for
+# vmlinux.h and the skeleton; without them meson builds the perf path only (-Dbpf=auto).
+PKGS="$PKGS libbpf-dev clang llvm bpftool"
 # systemd-analyze verify of the installed unit (tests/integration/test_install.sh); Debian's
 # systemd package carries it even where PID 1 is not systemd.
 PKGS="$PKGS systemd"
@@ -14,6 +17,9 @@ PKGS="$PKGS systemd"
 PKGS="$PKGS man-db groff-base"
 # daemon/privilege.c: the seccomp filters of the HTTP and collection threads (build and runtime).
 PKGS="$PKGS libseccomp-dev libseccomp2"
+# The sanitizer and fuzzing build of `make test` / `make fuzz` (build-asan/, tests/fuzz/): clang
+# with libFuzzer and the ASan/UBSan runtimes.
+PKGS="$PKGS clang-14 libfuzzer-14-dev libclang-rt-14-dev"
 # The web page's browser tests (tests/browser/) run Debian's chromium.
 PKGS="$PKGS chromium"
 # npm installs the page's charting library (uPlot, embedded into the binary) and the browser tests'

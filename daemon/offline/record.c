@@ -114,6 +114,8 @@ static int parse_record(struct record *d, int argc, char **argv)
 	mm_config_defaults(&d->cfg);
 	/* A recording is for classifying offline: every collector, not the daemon's cheap set. */
 	snprintf(d->cfg.collectors, sizeof(d->cfg.collectors), "all");
+	/* and the raw records: the BPF source has none (bpfsource.h). */
+	snprintf(d->cfg.source, sizeof(d->cfg.source), "perf");
 	d->duration_s = 10;
 	int first = mm_cmd_parse(&cmd, &d->cfg, argc, argv);
 	if (first <= 0)

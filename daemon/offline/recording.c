@@ -1,6 +1,12 @@
 /*
  * Recording file format (see recording.h): chunk writer, chunk reader and payload decoders, plus
  * the small set used to remember which kernel symbols a recording needs.
+ *
+ * The reader trusts nothing in the file: a chunk's length is checked against the bytes the file
+ * still holds before anything is allocated for it (a corrupt length must not make it allocate,
+ * or wait for data a pipe will never send), every read advances, so every loop over the chunks
+ * ends with the file, and each refusal says why (mm_rec_error()). The decoders check each payload
+ * against its own length; libFuzzer runs on all of it (tests/fuzz/).
  */
 #include "recording.h"
 
@@ -10,6 +16,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 static int write_all(FILE *f, const void *p, size_t n)
 {
@@ -96,27 +103,40 @@ struct mm_rec_reader {
 	uint64_t *buf; /* u64 for alignment */
 	size_t cap;
 	long long offset; /* of the chunk last read */
+	uint64_t size;	  /* of the file; UINT64_MAX when unknown (a pipe) */
 	char error[128];  /* why the last mm_rec_next() failed */
 };
+
+int mm_rec_open_stream(FILE *f, uint64_t size, struct mm_rec_reader **ret)
+{
+	char magic[8];
+	if (fread(magic, 1, 8, f) != 8 || memcmp(magic, MM_RECORDING_MAGIC, 8) != 0)
+		return -EINVAL;
+	struct mm_rec_reader *r = calloc(1, sizeof(*r));
+	if (!r)
+		return -ENOMEM;
+	r->f = f;
+	r->size = size;
+	*ret = r;
+	return 0;
+}
 
 int mm_rec_open(const char *path, struct mm_rec_reader **ret)
 {
 	FILE *f = fopen(path, "rbe");
+	struct stat st;
+	int r;
+
 	if (!f)
 		return -errno;
-	char magic[8];
-	if (fread(magic, 1, 8, f) != 8 || memcmp(magic, MM_RECORDING_MAGIC, 8) != 0) {
+	r = mm_rec_open_stream(f,
+			       fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode)
+				       ? (uint64_t)st.st_size
+				       : UINT64_MAX,
+			       ret);
+	if (r < 0)
 		fclose(f);
-		return -EINVAL;
-	}
-	struct mm_rec_reader *r = calloc(1, sizeof(*r));
-	if (!r) {
-		fclose(f);
-		return -ENOMEM;
-	}
-	r->f = f;
-	*ret = r;
-	return 0;
+	return r;
 }
 
 void mm_rec_close(struct mm_rec_reader *r)
@@ -151,14 +171,26 @@ int mm_rec_next(struct mm_rec_reader *r, struct mm_chunk *ret)
 		return -EINVAL;
 	}
 	size_t padded = (hdr[1] + 7u) & ~(size_t)7u;
-	if (padded > r->cap) {
-		uint64_t *b = realloc(r->buf, padded);
+	uint64_t left = r->size == UINT64_MAX || r->size < (uint64_t)r->offset + sizeof(hdr)
+				? UINT64_MAX
+				: r->size - (uint64_t)r->offset - sizeof(hdr);
+	if (padded > left) {
+		mm_set_err(r->error, sizeof(r->error),
+			   "chunk of type %u truncated: it claims %u bytes, the file has %llu left",
+			   hdr[0], hdr[1], (unsigned long long)left);
+		return -EINVAL;
+	}
+	/* Never a NULL payload pointer, not even for an empty first chunk: decoders do pointer
+	 * arithmetic on it (fuzz_recording: UBSan, zero offset applied to NULL). */
+	if (padded > r->cap || !r->buf) {
+		size_t cap = padded > 8 ? padded : 8;
+		uint64_t *b = realloc(r->buf, cap);
 		if (!b) {
 			mm_set_err(r->error, sizeof(r->error), "out of memory");
 			return -ENOMEM;
 		}
 		r->buf = b;
-		r->cap = padded;
+		r->cap = cap;
 	}
 	if (padded && fread(r->buf, 1, padded, r->f) != padded) {
 		mm_set_err(r->error, sizeof(r->error), "chunk of type %u truncated (%u bytes)",
@@ -331,105 +363,15 @@ int mm_rec_feed(struct mm_rec_feeder *f, const struct mm_chunk *c, char *why, si
 	}
 }
 
-struct mm_u64set {
-	uint64_t *slots; /* 0 marks an empty slot; value 0 is kept in has_zero */
-	size_t cap, n;
-	int has_zero;
-	uint64_t *sorted;
-};
-
-struct mm_u64set *mm_u64set_new(void)
-{
-	struct mm_u64set *s = calloc(1, sizeof(*s));
-	if (!s)
-		return NULL;
-	s->cap = 1024;
-	s->slots = calloc(s->cap, sizeof(uint64_t));
-	if (!s->slots) {
-		free(s);
-		return NULL;
-	}
-	return s;
-}
-
-void mm_u64set_free(struct mm_u64set *s)
-{
-	if (!s)
-		return;
-	free(s->slots);
-	free(s->sorted);
-	free(s);
-}
-
-static size_t slot(uint64_t v, size_t cap)
-{
-	v ^= v >> 33;
-	v *= 0xff51afd7ed558ccdull;
-	v ^= v >> 33;
-	return (size_t)v & (cap - 1);
-}
-
-static void place(uint64_t *slots, size_t cap, uint64_t v)
-{
-	size_t i = slot(v, cap);
-	while (slots[i])
-		i = (i + 1) & (cap - 1);
-	slots[i] = v;
-}
-
-int mm_u64set_add(struct mm_u64set *s, uint64_t v)
-{
-	if (!v) {
-		int added = !s->has_zero;
-		s->has_zero = 1;
-		return added;
-	}
-	for (size_t i = slot(v, s->cap); s->slots[i]; i = (i + 1) & (s->cap - 1))
-		if (s->slots[i] == v)
-			return 0;
-	if ((s->n + 1) * 2 > s->cap) {
-		uint64_t *n = calloc(s->cap * 2, sizeof(uint64_t));
-		if (!n)
-			return -ENOMEM;
-		for (size_t i = 0; i < s->cap; i++)
-			if (s->slots[i])
-				place(n, s->cap * 2, s->slots[i]);
-		free(s->slots);
-		s->slots = n;
-		s->cap *= 2;
-	}
-	place(s->slots, s->cap, v);
-	s->n++;
-	return 1;
-}
-
 static int cmp_u64(const void *a, const void *b)
 {
 	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
 	return x < y ? -1 : x > y;
 }
 
-const uint64_t *mm_u64set_sorted(struct mm_u64set *s, size_t *ret_n)
-{
-	free(s->sorted);
-	size_t n = s->n + (size_t)s->has_zero, k = 0;
-	s->sorted = malloc((n ? n : 1) * sizeof(uint64_t));
-	if (!s->sorted) {
-		*ret_n = 0;
-		return NULL;
-	}
-	if (s->has_zero)
-		s->sorted[k++] = 0;
-	for (size_t i = 0; i < s->cap; i++)
-		if (s->slots[i])
-			s->sorted[k++] = s->slots[i];
-	qsort(s->sorted, k, sizeof(uint64_t), cmp_u64);
-	*ret_n = k;
-	return s->sorted;
-}
-
 /* --- recorder --- */
 
+#include "htab.h"
 #include "sample.h"
 #include "symbols.h"
 
@@ -439,7 +381,7 @@ struct mm_recorder {
 	FILE *f;
 	int err; /* first write error */
 	const struct mm_symbols *syms;
-	struct mm_u64set *touched; /* start addresses of symbols the records touch */
+	struct mm_htab touched; /* start addresses of symbols the records touch (8-byte keys) */
 	uint32_t followed[MAX_FOLLOWED];
 	unsigned nfollowed;
 	bool filtering, children;
@@ -451,13 +393,13 @@ int mm_recorder_open(const char *path, const struct mm_symbols *syms, struct mm_
 	struct mm_recorder *r = calloc(1, sizeof(*r));
 	if (!r)
 		return -ENOMEM;
-	r->touched = mm_u64set_new();
+	int ok = mm_htab_init(&r->touched, 8, 8) == 0;
 	r->f = fopen(path, "wbe");
-	if (!r->f || !r->touched) {
+	if (!r->f || !ok) {
 		int e = r->f ? ENOMEM : errno;
 		if (r->f)
 			fclose(r->f);
-		mm_u64set_free(r->touched);
+		mm_htab_free(&r->touched);
 		free(r);
 		return -e;
 	}
@@ -524,7 +466,7 @@ static void touch(struct mm_recorder *r, uint64_t addr)
 {
 	uint64_t start;
 	if (mm_symbols_find(r->syms, addr, &start))
-		check(r, mm_u64set_add(r->touched, start) < 0 ? -ENOMEM : 0);
+		check(r, mm_htab_get(&r->touched, &start, true, SIZE_MAX) ? 0 : -ENOMEM);
 }
 
 void mm_recorder_record(struct mm_recorder *r, unsigned stream, uint64_t time_ns,
@@ -598,23 +540,41 @@ uint64_t mm_recorder_count(const struct mm_recorder *r)
 	return r->count;
 }
 
-int mm_recorder_close(struct mm_recorder *r)
+/* The symbols the records touched, by address. */
+static void write_symbols(struct mm_recorder *r)
 {
-	if (!r)
-		return 0;
+	uint64_t *addrs = malloc((r->touched.used ? r->touched.used : 1) * sizeof(*addrs));
 	size_t n = 0;
-	const uint64_t *addrs = mm_u64set_sorted(r->touched, &n);
-	for (size_t i = 0; addrs && i < n; i++) {
+
+	if (!addrs) {
+		check(r, -ENOMEM);
+		return;
+	}
+	for (size_t i = 0; i < r->touched.cap; i++) {
+		const uint64_t *a = mm_htab_at(&r->touched, i);
+		if (a)
+			addrs[n++] = *a;
+	}
+	qsort(addrs, n, sizeof(*addrs), cmp_u64);
+	for (size_t i = 0; i < n; i++) {
 		const char *name = mm_symbols_find(r->syms, addrs[i], NULL);
 		if (name)
 			check(r, mm_rec_write_symbol(r->f, addrs[i], 't', name));
 	}
+	free(addrs);
+}
+
+int mm_recorder_close(struct mm_recorder *r)
+{
+	if (!r)
+		return 0;
+	write_symbols(r);
 	if (fflush(r->f) != 0)
 		check(r, -errno);
 	if (fclose(r->f) != 0)
 		check(r, -errno);
 	int err = r->err;
-	mm_u64set_free(r->touched);
+	mm_htab_free(&r->touched);
 	free(r);
 	return err;
 }

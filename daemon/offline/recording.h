@@ -63,6 +63,10 @@ struct mm_rec_reader;
 
 /* Opens @path and checks the magic. Returns 0 and *ret, or -errno (-EINVAL: not a recording). */
 int mm_rec_open(const char *path, struct mm_rec_reader **ret);
+/* The same on a stream positioned at the magic, of @size bytes (UINT64_MAX: unknown, e.g. a
+ * pipe): a chunk longer than what is left is refused before anything is allocated for it. The
+ * reader owns @f from then on (mm_rec_close() closes it), not on failure. */
+int mm_rec_open_stream(FILE *f, uint64_t size, struct mm_rec_reader **ret);
 void mm_rec_close(struct mm_rec_reader *r); /* accepts NULL */
 /* Back to the first chunk. */
 int mm_rec_rewind(struct mm_rec_reader *r);
@@ -108,14 +112,6 @@ struct mm_rec_feeder {
 /* Feeds chunk @c (other types are ignored). Returns 0, or -EINVAL with the reason in @why for a
  * malformed chunk or an impossible time stamp (later than f->latest_ms). */
 int mm_rec_feed(struct mm_rec_feeder *f, const struct mm_chunk *c, char *why, size_t whylen);
-
-/* A set of 64-bit values (symbol addresses the records touch). */
-struct mm_u64set;
-struct mm_u64set *mm_u64set_new(void);
-void mm_u64set_free(struct mm_u64set *s);
-int mm_u64set_add(struct mm_u64set *s, uint64_t v); /* 1 added, 0 present, -ENOMEM */
-/* The values, sorted; *ret_n gets their number. The array belongs to the set. */
-const uint64_t *mm_u64set_sorted(struct mm_u64set *s, size_t *ret_n);
 
 /* --- the recorder: what `mmlockd record` does with each record the collectors see --- */
 

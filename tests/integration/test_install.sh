@@ -3,7 +3,8 @@
 # as an operator would use it:
 #   1. the binary in <prefix>/<sbindir>, the unit in <prefix>/lib/systemd/system (or
 #      -Dsystemdunitdir), mmlockd.conf in <sysconfdir>, mmlockd.8 in <mandir>/man8, the Grafana
-#      dashboard and the Prometheus rules in <datadir>/mmlockd; make install gives the same files;
+#      dashboard, the Prometheus rules and the pristine mmlockd.conf in <datadir>/mmlockd; make
+#      install gives the same files; installing again keeps an edited mmlockd.conf;
 #   2. the unit's ExecStart is the installed binary (from meson's prefix, no placeholder left) and
 #      the installed binary's default --config is the installed mmlockd.conf;
 #   3. `systemd-analyze verify` passes on the installed unit: run with --root=D (a copy of this
@@ -40,7 +41,8 @@ D=$TMP/destdir
 meson install -C "$BUILD" --destdir "$D" --no-rebuild --quiet >"$TMP/install.log" 2>&1 ||
 	{ cat "$TMP/install.log"; fatal "meson install --destdir failed"; }
 want=("$SBINDIR/mmlockd" "$UNITDIR/mmlockd.service" "$SYSCONFDIR/mmlockd.conf"
-	"$MANDIR/man8/mmlockd.8" "$DATADIR/mmlockd/mmlockd.json" "$DATADIR/mmlockd/mmlockd.rules.yml")
+	"$MANDIR/man8/mmlockd.8" "$DATADIR/mmlockd/mmlockd.json" "$DATADIR/mmlockd/mmlockd.rules.yml"
+	"$DATADIR/mmlockd/mmlockd.conf")
 missing=""
 for f in "${want[@]}"; do [ -f "$D$f" ] || missing="$missing $f"; done
 [ -x "$D$SBINDIR/mmlockd" ] || missing="$missing (executable $SBINDIR/mmlockd)"
@@ -54,6 +56,16 @@ else
 	fail "make install DESTDIR=: $(tail -n 3 "$TMP/make.log" | tr '\n' ' ')"
 fi
 
+# A second install over the first keeps an edited configuration.
+echo "interval = 30" >>"$D$SYSCONFDIR/mmlockd.conf"
+meson install -C "$BUILD" --destdir "$D" --no-rebuild --quiet >"$TMP/install2.log" 2>&1
+if tail -n 1 "$D$SYSCONFDIR/mmlockd.conf" | grep -qx 'interval = 30' &&
+	cmp -s "$D$DATADIR/mmlockd/mmlockd.conf" "$SRC/dist/mmlockd.conf"; then
+	pass "installing again keeps the edited $SYSCONFDIR/mmlockd.conf"
+else
+	fail "installing again replaced the edited $SYSCONFDIR/mmlockd.conf: $(tail -n 2 "$TMP/install2.log")"
+fi
+
 unit=$D$UNITDIR/mmlockd.service
 exec_start=$(sed -n 's/^ExecStart=//p' "$unit")
 if [ "$exec_start" = "$SBINDIR/mmlockd" ] && ! grep -qE '@(sbindir|sysconfdir)@' "$unit"; then
@@ -61,7 +73,8 @@ if [ "$exec_start" = "$SBINDIR/mmlockd" ] && ! grep -qE '@(sbindir|sysconfdir)@'
 else
 	fail "ExecStart='$exec_start', expected $SBINDIR/mmlockd, or a placeholder is left"
 fi
-if "$D$SBINDIR/mmlockd" --help | grep -qF "(default: $SYSCONFDIR/mmlockd.conf, if it exists)"; then
+"$D$SBINDIR/mmlockd" --help >"$TMP/help.txt" 2>&1 # not piped into grep -q: SIGPIPE under pipefail
+if grep -qF "(default: $SYSCONFDIR/mmlockd.conf, if it exists)" "$TMP/help.txt"; then
 	pass "the installed binary reads $SYSCONFDIR/mmlockd.conf by default"
 else
 	fail "the installed binary's --help does not name $SYSCONFDIR/mmlockd.conf as its --config default"

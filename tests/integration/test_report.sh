@@ -5,7 +5,8 @@
 #   1. --compare of the two databases prints both sides, labelled, with each value equal to the
 #      database's own sums (sqlite3 on process_stats) and the change in percent computed from
 #      them; the throughput given is compared too; every line under the comments is the grid;
-#   2. --compare of two ranges of the one database gives the same table;
+#   2. --compare of two ranges of the one database gives the same table, and two ranges that meet
+#      inside a window count that window once (their faults add up to the whole);
 #   3. the per-process table, -x CSV and --json agree with process_stats; --sort, --top, --comm;
 #   4. bad input: a bad range or sort key exits 2 with a message, a missing database exits 1.
 # Usage: test_report.sh MMLOCKD DATA_DIR. Exit 77 without the recordings or xz.
@@ -59,7 +60,7 @@ check_grid() { # FILE WHAT
 		fi
 	done
 	[ "$ok" = 1 ] && pass "$what: fallbacks, faults, mmap_retry, vma_retry, waits equal the databases' sums, with the change ($(grid_row "$f" "mmap_lock fallbacks"))"
-	if sed '/^#/d' "$f" | grep -qv '^[+|]'; then fail "$what: a line outside the grid"; fi
+	if [ "$(sed '/^#/d' "$f" | grep -cv '^[+|]')" != 0 ]; then fail "$what: a line outside the grid"; fi
 }
 
 "$MMLOCKD" report --compare "$TMP/vanilla.db" "$TMP/patched.db" --labels Vanilla,Patched \
@@ -79,6 +80,17 @@ t1=$(sql "$TMP/vanilla.db" "SELECT max(ts_end) FROM windows")
 "$MMLOCKD" report --db "$TMP/both.db" --compare "..$t1" "$t1.." --labels Vanilla,Patched >"$TMP/cmp2.txt" 2>&1 ||
 	fail "--compare of two ranges exited $?: $(tail -n 2 "$TMP/cmp2.txt")"
 check_grid "$TMP/cmp2.txt" "--compare of two ranges of one database"
+
+# Two ranges meeting inside a window share no window: their faults add up to the whole.
+mid=$(sql "$TMP/both.db" "SELECT (ts_start + ts_end) / 2 FROM windows ORDER BY ts_end LIMIT 1 OFFSET 2")
+"$MMLOCKD" report --db "$TMP/both.db" --compare "..$mid" "$mid.." >"$TMP/cmp3.txt" 2>&1
+IFS='|' read -r fa fb _ <<<"$(grid_row "$TMP/cmp3.txt" "faults (user, sampled)" | tr -d ,)"
+total=$(sql "$TMP/both.db" "SELECT sum(faults) FROM process_stats")
+if [ -n "$fa" ] && [ "$fa" -gt 0 ] && [ "$fb" -gt 0 ] && [ $((fa + fb)) = "$total" ]; then
+	pass "--compare ..T T.. with T inside a window: $fa + $fb = $total faults, no window twice"
+else
+	fail "--compare ..T T..: '$fa' + '$fb' != $total"
+fi
 
 "$MMLOCKD" report --db "$TMP/both.db" --sort fallbacks --top 1 -x , >"$TMP/top.csv" 2>&1
 want=$(sql "$TMP/both.db" "SELECT pid, sum(faults), sum(faults_mmap_fallback) FROM process_stats GROUP BY pid, start_time ORDER BY 3 DESC LIMIT 1" | tr '|' ,)

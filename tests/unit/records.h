@@ -8,6 +8,7 @@
 
 #include <linux/perf_event.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 #include <traceevent/event-parse.h>
 
@@ -151,6 +152,35 @@ static inline const struct perf_event_header *rec_lost(struct rec *r, uint64_t n
 	r->hdr.type = PERF_RECORD_LOST;
 	r->hdr.size = (uint16_t)(sizeof(r->hdr) + 16 + 24);
 	return &r->hdr;
+}
+
+/* --- host fixtures --- */
+
+#include "host.h"
+
+/* A process lookup for tests: pid N is "pN", started at 1000 ms. */
+static inline int rec_lookup(void *ctx, uint32_t pid, struct mm_proc_ident *ret)
+{
+	memset(ret, 0, sizeof(*ret));
+	ret->start_ms = 1000;
+	snprintf(ret->comm, sizeof(ret->comm), "p%u", (unsigned)pid);
+	return 0;
+}
+
+/* Parses the @n tracepoint formats @fmts (of systems @sys) into @tep and registers each as an
+ * open stream of @h, with sample type @type except @cc_index (-1: none) with @cc_type; fills
+ * @ev and @stream. Then registers the task stream and returns its index. */
+static inline unsigned rec_add_streams(struct mm_host *h, struct tep_handle *tep, int n,
+				       const char *const *fmts, const char *const *sys,
+				       struct tep_event **ev, unsigned *stream, uint64_t type,
+				       int cc_index, uint64_t cc_type)
+{
+	for (int i = 0; i < n; i++) {
+		tep_parse_format(tep, &ev[i], fmts[i], strlen(fmts[i]), sys[i]);
+		stream[i] = (unsigned)mm_host_add_tp(h, sys[i], ev[i]->name, ev[i],
+						     i == cc_index ? cc_type : type, NULL);
+	}
+	return (unsigned)mm_host_add_task_stream(h, REC_TASK_TYPE, NULL);
 }
 
 #endif

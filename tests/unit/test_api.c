@@ -118,8 +118,13 @@ static bool valid_json(const char *s)
 	return end && *ws(end) == '\0';
 }
 
+/* The fault latency quantiles that follow the counters in every stats object. */
+static const char *const latency_keys[] = {"fault_ns_vma_p50", "fault_ns_vma_p99",
+					   "fault_ns_mmap_p50", "fault_ns_mmap_p99"};
+#define NLATENCY (sizeof(latency_keys) / sizeof(latency_keys[0]))
+
 /* Checks that the object starting at @obj ("{...}", values are numbers) has exactly the keys of
- * mm_proc_fields[] in order, and returns the value of @want (or -1). */
+ * mm_proc_fields[] in order, then latency_keys[], and returns the value of @want (or -1). */
 static double check_stats_object(const char *obj, const char *want)
 {
 	double found = -1;
@@ -128,20 +133,22 @@ static double check_stats_object(const char *obj, const char *want)
 	if (*p != '{')
 		return -1;
 	p++;
-	for (size_t i = 0; i < mm_proc_nfields; i++) {
+	for (size_t i = 0; i < mm_proc_nfields + NLATENCY; i++) {
+		const char *name = i < mm_proc_nfields ? mm_proc_fields[i].name
+						       : latency_keys[i - mm_proc_nfields];
 		char key[80];
-		int n = snprintf(key, sizeof(key), "\"%s\":", mm_proc_fields[i].name);
+		int n = snprintf(key, sizeof(key), "\"%s\":", name);
 		if (strncmp(p, key, (size_t)n) != 0) {
 			fprintf(stderr, "expected key %s at: %.40s\n", key, p);
-			CHECK(!"stats keys equal mm_proc_fields names");
+			CHECK(!"stats keys equal mm_proc_fields names, then the latency quantiles");
 			return -1;
 		}
 		char *end;
 		double v = strtod(p + n, &end);
-		if (want && !strcmp(want, mm_proc_fields[i].name))
+		if (want && !strcmp(want, name))
 			found = v;
 		p = end;
-		CHECK(*p == (i + 1 < mm_proc_nfields ? ',' : '}'));
+		CHECK(*p == (i + 1 < mm_proc_nfields + NLATENCY ? ',' : '}'));
 		p++;
 	}
 	return found;
@@ -163,6 +170,9 @@ static struct mm_snapshot *snap(void)
 	s->procs[0].window.faults = 5;
 	s->procs[0].total.faults = 50;
 	s->procs[0].total.mmap_lock_wait_ns = 123456789;
+	/* 98 faults in [2048, 4096) ns and 2 in [2^20, 2^21): p50 4096, p99 2^21 */
+	s->procs[0].total.fault_ns_vma_hist.bucket[11] = 98;
+	s->procs[0].total.fault_ns_vma_hist.bucket[20] = 2;
 	s->procs[1].pid = 7;
 	s->procs[1].exited = true;
 	strcpy(s->procs[1].comm, "odd");
@@ -183,6 +193,9 @@ static struct mm_snapshot *snap(void)
 	strcpy(s->collectors[1].name, "vmstat");
 	s->collectors[1].state = MM_COLLECTOR_FAILED;
 	strcpy(s->collectors[1].reason, "no \"vma_lock\" counters");
+	strcpy(s->collectors[0].source, "bpf");
+	strcpy(s->collectors[1].source, "procfs");
+	strcpy(s->collectors[1].source_note, "no \"BTF\"");
 	s->windows_stored = 8;
 	s->store_errors = 1;
 	s->procs_tracked = 2;
@@ -228,9 +241,11 @@ static void test_status_is_valid_json_with_all_sections(void)
 	CHECK_CONTAINS(t, "\"uptime_seconds\":90.250");
 	CHECK_CONTAINS(t, "\"interval_seconds\":10");
 	CHECK_CONTAINS(t, "\"window_start\":1700000080.000");
-	CHECK_CONTAINS(t, "{\"name\":\"faults\",\"state\":\"running\",\"reason\":\"\"}");
+	CHECK_CONTAINS(t, "{\"name\":\"faults\",\"state\":\"running\",\"reason\":\"\","
+			  "\"source\":\"bpf\",\"source_note\":\"\"}");
 	CHECK_CONTAINS(t, "{\"name\":\"vmstat\",\"state\":\"failed\","
-			  "\"reason\":\"no \\\"vma_lock\\\" counters\"}");
+			  "\"reason\":\"no \\\"vma_lock\\\" counters\",\"source\":\"procfs\","
+			  "\"source_note\":\"no \\\"BTF\\\"\"}");
 	CHECK_CONTAINS(t, "{\"name\":\"exceptions:page_fault_user\",\"open\":true,\"error\":\"\","
 			  "\"samples\":100,\"lost\":1,\"window_samples\":10,\"window_lost\":0}");
 	CHECK_CONTAINS(t, "\"open\":false,\"error\":\"No such file or directory\"");
@@ -275,6 +290,10 @@ static void test_process_keys_equal_field_names(void)
 		CHECK(check_stats_object(strstr(p0, "\"total\":") + 8, "faults") == 50);
 		CHECK(check_stats_object(strstr(p0, "\"total\":") + 8, "mmap_lock_wait_ns") ==
 		      123456789);
+		CHECK(check_stats_object(strstr(p0, "\"total\":") + 8, "fault_ns_vma_p50") == 4096);
+		CHECK(check_stats_object(strstr(p0, "\"total\":") + 8, "fault_ns_vma_p99") ==
+		      2097152);
+		CHECK(check_stats_object(strstr(p0, "\"total\":") + 8, "fault_ns_mmap_p99") == 0);
 	}
 	const char *all = strstr(t, "\"all\":{");
 	CHECK(all != NULL);

@@ -80,14 +80,6 @@ struct run {
 	unsigned nw;
 };
 
-static int lookup(void *ctx, uint32_t pid, struct mm_proc_ident *ret)
-{
-	memset(ret, 0, sizeof(*ret));
-	ret->start_ms = 1;
-	snprintf(ret->comm, sizeof(ret->comm), "p%u", pid);
-	return 0;
-}
-
 static void sink(void *ctx, struct mm_snapshot *s)
 {
 	struct run *r = ctx;
@@ -114,16 +106,13 @@ static void start_run(struct run *r, const struct mm_tap *tap, void *tap_ctx)
 	snprintf(cfg.collectors, sizeof(cfg.collectors), "faults");
 	cfg.interval_s = 2;
 	memset(r, 0, sizeof(*r));
-	r->h = mm_host_new(&cfg, lookup, NULL, 0);
+	r->h = mm_host_new(&cfg, rec_lookup, NULL, 0);
 	r->tep = tep_alloc();
 	mm_host_add_sink(r->h, sink, r);
 	mm_host_set_tap(r->h, tap, tap_ctx);
-	for (int i = 0; i < NTP; i++) {
-		tep_parse_format(r->tep, &r->ev[i], fmts[i], strlen(fmts[i]), sys[i]);
-		mm_host_add_tp(r->h, sys[i], r->ev[i]->name, r->ev[i],
-			       i == ACQ ? REC_SAMPLE_TYPE_CC : REC_SAMPLE_TYPE, NULL);
-	}
-	mm_host_add_task_stream(r->h, REC_TASK_TYPE, NULL);
+	unsigned stream[NTP];
+	rec_add_streams(r->h, r->tep, NTP, fmts, sys, r->ev, stream, REC_SAMPLE_TYPE, ACQ,
+			REC_SAMPLE_TYPE_CC);
 	mm_host_start(r->h);
 }
 

@@ -334,8 +334,8 @@ static void test_collectors_accepts_all_and_lists(void)
 	CHECK_STR(c.collectors, "all");
 	CHECK(set1(&c, "collectors", "faults") == 0);
 	CHECK_STR(c.collectors, "faults");
-	CHECK(set1(&c, "collectors", "faults,mmap_lock,vmstat2") == 0);
-	CHECK_STR(c.collectors, "faults,mmap_lock,vmstat2");
+	CHECK(set1(&c, "collectors", "faults,mmaplock,vmstat") == 0);
+	CHECK_STR(c.collectors, "faults,mmaplock,vmstat");
 	/* Blanks around names are dropped so matching stays exact. */
 	CHECK(set1(&c, "collectors", "faults , vmstat") == 0);
 	CHECK_STR(c.collectors, "faults,vmstat");
@@ -350,6 +350,11 @@ static void test_collectors_accepts_all_and_lists(void)
 	CHECK(rejects("collectors", "faults;vmstat"));
 	CHECK(rejects("collectors", "all,faults"));
 	CHECK(rejects("collectors", "faults vmstat"));
+	/* Names are checked against the compiled-in collectors, and the known ones are listed. */
+	CHECK(rejects("collectors", "bogus"));
+	CHECK_CONTAINS(err, "unknown collector 'bogus'");
+	CHECK_CONTAINS(err, "totals");
+	CHECK(rejects("collectors", "faults,mmap_lock"));
 
 	char longest[300];
 
@@ -421,15 +426,14 @@ static void test_load_reads_keys_comments_blanks_and_quotes(void)
 						   "top = 0\n"
 						   "ring_pages = 1024\n"
 						   "log_level = debug\n"
-						   "collectors = faults, vmstat\n"
-						   "interval = 20\n");
+						   "collectors = faults, vmstat\n");
 
 	mm_config_defaults(&c);
 	CHECK(mm_config_load(&c, path, err, sizeof(err)) == 0);
 	CHECK_STR(c.config_path, path);
 	CHECK_STR(c.db_path, "/tmp/a.db");
 	CHECK_STR(c.listen, "[::1]:8080");
-	CHECK_U64(c.interval_s, 20); /* the last assignment wins */
+	CHECK_U64(c.interval_s, 30);
 	CHECK_U64(c.retention_days, 14);
 	CHECK_U64(c.top_n, 0);
 	CHECK_U64(c.ring_pages, 1024);
@@ -504,6 +508,63 @@ static void test_load_errors_name_file_and_line(void)
 	CHECK(load_fails_at("top = 1\n top = 2x\n", 2, "top"));
 }
 
+static void test_load_names_file_and_line_of_an_unknown_collector(void)
+{
+	CHECK(load_fails_at("top = 5\ncollectors = bogus\n", 2, "unknown collector 'bogus'"));
+	CHECK(load_fails_at("collectors = faults, vmstat2 # typo\n", 1, "'vmstat2'"));
+}
+
+static void test_load_refuses_a_duplicate_key_naming_both_lines(void)
+{
+	CHECK(load_fails_at("interval = 5\ntop = 3\ninterval = 10\n", 3,
+			    "duplicate key 'interval' (first set on line 1)"));
+	/* The flag spelling is the same key. */
+	CHECK(load_fails_at("ring_pages = 64\n\nring-pages = 128\n", 3,
+			    "duplicate key 'ring_pages' (first set on line 1)"));
+}
+
+static void test_load_accepts_a_utf8_bom_and_crlf(void)
+{
+	struct mm_config c;
+	const char *path = write_file("bom.conf", "\xef\xbb\xbfinterval = 5\r\ntop = 7\r\n");
+
+	mm_config_defaults(&c);
+	CHECK(mm_config_load(&c, path, err, sizeof(err)) == 0);
+	CHECK_U64(c.interval_s, 5);
+	CHECK_U64(c.top_n, 7);
+	/* Only at the start of the file. */
+	CHECK(load_fails_at("top = 7\n\xef\xbb\xbfinterval = 5\n", 2, "unknown key"));
+}
+
+/* Whether @s is one line of printable text (valid UTF-8 allowed). */
+static int printable_line(const char *s)
+{
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++)
+		if (*p < 0x20 || *p == 0x7f)
+			return 0;
+	return 1;
+}
+
+static void test_load_escapes_binary_junk_in_messages(void)
+{
+	/* Control bytes, an escape sequence, a lone continuation byte, a newline inside a value. */
+	CHECK(load_fails_at("\x1b[31mred\x01\x80 = 1\n", 1,
+			    "unknown key '\\x1b[31mred\\x01\\x80'"));
+	CHECK(printable_line(err));
+	CHECK(load_fails_at("top = 1\x7f\x02\n", 1, "invalid top '1\\x7f\\x02'"));
+	CHECK(printable_line(err));
+	CHECK(load_fails_at("listen = \xff\xfe:80\n", 1, "'\\xff\\xfe'"));
+	CHECK(printable_line(err));
+	/* Valid UTF-8 is quoted as it is. */
+	CHECK(load_fails_at("d\xc3\xa9j\xc3\xa0 = 1\n", 1, "unknown key 'd\xc3\xa9j\xc3\xa0'"));
+
+	struct mm_config c;
+	mm_config_defaults(&c);
+	CHECK(mm_config_set(&c, "interval", "5\n<3>forged line", err, sizeof(err)) == -EINVAL);
+	CHECK(printable_line(err));
+	CHECK_CONTAINS(err, "'5\\n<3>forged line'");
+}
+
 static void test_load_rejects_nul_byte(void)
 {
 	struct mm_config c;
@@ -549,7 +610,7 @@ static void test_flags_set_every_key(void)
 	CHECK(FROM_ARGS(&c, &cmd, "--config", (char *)path, "--db", "/tmp/f.db", "--listen",
 			"[::]:1234", "--interval", "5m", "--retention=30", "--top", "3",
 			"--ring-pages", "64", "--log-level", "notice", "--collectors",
-			"faults") == 0);
+			"faults", "--source", "perf") == 0);
 	CHECK_U64(cmd, MM_CMD_RUN);
 	CHECK_STR(c.config_path, path);
 	CHECK_STR(c.db_path, "/tmp/f.db");
@@ -560,7 +621,25 @@ static void test_flags_set_every_key(void)
 	CHECK_U64(c.ring_pages, 64);
 	CHECK_U64(c.log_level, LOG_NOTICE);
 	CHECK_STR(c.collectors, "faults");
+	CHECK_STR(c.source, "perf");
 	CHECK_STR(err, "");
+}
+
+static void test_source_accepts_auto_bpf_perf_only(void)
+{
+	struct mm_config c;
+	mm_config_defaults(&c);
+	CHECK_STR(c.source, "auto");
+	CHECK(set1(&c, "source", "bpf") == 0);
+	CHECK_STR(c.source, "bpf");
+	CHECK(set1(&c, "source", "perf") == 0);
+	CHECK_STR(c.source, "perf");
+	CHECK(set1(&c, "source", "auto") == 0);
+	CHECK_STR(c.source, "auto");
+	CHECK(rejects("source", ""));
+	CHECK(rejects("source", "BPF"));
+	CHECK(rejects("source", "ebpf"));
+	CHECK(rejects("source", "perf,bpf"));
 }
 
 static void test_flags_override_file_whatever_their_order(void)
@@ -726,6 +805,7 @@ static void test_usage_documents_flags_defaults_files_and_routes(void)
 		"--ring-pages N",
 		"--log-level LEVEL",
 		"--collectors LIST",
+		"--source SOURCE",
 		"--help",
 		"--version",
 		"(default: " MM_DEFAULT_CONFIG,
@@ -816,10 +896,15 @@ int main(void)
 	RUN(test_listen_rejects_bad_syntax_and_ports);
 	RUN(test_db_accepts_paths_and_rejects_empty_or_too_long);
 	RUN(test_collectors_accepts_all_and_lists);
+	RUN(test_source_accepts_auto_bpf_perf_only);
 	RUN(test_collector_enabled_matches_exact_names_only);
 	RUN(test_set_rejects_unknown_keys_and_accepts_hyphen_spelling);
 	RUN(test_load_reads_keys_comments_blanks_and_quotes);
 	RUN(test_load_errors_name_file_and_line);
+	RUN(test_load_names_file_and_line_of_an_unknown_collector);
+	RUN(test_load_refuses_a_duplicate_key_naming_both_lines);
+	RUN(test_load_accepts_a_utf8_bom_and_crlf);
+	RUN(test_load_escapes_binary_junk_in_messages);
 	RUN(test_load_rejects_nul_byte);
 	RUN(test_load_missing_file_and_directory_return_errno);
 	RUN(test_flags_set_every_key);

@@ -117,13 +117,8 @@ static void setup_with(struct fx *f, bool symbols)
 	mm_symbols_sort(f->syms);
 	mm_host_set_symbols(f->h, f->syms);
 	f->tep = tep_alloc();
-	for (int i = 0; i < NTP; i++) {
-		tep_parse_format(f->tep, &f->ev[i], fmts[i], strlen(fmts[i]), sys[i]);
-		f->stream[i] = (unsigned)mm_host_add_tp(
-			f->h, sys[i], f->ev[i]->name, f->ev[i],
-			i == BEGIN ? CC_SAMPLE_TYPE : REC_SAMPLE_TYPE, NULL);
-	}
-	f->task = (unsigned)mm_host_add_task_stream(f->h, REC_TASK_TYPE, NULL);
+	f->task = rec_add_streams(f->h, f->tep, NTP, fmts, sys, f->ev, f->stream, REC_SAMPLE_TYPE,
+				  BEGIN, CC_SAMPLE_TYPE);
 	mm_host_start(f->h);
 }
 

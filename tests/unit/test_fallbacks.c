@@ -31,14 +31,6 @@ struct fx {
 	unsigned stream[NTP];
 };
 
-static int lookup(void *ctx, uint32_t pid, struct mm_proc_ident *ret)
-{
-	memset(ret, 0, sizeof(*ret));
-	ret->start_ms = 1000;
-	snprintf(ret->comm, sizeof(ret->comm), "p%u", pid);
-	return 0;
-}
-
 static void setup(struct fx *f)
 {
 	static const char *const fmts[NTP] = {fmt_mmap_lock_start_locking,
@@ -47,7 +39,7 @@ static void setup(struct fx *f)
 	mm_config_defaults(&cfg);
 	snprintf(cfg.collectors, sizeof(cfg.collectors), "fallbacks");
 	memset(f, 0, sizeof(*f));
-	f->h = mm_host_new(&cfg, lookup, NULL, 0);
+	f->h = mm_host_new(&cfg, rec_lookup, NULL, 0);
 	f->syms = mm_symbols_new();
 	mm_symbols_add(f->syms, 0xffffffff815de000ull, 'T', "__mmap_lock_do_trace_start_locking");
 	mm_symbols_add(f->syms, 0xffffffff815de100ull, 'T',

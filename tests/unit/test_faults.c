@@ -37,14 +37,6 @@ struct fx {
 	unsigned task;
 };
 
-static int lookup(void *ctx, uint32_t pid, struct mm_proc_ident *ret)
-{
-	memset(ret, 0, sizeof(*ret));
-	ret->start_ms = 1000;
-	snprintf(ret->comm, sizeof(ret->comm), "p%u", pid);
-	return 0;
-}
-
 static void setup(struct fx *f)
 {
 	static const char *const fmts[NTP] = {fmt_page_fault_user,
@@ -71,16 +63,11 @@ static void setup(struct fx *f)
 	mm_symbols_add(f->syms, A_MPROTECT, 't', "do_mprotect_pkey.isra.0");
 	mm_symbols_add(f->syms, A_MYSTERY, 't', "some_other_function");
 	mm_symbols_sort(f->syms);
-	f->h = mm_host_new(&cfg, lookup, NULL, 0);
+	f->h = mm_host_new(&cfg, rec_lookup, NULL, 0);
 	mm_host_set_symbols(f->h, f->syms);
 	f->tep = tep_alloc();
-	for (int i = 0; i < NTP; i++) {
-		tep_parse_format(f->tep, &f->ev[i], fmts[i], strlen(fmts[i]), sys[i]);
-		f->stream[i] = (unsigned)mm_host_add_tp(
-			f->h, sys[i], f->ev[i]->name, f->ev[i],
-			i == ACQ ? REC_SAMPLE_TYPE_CC : REC_SAMPLE_TYPE, NULL);
-	}
-	f->task = (unsigned)mm_host_add_task_stream(f->h, REC_TASK_TYPE, NULL);
+	f->task = rec_add_streams(f->h, f->tep, NTP, fmts, sys, f->ev, f->stream, REC_SAMPLE_TYPE,
+				  ACQ, REC_SAMPLE_TYPE_CC);
 	mm_host_start(f->h);
 }
 

@@ -53,12 +53,8 @@ static void setup(struct fx *f)
 	lookup_fails = 0;
 	f->h = mm_host_new(&cfg, lookup, NULL, 0);
 	f->tep = tep_alloc();
-	for (int i = 0; i < NTP; i++) {
-		tep_parse_format(f->tep, &f->ev[i], fmts[i], strlen(fmts[i]), sys[i]);
-		f->stream[i] = (unsigned)mm_host_add_tp(f->h, sys[i], f->ev[i]->name, f->ev[i],
-							REC_SAMPLE_TYPE, NULL);
-	}
-	f->task = (unsigned)mm_host_add_task_stream(f->h, REC_TASK_TYPE, NULL);
+	f->task = rec_add_streams(f->h, f->tep, NTP, fmts, sys, f->ev, f->stream, REC_SAMPLE_TYPE,
+				  -1, 0);
 	mm_host_start(f->h);
 }
 

@@ -1,7 +1,8 @@
 /*
  * The host's side of the pipeline: the tracepoints the collectors want are merged (each once,
  * callchain if any asks, a filter only if all agree), the host numbers streams in one place and
- * a source that fails to open one keeps the numbering, and every chunk of the recording format
+ * a source that fails to open one keeps the numbering, a source's own fd reaches its handler,
+ * and every chunk of the recording format
  * reads back as written.
  */
 #include <errno.h>
@@ -126,6 +127,32 @@ static void test_the_host_numbers_streams_and_keeps_failed_ones(void)
 	mm_host_free(h);
 }
 
+static void count_ready(void *ctx, struct mm_host *h)
+{
+	(*(int *)ctx)++;
+}
+
+static void test_a_watched_fd_reaches_its_handler(void)
+{
+	struct mm_host *h = host("");
+	int fds[2], calls = 0;
+
+	CHECK(pipe(fds) == 0);
+	CHECK(mm_host_watched_fd(h, 0) == -1);
+	CHECK(mm_host_watch(h, fds[0], count_ready, &calls) == 0);
+	CHECK(mm_host_watched_fd(h, 0) == fds[0]);
+	CHECK(mm_host_watched_fd(h, 1) == -1);
+	mm_host_watch_ready(h, 0);
+	mm_host_watch_ready(h, 1); /* none: ignored */
+	CHECK_U64(calls, 1);
+	for (int i = 1; i < MM_HOST_MAX_WATCHES; i++)
+		CHECK(mm_host_watch(h, fds[0], count_ready, &calls) == 0);
+	CHECK(mm_host_watch(h, fds[0], count_ready, &calls) == -ENOSPC);
+	close(fds[0]);
+	close(fds[1]);
+	mm_host_free(h);
+}
+
 static void test_recording_chunks_read_back_as_written(void)
 {
 	char path[] = "/tmp/mmlockd-test-pipeline-XXXXXX";
@@ -205,6 +232,7 @@ int main(void)
 	RUN(test_filters_merge_only_when_every_collector_agrees);
 	RUN(test_an_error_stops_the_walk_and_is_returned);
 	RUN(test_the_host_numbers_streams_and_keeps_failed_ones);
+	RUN(test_a_watched_fd_reaches_its_handler);
 	RUN(test_recording_chunks_read_back_as_written);
 	return check_summary();
 }

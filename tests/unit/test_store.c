@@ -374,21 +374,64 @@ static void test_newer_schema_version_is_refused_untouched(void)
 	CHECK(mm_store_open_readonly(path, &st) < 0);
 }
 
-static void test_version0_database_with_other_table_is_migrated(void)
+static void test_another_applications_database_is_refused_untouched(void)
 {
 	const char *path = new_path();
-	struct mm_store *st = NULL;
+	struct mm_store *st = (struct mm_store *)0x1;
+	char buf[64];
 
 	make_dir_of(path);
 	CHECK(raw_exec(path, "CREATE TABLE notes (t TEXT); INSERT INTO notes VALUES ('keep');") ==
 	      SQLITE_OK);
 	CHECK_U64(q_int(path, "PRAGMA user_version"), 0);
-	CHECK(mm_store_open(path, &st) == 0);
-	CHECK_U64(q_int(path, "PRAGMA user_version"), mm_store_schema_version());
+	CHECK(mm_store_open(path, &st) == -EBADMSG);
+	CHECK(st == (struct mm_store *)0x1);
+	CHECK(mm_store_open_readonly(path, &st) == -EBADMSG);
+	/* Nothing of mmlockd's was added, not even WAL mode. */
+	CHECK_U64(q_int(path, "PRAGMA user_version"), 0);
+	CHECK_U64(q_int(path, "SELECT count(*) FROM sqlite_master"), 1);
 	CHECK_U64(q_int(path, "SELECT count(*) FROM notes"), 1);
-	CHECK(write_simple(st, 1000, 2000, 7, 1) == 0);
-	CHECK_U64(q_int(path, "SELECT count(*) FROM process_stats"), 1);
+	CHECK_STR(q_text(path, "PRAGMA journal_mode", buf, sizeof(buf)), "delete");
+
+	/* Another application's id is refused whatever the file holds. */
+	path = new_path();
+	make_dir_of(path);
+	CHECK(raw_exec(path, "PRAGMA application_id = 1234") == SQLITE_OK);
+	CHECK(mm_store_open(path, &st) == -EBADMSG);
+	CHECK_U64(q_int(path, "PRAGMA application_id"), 1234);
+	CHECK_U64(q_int(path, "SELECT count(*) FROM sqlite_master"), 0);
+}
+
+static void test_new_database_is_stamped_with_mmlockds_application_id(void)
+{
+	const char *path = new_path();
+	struct mm_store *st = NULL;
+
+	CHECK(mm_store_open(path, &st) == 0);
 	mm_store_close(st);
+	CHECK_U64(q_int(path, "PRAGMA application_id"), 0x6d6d6c6b);
+	CHECK(mm_store_open(path, &st) == 0);
+	mm_store_close(st);
+}
+
+static void test_earlier_mmlockd_database_is_adopted_and_stamped(void)
+{
+	const char *path = new_path();
+	struct mm_store *st = NULL;
+
+	/* An earlier mmlockd wrote no application_id: the same database with the id cleared. */
+	CHECK(mm_store_open(path, &st) == 0);
+	CHECK(write_simple(st, 1000, 2000, 7, 1) == 0);
+	mm_store_close(st);
+	CHECK(raw_exec(path, "PRAGMA application_id = 0") == SQLITE_OK);
+	CHECK(mm_store_open_readonly(path, &st) == 0); /* read as it is, not written */
+	mm_store_close(st);
+	CHECK_U64(q_int(path, "PRAGMA application_id"), 0);
+	CHECK(mm_store_open(path, &st) == 0);
+	CHECK(write_simple(st, 2000, 3000, 7, 1) == 0);
+	mm_store_close(st);
+	CHECK_U64(q_int(path, "PRAGMA application_id"), 0x6d6d6c6b);
+	CHECK_U64(q_int(path, "SELECT count(*) FROM process_stats"), 2);
 }
 
 static void test_not_a_database_is_refused(void)
@@ -1105,7 +1148,9 @@ int main(void)
 	RUN(test_fault_rows_sum_per_process_cgroup_and_all_with_filters);
 	RUN(test_reopen_applies_nothing_and_keeps_data);
 	RUN(test_newer_schema_version_is_refused_untouched);
-	RUN(test_version0_database_with_other_table_is_migrated);
+	RUN(test_another_applications_database_is_refused_untouched);
+	RUN(test_new_database_is_stamped_with_mmlockds_application_id);
+	RUN(test_earlier_mmlockd_database_is_adopted_and_stamped);
 	RUN(test_not_a_database_is_refused);
 	RUN(test_pid_reuse_gives_two_processes_with_own_values);
 	RUN(test_comm_is_per_window_and_process_keeps_identity);

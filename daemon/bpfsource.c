@@ -1,0 +1,611 @@
+/*
+ * The BPF source (see bpfsource.h). Loading: the skeleton generated at build time from
+ * plugins/bpf/counters.bpf.c is opened, told in .rodata which collectors to count and where
+ * lock_mm_and_find_vma() lies (from /proc/kallsyms, for the fallbacks collector), loaded (the
+ * verifier's last message is kept for the log) and attached. Any failure leaves every collector
+ * on the perf rings with one log line saying why; with `source = bpf` it is fatal instead.
+ *
+ * Reading: at each tick the per-CPU process map is walked; each entry's CPUs are summed and the
+ * growth since the previous reading (kept here per pid) is added to the process's open window
+ * through mm_host_proc(), field by field into the same struct mm_proc_stats members the perf
+ * collectors fill. Exits come from the ring buffer (one record per process, when its last thread
+ * exits): the final growth is added to the entry the host still holds for the process
+ * (mm_host_proc_known, waiting up to SETTLE_TICKS ticks for a process whose FORK record is not
+ * delivered yet) and the map entry is deleted, so short-lived processes are counted and the map
+ * holds live processes only. A process whose notification was lost (ring full, counted in the
+ * kernel) is found gone at the next closing tick (kill(pid, 0): ESRCH) and settled the same way.
+ * The host's window closes ~0.1-0.2 s after its wall-clock end (the perf path's horizon), so a
+ * window's BPF counts end when it is closed, not at its nominal end; totals are unaffected.
+ */
+#include "bpfsource.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "plugin.h"
+#include "stats.h"
+
+#ifdef MM_HAVE_BPF
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <linux/perf_event.h>
+#include <linux/types.h>
+#include <sys/syscall.h>
+
+#include "counters.h"
+#include "counters.skel.h"
+#include "symbols.h"
+#include "tidmap.h"
+
+#define DEFAULT_BTF  "/sys/kernel/btf/vmlinux"
+#define MAX_PROCS    (1u << 20)
+#define SETTLE_TICKS 3
+#define NCOUNTERS    (sizeof(struct mm_bpf_counts) / sizeof(__u64))
+#define LOG_SIZE     (1u << 20)
+#define MAX_CPUS     1024
+
+_Static_assert(MM_BPF_HIST_BUCKETS == MM_HIST_BUCKETS, "histograms must have the same buckets");
+
+/* What was already delivered for the process a pid belongs to. */
+struct track {
+	__u64 start_boottime_ns;
+	bool exited;	  /* its exit notification came: settle and forget */
+	unsigned pending; /* ticks it waited, exited, for the host to know it */
+	__u64 last[NCOUNTERS];
+};
+
+struct mm_bpfsrc {
+	struct mm_counters *skel;
+	struct ring_buffer *ring;
+	struct mm_tidmap *tracks; /* pid -> struct track */
+	int ncpus;
+	__u64 *values;		/* ncpus * NCOUNTERS, one map value */
+	size_t dest[NCOUNTERS]; /* offset in struct mm_proc_stats of each counter */
+	__u64 stats_last[MM_BPF_NSTATS];
+	int g_stats[MM_BPF_NSTATS], g_settled, g_swept, g_map_errors;
+	struct bpf_link *links[2 * MAX_CPUS]; /* the fault-completion perf events */
+	unsigned nlinks;
+	struct mm_bpf_key *settle; /* map entries to delete after the walk */
+	size_t nsettle, settle_cap;
+	struct mm_host *h; /* during collect */
+};
+
+/* The collectors this source can count (want[] follows this order). */
+static const struct {
+	const char *name;
+} covered[] = {
+	{"mmaplock"},
+	{"fallbacks"},
+};
+
+static char *verifier_log;
+static char libbpf_last[256];
+static char failed_prog[64]; /* the program the verifier refused */
+
+/* libbpf's messages: debug lines are dropped, the last warning is kept for the failure reason. */
+static int on_libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	if (level == LIBBPF_DEBUG)
+		return 0;
+	char line[256];
+	vsnprintf(line, sizeof(line), fmt, ap);
+	line[strcspn(line, "\n")] = '\0';
+	const char *prog = strstr(line, "prog '");
+	if (prog && strstr(line, "load failed") && !failed_prog[0])
+		sscanf(prog, "prog '%63[^']'", failed_prog);
+	if (line[0] && !strstr(line, "-- BEGIN") && !strstr(line, "-- END"))
+		snprintf(libbpf_last, sizeof(libbpf_last), "%s", line);
+	log_debug("%s", line);
+	return 0;
+}
+
+/* The verifier's verdict: the last line before "processed N insns", else the last line. */
+static void verifier_verdict(const char *log, char *out, size_t len)
+{
+	const char *best = NULL, *p = log;
+	size_t best_len = 0;
+	while (p && *p) {
+		const char *nl = strchr(p, '\n');
+		size_t n = nl ? (size_t)(nl - p) : strlen(p);
+		if (!strncmp(p, "processed ", 10) && best)
+			break;
+		if (n && p[0] != ';')
+			best = p, best_len = n;
+		p = nl ? nl + 1 : NULL;
+	}
+	if (best)
+		snprintf(out, len, "%.*s", (int)(best_len < len ? best_len : len - 1), best);
+	else
+		out[0] = '\0';
+}
+
+static void why_failed(int err, const char *what, char *why, size_t len)
+{
+	char verdict[200] = "";
+	if (verifier_log && verifier_log[0]) {
+		verifier_verdict(verifier_log, verdict, sizeof(verdict));
+		log_debug("BPF verifier log:\n%s", verifier_log);
+	}
+	if (err == -EPERM || err == -EACCES) {
+		if (verdict[0] && err == -EACCES)
+			snprintf(why, len, "the verifier rejected program %s: %s", failed_prog,
+				 verdict);
+		else
+			snprintf(why, len,
+				 "BPF not permitted (%s: needs root, or CAP_BPF with CAP_PERFMON)",
+				 strerror(-err));
+	} else if (verdict[0]) {
+		snprintf(why, len, "the verifier rejected program %s: %s", failed_prog, verdict);
+	} else {
+		snprintf(why, len, "%s failed: %s%s%s", what, strerror(-err),
+			 libbpf_last[0] ? "; " : "", libbpf_last);
+	}
+}
+
+/* lock_mm_and_find_vma()'s text, [lo, hi), from the kernel symbols. */
+static bool fallback_site(const struct mm_symbols *syms, __u64 *lo, __u64 *hi)
+{
+	uint64_t start = syms ? mm_symbols_addr(syms, "lock_mm_and_find_vma") : 0;
+	if (!start)
+		return false;
+	uint64_t end = UINT64_MAX;
+	for (size_t i = 0, n = mm_symbols_count(syms); i < n; i++) {
+		uint64_t a;
+		char type;
+		const char *name;
+		mm_symbols_get(syms, i, &a, &type, &name);
+		if (a > start && a < end)
+			end = a;
+	}
+	if (end == UINT64_MAX || end - start > (1u << 16))
+		return false;
+	*lo = start;
+	*hi = end;
+	return true;
+}
+
+static bool read_counts(struct mm_bpfsrc *b, const struct mm_bpf_key *key, __u64 *sum);
+
+static int on_exit_record(void *ctx, void *data, size_t size)
+{
+	struct mm_bpfsrc *b = ctx;
+	const struct mm_bpf_exit *e = data;
+	if (size < sizeof(*e))
+		return 0;
+	struct track *t = mm_tidmap_get(b->tracks, e->key.pid, false);
+	if (t && t->start_boottime_ns == e->key.start_boottime_ns) {
+		t->exited = true;
+	} else if (!t &&
+		   bpf_map_lookup_elem(bpf_map__fd(b->skel->maps.procs), &e->key, b->values) == 0) {
+		/* Counted, exited, never read yet: settled from zero by the walk below. */
+		t = mm_tidmap_get(b->tracks, e->key.pid, true);
+		if (t) {
+			t->start_boottime_ns = e->key.start_boottime_ns;
+			t->exited = true;
+		}
+	}
+	return 0;
+}
+
+/* Sums one map value's CPUs into @sum. Returns false when the entry is gone. */
+static bool read_counts(struct mm_bpfsrc *b, const struct mm_bpf_key *key, __u64 *sum)
+{
+	if (bpf_map_lookup_elem(bpf_map__fd(b->skel->maps.procs), key, b->values) < 0)
+		return false;
+	memset(sum, 0, NCOUNTERS * sizeof(*sum));
+	for (int c = 0; c < b->ncpus; c++)
+		for (size_t i = 0; i < NCOUNTERS; i++)
+			sum[i] += b->values[(size_t)c * NCOUNTERS + i];
+	return true;
+}
+
+/* Adds @sum's growth over t->last to the process. Returns false when an exited process is
+ * not known to the host yet (try again at the next tick, SETTLE_TICKS times: not even at a
+ * closing tick, since an entry made now, without its FORK record, would be a nameless one that
+ * the FORK record then retires). */
+static bool deliver(struct mm_bpfsrc *b, struct mm_host *h, uint32_t pid, struct track *t,
+		    const __u64 *sum, bool force)
+{
+	struct mm_proc_stats *ps = NULL;
+	bool any = false;
+	for (size_t i = 0; i < NCOUNTERS; i++)
+		any |= sum[i] != t->last[i];
+	if (!any)
+		return true;
+	if (t->exited) {
+		ps = mm_host_proc_known(h, pid);
+		if (!ps && !force && t->pending++ < SETTLE_TICKS)
+			return false;
+	}
+	if (!ps)
+		ps = mm_host_proc(h, pid);
+	for (size_t i = 0; i < NCOUNTERS; i++) {
+		if (sum[i] <= t->last[i] || b->dest[i] == SIZE_MAX)
+			continue;
+		*(uint64_t *)((char *)ps + b->dest[i]) += sum[i] - t->last[i];
+		t->last[i] = sum[i];
+	}
+	return true;
+}
+
+/* Queues @key's map entry for deletion after the walk (deleting during bpf_map_get_next_key
+ * would restart it) and forgets its track. */
+static void settle(struct mm_bpfsrc *b, const struct mm_bpf_key *key, bool forget)
+{
+	if (b->nsettle == b->settle_cap) {
+		size_t cap = b->settle_cap ? 2 * b->settle_cap : 64;
+		struct mm_bpf_key *n = realloc(b->settle, cap * sizeof(*n));
+		if (!n) {
+			mm_host_global_add(b->h, b->g_map_errors, 1);
+			return; /* stays in the map: settled again, from zero, next time */
+		}
+		b->settle = n;
+		b->settle_cap = cap;
+	}
+	b->settle[b->nsettle++] = *key;
+	if (forget)
+		mm_tidmap_remove(b->tracks, key->pid);
+	mm_host_global_add(b->h, b->g_settled, 1);
+}
+
+static void collect_stats(struct mm_bpfsrc *b, struct mm_host *h)
+{
+	int fd = bpf_map__fd(b->skel->maps.stats);
+	for (__u32 k = 0; k < MM_BPF_NSTATS; k++) {
+		if (bpf_map_lookup_elem(fd, &k, b->values) < 0)
+			continue;
+		__u64 sum = 0;
+		for (int c = 0; c < b->ncpus; c++)
+			sum += b->values[c];
+		if (sum > b->stats_last[k])
+			mm_host_global_add(h, b->g_stats[k], sum - b->stats_last[k]);
+		b->stats_last[k] = sum;
+	}
+}
+
+static bool queued(const struct mm_bpfsrc *b, const struct mm_bpf_key *key)
+{
+	for (size_t i = 0; i < b->nsettle; i++)
+		if (b->settle[i].pid == key->pid &&
+		    b->settle[i].start_boottime_ns == key->start_boottime_ns)
+			return true;
+	return false;
+}
+
+void mm_bpfsrc_collect(void *ctx, struct mm_host *h, bool closing)
+{
+	struct mm_bpfsrc *b = ctx;
+	if (!b)
+		return;
+	b->h = h;
+	ring_buffer__consume(b->ring);
+	int fd = bpf_map__fd(b->skel->maps.procs);
+	struct mm_bpf_key key, next, *prev = NULL;
+	__u64 sum[NCOUNTERS];
+	b->nsettle = 0;
+	for (; bpf_map_get_next_key(fd, prev, &next) == 0; prev = &key) {
+		key = next;
+		if (!read_counts(b, &key, sum))
+			continue;
+		struct track *t = mm_tidmap_get(b->tracks, key.pid, true);
+		if (!t) {
+			mm_host_global_add(h, b->g_map_errors, 1);
+			continue;
+		}
+		if (t->start_boottime_ns && key.start_boottime_ns < t->start_boottime_ns) {
+			if (queued(b, &key))
+				continue; /* settled in this walk already */
+			/* Late events of an earlier process with this pid (its entry was deleted,
+			 * an exiting thread counted again): settle them on their own. */
+			struct track late = {.start_boottime_ns = key.start_boottime_ns,
+					     .exited = true};
+			deliver(b, h, key.pid, &late, sum, true);
+			settle(b, &key, false);
+			continue;
+		}
+		if (t->start_boottime_ns != key.start_boottime_ns) {
+			if (t->start_boottime_ns) {
+				/* The pid was reused: the tracked process is over. */
+				struct mm_bpf_key old = {.pid = key.pid,
+							 .start_boottime_ns = t->start_boottime_ns};
+				__u64 old_sum[NCOUNTERS];
+				t->exited = true;
+				if (read_counts(b, &old, old_sum))
+					deliver(b, h, key.pid, t, old_sum, true);
+				settle(b, &old, true);
+				t = mm_tidmap_get(b->tracks, key.pid, true);
+				if (!t)
+					continue;
+			}
+			memset(t, 0, sizeof(*t));
+			t->start_boottime_ns = key.start_boottime_ns;
+		}
+		if (closing && !t->exited && kill((pid_t)key.pid, 0) < 0 && errno == ESRCH) {
+			t->exited = true;
+			mm_host_global_add(h, b->g_swept, 1);
+		}
+		if (deliver(b, h, key.pid, t, sum, false) && t->exited)
+			settle(b, &key, true);
+	}
+	for (size_t i = 0; i < b->nsettle; i++)
+		bpf_map_delete_elem(fd, &b->settle[i]);
+	collect_stats(b, h);
+	b->h = NULL;
+}
+
+static void note_all(struct mm_host *h, const bool *want, const char *source, const char *why)
+{
+	for (size_t i = 0; i < sizeof(covered) / sizeof(covered[0]); i++)
+		if (want[i])
+			mm_host_set_source(h, covered[i].name, source, why);
+}
+
+static void register_globals(struct mm_bpfsrc *b, struct mm_host *h)
+{
+	static const char *const names[MM_BPF_NSTATS] = {
+		[MM_BPF_PROCS_DROPPED] = "procs_dropped",
+		[MM_BPF_EXITS_LOST] = "exits_lost",
+		[MM_BPF_NO_THREAD_STORAGE] = "threads_without_storage",
+		[MM_BPF_ACQUIRE_WITHOUT_START] = "acquire_without_start",
+		[MM_BPF_RELEASE_WITHOUT_ACQUIRE] = "write_release_without_acquire",
+		[MM_BPF_HOLDS_TOO_NESTED] = "write_holds_too_nested",
+	};
+	for (unsigned i = 0; i < MM_BPF_NSTATS; i++)
+		b->g_stats[i] = mm_host_global(
+			h, "bpf_events", names[i],
+			i ? NULL
+			  : "BPF source: processes settled, events it could not count (full maps, "
+			    "lost exit notifications, unpaired lock events)");
+	b->g_settled = mm_host_global(h, "bpf_events", "processes_settled", NULL);
+	b->g_swept = mm_host_global(h, "bpf_events", "exits_found_by_sweep", NULL);
+	b->g_map_errors = mm_host_global(h, "bpf_events", "tracks_refused", NULL);
+}
+
+void mm_bpfsrc_free(struct mm_bpfsrc *b)
+{
+	if (!b)
+		return;
+	ring_buffer__free(b->ring);
+	for (unsigned i = 0; i < b->nlinks; i++)
+		bpf_link__destroy(b->links[i]);
+	mm_counters__destroy(b->skel);
+	mm_tidmap_free(b->tracks);
+	free(b->values);
+	free(b->settle);
+	free(b);
+}
+
+/* The fault-completion program on the minor-faults and major-faults software events of every
+ * CPU. Without them (not permitted, a CPU offline) the latency histograms stay empty or partial:
+ * said once, not fatal. */
+static void attach_completions(struct mm_bpfsrc *b)
+{
+	long ncpus = sysconf(_SC_NPROCESSORS_CONF);
+	int failed = 0, err = 0;
+	for (long cpu = 0; cpu < ncpus && cpu < MAX_CPUS; cpu++) {
+		for (int k = 0; k < 2; k++) {
+			struct perf_event_attr attr = {
+				.type = PERF_TYPE_SOFTWARE,
+				.size = sizeof(attr),
+				.config = k ? PERF_COUNT_SW_PAGE_FAULTS_MAJ
+					    : PERF_COUNT_SW_PAGE_FAULTS_MIN,
+				.sample_period = 1,
+				.disabled = 1,
+			};
+			int fd = (int)syscall(SYS_perf_event_open, &attr, -1, (int)cpu, -1,
+					      PERF_FLAG_FD_CLOEXEC);
+			struct bpf_link *l = NULL;
+			if (fd >= 0) {
+				l = bpf_program__attach_perf_event(b->skel->progs.on_fault_done,
+								   fd);
+				if (!l)
+					close(fd);
+			}
+			if (!l) {
+				err = errno;
+				failed++;
+				continue;
+			}
+			b->links[b->nlinks++] = l;
+		}
+	}
+	if (failed)
+		log_warning("BPF source: fault completion events on %d of %ld CPUs could not be "
+			    "attached (%s): fault latencies are incomplete",
+			    failed, 2 * ncpus, strerror(err));
+}
+
+/* Opens, configures, loads and attaches; on failure *why says why. */
+static int load(struct mm_bpfsrc *b, bool *want, const struct mm_symbols *syms, char *why,
+		size_t whylen)
+{
+	const char *btf = getenv("MMLOCKD_BTF");
+	if (access(btf ? btf : DEFAULT_BTF, R_OK) < 0) {
+		snprintf(why, whylen,
+			 "no kernel BTF at %s (%m; the kernel needs CONFIG_DEBUG_INFO_BTF)",
+			 btf ? btf : DEFAULT_BTF);
+		return -ENOENT;
+	}
+	/* Permission first, so an unprivileged daemon hears that rather than a later symptom
+	 * (hidden kernel symbols). */
+	int probe = bpf_map_create(BPF_MAP_TYPE_ARRAY, NULL, 4, 4, 1, NULL);
+	if (probe < 0) {
+		int r = -errno;
+		why_failed(r, "creating a BPF map", why, whylen);
+		return r;
+	}
+	close(probe);
+	verifier_log = calloc(1, LOG_SIZE);
+	libbpf_last[0] = failed_prog[0] = '\0';
+	libbpf_set_print(on_libbpf_print);
+	LIBBPF_OPTS(bpf_object_open_opts, opts, .btf_custom_path = btf,
+		    .kernel_log_buf = verifier_log, .kernel_log_size = verifier_log ? LOG_SIZE : 0);
+	b->skel = mm_counters__open_opts(&opts);
+	int r = b->skel ? 0 : -errno;
+	if (r < 0) {
+		why_failed(r, "opening the BPF object", why, whylen);
+		goto out;
+	}
+	struct mm_counters *s = b->skel;
+	s->rodata->count_mmaplock = want[0];
+	s->rodata->count_fallbacks = want[1];
+	s->rodata->reject_for_test = getenv("MMLOCKD_BPF_REJECT_FOR_TEST") ? 1 : 0;
+	if (want[1] &&
+	    !fallback_site(syms, (__u64 *)&s->rodata->site_lo, (__u64 *)&s->rodata->site_hi)) {
+		static const char no_site[] = "lock_mm_and_find_vma not found in the kernel "
+					      "symbols (/proc/kallsyms)";
+		want[1] = false;
+		s->rodata->count_fallbacks = false;
+		if (!want[0]) {
+			snprintf(why, whylen, "%s", no_site);
+			r = -ENOENT;
+			goto out;
+		}
+		log_warning("BPF source: %s; fallbacks runs on the perf rings", no_site);
+		mm_host_set_source(b->h, "fallbacks", "perf", no_site);
+	}
+	bpf_program__set_autoload(s->progs.on_fault, want[0] || s->rodata->reject_for_test);
+	bpf_program__set_autoload(s->progs.on_released, want[0]);
+	bpf_program__set_autoload(s->progs.on_contention, want[0]);
+	r = mm_counters__load(s);
+	if (r < 0) {
+		why_failed(r, "loading the BPF programs", why, whylen);
+		goto out;
+	}
+	r = mm_counters__attach(s);
+	if (r < 0) {
+		why_failed(r, "attaching the BPF programs", why, whylen);
+		goto out;
+	}
+	b->ring = ring_buffer__new(bpf_map__fd(s->maps.exits), on_exit_record, b, NULL);
+	if (!b->ring) {
+		r = -errno;
+		why_failed(r, "opening the exit ring buffer", why, whylen);
+		goto out;
+	}
+	if (want[0])
+		attach_completions(b);
+out:
+	free(verifier_log);
+	verifier_log = NULL;
+	return r;
+}
+
+int mm_bpfsrc_open(struct mm_host *h, const struct mm_config *cfg, const struct mm_symbols *syms,
+		   struct mm_bpfsrc **ret)
+{
+	bool want[sizeof(covered) / sizeof(covered[0])] = {false};
+	bool any = false;
+	char list[64] = "";
+	*ret = NULL;
+	for (size_t i = 0; i < sizeof(covered) / sizeof(covered[0]); i++) {
+		want[i] = mm_config_collector_enabled(cfg, covered[i].name);
+		any |= want[i];
+		if (want[i])
+			snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s%s",
+				 list[0] ? ", " : "", covered[i].name);
+	}
+	if (!any)
+		return 0;
+	if (!strcmp(cfg->source, "perf")) {
+		note_all(h, want, "perf", "source = perf in the configuration");
+		return 0;
+	}
+
+	char why[320];
+	struct mm_bpfsrc *b = calloc(1, sizeof(*b));
+	int r = -ENOMEM;
+	if (!b) {
+		snprintf(why, sizeof(why), "out of memory");
+		goto fail;
+	}
+	b->ncpus = libbpf_num_possible_cpus();
+	b->tracks = mm_tidmap_new(sizeof(struct track), MAX_PROCS);
+	b->values = b->ncpus > 0 ? calloc((size_t)b->ncpus, sizeof(struct mm_bpf_counts)) : NULL;
+	if (!b->tracks || !b->values) {
+		snprintf(why, sizeof(why), "out of memory");
+		goto fail;
+	}
+	b->h = h;
+	r = load(b, want, syms, why, sizeof(why));
+	b->h = NULL;
+	if (r < 0)
+		goto fail;
+
+	for (size_t i = 0; i < NCOUNTERS; i++)
+		b->dest[i] = SIZE_MAX;
+#define TO2(from, to)                                                                              \
+	b->dest[offsetof(struct mm_bpf_counts, from) / sizeof(__u64)] =                            \
+		offsetof(struct mm_proc_stats, to)
+#define TO(member) TO2(member, member)
+	if (want[0]) {
+		TO(faults);
+		TO(mmap_lock_read);
+		TO(mmap_lock_write);
+		TO(mmap_lock_trylock_fail);
+		TO(mmap_lock_waits);
+		TO(mmap_lock_wait_ns);
+		TO(mmap_lock_write_hold_ns);
+		TO(mmap_lock_contended);
+		for (size_t i = 0; i < MM_BPF_HIST_BUCKETS; i++) {
+			TO2(mmap_lock_wait_hist[i], mmap_lock_wait_hist.bucket[i]);
+			TO2(fault_ns_vma_hist[i], fault_ns_vma_hist.bucket[i]);
+			TO2(fault_ns_mmap_hist[i], fault_ns_mmap_hist.bucket[i]);
+		}
+	}
+	if (want[1]) {
+		TO(fallback_locks);
+		TO(fallback_lock_waits);
+	}
+#undef TO
+#undef TO2
+	register_globals(b, h);
+	note_all(h, want, "bpf", "");
+	log_info("BPF source: counting %s in the kernel", want[1] ? list : "mmaplock");
+	*ret = b;
+	return 0;
+
+fail:
+	mm_bpfsrc_free(b);
+	if (!strcmp(cfg->source, "bpf"))
+		return log_error_errno(r, "BPF source (source = bpf): %s", why);
+	log_warning("BPF source unavailable: %s; %s run on the perf rings", why, list);
+	note_all(h, want, "perf", why);
+	return 0;
+}
+
+#else /* !MM_HAVE_BPF */
+
+int mm_bpfsrc_open(struct mm_host *h, const struct mm_config *cfg, const struct mm_symbols *syms,
+		   struct mm_bpfsrc **ret)
+{
+	static const char why[] = "this mmlockd was built without the BPF source (meson -Dbpf)";
+	*ret = NULL;
+	if (!mm_config_collector_enabled(cfg, "mmaplock") &&
+	    !mm_config_collector_enabled(cfg, "fallbacks"))
+		return 0;
+	if (!strcmp(cfg->source, "bpf"))
+		return log_error_errno(EOPNOTSUPP, "source = bpf: %s", why);
+	if (strcmp(cfg->source, "perf"))
+		log_info("BPF source unavailable: %s; collectors run on the perf rings", why);
+	mm_host_set_source(h, "mmaplock", "perf", why);
+	mm_host_set_source(h, "fallbacks", "perf", why);
+	return 0;
+}
+
+void mm_bpfsrc_collect(void *ctx, struct mm_host *h, bool closing)
+{
+}
+
+void mm_bpfsrc_free(struct mm_bpfsrc *b)
+{
+}
+
+#endif

@@ -1,0 +1,63 @@
+/*
+ * The records shared by plugins/bpf/counters.bpf.c (in the kernel) and daemon/bpfsource.c (the
+ * loader): the per-process key and counters of the BPF source, its global event counters and the
+ * exit notification. Both sides include this after their own definition of __u32/__u64
+ * (vmlinux.h in the BPF program, <linux/types.h> in user space), so it includes nothing itself.
+ *
+ * Every counter of struct mm_bpf_counts has the meaning of the struct mm_proc_stats member of
+ * the same name (daemon/stats.h), which the perf path fills; the loader maps one to the other.
+ */
+#ifndef MM_BPF_COUNTERS_H
+#define MM_BPF_COUNTERS_H
+
+/* log2 buckets of the wait histogram: the same as MM_HIST_BUCKETS (daemon/stats.h). */
+#define MM_BPF_HIST_BUCKETS 40
+
+/* A process as mmlockd identifies it: thread-group id and the group leader's start time
+ * (task_struct.start_boottime, ns since boot: what /proc/PID/stat's starttime counts in clock
+ * ticks), so a reused pid is another key. */
+struct mm_bpf_key {
+	__u32 pid;
+	__u32 pad;
+	__u64 start_boottime_ns;
+};
+
+struct mm_bpf_counts {
+	/* mmaplock collector */
+	__u64 faults;
+	__u64 mmap_lock_read;
+	__u64 mmap_lock_write;
+	__u64 mmap_lock_trylock_fail;
+	__u64 mmap_lock_waits;
+	__u64 mmap_lock_wait_ns;
+	__u64 mmap_lock_write_hold_ns;
+	__u64 mmap_lock_contended;
+	/* fallbacks collector */
+	__u64 fallback_locks;
+	__u64 fallback_lock_waits;
+	__u64 mmap_lock_wait_hist[MM_BPF_HIST_BUCKETS];
+	/* user-fault latency, page_fault_user to the fault's completion, log2 ns buckets */
+	__u64 fault_ns_vma_hist[MM_BPF_HIST_BUCKETS];  /* no mmap_lock fallback in the fault */
+	__u64 fault_ns_mmap_hist[MM_BPF_HIST_BUCKETS]; /* completed after a fallback */
+};
+
+/* Indices of the per-CPU array of global counters. */
+enum mm_bpf_stat {
+	MM_BPF_PROCS_DROPPED,	      /* events of a process the full process map had no room for */
+	MM_BPF_EXITS_LOST,	      /* exit notifications the full ring buffer refused */
+	MM_BPF_NO_THREAD_STORAGE,     /* events whose thread got no task storage */
+	MM_BPF_ACQUIRE_WITHOUT_START, /* a wait ended on another mm than it started on */
+	MM_BPF_RELEASE_WITHOUT_ACQUIRE, /* a write release with no write hold seen */
+	MM_BPF_HOLDS_TOO_NESTED,	/* write holds beyond MM_BPF_MAX_HELD */
+	MM_BPF_NSTATS
+};
+
+#define MM_BPF_MAX_HELD 4
+
+/* Sent through the ring buffer when the last thread of a process exits: its counters are final
+ * and the loader settles and deletes them. */
+struct mm_bpf_exit {
+	struct mm_bpf_key key;
+};
+
+#endif

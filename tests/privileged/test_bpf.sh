@@ -1,0 +1,390 @@
+#!/bin/bash
+# test_bpf.sh: proves that the BPF source counts what the perf path counts, per process, and
+# that every way BPF can be unavailable leaves one clear log line and a daemon on the perf rings.
+#
+# Usage: test_bpf.sh MMLOCKD_BINARY FAULT_WORKLOAD OUTCOME_WORKLOAD
+#
+# Agreement: two daemons run at once on the same machine, one with --source perf, one with
+# --source bpf, both --collectors mmaplock,fallbacks (1 s windows). Each workload runs once while
+# both watch it; after SIGTERM (which flushes the open window) the per-process sums over the
+# process_stats view of each database are compared for the workload's pid:
+#   faults, mmap_lock_read, mmap_lock_write, mmap_lock_trylock_fail, mmap_lock_contended,
+#   fallback_locks (perf: the faults collector's callchain count, see SUM_COLS)
+#                                         equal, or within 0.1% when the perf daemon lost records
+#   mmap_lock_waits                       the same rule
+#   mmap_lock_wait_ns, _write_hold_ns     within 1%, or a constant offset of at most
+#                                         MAX_OFFSET_NS (5000) per timed event (see "Times"),
+#                                         for sums over 1 ms
+# The workloads: fault_workload (anonymous, file and copy-on-write faults under the VMA lock and
+# an mmap/mprotect/munmap thread), and outcome_workload anon (mprotect writers: fallbacks that
+# wait) and exec (short-lived processes: each child is compared too, its counts come through the
+# exit ring buffer).
+#
+# Failure paths, each a daemon with --source auto that must log one "BPF source unavailable"
+# line with the reason, show source "perf" and the reason for mmaplock in /api/v1/status, and
+# count faults on the perf rings anyway: missing BTF (MMLOCKD_BTF=/nonexistent), a verifier
+# rejection (MMLOCKD_BPF_REJECT_FOR_TEST=1: the verifier's message must be in the line), and an
+# unprivileged daemon (user nobody via setpriv: BPF not permitted; perf then fails too, so only
+# the line and a running daemon are checked). --source bpf with missing BTF must refuse to start.
+#
+# Exit status: 0 passed, 1 a check failed, 77 skipped (not root, or BPF cannot load here).
+# Environment: KEEP_TMP=1 keeps the temporary directory.
+#
+# Not compared here: fallback_lock_waits (the perf path tells failed attempts at the fallback
+# site by IP only, which the BPF program hides, see above; test_default checks it against perf
+# record with --source perf).
+
+set -u -o pipefail
+
+TEST_NAME=test_bpf
+# shellcheck source=tests/privileged/lib.sh
+. "$(dirname "$0")/lib.sh"
+
+SKIP=77
+PASSED=0
+FAILED=0
+TMP=
+DAEMON_PID=
+perf_PID=
+bpf_PID=
+WPID=
+
+# shellcheck disable=SC2317 # invoked by the EXIT trap
+cleanup() {
+	[ -n "$WPID" ] && stop_process "$WPID" KILL 1
+	stop_process "$perf_PID" TERM
+	stop_process "$bpf_PID" TERM
+	stop_process "$DAEMON_PID" TERM
+	remove_tmp
+}
+
+if [ $# -ne 3 ]; then
+	echo "usage: $0 MMLOCKD_BINARY FAULT_WORKLOAD OUTCOME_WORKLOAD" >&2
+	exit 2
+fi
+MMLOCKD=$1
+FAULT_WORKLOAD=$2
+OUTCOME_WORKLOAD=$3
+
+[ "$(id -u)" -eq 0 ] || skip "needs root (BPF and system-wide tracepoints)"
+for tool in curl sqlite3 python3 setpriv; do
+	command -v "$tool" >/dev/null 2>&1 || fatal "required tool '$tool' is not installed"
+done
+find_tracefs
+
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/mmlockd-bpf.XXXXXX") || fatal "mktemp failed"
+chmod 755 "$TMP"
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+CONF=$TMP/mmlockd.conf
+: >"$CONF"
+cp /bin/true "$TMP/bpftest_true" || fatal "cannot copy /bin/true"
+
+cat >"$TMP/status.py" <<'EOF'
+import json, sys
+doc = json.load(open(sys.argv[1]))
+for c in doc.get("collectors", []):
+    if c.get("name") == sys.argv[2]:
+        print(c.get("source", "?"), "|", c.get("source_note", ""))
+        break
+else:
+    print("absent |")
+EOF
+
+# start_daemon NAME FLAG...: one daemon with its own database and log, $NAME_PID/$NAME_PORT.
+start_daemon() {
+	local name=$1
+	shift
+	DB=$TMP/$name.db
+	rm -f "$TMP/mmlockd.log"
+	start_mmlockd "$@"
+	mv "$TMP/mmlockd.log" "$TMP/$name.log"
+	ln -sf "$TMP/$name.log" "$TMP/mmlockd.log"
+	cp "$TMP/status.json" "$TMP/$name.status.json"
+	printf -v "${name}_PID" '%s' "$DAEMON_PID"
+	printf -v "${name}_PORT" '%s' "$PORT"
+	DAEMON_PID=
+}
+
+# --- can BPF load here? ---------------------------------------------------------------------
+DB=$TMP/probe.db
+start_mmlockd --collectors mmaplock,fallbacks --source auto
+read -r src _ < <(python3 "$TMP/status.py" "$TMP/status.json" mmaplock)
+if [ "$src" != bpf ]; then
+	why=$(grep -m1 'BPF source' "$TMP/mmlockd.log")
+	stop_process "$DAEMON_PID" TERM
+	DAEMON_PID=
+	skip "the BPF source does not run here: ${why:-no BPF in this build}"
+fi
+sigterm_mmlockd
+
+# --- agreement --------------------------------------------------------------------------------
+# Compared columns are in SUM_COLS; fallback_locks is compared with the faults collector's
+# callchain count of the same acquisitions (mmap_lock_by_fault + _fault_kernel): with a BPF
+# program attached to the mmap_lock tracepoints, perf's sample IP is the tracepoint iterator's,
+# so the perf fallbacks collector cannot attribute them (it says so, checked below).
+
+# sums DB PID SIDE: the columns of SUM_COLS summed over the pid's windows, one line.
+sums() {
+	local sel="" c e
+	for c in $SUM_COLS; do
+		e=$c
+		[ "$3" = perf ] && [ "$c" = fallback_locks ] &&
+			e="mmap_lock_by_fault + mmap_lock_by_fault_kernel"
+		sel="$sel${sel:+, }coalesce(sum($e), 0)"
+	done
+	sqlite3 -separator ' ' "$1" "SELECT $sel FROM process_stats WHERE pid = $2"
+}
+
+lost_of() { # the perf daemon's lost records on the compared tracepoints, from its status
+	http_get_port "$perf_PORT" /api/v1/status "$TMP/perf.status.json" &&
+		python3 -c 'import json, sys
+print(sum(int(e.get("lost", 0)) for e in json.load(open(sys.argv[1])).get("events", [])))' \
+			"$TMP/perf.status.json"
+}
+
+http_get_port() {
+	curl -fsS --noproxy '*' --max-time 5 -o "$3" "http://127.0.0.1:$1$2" 2>/dev/null
+}
+
+# compare LABEL PID LOST: every column of the pid in both databases.
+compare() {
+	local label=$1 pid=$2 lost=$3 p b i=0 c pv bv tol
+	read -ra p <<<"$(sums "$TMP/perf.db" "$pid" perf)"
+	read -ra b <<<"$(sums "$TMP/bpf.db" "$pid" bpf)"
+	for c in $SUM_COLS; do
+		pv=${p[$i]:-0}
+		bv=${b[$i]:-0}
+		i=$((i + 1))
+		case $c in
+		*_ns) tol=1 ;;
+		*) tol=$([ "$lost" -gt 0 ] && echo 0.1 || echo 0) ;;
+		esac
+		if [[ $c == *_ns ]] && [ "$pv" -lt 1000000 ] && [ "$bv" -lt 1000000 ]; then
+			log "  $label $c: perf $pv, bpf $bv (under 1 ms, not compared)"
+			continue
+		fi
+		if [[ $c == *_ns ]] && ! TOL=$tol within "$pv" "$bv"; then
+			# See "Times" below: a constant offset per timed event is allowed.
+			local n=${p[0]:-0} off
+			off=$(awk -v a="$pv" -v b="$bv" -v n="$n" 'BEGIN {
+				d = b - a; if (d < 0) d = -d; printf "%d", n ? d / n : d }')
+			if [ "$off" -le "$MAX_OFFSET_NS" ]; then
+				pass "$label $c: perf $pv, bpf $bv ($(diff_pct "$pv" "$bv")%:" \
+					"$off ns per event of the first column, at most $MAX_OFFSET_NS)"
+			else
+				fail "$label $c: perf $pv, bpf $bv ($(diff_pct "$pv" "$bv")%:" \
+					"$off ns per event of the first column, over $MAX_OFFSET_NS)"
+			fi
+			continue
+		fi
+		if TOL=$tol within "$pv" "$bv"; then
+			pass "$label $c: perf $pv, bpf $bv ($(diff_pct "$pv" "$bv")%, tolerance $tol%)"
+		else
+			fail "$label $c: perf $pv, bpf $bv ($(diff_pct "$pv" "$bv")%, tolerance $tol%)"
+		fi
+	done
+}
+
+# run_pair PERF_COLLECTORS BPF_COLLECTORS: both daemons at once on the three workloads; sets
+# FAULT_PID, ANON_PID, LOST; the databases stay in $TMP/{perf,bpf}.db.
+run_pair() {
+	PAIR=$((${PAIR:-0} + 1))
+	rm -f "$TMP"/perf.db* "$TMP"/bpf.db*
+	start_daemon perf --collectors "$1" --source perf --ring-pages 1024
+	start_daemon bpf --collectors "$2" --source bpf
+	grep -q "BPF source: counting" "$TMP/bpf.log" ||
+		fatal "the bpf daemon does not say it counts in the kernel"
+	read -r src _ < <(python3 "$TMP/status.py" "$TMP/perf.status.json" mmaplock)
+	[ "$src" = perf ] || fatal "--source perf: mmaplock runs on '$src'"
+	pass "one daemon on each source (perf: $1; bpf: $2)"
+	sleep 1
+	rm -f "$TMP/fault.done"
+	"$FAULT_WORKLOAD" --seconds 3 --pid-file "$TMP/fault.pid" --file-dir "$TMP" \
+		--file-mb 32 --anon-mb 32 --done-file "$TMP/fault.done" --linger 30 \
+		>"$TMP/fault.out" 2>&1 &
+	WPID=$!
+	for _ in $(seq 150); do
+		[ -e "$TMP/fault.done" ] && break
+		sleep 0.2
+	done
+	[ -e "$TMP/fault.done" ] || fatal "fault_workload did not finish its work"
+	FAULT_PID=$(cat "$TMP/fault.pid")
+	sleep 2 # a tick delivers the last counts
+	http_get_port "$bpf_PORT" /api/v1/processes "$TMP/bpf.processes.json" ||
+		fail "GET /api/v1/processes from the bpf daemon"
+	kill -USR1 "$WPID"
+	wait "$WPID" || fatal "fault_workload failed"
+	WPID=
+	"$OUTCOME_WORKLOAD" anon --rounds 40 --dir "$TMP" >"$TMP/anon.out" 2>&1 &
+	WPID=$!
+	wait "$WPID" || fatal "outcome_workload anon failed: $(tail -n 3 "$TMP/anon.out")"
+	ANON_PID=$WPID
+	WPID=
+	"$OUTCOME_WORKLOAD" exec --children 50 --exec "$TMP/bpftest_true" --dir "$TMP" \
+		>"$TMP/exec.out" 2>&1 ||
+		fatal "outcome_workload exec failed: $(tail -n 3 "$TMP/exec.out")"
+	sleep 2.5 # two windows: every record of the workloads is delivered and settled
+	LOST=$(lost_of) || LOST=0
+	log "perf daemon lost $LOST records"
+	cp "$TMP/perf.status.json" "$TMP/perf.final.json"
+	DAEMON_PID=$perf_PID
+	perf_PID=
+	sigterm_mmlockd
+	DAEMON_PID=$bpf_PID
+	bpf_PID=
+	sigterm_mmlockd
+	cp "$TMP/perf.db" "$TMP/perf.pair$PAIR.db" # for KEEP_TMP=1
+	cp "$TMP/bpf.db" "$TMP/bpf.pair$PAIR.db"
+}
+
+# Counts: every collector the BPF source serves, and the faults collector on the perf side for
+# its callchain count of fallbacks. Its callchains on acquire_returned cost the perf probe
+# microseconds per event, which the BPF program (run after it, attached later) then sees as
+# lock time: times are compared in the second pair instead.
+SUM_COLS="faults mmap_lock_read mmap_lock_write mmap_lock_trylock_fail mmap_lock_contended
+fallback_locks mmap_lock_waits"
+run_pair mmaplock,fallbacks,faults mmaplock,fallbacks
+if python3 -c 'import json, sys
+d = json.load(open(sys.argv[1]))
+c = [c for c in d["collectors"] if c["name"] == "fallbacks"][0]
+sys.exit(0 if "iterator" in c["reason"] else 1)' "$TMP/perf.final.json"; then
+	pass "the perf fallbacks collector says another probe hides the fallback site"
+else
+	fail "the perf fallbacks collector does not say the iterator's IP hides the site"
+fi
+compare fault_workload "$FAULT_PID" "$LOST"
+compare "outcome_workload anon" "$ANON_PID" "$LOST"
+
+# Fault latency (BPF only, page_fault_user to the completion event): the live process's
+# quantiles, which must be there and ordered, under-VMA-lock faults between 256 ns and 1 ms at
+# the median, and faults that fell back (fault_workload's map thread has some) slower than the
+# median of those that did not.
+if lat=$(python3 - "$TMP/bpf.processes.json" "$FAULT_PID" <<'EOF'
+import json, sys
+d = json.load(open(sys.argv[1]))
+p = [p for p in d["processes"] if p["pid"] == int(sys.argv[2])]
+if not p:
+    sys.exit("pid not listed")
+t = p[0]["total"]
+q = [t[k] for k in ("fault_ns_vma_p50", "fault_ns_vma_p99", "fault_ns_mmap_p50",
+                    "fault_ns_mmap_p99")]
+print(*q)
+ok = 256 <= q[0] <= 1000000 and q[0] <= q[1] and 0 < q[2] <= q[3] and q[2] > q[0]
+sys.exit(0 if ok else "quantiles out of order or range: %r" % q)
+EOF
+); then
+	pass "fault latency quantiles (vma p50 p99, mmap p50 p99, ns): $lat"
+else
+	fail "fault latency quantiles: $lat"
+fi
+
+# The exec children: every pid named bpftest_true (a copy of /bin/true: the daemons see every
+# process of the machine, and others run true too) in the perf database must be in the bpf one
+# with the same counts, summed over its windows whatever their name (they live a few ms; their
+# counts reach the bpf daemon through the exit ring).
+read -r np nb same <<<"$(sqlite3 -separator ' ' "$TMP/perf.db" "
+	ATTACH '$TMP/bpf.db' AS b;
+	WITH k AS (SELECT DISTINCT pid FROM main.process_stats WHERE comm = 'bpftest_true'),
+	     p AS (SELECT pid, sum(faults) f,
+	                  sum(mmap_lock_by_fault + mmap_lock_by_fault_kernel) l FROM main.process_stats
+	           WHERE pid IN (SELECT pid FROM k) GROUP BY pid),
+	     q AS (SELECT pid, sum(faults) f, sum(fallback_locks) l FROM b.process_stats
+	           WHERE pid IN (SELECT pid FROM k) GROUP BY pid)
+	SELECT (SELECT count(*) FROM p), (SELECT count(*) FROM q),
+	       (SELECT count(*) FROM p JOIN q USING (pid) WHERE p.f = q.f AND p.l = q.l)")"
+if [ "${np:-0}" -ge 45 ] && [ "$np" = "$nb" ] && [ "$np" = "$same" ]; then
+	pass "short-lived processes: $np exec children in each, all with equal faults and fallbacks"
+else
+	fail "short-lived processes: perf $np, bpf $nb, equal $same (of at least 45)"
+fi
+
+# Times: mmaplock alone on both sides, so neither probe takes a callchain or a stack. Measured
+# on 6.18 (2 CPUs, loaded): with both attached, in either attach order, a BPF wait is ~2.5 us
+# longer and a BPF write hold ~2.3 us shorter than the perf path's timing of the same event;
+# on long (contended) waits that is ~1%, on uncontended ones it doubles them. Why is not
+# understood yet (README, "BPF source"): until it is, the times must agree within 1% or differ
+# by at most MAX_OFFSET_NS per timed event (waits for wait_ns, write acquisitions for holds).
+MAX_OFFSET_NS=${MAX_OFFSET_NS:-5000}
+SUM_COLS="mmap_lock_waits mmap_lock_wait_ns"
+run_pair mmaplock mmaplock
+compare fault_workload "$FAULT_PID" "$LOST"
+compare "outcome_workload anon" "$ANON_PID" "$LOST"
+SUM_COLS="mmap_lock_write mmap_lock_write_hold_ns"
+compare fault_workload "$FAULT_PID" "$LOST"
+compare "outcome_workload anon" "$ANON_PID" "$LOST"
+
+# --- failure paths ------------------------------------------------------------------------------
+# failure NAME PATTERN VAR=VALUE: a daemon with --source auto and VAR set must log PATTERN in
+# one "BPF source unavailable" line, report mmaplock on perf with that reason, and keep running.
+failure() {
+	local name=$1 pattern=$2 var=${3%%=*} line src note
+	DB=$TMP/$name.db
+	export "$3"
+	start_mmlockd --collectors mmaplock,fallbacks --source auto
+	unset "$var"
+	sleep 1.5
+	http_get /api/v1/status "$TMP/status.json"
+	read -r src _ note < <(python3 "$TMP/status.py" "$TMP/status.json" mmaplock)
+	line=$(grep -c 'BPF source unavailable' "$TMP/mmlockd.log")
+	if [ "$line" = 1 ] && grep 'BPF source unavailable' "$TMP/mmlockd.log" | grep -q "$pattern"; then
+		pass "$name: one line: $(grep -m1 -o 'BPF source unavailable.*' "$TMP/mmlockd.log")"
+	else
+		fail "$name: expected one 'BPF source unavailable' line matching '$pattern', got $line"
+	fi
+	if [ "$src" = perf ] && echo "$note" | grep -q "$pattern"; then
+		pass "$name: /api/v1/status shows mmaplock on perf: $note"
+	else
+		fail "$name: /api/v1/status shows mmaplock on '$src': $note"
+	fi
+	mmlockd_alive
+	cp "$TMP/mmlockd.log" "$TMP/$name.log"
+	sigterm_mmlockd
+}
+
+failure no_btf 'no kernel BTF at /nonexistent' MMLOCKD_BTF=/nonexistent
+failure verifier 'verifier rejected program on_fault: .*invalid mem access' \
+	MMLOCKD_BPF_REJECT_FOR_TEST=1
+if faults=$(sqlite3 "$TMP/verifier.db" "SELECT coalesce(sum(faults), 0) FROM process_stats") &&
+	[ "$faults" -gt 0 ]; then
+	pass "verifier rejection: the perf rings counted $faults faults"
+else
+	fail "verifier rejection: no faults counted on the perf rings"
+fi
+
+# Unprivileged: run as nobody, no capabilities (the database in a directory nobody may write).
+mkdir -p "$TMP/nobody" && chown nobody "$TMP/nobody"
+PORT=$(free_port)
+setpriv --reuid=nobody --regid=nogroup --clear-groups --inh-caps=-all \
+	"$MMLOCKD" --config "$CONF" --db "$TMP/nobody/mmlockd.db" --listen "127.0.0.1:$PORT" \
+	--collectors mmaplock,fallbacks --source auto >"$TMP/nobody.log" 2>&1 &
+DAEMON_PID=$!
+for _ in $(seq 50); do
+	http_get /api/v1/status "$TMP/status.json" && break
+	sleep 0.2
+done
+if [ "$(grep -c 'BPF source unavailable' "$TMP/nobody.log")" = 1 ] &&
+	grep 'BPF source unavailable' "$TMP/nobody.log" | grep -q 'BPF not permitted'; then
+	pass "unprivileged: one line: $(grep -m1 -o 'BPF source unavailable.*' "$TMP/nobody.log")"
+else
+	fail "unprivileged: no single 'BPF not permitted' line: $(head -n 5 "$TMP/nobody.log")"
+fi
+read -r src _ note < <(python3 "$TMP/status.py" "$TMP/status.json" mmaplock)
+[ "$src" = perf ] && pass "unprivileged: mmaplock on perf ($note)" ||
+	fail "unprivileged: mmaplock on '$src'"
+ln -sf "$TMP/nobody.log" "$TMP/mmlockd.log"
+mmlockd_alive
+sigterm_mmlockd
+
+# --source bpf where BPF cannot run: refuses to start, saying why.
+MMLOCKD_BTF=/nonexistent "$MMLOCKD" --config "$CONF" --db "$TMP/refuse.db" \
+	--listen "127.0.0.1:$(free_port)" --collectors mmaplock --source bpf >"$TMP/refuse.log" 2>&1
+rc=$?
+if [ "$rc" -ne 0 ] && grep -q 'source = bpf.*no kernel BTF' "$TMP/refuse.log"; then
+	pass "--source bpf without BTF: exit $rc, $(grep -m1 -o 'BPF source.*' "$TMP/refuse.log")"
+else
+	fail "--source bpf without BTF: exit $rc, $(head -n 3 "$TMP/refuse.log")"
+fi
+
+summary_and_exit
