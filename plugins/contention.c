@@ -162,6 +162,9 @@ static const char *const lock_prefix[] = {
 	"rwbase_",
 	"__rwbase_",
 	"__raw_callee_save___pv_queued_spin_unlock",
+	/* The tracepoint's own iterator: the chain starts in it when a second probe (a BPF
+	 * program of the BPF source, say) is attached to lock:contention_begin beside perf's. */
+	"__traceiter_",
 };
 
 static const char *const lock_suffix[] = {

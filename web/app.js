@@ -190,6 +190,13 @@ function shown(col, t, keys) {
 	return running(col) || keys.some(k => (t[k] || 0) > 0);
 }
 
+/* What a running collector says about itself (e.g. that it cannot attribute fallbacks on this
+ * kernel or next to another probe), as a note under its charts; null when it says nothing. */
+function collectorNote(name) {
+	const c = state.status && (state.status.collectors || []).find(x => x.name === name);
+	return c && c.state === "running" && c.reason ? el("div", name + " collector: " + c.reason, "note warn") : null;
+}
+
 function optIn(col, what) {
 	const d = el("div", null, "optin");
 	d.append(el("div", (what || NEEDS[col]) + ": not collected."));
@@ -281,8 +288,11 @@ function seriesCharts(prefix, cols, grid, xr) {
 			const f = (cols.minflt[i] || 0) + (cols.majflt[i] || 0) || cols.faults[i] || 0;
 			return f > 0 ? 100 * v / f : 0;
 		});
-		drawChart(prefix + "share", add(), xr, "Fallback share: faults that took mmap_lock", "%", xs,
+		const sbox = add();
+		drawChart(prefix + "share", sbox, xr, "Fallback share: faults that took mmap_lock", "%", xs,
 			[{label: "fallback share", values: share, color: "--c2"}], fmtPct0);
+		const note = collectorNote("fallbacks");
+		if (note) sbox.append(note);
 		drawChart(prefix + "fallbacks", add(), xr, "Fallbacks to mmap_lock", "per s", xs, [
 			{label: "fallbacks", values: rate(cols, "fallback_locks"), color: "--c2"},
 			{label: "waited for the lock", values: rate(cols, "fallback_lock_waits"), color: "--c4"},
@@ -533,6 +543,15 @@ async function viewProcess(v, id) {
 		if (running("totals")) stats.append(stat("faults in the open window", "pending", "pending", "arrive when the window closes"));
 		if (running("fallbacks")) stats.append(stat("fallbacks so far in the open window", fmtNum(live.window.fallback_locks)));
 	}
+	/* Fault latency: the BPF source's histograms, live since mmlockd started (not stored). */
+	if (live && (live.total.fault_ns_vma_p50 || live.total.fault_ns_mmap_p50)) {
+		const lt = live.total;
+		stats.append(stat("fault latency under the VMA lock, p50 / p99 since start",
+			fmtNs(lt.fault_ns_vma_p50) + " / " + fmtNs(lt.fault_ns_vma_p99), "", "upper bounds of log2 buckets"));
+		if (lt.fault_ns_mmap_p50)
+			stats.append(stat("fault latency under mmap_lock, p50 / p99 since start",
+				fmtNs(lt.fault_ns_mmap_p50) + " / " + fmtNs(lt.fault_ns_mmap_p99), "", "upper bounds of log2 buckets"));
+	}
 	const grid = el("div", null, "grid");
 	v.replaceChildren(head, stats, grid);
 	head.style.marginBottom = "1rem";
@@ -580,9 +599,9 @@ async function viewUnit(v, id) {
 
 async function viewLocks(v, id) {
 	const r = rangeA();
-	const lk = await getJSON("api/v1/locks?" + qs({since: r.since.toFixed(3), until: r.until.toFixed(3), top: 200}));
+	const lk = await getJSON("api/v1/locks?" + qs({since: r.since.toFixed(3), until: r.until.toFixed(3), top: 50}));
 	if (id !== state.renderId) return;
-	const c = card("Lock contention by kernel caller (mmlockd report --locks)");
+	const c = card("Lock contention by kernel caller, the 50 longest total waits (mmlockd report --locks)");
 	if (!lk.rows.length && !running("contention")) {
 		c.append(optIn("contention"));
 		v.replaceChildren(c);
@@ -755,15 +774,15 @@ async function viewCollectors(v, id) {
 	const st = state.status;
 	if (!st) return;
 	const c = card("Collectors");
-	const known = {totals: "/proc/PID/stat at each window's close, taskstats for exits (default)",
-		fallbacks: "mmap_lock tracepoints, filtered in the kernel, sample IP (default)",
-		vmstat: "/proc/vmstat deltas (default)", faults: "per-fault events with callchains (opt-in, costly)",
-		mmaplock: "every mmap_lock event (opt-in, costly)", contention: "lock:contention_* events (opt-in)"};
+	/* Which collectors the daemon runs by default (the others cost the workload more). */
+	const defaults = ["totals", "fallbacks", "vmstat"];
 	c.append(table("collectors", [
 		{key: "name", label: "Name", get: r => r.name},
 		{key: "state", label: "State", get: r => r.state, node: v => el("span", v, "state " + v)},
 		{key: "gives", label: "Gives", get: r => NEEDS[r.name] || "", cls: () => "wrap"},
-		{key: "source", label: "Source", get: r => known[r.name] || "", cls: () => "muted"},
+		{key: "source", label: "Source", get: r => (r.source || "") + (r.source_note ? ": " + r.source_note : ""),
+			cls: () => "muted wrap"},
+		{key: "default", label: "Default", get: r => defaults.includes(r.name) ? "default" : "opt-in", cls: () => "muted"},
 		{key: "reason", label: "Reason", get: r => r.reason, cls: () => "muted wrap"},
 	], st.collectors || [], null, "no collectors"));
 	const e = card("Events");

@@ -105,7 +105,7 @@ printf '%s\n' vmstat_total totals_events_total fallbacks_events_total faults_unm
 	mmaplock_unmatched_total contention_unmatched_total lock_contended_total \
 	lock_wait_seconds_total >>"$TMP/families"
 words=(report record replay --units --compare --locks /metrics /api/v1/status /api/v1/processes
-	/api/v1/history /api/v1/locks process_stats cgroup_stats lock_stats)
+	/api/v1/history /api/v1/locks /api/v1/series /api/v1/top --source process_stats cgroup_stats lock_stats)
 absent=""
 while read -r f; do grep -qF "$f" "$TMP/page" || absent="$absent $f"; done <"$TMP/families"
 for w in "${words[@]}"; do grep -qF -- "$w" "$TMP/page" || absent="$absent $w"; done

@@ -111,9 +111,9 @@ EOF
 }
 
 # --- start the daemon -------------------------------------------------------------------------
-# --source perf: a BPF program on lock:contention_begin (the BPF source's) puts the tracepoint
-# iterator's frame first in perf lock's own callchains, and its callers would no longer name
-# the kernel's.
+# On the perf rings only: a BPF program on lock:contention_begin (the BPF source's) makes the
+# kernel call the probes through __traceiter_contention_begin, which then heads perf's chains
+# too; mmlockd skips that frame (unit test_contention), perf lock contention does not.
 start_mmlockd --collectors all --source perf
 
 read -r B_SAMPLES _ B_OPEN B_STATE < <(status_of "$TMP/status.json" lock:contention_begin)

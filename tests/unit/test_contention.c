@@ -31,28 +31,29 @@ enum { BEGIN, END, START, ACQ, FAULT, REL, NTP };
 #define MUTEX  (1u << 5)
 
 /* A kernel text layout: ordinary functions, then lock and scheduler functions. */
-#define F_MPROTECT 0xffffffff81000000ull /* do_mprotect_pkey */
-#define F_MMAP	   0xffffffff81001000ull /* vm_mmap_pgoff */
-#define F_LOCK_MM  0xffffffff81002000ull /* lock_mm_and_find_vma */
-#define F_PIPE	   0xffffffff81003000ull /* anon_pipe_write */
-#define F_LRUVEC   0xffffffff81004000ull /* folio_lruvec_lock_irqsave */
-#define F_SYSCALL  0xffffffff81005000ull /* do_syscall_64 */
-#define F_IRQEXIT  0xffffffff81006000ull /* irqentry_exit_to_user_mode */
-#define F_DOWN_WS  0xffffffff82200000ull /* rwsem_down_write_slowpath */
-#define F_DOWN_W   0xffffffff82200400ull /* down_write_killable */
-#define F_DOWN_RS  0xffffffff82200800ull /* rwsem_down_read_slowpath */
-#define F_DOWN_R   0xffffffff82200c00ull /* down_read_killable */
-#define F_MUTEX	   0xffffffff82201000ull /* __mutex_lock.constprop.0 */
-#define F_SCHEDULE 0xffffffff82201400ull /* schedule */
-#define F_SCHED	   0xffffffff82201800ull /* __schedule */
-#define F_QSPIN	   0xffffffff82202000ull /* __pv_queued_spin_lock_slowpath */
-#define F_RAW_SPIN 0xffffffff82202400ull /* _raw_spin_lock */
-#define D_TASKLIST 0xffffffff83000000ull /* tasklist_lock, a static lock */
-#define D_NEXT	   0xffffffff83000040ull /* the next data symbol */
-#define MM_A	   0xffff888100aa0000ull
-#define MM_B	   0xffff888100bb0000ull
-#define MMAP_OFF   0x70 /* offsetof(struct mm_struct, mmap_lock) in these tests */
-#define HEAP_LOCK  0xffff888123456780ull
+#define F_MPROTECT  0xffffffff81000000ull /* do_mprotect_pkey */
+#define F_MMAP	    0xffffffff81001000ull /* vm_mmap_pgoff */
+#define F_LOCK_MM   0xffffffff81002000ull /* lock_mm_and_find_vma */
+#define F_PIPE	    0xffffffff81003000ull /* anon_pipe_write */
+#define F_LRUVEC    0xffffffff81004000ull /* folio_lruvec_lock_irqsave */
+#define F_SYSCALL   0xffffffff81005000ull /* do_syscall_64 */
+#define F_IRQEXIT   0xffffffff81006000ull /* irqentry_exit_to_user_mode */
+#define F_DOWN_WS   0xffffffff82200000ull /* rwsem_down_write_slowpath */
+#define F_DOWN_W    0xffffffff82200400ull /* down_write_killable */
+#define F_DOWN_RS   0xffffffff82200800ull /* rwsem_down_read_slowpath */
+#define F_DOWN_R    0xffffffff82200c00ull /* down_read_killable */
+#define F_MUTEX	    0xffffffff82201000ull /* __mutex_lock.constprop.0 */
+#define F_SCHEDULE  0xffffffff82201400ull /* schedule */
+#define F_SCHED	    0xffffffff82201800ull /* __schedule */
+#define F_QSPIN	    0xffffffff82202000ull /* __pv_queued_spin_lock_slowpath */
+#define F_RAW_SPIN  0xffffffff82202400ull /* _raw_spin_lock */
+#define F_TRACEITER 0xffffffff82202800ull /* __traceiter_contention_begin */
+#define D_TASKLIST  0xffffffff83000000ull /* tasklist_lock, a static lock */
+#define D_NEXT	    0xffffffff83000040ull /* the next data symbol */
+#define MM_A	    0xffff888100aa0000ull
+#define MM_B	    0xffff888100bb0000ull
+#define MMAP_OFF    0x70 /* offsetof(struct mm_struct, mmap_lock) in these tests */
+#define HEAP_LOCK   0xffff888123456780ull
 
 struct fx {
 	struct tep_handle *tep;
@@ -108,6 +109,7 @@ static void setup_with(struct fx *f, bool symbols)
 			{F_SCHED, 't', "__schedule"},
 			{F_QSPIN, 'T', "__pv_queued_spin_lock_slowpath"},
 			{F_RAW_SPIN, 'T', "_raw_spin_lock"},
+			{F_TRACEITER, 'T', "__traceiter_contention_begin"},
 			{D_TASKLIST, 'D', "tasklist_lock"},
 			{D_NEXT, 'd', "next_data"},
 		};
@@ -309,6 +311,24 @@ static void test_spinlock_caller_skips_lock_text_and_scheduler(void)
 	/* __schedule and schedule are scheduler functions: the caller is the irq exit. */
 	r = row(s, 10, "irqentry_exit_to_user_mode+0x110", NULL);
 	CHECK(r && r->wait_ns == 10);
+	mm_snapshot_unref(s);
+	teardown(&f);
+}
+
+/* With a BPF program on lock:contention_begin beside perf's probe, the kernel calls the probes
+ * through the tracepoint's iterator, which then heads every chain (seen on 6.18). */
+static void test_caller_skips_the_tracepoint_iterator_of_a_second_probe(void)
+{
+	static const uint64_t cc[] = {F_TRACEITER + 0x2f, F_DOWN_WS + 0x37f, F_DOWN_W + 0x5c,
+				      F_MPROTECT + 0xc7, F_SYSCALL + 0x71};
+	struct fx f;
+	setup(&f);
+	begin(&f, 10, 11, 1000, HEAP_LOCK, WRITE, cc, N(cc));
+	end(&f, 10, 11, 3000, HEAP_LOCK);
+	struct mm_snapshot *s = mm_host_snapshot(f.h, 1);
+	const struct mm_snap_lock *r = row(s, 10, "do_mprotect_pkey+0xc7", NULL);
+	CHECK(r && r->wait_ns == 2000);
+	CHECK(row(s, 10, "__traceiter_contention_begin+0x2f", NULL) == NULL);
 	mm_snapshot_unref(s);
 	teardown(&f);
 }
@@ -636,6 +656,7 @@ static void test_a_full_window_keeps_waits_in_other_rows(void)
 int main(void)
 {
 	RUN(test_rwsem_waits_are_keyed_by_first_frame_outside_lock_functions);
+	RUN(test_caller_skips_the_tracepoint_iterator_of_a_second_probe);
 	RUN(test_spinlock_caller_skips_lock_text_and_scheduler);
 	RUN(test_caller_is_unknown_past_eight_frames_or_without_symbols);
 	RUN(test_types_follow_perf_lock_names);
