@@ -219,6 +219,11 @@ static bool deliver(struct mm_bpfsrc *b, struct mm_host *h, uint32_t pid, struct
 		any |= sum[i] != t->last[i];
 	if (!any)
 		return true;
+	/* At a closing tick a live process the host does not know yet started after the records
+	 * delivered so far, i.e. after the window's end (its FORK record is not in yet): its
+	 * counts go to the next window, not to one that ended before it began. */
+	if (!t->exited && !force && mm_host_window_closing(h) && !mm_host_proc_known(h, pid))
+		return false;
 	if (t->exited) {
 		ps = mm_host_proc_known(h, pid);
 		if (!ps && !force && t->pending++ < SETTLE_TICKS)
