@@ -14,9 +14,10 @@
  * target is checked in the URI log callback (too long, too many parameters, an HTTP version
  * other than 1.0/1.1) and refused there in JSON, before libmicrohttpd stores the arguments (a
  * thousand of them used to exhaust its connection memory and get no reply at all); the handler
- * refuses NUL bytes, bad escapes and empty names (route.h), request heads over HEAD_MAX (431) and
- * bodies (413). Left to libmicrohttpd's own HTML: a request head over CONN_MEMORY, which it
- * refuses before any callback.
+ * refuses NUL bytes, bad escapes and empty names (route.h), request heads over MM_HTTP_HEAD_MAX
+ * (431) and bodies (413). Left to libmicrohttpd's own HTML: a request head over CONN_MEMORY whose
+ * first MM_HTTP_HEAD_MAX bytes were not there yet when the connection was accepted (httpconn.c
+ * refuses it in JSON when they were).
  *
  * Privilege: the listening socket is bound by the caller's thread (which may need
  * CAP_NET_BIND_SERVICE, or CAP_CHOWN for a Unix socket's group); the threads that then parse
@@ -68,7 +69,6 @@ extern const unsigned mm_web_assets_count;
 
 #define CONNECTION_TIMEOUT_S 30		  /* libmicrohttpd's idle timeout */
 #define CONN_MEMORY	     (128 * 1024) /* libmicrohttpd's buffer per connection */
-#define HEAD_MAX	     (16 * 1024)  /* request line and headers */
 #define QUERY_WORKERS	     2
 #define QUERY_QUEUE_MAX	     64
 
@@ -673,10 +673,10 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
 					   "method %.32s not allowed (GET, HEAD)", method);
 		const union MHD_ConnectionInfo *hs =
 			MHD_get_connection_info(conn, MHD_CONNECTION_INFO_REQUEST_HEADER_SIZE);
-		if (hs && hs->header_size > HEAD_MAX)
+		if (hs && hs->header_size > MM_HTTP_HEAD_MAX)
 			return reply_error(conn, MHD_HTTP_REQUEST_HEADER_FIELDS_TOO_LARGE,
 					   "request head of %zu bytes (at most %u)",
-					   hs->header_size, HEAD_MAX);
+					   hs->header_size, MM_HTTP_HEAD_MAX);
 		if (MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
 						MHD_HTTP_HEADER_TRANSFER_ENCODING) ||
 		    (MHD_lookup_connection_value(conn, MHD_HEADER_KIND,

@@ -202,24 +202,31 @@ static struct conn *oldest_waiting(struct mm_httpconn *g, const unsigned char *k
 
 /* Looks at the first request line before libmicrohttpd reads it, for what libmicrohttpd would
  * refuse in HTML before any callback: a line that is not "METHOD TARGET HTTP/1.x" (505 for
- * another HTTP version, 400 for anything else) or one too long to be ours (414). The listening
+ * another HTTP version, 400 for anything else), one too long to be ours (414), or MM_HTTP_HEAD_MAX
+ * bytes already there without the head's end (431). The listening
  * TCP socket defers accept until data arrives, so a request sent in one piece is there to peek
  * at; when it is not (yet) complete, libmicrohttpd decides as usual. */
 static void check_first_line(struct mm_httpconn *g, struct conn *c)
 {
-	char buf[MM_ROUTE_TARGET_MAX + 64], msg[128];
+	static __thread char buf[MM_HTTP_HEAD_MAX + 1];
+	const size_t line_max = MM_ROUTE_TARGET_MAX + 64;
+	char msg[128];
 	ssize_t n = recv(c->fd, buf, sizeof(buf) - 1, MSG_PEEK | MSG_DONTWAIT);
 
 	if (n <= 0)
 		return;
 	buf[n] = '\0';
-	char *eol = memchr(buf, '\n', (size_t)n);
+	char *eol = memchr(buf, '\n', (size_t)n < line_max ? (size_t)n : line_max);
 	if (!eol) {
-		if ((size_t)n == sizeof(buf) - 1)
+		if ((size_t)n >= line_max)
 			refuse_conn(g, c, MHD_HTTP_URI_TOO_LONG, "URI Too Long",
 				    "request line too long");
 		return;
 	}
+	/* A whole head's worth without its end: libmicrohttpd would read on to its connection
+	 * memory and answer in HTML. */
+	bool head_too_long = (size_t)n == sizeof(buf) - 1 && !memmem(buf, (size_t)n, "\n\r\n", 3) &&
+			     !memmem(buf, (size_t)n, "\n\n", 2);
 	if (memchr(buf, '\0', (size_t)(eol - buf))) {
 		refuse_conn(g, c, MHD_HTTP_BAD_REQUEST, "Bad Request",
 			    "NUL byte in the request line");
@@ -230,8 +237,14 @@ static void check_first_line(struct mm_httpconn *g, struct conn *c)
 		eol[-1] = '\0';
 	char *sp1 = strchr(buf, ' '), *sp2 = sp1 ? strchr(sp1 + 1, ' ') : NULL;
 	const char *version = sp2 ? sp2 + 1 : "";
-	if (!strncmp(version, "HTTP/1.", 7))
+	if (!strncmp(version, "HTTP/1.", 7)) {
+		if (head_too_long) {
+			snprintf(msg, sizeof(msg), "request head over %u bytes", MM_HTTP_HEAD_MAX);
+			refuse_conn(g, c, MHD_HTTP_REQUEST_HEADER_FIELDS_TOO_LARGE,
+				    "Request Header Fields Too Large", msg);
+		}
 		return;
+	}
 	if (!strncmp(version, "HTTP/", 5)) {
 		snprintf(msg, sizeof(msg), "HTTP version %.16s not supported (HTTP/1.0, HTTP/1.1)",
 			 version + 5);

@@ -13,7 +13,8 @@
  *    (MM_HTTPCONN_MAX, MM_HTTPCONN_PER_ADDR_MAX) stay above these;
  *  - looks at the first request line when a connection is accepted (the TCP socket defers accept
  *    until data arrives, mm_httpconn_tune_listen()) and refuses in JSON what libmicrohttpd would
- *    refuse in HTML before any callback: a line that is not HTTP/1.x, one that is too long;
+ *    refuse in HTML before any callback: a line that is not HTTP/1.x, one that is too long, a
+ *    head over MM_HTTP_HEAD_MAX already in;
  *  - counts the connections that end before their reply is complete, by reason, for
  *    mmlockd_http_connections_aborted_total, and rate-limits libmicrohttpd's messages.
  *
@@ -31,6 +32,7 @@
 #define MM_HTTPCONN_REQUEST_S	 60  /* open (or previous reply) to the reply sent */
 #define MM_HTTPCONN_MAX		 512 /* libmicrohttpd's hard limit in all */
 #define MM_HTTPCONN_PER_ADDR_MAX 64  /* libmicrohttpd's hard limit per client address */
+#define MM_HTTP_HEAD_MAX	 (16 * 1024) /* request line and headers (431 above) */
 
 struct mm_httpconn;
 

@@ -288,7 +288,9 @@ static const struct ip_class *classify(struct state *st, struct mm_host *h, uint
 		return c;
 	const char *name = mm_host_symbol(h, ip, NULL);
 	*c = (struct ip_class){.ip = ip, .known = 1, .has_sym = name != NULL};
-	c->lock = name && lock_function(name);
+	/* __traceiter_* is the tracepoint's iterator, the first frame whenever a second probe (a
+	 * BPF program: the BPF source) is attached: tracing, never the caller. */
+	c->lock = name && (lock_function(name) || !strncmp(name, "__traceiter_", 12));
 	return c;
 }
 

@@ -37,9 +37,9 @@ import time
 import urllib.request
 
 KNOWN_HTML = {
-    # Request heads beyond libmicrohttpd's 128 KiB connection memory are refused by it before
-    # any callback, in its own HTML.
-    "header_over_connection_memory": 431,
+    # Names of requests still answered by libmicrohttpd's own HTML (checked for their status only):
+    # none left on loopback. A request head over its 128 KiB connection memory whose first 16 KiB
+    # are not in yet when the connection is accepted would be one.
 }
 
 
