@@ -523,6 +523,17 @@ int mm_bpfsrc_open(struct mm_host *h, const struct mm_config *cfg, const struct 
 		note_all(h, want, "perf", "source = perf in the configuration");
 		return 0;
 	}
+	/* The default set (fallbacks without mmaplock) stays on the perf rings under auto: its
+	 * cost there is the one measured for the default (bench/results/main.md), the BPF
+	 * program's is not yet. With mmaplock on BPF, fallbacks must follow: a BPF program on the
+	 * mmap_lock tracepoints moves perf's sample IP to the tracepoint iterator, and the perf
+	 * fallbacks collector attributes by that IP. */
+	if (!want[0] && strcmp(cfg->source, "bpf")) {
+		note_all(h, want, "perf",
+			 "source = auto keeps the default fallbacks on the perf rings; "
+			 "source = bpf counts it in the kernel");
+		return 0;
+	}
 
 	char why[320];
 	struct mm_bpfsrc *b = calloc(1, sizeof(*b));
