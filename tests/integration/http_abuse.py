@@ -345,23 +345,29 @@ def check_slow_route(mmlockd, tmp):
     d = Daemon(mmlockd, tmp)
     time.sleep(3)
     d.stop()
-    # About 100 000 rows of process history: the last window's rows copied into windows that
-    # go back one second each.
+    # About 100 000 rows of process history: the rows of the last window that has any (on an
+    # idle machine the final, partial window may have none) copied into windows that go back
+    # one second each.
     db = sqlite3.connect(d.db)
-    wid, ts_start, ts_end, kernel = db.execute(
-        "SELECT id, ts_start, ts_end, kernel FROM windows ORDER BY id DESC LIMIT 1").fetchone()
+    row = db.execute(
+        "SELECT id, ts_start, ts_end, kernel FROM windows WHERE id IN "
+        "(SELECT window_id FROM process_windows) ORDER BY id DESC LIMIT 1").fetchone()
+    if row is None:
+        raise Fail("the daemon stored no process rows to copy")
+    wid, ts_start, ts_end, kernel = row
     cols = [r[1] for r in db.execute("PRAGMA table_info(process_windows)") if r[1] != "window_id"]
     n_proc = db.execute("SELECT count(*) FROM process_windows WHERE window_id = ?",
                         (wid,)).fetchone()[0]
     if n_proc == 0:
         raise Fail("the daemon stored no process rows to copy")
+    top = db.execute("SELECT max(id) FROM windows").fetchone()[0]
     with db:
         for k in range(1, 100000 // n_proc + 2):
             db.execute("INSERT INTO windows (id, ts_start, ts_end, kernel) VALUES (?, ?, ?, ?)",
-                       (wid + k, ts_start - k, ts_end - k, kernel))
+                       (top + k, ts_start - k, ts_end - k, kernel))
             db.execute("INSERT INTO process_windows (window_id, %s) SELECT ?, %s FROM "
                        "process_windows WHERE window_id = ?" % (",".join(cols), ",".join(cols)),
-                       (wid + k, wid))
+                       (top + k, wid))
     total = db.execute("SELECT count(*) FROM process_windows").fetchone()[0]
     db.close()
     d = Daemon(mmlockd, tmp)
