@@ -73,10 +73,12 @@ sql() { sqlite3 -batch -noheader -cmd '.timeout 3000' "$DB" "$@"; }
 family_present() { grep -q "^# TYPE $2 " "$1"; }
 
 start_mmlockd
-# The workload joins the cgroup(s) before it execs, so every fault it takes is the cgroup's.
+# A shell joins the cgroup(s) and starts the workload as its child, so the workload is born in
+# the cgroup. (Not `exec`: mmlockd reads a process's cgroup once, when it first sees the pid,
+# which can be the shell's fork before it moved; a process moved between cgroups keeps its first.)
 procs=$(printf '%s/cgroup.procs ' "${CGS[@]}")
 # shellcheck disable=SC2016 # $$ is the inner shell's
-sh -c 'for f in '"$procs"'; do echo $$ >"$f" || exit 1; done; exec "$0" "$@"' "$WORKLOAD" \
+sh -c 'for f in '"$procs"'; do echo $$ >"$f" || exit 1; done; "$0" "$@"' "$WORKLOAD" \
 	--fault-threads 2 --map-threads 1 --seconds 4 --pid-file "$TMP/workload.pid" \
 	--file-dir "$TMP" >"$TMP/workload.out" 2>&1 &
 WPID=$!
