@@ -187,6 +187,27 @@ static int read_header(struct replay *rp, const char *path, struct mm_rec_reader
 	return 0;
 }
 
+/* Parses a recorded tracepoint format into *ret for its fields only. Collectors read fields
+ * by name and never print an event, so the "print fmt:" line is replaced by an empty one:
+ * libtraceevent 1.7 dereferences NULL on some malformed print arguments (fuzz_replay found
+ * `__print_flags(REC->longs, ...)`, a field that does not exist), and a recording is input from
+ * anywhere. Returns 0, -EINVAL when libtraceevent refuses it, or -ENOMEM. */
+static int parse_fields(struct tep_handle *tep, struct tep_event **ret, const char *format,
+			const char *system)
+{
+	static const char empty_print[] = "print fmt: \"\"\n";
+	const char *print = strstr(format, "\nprint fmt:");
+	size_t head = print ? (size_t)(print - format) + 1 : strlen(format);
+	char *text = malloc(head + sizeof(empty_print));
+	if (!text)
+		return -ENOMEM;
+	memcpy(text, format, head);
+	memcpy(text + head, empty_print, sizeof(empty_print));
+	enum tep_errno e = tep_parse_format(tep, ret, text, strlen(text), system);
+	free(text);
+	return e == TEP_ERRNO__SUCCESS ? 0 : -EINVAL;
+}
+
 /* The streams, in index order (the order they were recorded in). */
 static int add_streams(struct replay *rp, const char *path, struct mm_rec_reader *rd,
 		       struct tep_handle *tep)
@@ -206,8 +227,7 @@ static int add_streams(struct replay *rp, const char *path, struct mm_rec_reader
 			r = mm_host_add_task_stream(rp->host, st.sample_type,
 						    st.sample_type ? NULL : "not recorded");
 		} else {
-			if (st.format[0] && tep_parse_format(tep, &ev, st.format, strlen(st.format),
-							     st.system) != TEP_ERRNO__SUCCESS)
+			if (st.format[0] && parse_fields(tep, &ev, st.format, st.system) < 0)
 				ev = NULL;
 			r = mm_host_add_tp(rp->host, st.system, st.name, ev, st.sample_type,
 					   ev ? NULL : "not recorded");
