@@ -609,8 +609,8 @@ static void test_flags_set_every_key(void)
 
 	CHECK(FROM_ARGS(&c, &cmd, "--config", (char *)path, "--db", "/tmp/f.db", "--listen",
 			"[::]:1234", "--interval", "5m", "--retention=30", "--top", "3",
-			"--ring-pages", "64", "--log-level", "notice", "--collectors",
-			"faults", "--source", "perf") == 0);
+			"--ring-pages", "64", "--log-level", "notice", "--collectors", "faults",
+			"--source", "perf") == 0);
 	CHECK_U64(cmd, MM_CMD_RUN);
 	CHECK_STR(c.config_path, path);
 	CHECK_STR(c.db_path, "/tmp/f.db");

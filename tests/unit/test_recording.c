@@ -74,7 +74,8 @@ static void test_length_beyond_the_file_is_refused_with_its_offset(void)
 	CHECK(read_all(&n, err, sizeof(err)) == -EINVAL);
 	CHECK_U64(n, 2);
 	/* magic 8 + META (8 + 16) + TICK (8 + 8) = offset 48 */
-	CHECK_CONTAINS(err, "48: chunk of type 4 truncated: it claims 4096 bytes, the file has 100 left");
+	CHECK_CONTAINS(
+		err, "48: chunk of type 4 truncated: it claims 4096 bytes, the file has 100 left");
 }
 
 static void test_impossible_length_is_refused(void)
