@@ -622,10 +622,11 @@ bool mm_config_collector_enabled(const struct mm_config *c, const char *name)
 	}
 }
 
-/* clang-format would split the literal around STR(). */
-/* clang-format off */
-static const char usage[] =
-	"mmlockd - per-process page-fault and mmap_lock contention profiler\n"
+const char *mm_config_usage(void)
+{
+	/* clang-format would split the literal around STR(). */
+	/* clang-format off */
+	return "mmlockd - per-process page-fault and mmap_lock contention profiler\n"
 	       "\n"
 	       "Usage: mmlockd [OPTIONS]\n"
 	       "       mmlockd COMMAND [ARGS...]\n"
@@ -718,15 +719,7 @@ static const char usage[] =
 	       "                     stored per-process history from the database\n"
 	       "  /api/v1/locks?pid=&since=&until=&top=\n"
 	       "                     stored lock contention rows, summed over the range\n"
-	       "  /api/v1/series?since=&until=&points=&pid=&start_time=&cgroup=&fields=\n"
-	       "                     the range in about `points` buckets, summed (the page's charts)\n"
-	       "  /api/v1/top?since=&until=&limit=&by=process|cgroup&pid=&start_time=&cgroup=&fields=\n"
-	       "                     totals over the range per process or per cgroup\n"
 	       "\n"
 	       "Signals: SIGHUP reloads the configuration file; SIGTERM and SIGINT stop.\n";
-/* clang-format on */
-
-const char *mm_config_usage(void)
-{
-	return usage;
+	/* clang-format on */
 }
