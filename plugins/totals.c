@@ -60,7 +60,6 @@ struct track {
 	uint64_t gen;		     /* scan that last saw it in /proc */
 	unsigned dead_scans;	     /* scans it waited, gone, for the host to know it */
 	bool settled;		     /* accounted and gone: to be removed */
-	bool deferred;		     /* its first counts waited a window for its FORK record */
 };
 
 struct state {
@@ -219,19 +218,8 @@ static void see(struct state *st, uint32_t pid, const struct mm_pid_stat *ps)
 	}
 	t->gen = st->gen;
 	if (ps->minflt >= t->last_min && ps->majflt >= t->last_maj) {
-		bool grew = ps->minflt > t->last_min || ps->majflt > t->last_maj;
-		/* Started after mmlockd, and its FORK record is not delivered yet: it began after
-		 * the records delivered so far, i.e. after the end of the window closing now (late
-		 * when collection lags), so its counts wait for the next window instead of landing
-		 * in one that ended before it began. Once only: without task records the host never
-		 * learns of it first. */
-		if (grew && !t->deferred && ps->start_ticks > st->reg_ticks &&
-		    !mm_host_proc_known(st->h, pid)) {
-			t->deferred = true;
-			return;
-		}
 		/* Alive: the host's lookup in /proc gives it its true identity. */
-		if (grew)
+		if (ps->minflt > t->last_min || ps->majflt > t->last_maj)
 			add_to(mm_host_proc(st->h, pid), ps->minflt - t->last_min,
 			       ps->majflt - t->last_maj);
 		t->last_min = ps->minflt;
