@@ -622,11 +622,10 @@ bool mm_config_collector_enabled(const struct mm_config *c, const char *name)
 	}
 }
 
-const char *mm_config_usage(void)
-{
-	/* clang-format would split the literal around STR(). */
-	/* clang-format off */
-	return "mmlockd - per-process page-fault and mmap_lock contention profiler\n"
+/* clang-format would split the literal around STR(). */
+/* clang-format off */
+static const char usage[] =
+	"mmlockd - per-process page-fault and mmap_lock contention profiler\n"
 	       "\n"
 	       "Usage: mmlockd [OPTIONS]\n"
 	       "       mmlockd COMMAND [ARGS...]\n"
@@ -719,7 +718,15 @@ const char *mm_config_usage(void)
 	       "                     stored per-process history from the database\n"
 	       "  /api/v1/locks?pid=&since=&until=&top=\n"
 	       "                     stored lock contention rows, summed over the range\n"
+	       "  /api/v1/series?since=&until=&points=&pid=&start_time=&cgroup=&fields=\n"
+	       "                     the range in about `points` buckets, summed (the page)\n"
+	       "  /api/v1/top?since=&until=&limit=&by=process|cgroup&pid=&start_time=&cgroup=\n"
+	       "      &fields=       totals over the range per process or per cgroup\n"
 	       "\n"
 	       "Signals: SIGHUP reloads the configuration file; SIGTERM and SIGINT stop.\n";
-	/* clang-format on */
+/* clang-format on */
+
+const char *mm_config_usage(void)
+{
+	return usage;
 }
