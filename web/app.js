@@ -90,10 +90,13 @@ function fmtTime(t) {
 }
 
 const pad2 = n => String(n).padStart(2, "0");
+/* The value a datetime-local input holds for unix time t; whole minutes without ":00", as the
+ * browser normalizes them (the browser test's fill() compares what it set with what it reads). */
 function toLocalInput(t) {
 	const d = new Date(t * 1000);
 	return d.getFullYear() + "-" + pad2(d.getMonth() + 1) + "-" + pad2(d.getDate()) + "T" +
-		pad2(d.getHours()) + ":" + pad2(d.getMinutes()) + ":" + pad2(d.getSeconds());
+		pad2(d.getHours()) + ":" + pad2(d.getMinutes()) +
+		(d.getSeconds() ? ":" + pad2(d.getSeconds()) : "");
 }
 function fromLocalInput(s) { const t = new Date(s).getTime(); return Number.isNaN(t) ? null : t / 1000; }
 
