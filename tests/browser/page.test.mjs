@@ -249,8 +249,16 @@ await check("units_and_locks_views_render", async () => {
 });
 
 await check("compare_shows_both_ranges", async () => {
-	/* A: the second half of the daemon's life so far, B: the first half; both hold windows. */
-	const now = Date.now() / 1000, t0 = Number(WL_START) - 2, mid = (t0 + now) / 2;
+	/* B: the first stored window with the workload's faults, A: from its end on, which holds
+	 * the next one (halving the time so far instead left A empty when the check came soon
+	 * after the first window). */
+	const rows = await until("api/v1/series?" + new URLSearchParams({since: WL_START - 60, pid: WL_PID, points: 5000}), r => {
+		const c = r.series.columns;
+		const w = r.series.rows.filter(x => x[c.indexOf("minflt")] > 0);
+		return w.length >= 2 ? w : null;
+	}, 2 * WINDOW_WAIT_MS);
+	if (!rows) return "fewer than two stored windows with the workload's faults";
+	const now = Date.now() / 1000, t0 = rows[0][0] - 1, mid = rows[0][1];
 	const fmt = t => page.evaluate(x => toLocalInput(x), t);
 	await gotoView("overview");
 	await page.fill("#custom-from", await fmt(mid));
