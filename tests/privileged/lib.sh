@@ -61,6 +61,17 @@ remove_tmp() {
 }
 
 # Sets TRACEFS to a mounted tracefs (mounting it at /sys/kernel/tracing if needed), or skips.
+# daemon_and_workload_args "$@": the privileged scripts' two arguments into MMLOCKD and WORKLOAD;
+# anything else prints the usage and exits 2.
+daemon_and_workload_args() {
+	if [ $# -ne 2 ] || [ ! -x "$1" ] || [ ! -x "$2" ]; then
+		echo "usage: $0 MMLOCKD_BINARY WORKLOAD_BINARY" >&2
+		exit 2
+	fi
+	MMLOCKD=$1
+	WORKLOAD=$2
+}
+
 find_tracefs() {
 	TRACEFS=
 	for d in /sys/kernel/tracing /sys/kernel/debug/tracing; do

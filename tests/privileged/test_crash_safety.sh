@@ -33,12 +33,7 @@ TMP=
 DAEMON_PID=
 WL_PID=
 
-MMLOCKD=${1:-}
-WORKLOAD=${2:-}
-[ -x "$MMLOCKD" ] && [ -x "$WORKLOAD" ] || {
-	echo "usage: $0 MMLOCKD_BINARY WORKLOAD_BINARY" >&2
-	exit 2
-}
+daemon_and_workload_args "$@"
 [ "$(id -u)" = 0 ] || skip "needs root (tracepoints)"
 command -v sqlite3 >/dev/null || skip "sqlite3 is not installed"
 find_tracefs

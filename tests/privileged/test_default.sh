@@ -70,12 +70,7 @@ cleanup() {
 	remove_tmp
 }
 
-if [ $# -ne 2 ]; then
-	echo "usage: $0 MMLOCKD_BINARY WORKLOAD_BINARY" >&2
-	exit 2
-fi
-MMLOCKD=$1
-WORKLOAD=$2
+daemon_and_workload_args "$@"
 
 # --- can this run at all? -------------------------------------------------------------------
 [ "$(id -u)" -eq 0 ] || skip "needs root (system-wide tracepoints, taskstats)"

@@ -40,9 +40,7 @@ cleanup() {
 	remove_tmp
 }
 
-[ $# -eq 2 ] || { echo "usage: $0 MMLOCKD_BINARY WORKLOAD_BINARY" >&2; exit 2; }
-MMLOCKD=$1
-WORKLOAD=$2
+daemon_and_workload_args "$@"
 [ "$(id -u)" -eq 0 ] || skip "needs root (system-wide tracepoints, cgroups)"
 find_tracefs
 [ -d "$TRACEFS/events/mmap_lock/mmap_lock_start_locking" ] || skip "no mmap_lock tracepoints"
