@@ -375,7 +375,8 @@ static void task_record(struct mm_host *h, struct stream *st, const struct perf_
 		memcpy(name, c->comm, len);
 		name[len] = '\0';
 		if (c->pid == c->tid)
-			mm_proctable_comm(h->procs, c->pid, name);
+			mm_proctable_comm(h->procs, c->pid, name,
+					  hdr->misc & PERF_RECORD_MISC_COMM_EXEC);
 		break;
 	}
 	case PERF_RECORD_FORK:
