@@ -3,7 +3,7 @@
  * mmlockd is the daemon: the live pipeline (live.h) with two sinks, the store thread (writer.h)
  * for closed windows and the HTTP server (http.h) for the snapshot published once a second.
  * SIGTERM/SIGINT: drain, close the open window, store it, exit 0. SIGHUP: reload the
- * configuration file. `record` (record.c), `replay` (replay.c) and `report` (report.c) run
+ * configuration file. `record`, `replay` and `report` (daemon/offline/) run
  * offline or without HTTP and SQLite.
  */
 #include <errno.h>
