@@ -142,8 +142,7 @@ static int cmd_daemon(int argc, char **argv)
 	enum mm_command cmd;
 	char err[512];
 
-	if (mm_config_from_args(&d.cfg, argc, argv, &cmd, err, sizeof(err)) < 0 ||
-	    (cmd == MM_CMD_RUN && mm_host_check_collectors(&d.cfg, err, sizeof(err)) < 0)) {
+	if (mm_config_from_args(&d.cfg, argc, argv, &cmd, err, sizeof(err)) < 0) {
 		log_error("mmlockd: %s; try 'mmlockd --help'", err);
 		return 2;
 	}
