@@ -570,12 +570,85 @@ static int check_owner(struct mm_store *st, int version, bool *ret_stamp)
 			       st->path, version, tables);
 }
 
+/* For a read-only handle: the file must be mmlockd's (check_owner) and at this build's schema
+ * version, since a reader never migrates. Returns 0 or the logged -errno. */
+static int check_readable(struct mm_store *st)
+{
+	bool stamp;
+	int r, version;
+
+	r = read_version(st, &version);
+	if (r < 0)
+		return r;
+	r = check_owner(st, version, &stamp);
+	if (r < 0)
+		return r;
+	if (version != (int)mm_schema_sql_count)
+		return log_error_errno(EPROTONOSUPPORT,
+				       "database %s: schema version %d, this mmlockd reads %u%s",
+				       st->path, version, mm_schema_sql_count,
+				       version > (int)mm_schema_sql_count
+					       ? " (the file is newer)"
+					       : " (the daemon migrates it when it starts)");
+	return 0;
+}
+
+/* For the writer's handle: refuses a newer or foreign file before changing anything in it, sets
+ * the connection's pragmas, migrates, stamps the application id of a new or adopted file (after
+ * the migrations) and prepares the writes. Returns 0 or the logged -errno. */
+static int prepare_writable(struct mm_store *st)
+{
+	bool stamp;
+	int r, version;
+
+	/* Refuse a newer file before changing anything in it (migrate() checks again under the
+	 * write lock). */
+	r = read_version(st, &version);
+	if (r < 0)
+		return r;
+	r = check_not_newer(st, version);
+	if (r < 0)
+		return r;
+	r = check_owner(st, version, &stamp);
+	if (r < 0)
+		return r;
+	/* Persistent in the file; also what lets read-only handles read during writes. */
+	r = pragma_expect(st, "PRAGMA journal_mode = WAL", "PRAGMA journal_mode", "wal");
+	if (r < 0)
+		return r;
+	/* In WAL mode NORMAL keeps the database consistent on power loss; only the last windows
+	 * may be lost, and commits need no fsync. Per connection. */
+	r = pragma_expect(st, "PRAGMA synchronous = NORMAL", "PRAGMA synchronous", "1");
+	if (r < 0)
+		return r;
+	/* Per connection; pruning relies on ON DELETE CASCADE. */
+	r = pragma_expect(st, "PRAGMA foreign_keys = ON", "PRAGMA foreign_keys", "1");
+	if (r < 0)
+		return r;
+	if ((r = prepare(st, "BEGIN IMMEDIATE", &st->begin)) < 0 ||
+	    (r = prepare(st, "COMMIT", &st->commit)) < 0 ||
+	    (r = prepare(st, "ROLLBACK", &st->rollback)) < 0)
+		return r;
+	r = migrate(st);
+	if (r < 0)
+		return r;
+	/* After the migrations: a crash in between leaves a file the next start adopts. */
+	if (stamp) {
+		char sql[64];
+
+		snprintf(sql, sizeof(sql), "PRAGMA application_id = %d", MM_APPLICATION_ID);
+		r = exec_sql(st, sql, "setting the application id");
+		if (r < 0)
+			return r;
+	}
+	return prepare_write(st);
+}
+
 static int store_open(const char *path, bool readonly, struct mm_store **ret)
 {
 	struct mm_store *st;
 	int flags = SQLITE_OPEN_NOMUTEX;
-	int rc, r, version;
-	bool stamp;
+	int rc, r;
 
 	st = calloc(1, sizeof(*st));
 	if (!st)
@@ -613,68 +686,9 @@ static int store_open(const char *path, bool readonly, struct mm_store **ret)
 	sqlite3_extended_result_codes(st->db, 1);
 	sqlite3_busy_timeout(st->db, BUSY_TIMEOUT_MS);
 
-	if (readonly) {
-		r = read_version(st, &version);
-		if (r < 0)
-			goto fail;
-		r = check_owner(st, version, &stamp);
-		if (r < 0)
-			goto fail;
-		if (version != (int)mm_schema_sql_count) {
-			r = log_error_errno(
-				EPROTONOSUPPORT,
-				"database %s: schema version %d, this mmlockd reads %u%s", path,
-				version, mm_schema_sql_count,
-				version > (int)mm_schema_sql_count
-					? " (the file is newer)"
-					: " (the daemon migrates it when it starts)");
-			goto fail;
-		}
-	} else {
-		/* Refuse a newer file before changing anything in it (migrate() checks again
-		 * under the write lock). */
-		r = read_version(st, &version);
-		if (r < 0)
-			goto fail;
-		r = check_not_newer(st, version);
-		if (r < 0)
-			goto fail;
-		r = check_owner(st, version, &stamp);
-		if (r < 0)
-			goto fail;
-		/* Persistent in the file; also what lets read-only handles read during writes. */
-		r = pragma_expect(st, "PRAGMA journal_mode = WAL", "PRAGMA journal_mode", "wal");
-		if (r < 0)
-			goto fail;
-		/* In WAL mode NORMAL keeps the database consistent on power loss; only the last
-		 * windows may be lost, and commits need no fsync. Per connection. */
-		r = pragma_expect(st, "PRAGMA synchronous = NORMAL", "PRAGMA synchronous", "1");
-		if (r < 0)
-			goto fail;
-		/* Per connection; pruning relies on ON DELETE CASCADE. */
-		r = pragma_expect(st, "PRAGMA foreign_keys = ON", "PRAGMA foreign_keys", "1");
-		if (r < 0)
-			goto fail;
-		if ((r = prepare(st, "BEGIN IMMEDIATE", &st->begin)) < 0 ||
-		    (r = prepare(st, "COMMIT", &st->commit)) < 0 ||
-		    (r = prepare(st, "ROLLBACK", &st->rollback)) < 0)
-			goto fail;
-		r = migrate(st);
-		if (r < 0)
-			goto fail;
-		/* After the migrations: a crash in between leaves a file the next start adopts. */
-		if (stamp) {
-			char sql[64];
-
-			snprintf(sql, sizeof(sql), "PRAGMA application_id = %d", MM_APPLICATION_ID);
-			r = exec_sql(st, sql, "setting the application id");
-			if (r < 0)
-				goto fail;
-		}
-		r = prepare_write(st);
-		if (r < 0)
-			goto fail;
-	}
+	r = readonly ? check_readable(st) : prepare_writable(st);
+	if (r < 0)
+		goto fail;
 	r = prepare_read(st);
 	if (r < 0)
 		goto fail;
