@@ -208,24 +208,53 @@ static int bind_text(sqlite3_stmt *s, int i, const char *str, size_t size)
 	return sqlite3_bind_text(s, i, str, (int)strnlen(str, size), SQLITE_TRANSIENT);
 }
 
-/* Reads PRAGMA user_version. */
-static int read_version(struct mm_store *st, int *ret)
+/* Prepares the one-shot query @sql, binds @v[0..n) to ?1..?n and steps it to its first row.
+ * Returns 0 with *ret the statement on that row (the caller finalizes it), or the logged -errno
+ * (a query that yields no row is a failure "WHAT: ..."), *ret NULL. */
+static int first_row(struct mm_store *st, const char *sql, const double *v, int n, const char *what,
+		     sqlite3_stmt **ret)
 {
 	sqlite3_stmt *s = NULL;
 	int rc, r;
 
-	r = prepare(st, "PRAGMA user_version", &s);
+	*ret = NULL;
+	r = prepare(st, sql, &s);
 	if (r < 0)
 		return r;
+	for (int i = 0; i < n; i++) {
+		if (sqlite3_bind_double(s, i + 1, v[i])) {
+			r = db_fail(st, sqlite3_errcode(st->db), "binding a statement");
+			goto fail;
+		}
+	}
 	rc = sqlite3_step(s);
 	if (rc != SQLITE_ROW) {
-		r = db_fail(st, rc, "reading the schema version");
-		goto out;
+		r = db_fail(st, rc, what);
+		goto fail;
 	}
-	*ret = sqlite3_column_int(s, 0);
-out:
+	*ret = s;
+	return 0;
+fail:
 	sqlite3_finalize(s);
 	return r;
+}
+
+/* Runs a one-integer query (a PRAGMA, a count) with no parameters. */
+static int query_int(struct mm_store *st, const char *sql, const char *what, int *ret)
+{
+	sqlite3_stmt *s;
+	int r = first_row(st, sql, NULL, 0, what, &s);
+
+	if (r < 0)
+		return r;
+	*ret = sqlite3_column_int(s, 0);
+	sqlite3_finalize(s);
+	return 0;
+}
+
+static int read_version(struct mm_store *st, int *ret)
+{
+	return query_int(st, "PRAGMA user_version", "reading the schema version", ret);
 }
 
 /* The compiled-in migrations must be numbered 001, 002, ... in order; a gap would skip or repeat
@@ -510,24 +539,6 @@ out:
 	return r;
 }
 
-/* Runs a one-integer query (a PRAGMA, a count). */
-static int query_int(struct mm_store *st, const char *sql, int *ret)
-{
-	sqlite3_stmt *s = NULL;
-	int rc, r;
-
-	r = prepare(st, sql, &s);
-	if (r < 0)
-		return r;
-	rc = sqlite3_step(s);
-	if (rc == SQLITE_ROW)
-		*ret = sqlite3_column_int(s, 0);
-	else
-		r = db_fail(st, rc, sql);
-	sqlite3_finalize(s);
-	return r;
-}
-
 /* Whether the file at schema @version is mmlockd's (see the header comment). Returns 0 with
  * *ret_stamp set when application_id must still be written (a new file, an older mmlockd's
  * database), or the logged -errno. */
@@ -536,7 +547,7 @@ static int check_owner(struct mm_store *st, int version, bool *ret_stamp)
 	int id, tables, ours, r;
 
 	*ret_stamp = false;
-	if ((r = query_int(st, "PRAGMA application_id", &id)) < 0)
+	if ((r = query_int(st, "PRAGMA application_id", "reading the application id", &id)) < 0)
 		return r;
 	if (id == MM_APPLICATION_ID)
 		return 0;
@@ -546,11 +557,11 @@ static int check_owner(struct mm_store *st, int version, bool *ret_stamp)
 				       "(application_id 0x%08x, mmlockd's is 0x%08x); refusing it",
 				       st->path, (unsigned)id, MM_APPLICATION_ID);
 	if ((r = query_int(st, "SELECT count(*) FROM sqlite_master WHERE name NOT LIKE 'sqlite_%'",
-			   &tables)) < 0 ||
+			   "counting the tables", &tables)) < 0 ||
 	    (r = query_int(st,
 			   "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN "
 			   "('windows', 'processes', 'process_windows')",
-			   &ours)) < 0)
+			   "looking for mmlockd's tables", &ours)) < 0)
 		return r;
 	if (version == 0 && tables == 0) {
 		*ret_stamp = true; /* new */
@@ -1176,59 +1187,36 @@ out:
 
 int mm_store_range(struct mm_store *st, double since_s, double until_s, struct mm_store_range *ret)
 {
-	sqlite3_stmt *s = NULL;
-	int rc = sqlite3_prepare_v2(
-		st->db,
-		"SELECT count(*), min(ts_start), max(ts_end), "
-		"(SELECT group_concat(kernel, ',') FROM (SELECT DISTINCT kernel "
-		"FROM windows WHERE ts_end > ?1 AND ts_start < ?2 ORDER BY kernel)) "
-		"FROM windows WHERE ts_end > ?1 AND ts_start < ?2",
-		-1, &s, NULL);
-	int r = 0;
+	sqlite3_stmt *s;
+	int r = first_row(st,
+			  "SELECT count(*), min(ts_start), max(ts_end), "
+			  "(SELECT group_concat(kernel, ',') FROM (SELECT DISTINCT kernel "
+			  "FROM windows WHERE ts_end > ?1 AND ts_start < ?2 ORDER BY kernel)) "
+			  "FROM windows WHERE ts_end > ?1 AND ts_start < ?2",
+			  (const double[]){since_s, until_s}, 2, "reading the range", &s);
 
-	if (rc != SQLITE_OK)
-		return db_fail(st, rc, "preparing the range query");
-	if (sqlite3_bind_double(s, 1, since_s) || sqlite3_bind_double(s, 2, until_s)) {
-		r = db_fail(st, sqlite3_errcode(st->db), "binding the range query");
-		goto out;
-	}
-	rc = sqlite3_step(s);
-	if (rc != SQLITE_ROW) {
-		r = db_fail(st, rc, "reading the range");
-		goto out;
-	}
+	if (r < 0)
+		return r;
 	memset(ret, 0, sizeof(*ret));
 	ret->windows = (uint64_t)sqlite3_column_int64(s, 0);
 	ret->first_s = sqlite3_column_double(s, 1);
 	ret->last_s = sqlite3_column_double(s, 2);
 	column_text(s, 3, ret->kernels, sizeof(ret->kernels));
-out:
 	sqlite3_finalize(s);
-	return r;
+	return 0;
 }
 
 int mm_store_window_end_before(struct mm_store *st, double t, double *ret)
 {
-	sqlite3_stmt *s = NULL;
-	int rc = sqlite3_prepare_v2(st->db, "SELECT max(ts_end) FROM windows WHERE ts_end <= ?1",
-				    -1, &s, NULL);
-	int r = 0;
+	sqlite3_stmt *s;
+	int r = first_row(st, "SELECT max(ts_end) FROM windows WHERE ts_end <= ?1", &t, 1,
+			  "reading the window end", &s);
 
-	if (rc != SQLITE_OK)
-		return db_fail(st, rc, "preparing the window end query");
-	if (sqlite3_bind_double(s, 1, t)) {
-		r = db_fail(st, sqlite3_errcode(st->db), "binding the window end query");
-		goto out;
-	}
-	rc = sqlite3_step(s);
-	if (rc != SQLITE_ROW) {
-		r = db_fail(st, rc, "reading the window end");
-		goto out;
-	}
+	if (r < 0)
+		return r;
 	*ret = sqlite3_column_type(s, 0) == SQLITE_NULL ? 0 : sqlite3_column_double(s, 0);
-out:
 	sqlite3_finalize(s);
-	return r;
+	return 0;
 }
 
 /* The process filter of the web page's queries, on processes AS p: ?4 pid, ?5 start_time, ?6
