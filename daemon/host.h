@@ -32,10 +32,6 @@ struct mm_host *mm_host_new(const struct mm_config *cfg, mm_proc_lookup_fn looku
 			    uint64_t start_ms);
 void mm_host_free(struct mm_host *h); /* accepts NULL; frees collector states */
 
-/* Checks that every name in cfg->collectors is a collector of this build. Returns 0, or -EINVAL
- * with "unknown collector X (known: ...)" in @err. */
-int mm_host_check_collectors(const struct mm_config *cfg, char *err, size_t errlen);
-
 /* Calls @fn for every tracepoint the enabled collectors ask for (each once; callchain true when
  * any asks for it; @filter the kernel-side filter every asker agrees on, else NULL), until @fn
  * returns a negative value, which is returned; else 0. */
