@@ -22,55 +22,11 @@
 #include <sqlite3.h>
 
 #include "check.h"
+#include "dbfiles.h"
 #include "log.h"
 #include "snapshot.h"
 #include "stats.h"
 #include "store.h"
-
-static char tmpdir[] = "/tmp/mmlockd-test-store-XXXXXX";
-static int dbno;
-
-/* A fresh database path in the temporary directory. */
-static const char *new_path(void)
-{
-	static char path[256];
-
-	snprintf(path, sizeof(path), "%s/db%d/history.db", tmpdir, ++dbno);
-	return path;
-}
-
-/* First column of the first row of @sql on the database at @path, as an integer; -1 on error. */
-static long long q_int(const char *path, const char *sql)
-{
-	sqlite3 *db = NULL;
-	sqlite3_stmt *s = NULL;
-	long long v = -1;
-
-	if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK &&
-	    sqlite3_prepare_v2(db, sql, -1, &s, NULL) == SQLITE_OK && sqlite3_step(s) == SQLITE_ROW)
-		v = sqlite3_column_int64(s, 0);
-	else
-		fprintf(stderr, "q_int(%s): %s\n", sql, sqlite3_errmsg(db));
-	sqlite3_finalize(s);
-	sqlite3_close(db);
-	return v;
-}
-
-/* Same, as text into @buf ("" on error). */
-static const char *q_text(const char *path, const char *sql, char *buf, size_t size)
-{
-	sqlite3 *db = NULL;
-	sqlite3_stmt *s = NULL;
-
-	buf[0] = '\0';
-	if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK &&
-	    sqlite3_prepare_v2(db, sql, -1, &s, NULL) == SQLITE_OK &&
-	    sqlite3_step(s) == SQLITE_ROW && sqlite3_column_text(s, 0))
-		snprintf(buf, size, "%s", (const char *)sqlite3_column_text(s, 0));
-	sqlite3_finalize(s);
-	sqlite3_close(db);
-	return buf;
-}
 
 /* Runs @sql on @path (created if needed) with plain SQLite. Returns the SQLite result code. */
 static int raw_exec(const char *path, const char *sql)
@@ -1119,25 +1075,10 @@ static void test_disk_full_gives_enospc_and_keeps_earlier_windows(void)
 	CHECK_U64(WEXITSTATUS(status), 0);
 }
 
-static void cleanup(void)
-{
-	char cmd[300];
-
-	if (getenv("MM_TEST_KEEP")) {
-		printf("kept %s\n", tmpdir);
-		return;
-	}
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
-	if (system(cmd) != 0)
-		fprintf(stderr, "could not remove %s\n", tmpdir);
-}
-
 int main(void)
 {
-	if (!mkdtemp(tmpdir)) {
-		perror("mkdtemp");
+	if (tmpdir_create("store") < 0)
 		return 1;
-	}
 	if (!getenv("MM_TEST_VERBOSE"))
 		mm_log_set_level(LOG_CRIT); /* the failure tests log errors on purpose */
 
@@ -1170,6 +1111,6 @@ int main(void)
 	RUN(test_unwritable_places_give_eacces);
 	RUN(test_disk_full_gives_enospc_and_keeps_earlier_windows);
 
-	cleanup();
+	tmpdir_remove();
 	return check_summary();
 }
