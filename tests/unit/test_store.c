@@ -654,6 +654,26 @@ static const char *json_q(const char *json, const char *expr, char *buf, size_t 
 	return buf;
 }
 
+/* mm_store_history_json(@st, @pid, @since, @until, @limit) read through json_q(@expr), or
+ * "(failed)". */
+static const char *history_q(struct mm_store *st, int pid, double since, double until,
+			     unsigned limit, const char *expr)
+{
+	static char buf[256];
+	struct mm_buf out = MM_BUF_INIT;
+
+	if (mm_store_history_json(st, pid, since, until, limit, &out) < 0)
+		snprintf(buf, sizeof(buf), "(failed)");
+	else
+		json_q(out.data, expr, buf, sizeof(buf));
+	mm_buf_free(&out);
+	return buf;
+}
+
+/* The values of SQL expression @expr over the array's elements (each is `value`),
+ * comma-separated. */
+#define EACH(expr) "(SELECT group_concat(" expr ") FROM json_each(?1))"
+
 /* Three windows [0,10) [10,20) [20,30) s; pid 1 in all, pid 2 (two incarnations) in the last. */
 static struct mm_store *history_fixture(const char *path)
 {
@@ -695,43 +715,24 @@ static void test_history_json_filters_by_pid_and_time(void)
 	CHECK_CONTAINS(out.data, "\"comm\":\"a\\\"b\\\\c\"");
 
 	/* pid 1 only: three rows with its counters. */
-	mm_buf_reset(&out);
-	CHECK(mm_store_history_json(st, 1, 0, 1e12, 100, &out) == 0);
-	CHECK_STR(json_q(out.data, "json_array_length(?1)", buf, sizeof(buf)), "3");
-	CHECK_STR(json_q(out.data,
-			 "(SELECT group_concat(json_extract(value, '$.pid') || ':' || "
-			 "json_extract(value, '$.faults')) FROM json_each(?1))",
-			 buf, sizeof(buf)),
+	CHECK_STR(history_q(st, 1, 0, 1e12, 100, "json_array_length(?1)"), "3");
+	CHECK_STR(history_q(st, 1, 0, 1e12, 100,
+			    EACH("json_extract(value, '$.pid') || ':' || json_extract(value, "
+				 "'$.faults')")),
 		  "1:1001,1:2001,1:3001");
 
 	/* Both incarnations of pid 2. */
-	mm_buf_reset(&out);
-	CHECK(mm_store_history_json(st, 2, 0, 1e12, 100, &out) == 0);
-	CHECK_STR(json_q(out.data,
-			 "(SELECT group_concat(json_extract(value, '$.comm') || '@' || "
-			 "json_extract(value, '$.start_time'), ' ') FROM json_each(?1))",
-			 buf, sizeof(buf)),
+	CHECK_STR(history_q(st, 2, 0, 1e12, 100,
+			    "(SELECT group_concat(json_extract(value, '$.comm') || '@' || "
+			    "json_extract(value, '$.start_time'), ' ') FROM json_each(?1))"),
 		  "a\"b\\c@1234.567 reused@2000.0");
 
 	/* Time: ts_end > since and ts_start < until, both strict. */
-	mm_buf_reset(&out);
-	CHECK(mm_store_history_json(st, 1, 10, 20, 100, &out) == 0);
-	CHECK_STR(json_q(out.data,
-			 "(SELECT group_concat(json_extract(value, '$.ts_start')) FROM "
-			 "json_each(?1))",
-			 buf, sizeof(buf)),
-		  "10.0");
-	mm_buf_reset(&out);
-	CHECK(mm_store_history_json(st, 1, 9.5, 20.5, 100, &out) == 0);
-	CHECK_STR(json_q(out.data, "json_array_length(?1)", buf, sizeof(buf)), "3");
+	CHECK_STR(history_q(st, 1, 10, 20, 100, EACH("json_extract(value, '$.ts_start')")), "10.0");
+	CHECK_STR(history_q(st, 1, 9.5, 20.5, 100, "json_array_length(?1)"), "3");
 
 	/* Limit keeps the oldest. */
-	mm_buf_reset(&out);
-	CHECK(mm_store_history_json(st, -1, 0, 1e12, 2, &out) == 0);
-	CHECK_STR(json_q(out.data,
-			 "(SELECT group_concat(json_extract(value, '$.ts_start')) FROM "
-			 "json_each(?1))",
-			 buf, sizeof(buf)),
+	CHECK_STR(history_q(st, -1, 0, 1e12, 2, EACH("json_extract(value, '$.ts_start')")),
 		  "0.0,10.0");
 
 	/* No rows: an empty array, appended after what was there. */

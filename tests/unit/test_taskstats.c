@@ -476,6 +476,24 @@ static void child_report_and_exit(int fd)
 	_exit(4); /* not reached */
 }
 
+/* The parent's side of a @child that reports with child_report_and_exit() on @pfd: its own
+ * minflt and majflt into @ru; it must exit 0. */
+static void reap_child(pid_t child, int pfd[2], uint64_t ru[2])
+{
+	struct rusage cru;
+	int status = -1;
+
+	CHECK(child > 0);
+	close(pfd[1]);
+	memset(&cru, 0, sizeof(cru));
+	CHECK(read(pfd[0], &cru, sizeof(cru)) == sizeof(cru));
+	ru[0] = (uint64_t)cru.ru_minflt;
+	ru[1] = (uint64_t)cru.ru_majflt;
+	close(pfd[0]);
+	CHECK(waitpid(child, &status, 0) == child);
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
 /* AddressSanitizer, as gcc (__SANITIZE_ADDRESS__) and clang (__has_feature) say it. */
 #if defined(__has_feature)
 #if __has_feature(address_sanitizer)
@@ -513,16 +531,8 @@ static void test_live_child_fault_count(void)
 			m[(size_t)i * (size_t)pg] = 1;
 		child_report_and_exit(pfd[1]);
 	}
-	CHECK(child > 0);
-	close(pfd[1]);
-	struct rusage cru;
-	memset(&cru, 0, sizeof(cru));
-	CHECK(read(pfd[0], &cru, sizeof(cru)) == sizeof(cru));
-	uint64_t ru[2] = {(uint64_t)cru.ru_minflt, (uint64_t)cru.ru_majflt};
-	close(pfd[0]);
-	int status = -1;
-	CHECK(waitpid(child, &status, 0) == child);
-	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	uint64_t ru[2];
+	reap_child(child, pfd, ru);
 
 	struct find f = {.tgid = (uint32_t)child};
 	drain_until_found(t, &f);
@@ -599,16 +609,8 @@ static void test_live_threads_one_call_each(void)
 			m[(size_t)i * (size_t)pg] = 1;
 		child_report_and_exit(pfd[1]); /* RUSAGE_SELF includes the dead thread's faults */
 	}
-	CHECK(child > 0);
-	close(pfd[1]);
-	struct rusage cru;
-	memset(&cru, 0, sizeof(cru));
-	CHECK(read(pfd[0], &cru, sizeof(cru)) == sizeof(cru));
-	uint64_t ru[2] = {(uint64_t)cru.ru_minflt, (uint64_t)cru.ru_majflt};
-	close(pfd[0]);
-	int status = -1;
-	CHECK(waitpid(child, &status, 0) == child);
-	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	uint64_t ru[2];
+	reap_child(child, pfd, ru);
 
 	struct find f = {.tgid = (uint32_t)child, .want = 2};
 	drain_until_found(t, &f);
