@@ -27,13 +27,8 @@ TEST_NAME=test_agreement
 # shellcheck source=tests/privileged/lib.sh
 . "$(dirname "$0")/lib.sh"
 
-SKIP=77
 TOL=${TOLERANCE_PCT:-1}
 MIN_FAULTS=100000
-PASSED=0
-FAILED=0
-TMP=
-DAEMON_PID=
 PERF_PID=
 WPID=
 
@@ -50,13 +45,10 @@ cleanup() {
 daemon_and_workload_args "$@"
 
 # --- can this run at all? -------------------------------------------------------------------
-[ "$(id -u)" -eq 0 ] || skip "needs root (system-wide tracepoints)"
-command -v perf >/dev/null 2>&1 || skip "perf is not installed"
+need_root "system-wide tracepoints"
+need_perf
 
-find_tracefs
-for tp in exceptions/page_fault_user mmap_lock/mmap_lock_acquire_returned; do
-	[ -d "$TRACEFS/events/$tp" ] || skip "tracepoint ${tp/\//:} does not exist on this kernel"
-done
+need_tracepoints exceptions/page_fault_user mmap_lock/mmap_lock_acquire_returned
 if ! perf stat -e exceptions:page_fault_user -e mmap_lock:mmap_lock_acquire_returned \
 	-o /dev/null -- true >/dev/null 2>&1; then
 	skip "perf cannot open the tracepoints ($(perf stat -e exceptions:page_fault_user \
@@ -64,20 +56,11 @@ if ! perf stat -e exceptions:page_fault_user -e mmap_lock:mmap_lock_acquire_retu
 fi
 
 # Missing tools or binaries are failures, not skips: the test could run, the setup is broken.
-for tool in curl sqlite3 python3; do
-	command -v "$tool" >/dev/null 2>&1 || fatal "required tool '$tool' is not installed"
-done
-[ -x "$MMLOCKD" ] || fatal "mmlockd binary '$MMLOCKD' is not executable"
-[ -x "$WORKLOAD" ] || fatal "workload binary '$WORKLOAD' is not executable"
+need_tools curl sqlite3 python3
 
-TMP=$(mktemp -d "${TMPDIR:-/tmp}/mmlockd-agreement.XXXXXX") || fatal "mktemp failed"
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
+make_tmp agreement
 
-DB=$TMP/mmlockd.db
-CONF=$TMP/mmlockd.conf # empty: keeps /etc/mmlockd.conf out of the test
-: >"$CONF"
+empty_conf
 
 # JSON helpers (python3 is a build dependency anyway).
 cat >"$TMP/parse_json.py" <<'EOF'
