@@ -26,14 +26,6 @@
 
 #define V1_MEMCG "/sys/fs/cgroup/memory"
 
-uint64_t bench_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 void bench_block_signals(sigset_t *set)
 {
 	sigemptyset(set);
@@ -58,22 +50,6 @@ bool bench_interrupted(const sigset_t *set)
 		if (sigismember(set, sig) == 1 && sigismember(&pending, sig) == 1)
 			return true;
 	return false;
-}
-
-int bench_wait(const sigset_t *set, double seconds)
-{
-	uint64_t end = bench_now_ns() + (uint64_t)(seconds * 1e9), now;
-	struct timespec ts;
-	int sig;
-
-	while ((now = bench_now_ns()) < end) {
-		ts.tv_sec = (time_t)((end - now) / 1000000000ull);
-		ts.tv_nsec = (long)((end - now) % 1000000000ull);
-		sig = sigtimedwait(set, NULL, &ts);
-		if (sig > 0)
-			return sig;
-	}
-	return 0;
 }
 
 void bench_phase(const char *phase)
@@ -144,16 +120,16 @@ int bench_measure(const sigset_t *sigs, const struct bench_common *c,
 
 	memset(m, 0, sizeof(*m));
 	bench_phase("warmup");
-	sig = bench_wait(sigs, c->warmup);
+	sig = wait_signal(sigs, c->warmup);
 	if (sig)
 		return sig;
 	getrusage(RUSAGE_SELF, &ru0);
 	for (unsigned i = 0; i < 3; i++)
 		m->count[i] = bench_sum(k[i].c, k[i].n);
-	t0 = bench_now_ns();
+	t0 = now_ns();
 	bench_phase("measure");
-	sig = bench_wait(sigs, c->seconds);
-	m->ns = bench_now_ns() - t0;
+	sig = wait_signal(sigs, c->seconds);
+	m->ns = now_ns() - t0;
 	for (unsigned i = 0; i < 3; i++)
 		m->count[i] = bench_sum(k[i].c, k[i].n) - m->count[i];
 	getrusage(RUSAGE_SELF, &ru1);
@@ -202,19 +178,6 @@ void bench_common_defaults(struct bench_common *c, double seconds, double warmup
 	c->limit_mb = limit_mb;
 	c->swap_mb = swap_mb;
 	c->swappiness = 100;
-}
-
-static int parse_ulong(const char *s, unsigned long max, unsigned long *ret)
-{
-	char *end;
-	unsigned long v;
-
-	errno = 0;
-	v = strtoul(s, &end, 10);
-	if (errno || end == s || *end || s[0] == '-' || v > max)
-		return -1;
-	*ret = v;
-	return 0;
 }
 
 static void usage(const char *argv0, const struct bench_common *c, const struct bench_num_opt *opts,
@@ -290,22 +253,8 @@ int bench_parse_args(int argc, char **argv, struct bench_common *c,
 	return r;
 }
 
-static int parse_seconds(const char *s, double *ret)
-{
-	char *end;
-	double v;
-
-	errno = 0;
-	v = strtod(s, &end);
-	if (errno || end == s || *end || !(v >= 0) || v > 86400)
-		return -1;
-	*ret = v;
-	return 0;
-}
-
 int bench_common_set(struct bench_common *c, int code, const char *arg)
 {
-	unsigned long v;
 	int bad = 0;
 
 	switch (code - BENCH_OPT_BASE) {
@@ -324,19 +273,16 @@ int bench_common_set(struct bench_common *c, int code, const char *arg)
 			snprintf(c->cgroup_name, sizeof(c->cgroup_name), "%s", arg);
 		break;
 	case 4:
-		bad = parse_ulong(arg, 1ul << 30, &v);
-		c->limit_mb = v;
+		bad = parse_ulong(arg, 1ul << 30, &c->limit_mb);
 		break;
 	case 5:
 		c->swap_file = arg;
 		break;
 	case 6:
-		bad = parse_ulong(arg, 1ul << 20, &v);
-		c->swap_mb = v;
+		bad = parse_ulong(arg, 1ul << 20, &c->swap_mb);
 		break;
 	case 7:
-		bad = parse_ulong(arg, 200, &v);
-		c->swappiness = v;
+		bad = parse_ulong(arg, 200, &c->swappiness);
 		break;
 	default:
 		bad = 1;
@@ -643,7 +589,7 @@ void bench_pace_init(struct bench_pace *p, unsigned long rate)
 	/* batches of about 2 ms */
 	p->batch = rate / 500 ? (unsigned)(rate / 500) : 1;
 	p->batch_ns = (uint64_t)p->batch * 1000000000ull / rate;
-	p->next_ns = bench_now_ns() + p->batch_ns;
+	p->next_ns = now_ns() + p->batch_ns;
 }
 
 void bench_pace_tick(struct bench_pace *p)
@@ -654,7 +600,7 @@ void bench_pace_tick(struct bench_pace *p)
 	if (!p->batch || ++p->n < p->batch)
 		return;
 	p->n = 0;
-	now = bench_now_ns();
+	now = now_ns();
 	if (now < p->next_ns) {
 		ts.tv_sec = (time_t)(p->next_ns / 1000000000ull);
 		ts.tv_nsec = (long)(p->next_ns % 1000000000ull);

@@ -29,6 +29,10 @@
 #include <stdint.h>
 #include <stdio.h>
 
+/* now_ns(), wait_signal(), parse_ulong(), parse_seconds(): shared with the privileged tests'
+ * workloads. */
+#include "../tests/privileged/workload.h"
+
 /* One counter per thread, on its own cache line so counting never bounces lines. */
 struct bench_counter {
 	alignas(64) atomic_ulong v;
@@ -93,9 +97,6 @@ void bench_block_signals(sigset_t *set);
 /* Whether a stop signal is pending (checked between long set-up steps). */
 bool bench_interrupted(const sigset_t *set);
 
-/* Waits @seconds unless a signal of @set comes first. Returns 0 on timeout, else the signal. */
-int bench_wait(const sigset_t *set, double seconds);
-
 /* Fills @c with the defaults and the given workload defaults. */
 void bench_common_defaults(struct bench_common *c, double seconds, double warmup,
 			   unsigned long limit_mb, unsigned long swap_mb);
@@ -128,8 +129,6 @@ int bench_data_file(const char *dir, unsigned long mb, const sigset_t *sigs);
 
 /* Prints a line and flushes stdout. */
 void bench_phase(const char *phase);
-
-uint64_t bench_now_ns(void);
 
 /* Sum of @n counters. */
 unsigned long bench_sum(struct bench_counter *c, unsigned n);
