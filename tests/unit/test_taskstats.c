@@ -504,19 +504,30 @@ static void reap_child(pid_t child, int pfd[2], uint64_t ru[2])
 #define TASKSTATS_TEST_ASAN 0
 #endif
 
-static void test_live_child_fault_count(void)
+/* The live tests' taskstats socket with a receive buffer of @rcvbuf bytes, or NULL after saying
+ * why @test skips: not root, or the socket cannot be opened. */
+static struct mm_taskstats *open_live(const char *test, size_t rcvbuf)
 {
-	if (geteuid() != 0) {
-		printf("skip test_live_child_fault_count: not root\n");
-		return;
-	}
 	char err[256] = "";
 	struct mm_taskstats *t;
-	int r = mm_taskstats_open(4u << 20, &t, err, sizeof(err));
-	if (r < 0) {
-		printf("skip test_live_child_fault_count: %s\n", err);
-		return;
+
+	if (geteuid() != 0) {
+		printf("skip %s: not root\n", test);
+		return NULL;
 	}
+	if (mm_taskstats_open(rcvbuf, &t, err, sizeof(err)) < 0) {
+		printf("skip %s: %s\n", test, err);
+		return NULL;
+	}
+	return t;
+}
+
+static void test_live_child_fault_count(void)
+{
+	struct mm_taskstats *t = open_live("test_live_child_fault_count", 4u << 20);
+
+	if (!t)
+		return;
 	int pfd[2];
 	CHECK(pipe(pfd) == 0);
 	pid_t child = fork();
@@ -581,16 +592,10 @@ static void *thread_faults(void *arg)
  * last one, and the per-thread counts add up to what getrusage(RUSAGE_SELF) saw. */
 static void test_live_threads_one_call_each(void)
 {
-	if (geteuid() != 0) {
-		printf("skip test_live_threads_one_call_each: not root\n");
+	struct mm_taskstats *t = open_live("test_live_threads_one_call_each", 4u << 20);
+
+	if (!t)
 		return;
-	}
-	char err[256] = "";
-	struct mm_taskstats *t;
-	if (mm_taskstats_open(4u << 20, &t, err, sizeof(err)) < 0) {
-		printf("skip test_live_threads_one_call_each: %s\n", err);
-		return;
-	}
 	int pfd[2];
 	CHECK(pipe(pfd) == 0);
 	pid_t child = fork();
@@ -629,17 +634,11 @@ static void test_live_threads_one_call_each(void)
 
 static void test_live_overflow_is_counted(void)
 {
-	if (geteuid() != 0) {
-		printf("skip test_live_overflow_is_counted: not root\n");
+	struct mm_taskstats *t =
+		open_live("test_live_overflow_is_counted", 1); /* the kernel's minimum */
+
+	if (!t)
 		return;
-	}
-	char err[256] = "";
-	struct mm_taskstats *t;
-	int r = mm_taskstats_open(1, &t, err, sizeof(err)); /* the kernel's minimum */
-	if (r < 0) {
-		printf("skip test_live_overflow_is_counted: %s\n", err);
-		return;
-	}
 	for (int i = 0; i < BURST; i++) {
 		pid_t c = fork();
 		if (c == 0)
