@@ -1,9 +1,10 @@
 /*
- * Options of the subcommands (record, replay; report can follow), parsed one way: a table of
- * options, each either a configuration key (applied by mm_config_set(), so `--log-level` or
- * `--interval` is validated exactly as the daemon's flag and config file key) or the command's
- * own, handed to its callback. --help prints the command's usage. In the style of perf's and
- * git's parse-options: the table is the one place an option is declared. Pure code.
+ * Options of the subcommands (record, replay, report), parsed one way: a table of options, each
+ * either a configuration key (applied by mm_config_set(), so `--log-level` or `--interval` is
+ * validated exactly as the daemon's flag and config file key) or the command's own: stored by the
+ * parser (.set, .value) or handed to the command's callback. --help prints the command's usage.
+ * In the style of perf's and git's parse-options: the table is the one place an option is
+ * declared. Pure code.
  */
 #ifndef MM_CMDLINE_H
 #define MM_CMDLINE_H
