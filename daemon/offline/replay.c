@@ -88,14 +88,9 @@ static int add_answer(struct replay *rp, const struct mm_chunk *c)
 	struct answer a = {0};
 	if (mm_rec_parse_proc(c, &a.pid, &a.result, &a.id) < 0)
 		return -EINVAL;
-	if (rp->nanswers == rp->cap) {
-		size_t cap = rp->cap ? rp->cap * 2 : 256;
-		struct answer *n = realloc(rp->answers, cap * sizeof(*n));
-		if (!n)
-			return -ENOMEM;
-		rp->answers = n;
-		rp->cap = cap;
-	}
+	if (mm_grow((void **)&rp->answers, &rp->cap, rp->nanswers + 1, sizeof(*rp->answers), 256) <
+	    0)
+		return -ENOMEM;
 	rp->answers[rp->nanswers++] = a;
 	return 0;
 }
