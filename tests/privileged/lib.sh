@@ -155,6 +155,43 @@ perf_enabled() {
 	pass "perf record -a (pid $PERF_PID) is counting"
 }
 
+# perf_stopped: SIGINT to $PERF_PID, which must then exit 0, or 130 after writing its data
+# ("Captured and wrote" in $TMP/perf.log); fatal, showing the log, otherwise. Clears PERF_PID.
+perf_stopped() {
+	local rc
+	kill -INT "$PERF_PID"
+	wait "$PERF_PID"
+	rc=$?
+	PERF_PID=
+	if [ "$rc" -ne 0 ] && ! { [ "$rc" -eq 130 ] && grep -q 'Captured and wrote' "$TMP/perf.log"; }; then
+		cat "$TMP/perf.log"
+		fatal "perf record exited with status $rc"
+	fi
+}
+
+# events_open EVENT...: polls /api/v1/status, up to ~10 s and while the daemon runs, until it
+# reports every EVENT ("system:name") as open. Returns 0 or 1; $TMP/events.txt keeps the last
+# answer, one "name open samples lost error" line per event.
+events_open() {
+	local want="$*"
+	for _ in $(seq 50); do
+		if http_get /api/v1/status "$TMP/status.json" &&
+			python3 -c 'import json, sys
+for e in json.load(open(sys.argv[1])).get("events", []):
+    print(e.get("name"), "true" if e.get("open") else "false", e.get("samples", 0),
+          e.get("lost", 0), (e.get("error") or "-").replace(" ", "_"))' "$TMP/status.json" \
+				>"$TMP/events.txt" 2>&1 &&
+			awk -v want="$want" 'BEGIN { n = split(want, w, " "); for (i = 1; i <= n; i++) need[w[i]] = 1 }
+				$2 == "true" { delete need[$1] }
+				END { for (k in need) exit 1 }' "$TMP/events.txt"; then
+			return 0
+		fi
+		kill -0 "$DAEMON_PID" 2>/dev/null || return 1
+		sleep 0.2
+	done
+	return 1
+}
+
 free_port() {
 	python3 -c 'import socket
 s = socket.socket()

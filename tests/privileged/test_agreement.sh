@@ -102,25 +102,9 @@ EOF
 start_mmlockd --ring-pages 1024 --collectors all
 
 # Wait until both compared tracepoints are open.
-tp_open=0
-for _ in $(seq 50); do # up to ~10 s
-	if http_get /api/v1/status "$TMP/status.json" &&
-		python3 "$TMP/parse_json.py" events "$TMP/status.json" >"$TMP/events.txt" \
-			2>"$TMP/parse.err"; then
-		n=$(awk '($1 == "exceptions:page_fault_user" ||
-			  $1 == "mmap_lock:mmap_lock_acquire_returned") && $2 == "true"' \
-			"$TMP/events.txt" | wc -l)
-		if [ "$n" -ge 2 ]; then
-			tp_open=1
-			break
-		fi
-	fi
-	kill -0 "$DAEMON_PID" 2>/dev/null || break
-	sleep 0.2
-done
-if [ "$tp_open" -ne 1 ]; then
+if ! events_open exceptions:page_fault_user mmap_lock:mmap_lock_acquire_returned; then
 	log "events in /api/v1/status (name open samples lost error):"
-	cat "$TMP/events.txt" "$TMP/parse.err" 2>/dev/null
+	cat "$TMP/events.txt"
 	fatal "mmlockd does not report exceptions:page_fault_user and" \
 		"mmap_lock:mmap_lock_acquire_returned as open"
 fi

@@ -129,23 +129,9 @@ EOF
 start_mmlockd --source perf
 
 # Wait until the fallbacks collector's read-lock tracepoint is open.
-tp_open=0
-for _ in $(seq 50); do # up to ~10 s
-	if http_get /api/v1/status "$TMP/status.json" &&
-		python3 "$TMP/parse_json.py" events "$TMP/status.json" >"$TMP/events.txt" \
-			2>"$TMP/parse.err"; then
-		if awk '$1 == "mmap_lock:mmap_lock_acquire_returned" && $2 == "true" { ok = 1 }
-			END { exit !ok }' "$TMP/events.txt"; then
-			tp_open=1
-			break
-		fi
-	fi
-	kill -0 "$DAEMON_PID" 2>/dev/null || break
-	sleep 0.2
-done
-if [ "$tp_open" -ne 1 ]; then
+if ! events_open mmap_lock:mmap_lock_acquire_returned; then
 	log "events in /api/v1/status (name open samples lost error):"
-	cat "$TMP/events.txt" "$TMP/parse.err" 2>/dev/null
+	cat "$TMP/events.txt"
 	fatal "mmlockd does not report mmap_lock:mmap_lock_acquire_returned as open"
 fi
 pass "mmap_lock:mmap_lock_acquire_returned is open in mmlockd"
@@ -228,14 +214,7 @@ pid_list=$(
 
 # Let mmlockd see the exits and close the windows (interval 1 s), then stop perf.
 sleep "$(awk -v t0="$T_EXIT" -v now="$(date +%s.%N)" 'BEGIN { d = 3 - (now - t0); print (d > 0 ? d : 0) }')"
-kill -INT "$PERF_PID"
-wait "$PERF_PID"
-rc=$?
-PERF_PID=
-if [ "$rc" -ne 0 ] && ! { [ "$rc" -eq 130 ] && grep -q 'Captured and wrote' "$TMP/perf.log"; }; then
-	cat "$TMP/perf.log"
-	fatal "perf record exited with status $rc"
-fi
+perf_stopped
 
 # --- the daemon's status, then SIGTERM -----------------------------------------------------------
 mmlockd_alive

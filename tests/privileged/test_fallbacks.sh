@@ -119,20 +119,8 @@ EOF
 start_mmlockd --ring-pages 1024 --collectors all
 
 COMPARED="exceptions:page_fault_user mmap_lock:mmap_lock_acquire_returned filemap:mm_filemap_fault"
-tp_open=0
-for _ in $(seq 50); do # up to ~10 s
-	if python3 "$TMP/util.py" status "$PORT" >"$TMP/events.txt" 2>/dev/null; then
-		n=$(awk -v want="$COMPARED" 'BEGIN { split(want, w, " "); for (i in w) ok[w[i]] = 1 }
-			($1 in ok) && $2 == "true"' "$TMP/events.txt" | wc -l)
-		if [ "$n" -ge 3 ]; then
-			tp_open=1
-			break
-		fi
-	fi
-	kill -0 "$DAEMON_PID" 2>/dev/null || break
-	sleep 0.2
-done
-[ "$tp_open" -eq 1 ] || fatal "mmlockd does not report $COMPARED as open"
+# shellcheck disable=SC2086 # one word per event
+events_open $COMPARED || fatal "mmlockd does not report $COMPARED as open"
 pass "the fault tracepoints are open in mmlockd"
 
 # --- perf record -a, enabled before the workload starts ----------------------------------------
@@ -162,14 +150,7 @@ pass "workload (pid $WPID) ran"
 
 # Let mmlockd close the windows of the workload's last second, then stop both.
 sleep 3
-kill -INT "$PERF_PID"
-wait "$PERF_PID"
-rc=$?
-PERF_PID=
-if [ "$rc" -ne 0 ] && ! { [ "$rc" -eq 130 ] && grep -q 'Captured and wrote' "$TMP/perf.log"; }; then
-	cat "$TMP/perf.log"
-	fatal "perf record exited with status $rc"
-fi
+perf_stopped
 mmlockd_alive
 python3 "$TMP/util.py" status "$PORT" >"$TMP/events.txt" 2>/dev/null
 sigterm_mmlockd
