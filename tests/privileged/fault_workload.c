@@ -23,30 +23,15 @@
  *
  * Build: gcc -O2 -pthread -o fault_workload fault_workload.c
  */
-#ifndef _GNU_SOURCE
-#define _GNU_SOURCE
-#endif
-#include <errno.h>
+#include "workload.h"
+
 #include <getopt.h>
 #include <limits.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/resource.h>
-#include <time.h>
-#include <unistd.h>
-
-#include "workload.h"
-
-#ifndef MADV_NOHUGEPAGE
-#define MADV_NOHUGEPAGE 15
-#endif
 
 #define MAP_CYCLE_PAGES	 16  /* pages per map-thread region */
 #define MAP_ROUND_CYCLES 256 /* map-thread cycles per round */

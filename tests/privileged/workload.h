@@ -1,12 +1,16 @@
 /*
  * Helpers shared by the privileged tests' workloads (fault_workload.c, outcome_workload.c) and
  * the benchmark's (bench/common.c): a monotonic clock, a wait that a signal ends, strict number
- * parsing for options, and the pid file the test scripts wait for. Header-only so each workload
- * still builds alone with gcc -O2 -pthread FILE.c.
+ * parsing for options, and the pid file the test scripts wait for; _GNU_SOURCE and the headers
+ * they all use. Header-only so each workload still builds alone with gcc -O2 -pthread FILE.c.
  */
 #ifndef MM_TEST_WORKLOAD_H
 #define MM_TEST_WORKLOAD_H
 
+/* Included first, before any system header. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
 #include <errno.h>
 #include <signal.h>
 #include <stdint.h>
@@ -14,6 +18,12 @@
 #include <stdlib.h>
 #include <time.h>
 #include <unistd.h>
+
+#include <sys/mman.h>
+
+#ifndef MADV_NOHUGEPAGE
+#define MADV_NOHUGEPAGE 15
+#endif
 
 static inline uint64_t now_ns(void)
 {
