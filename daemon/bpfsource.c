@@ -1,9 +1,13 @@
 /*
  * The BPF source (see bpfsource.h). Loading: the skeleton generated at build time from
- * plugins/bpf/counters.bpf.c is opened, told in .rodata which collectors to count and where
- * lock_mm_and_find_vma() lies (from /proc/kallsyms, for the fallbacks collector), loaded (the
- * verifier's last message is kept for the log) and attached. Any failure leaves every collector
- * on the perf rings with one log line saying why; with `source = bpf` it is fatal instead.
+ * plugins/bpf/counters.bpf.c is opened, told in .rodata which collectors to count, where the
+ * functions its stack checks look for lie (lock_mm_and_find_vma() for fallbacks; for faults also
+ * __vmf_anon_prepare(), [__]handle_mm_fault() and __folio_lock_or_retry(), all from
+ * /proc/kallsyms: a collector whose functions are missing stays on the perf rings) and how the
+ * vDSO's special mappings lie (from /proc/self/maps), loaded (the verifier's last message is
+ * kept for the log) and attached; programs only faults needs are loaded only for it. Any failure
+ * leaves every collector on the perf rings with one log line saying why; with `source = bpf` it
+ * is fatal instead.
  *
  * Reading: at each tick the per-CPU process map is walked; each entry's CPUs are summed and the
  * growth since the previous reading (kept here per pid) is added to the process's open window

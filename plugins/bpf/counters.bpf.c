@@ -1,14 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
  * counters.bpf.c: the in-kernel half of the BPF source (daemon/bpfsource.c loads it). It counts,
- * per process, what the mmaplock and fallbacks collectors count from perf samples, on the same
- * tracepoints, without writing a sample: per-thread state lives in task storage, per-process
+ * per process, what the mmaplock, fallbacks and faults collectors count from perf samples, on the
+ * same tracepoints, without writing a sample: per-thread state lives in task storage, per-process
  * counters in a per-CPU hash keyed by (tgid, group leader's start_boottime) that user space reads
  * once per tick; when the last thread of a process exits, its key goes through a ring buffer so
  * the loader settles it once and deletes it (the map stays bounded by live processes).
  *
  * Attached (tp_btf: typed arguments, no record format to parse):
- *   exceptions:page_fault_user            faults
+ *   exceptions:page_fault_user            faults; opens the thread's fault window
  *   mmap_lock:mmap_lock_start_locking     a wait begins (blocking acquisitions and, since 6.x,
  *                                         trylocks); a read start inside lock_mm_and_find_vma()
  *                                         is a fault fallback
@@ -16,20 +16,31 @@
  *                                         holds begin (a read acquisition ends one: downgrade)
  *   mmap_lock:mmap_lock_released          write holds end
  *   lock:contention_begin                 a sleeping rwsem wait between start and acquired
- *   sched:sched_process_exit              the last thread of a process exits
+ *   sched:sched_process_exit              a thread exits (its window closes); the last thread of
+ *                                         a process: its counts are final
+ * and for the faults collector only:
+ *   exceptions:page_fault_kernel          the user fault is over; the next fallback is this one's
+ *   sched:sched_switch                    a voluntary sleep in a window: an attempt under the VMA
+ *                                         lock; inside __folio_lock_or_retry(): a retry
+ *   filemap:mm_filemap_fault, _map_pages  attempts on the faulting page (as plugins/faults.c)
+ *   filemap:mm_filemap_add_to_page_cache  pages read twice in one window
  * and, as perf_event programs, the minor-faults and major-faults software events on every CPU:
  * mm_account_fault() fires one of them when a fault completes (not on VM_FAULT_RETRY or an
  * error; a retried fault is major), so page_fault_user -> that event is the fault's latency,
  * kept in one of two log2 histograms per process: with or without an mmap_lock fallback (a read
- * start at the fallback site) in between.
- * The rules are those of plugins/mmaplock.c and plugins/fallbacks.c, event for event; where they
- * differ it is in what the perf path could not see: the fallback site is found in a short kernel
- * stack (up to MAX_FRAMES frames, taken only for read starts on the thread's own mm) instead of
- * the sample IP, so kernels that fire the tracepoint from the out-of-line trace helper (6.12)
- * are counted too.
+ * start at the fallback site) in between; for the faults collector it closes the window.
+ * The rules are those of plugins/mmaplock.c, plugins/fallbacks.c and plugins/faults.c, event for
+ * event; where they differ it is in what the perf path could not see: sites (the fallback, the
+ * anon_vma trylock, __folio_lock_or_retry) are found in short kernel stacks (MAX_FRAMES frames,
+ * taken only for read starts on the thread's own mm and for mmap_lock starts in an open window;
+ * MAX_SLEEP_FRAMES for a voluntary sleep in a window before its fallback) instead of the sample
+ * IP, so kernels that fire the tracepoint from the out-of-line trace helper (6.12) are counted
+ * too; and the faults collector's outcome uses evidence the ring path could not afford
+ * (plugins/bpf/outcome.h says what each piece means and why).
  *
- * Everything the loader decides before load is in .rodata (count_*, site_*, reject_for_test), so
- * the verifier removes what is not used.
+ * Everything the loader decides before load is in .rodata (count_*, sites[], vdso_*,
+ * reject_for_test), so the verifier removes what is not used; programs no enabled collector needs
+ * are not loaded (the loader's autoload switches).
  */
 #include "vmlinux.h"
 
