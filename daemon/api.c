@@ -122,6 +122,21 @@ void mm_api_status(const struct mm_snapshot *s, struct mm_buf *out)
 	}
 	mm_buf_puts(out, "],");
 
+	mm_buf_json_key(out, "split");
+	mm_buf_puts(out, "{");
+	put_key_str(out, "mode", s->split.mode);
+	mm_buf_puts(out, ",");
+	put_key_u64(out, "duty_permille", s->split.duty_pm);
+	mm_buf_puts(out, ",");
+	put_key_u64(out, "burst_ms", s->split.burst_ms);
+	mm_buf_puts(out, ",");
+	put_key_u64(out, "burst_period_ms", s->split.slot_ms);
+	mm_buf_puts(out, ",");
+	put_key_str(out, "source", s->split.source);
+	mm_buf_puts(out, ",");
+	put_key_str(out, "why", s->split.why);
+	mm_buf_puts(out, "},");
+
 	mm_buf_json_key(out, "events");
 	mm_buf_puts(out, "[");
 	for (size_t i = 0; i < s->nevents; i++) {

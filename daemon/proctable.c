@@ -307,6 +307,7 @@ void mm_proctable_roll(struct mm_proctable *t)
 		}
 		mm_stats_add(&p->closed, &p->window);
 		memset(&p->window, 0, sizeof(p->window));
+		memset(&p->split, 0, sizeof(p->split));
 		pp = &p->next;
 	}
 }

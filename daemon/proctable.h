@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "snapshot.h"
+#include "split.h"
 #include "stats.h"
 
 struct mm_proc_ident {
@@ -37,6 +38,7 @@ struct mm_proc {
 	bool exited;
 	struct mm_proc_stats window; /* the open window */
 	struct mm_proc_stats closed; /* sum of closed windows */
+	struct mm_split_acc split;   /* the open window's bursts (split.h), reset with it */
 	struct mm_proc *hnext;	     /* pid index chain (live entries only) */
 	struct mm_proc *next;	     /* list of all entries */
 };

@@ -135,6 +135,7 @@ static int parse_record(struct record *d, int argc, char **argv)
 		return -EINVAL;
 	}
 	d->cfg.interval_s = 1;
+	mm_config_no_bursts(&d->cfg);
 	return 0;
 }
 
