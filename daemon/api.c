@@ -16,45 +16,62 @@
 
 #include "locktable.h"
 
+/* One JSON object or array being written: member() writes the comma before every member but the
+ * first, and the key in an object (NULL in an array), so no caller counts commas. */
+struct json {
+	struct mm_buf *out;
+	bool more;
+};
+
+static struct json json_open(struct mm_buf *out, const char *bracket)
+{
+	mm_buf_puts(out, bracket);
+	return (struct json){.out = out};
+}
+
+static struct mm_buf *member(struct json *j, const char *key)
+{
+	if (j->more)
+		mm_buf_puts(j->out, ",");
+	j->more = true;
+	if (key)
+		mm_buf_json_key(j->out, key);
+	return j->out;
+}
+
 /* Unix milliseconds as seconds with three decimals. */
-static void put_ms(struct mm_buf *out, uint64_t ms)
+static void put_ms(struct json *j, const char *key, uint64_t ms)
 {
-	mm_buf_printf(out, "%" PRIu64 ".%03" PRIu64, ms / 1000, ms % 1000);
+	mm_buf_printf(member(j, key), "%" PRIu64 ".%03" PRIu64, ms / 1000, ms % 1000);
 }
 
-static void put_key_ms(struct mm_buf *out, const char *key, uint64_t ms)
+static void put_u64(struct json *j, const char *key, uint64_t v)
 {
-	mm_buf_json_key(out, key);
-	put_ms(out, ms);
+	mm_buf_printf(member(j, key), "%" PRIu64, v);
 }
 
-static void put_key_u64(struct mm_buf *out, const char *key, uint64_t v)
+static void put_i32(struct json *j, const char *key, int32_t v)
 {
-	mm_buf_json_key(out, key);
-	mm_buf_printf(out, "%" PRIu64, v);
+	mm_buf_printf(member(j, key), "%" PRId32, v);
 }
 
-static void put_key_str(struct mm_buf *out, const char *key, const char *s)
+static void put_str(struct json *j, const char *key, const char *s)
 {
-	mm_buf_json_key(out, key);
-	mm_buf_json_str(out, s);
+	mm_buf_json_str(member(j, key), s);
 }
 
-static void put_key_bool(struct mm_buf *out, const char *key, bool v)
+static void put_bool(struct json *j, const char *key, bool v)
 {
-	mm_buf_json_key(out, key);
-	mm_buf_puts(out, v ? "true" : "false");
+	mm_buf_puts(member(j, key), v ? "true" : "false");
 }
 
-/* {"faults":N,...}: every field of mm_proc_fields[], in table order. */
-static void put_stats(struct mm_buf *out, const struct mm_proc_stats *st)
+/* "key":{"faults":N,...}: every field of mm_proc_fields[], in table order. */
+static void put_stats(struct json *parent, const char *key, const struct mm_proc_stats *st)
 {
-	mm_buf_puts(out, "{");
-	for (size_t i = 0; i < mm_proc_nfields; i++) {
-		if (i)
-			mm_buf_puts(out, ",");
-		put_key_u64(out, mm_proc_fields[i].name, mm_field_get(st, &mm_proc_fields[i]));
-	}
+	struct json j = json_open(member(parent, key), "{");
+
+	for (size_t i = 0; i < mm_proc_nfields; i++)
+		put_u64(&j, mm_proc_fields[i].name, mm_field_get(st, &mm_proc_fields[i]));
 	/* Fault latency quantiles (BPF source; 0 without it): the upper bound of the log2 bucket.
 	 */
 	static const struct {
@@ -69,191 +86,147 @@ static void put_stats(struct mm_buf *out, const struct mm_proc_stats *st)
 	};
 	for (size_t i = 0; i < sizeof(lat) / sizeof(lat[0]); i++) {
 		const struct mm_hist *hh = (const void *)((const char *)st + lat[i].offset);
-		mm_buf_puts(out, ",");
-		put_key_u64(out, lat[i].name, mm_hist_quantile_ns(hh, lat[i].q));
+		put_u64(&j, lat[i].name, mm_hist_quantile_ns(hh, lat[i].q));
 	}
-	mm_buf_puts(out, "}");
+	mm_buf_puts(j.out, "}");
 }
 
-static void put_window_total(struct mm_buf *out, const struct mm_proc_stats *window,
+static void put_window_total(struct json *j, const struct mm_proc_stats *window,
 			     const struct mm_proc_stats *total)
 {
-	mm_buf_json_key(out, "window");
-	put_stats(out, window);
-	mm_buf_puts(out, ",");
-	mm_buf_json_key(out, "total");
-	put_stats(out, total);
+	put_stats(j, "window", window);
+	put_stats(j, "total", total);
+}
+
+/* An array of objects at @out, one per element of @base (@n of @size bytes): @put writes the
+ * members of one. */
+static void put_objects(struct mm_buf *out, const void *base, size_t n, size_t size,
+			void (*put)(struct json *o, const void *elem))
+{
+	struct json a = json_open(out, "[");
+
+	for (size_t i = 0; i < n; i++) {
+		struct json o = json_open(member(&a, NULL), "{");
+
+		put(&o, (const char *)base + i * size);
+		mm_buf_puts(out, "}");
+	}
+	mm_buf_puts(out, "]");
+}
+
+static void put_collector(struct json *o, const void *elem)
+{
+	const struct mm_snap_collector *c = elem;
+
+	put_str(o, "name", c->name);
+	put_str(o, "state", mm_collector_state_name(c->state));
+	put_str(o, "reason", c->reason);
+	put_str(o, "source", c->source);
+	put_str(o, "source_note", c->source_note);
+}
+
+static void put_event(struct json *o, const void *elem)
+{
+	const struct mm_snap_event *e = elem;
+
+	put_str(o, "name", e->name);
+	put_bool(o, "open", e->open);
+	put_str(o, "error", e->error);
+	put_u64(o, "samples", e->samples);
+	put_u64(o, "lost", e->lost);
+	put_u64(o, "window_samples", e->window_samples);
+	put_u64(o, "window_lost", e->window_lost);
+}
+
+static void put_global(struct json *o, const void *elem)
+{
+	const struct mm_snap_global *g = elem;
+
+	put_str(o, "family", g->family);
+	put_str(o, "name", g->name);
+	put_u64(o, "window", g->window);
+	put_u64(o, "total", g->total);
 }
 
 void mm_api_status(const struct mm_snapshot *s, struct mm_buf *out)
 {
-	mm_buf_puts(out, "{");
-	put_key_str(out, "version", s->version);
-	mm_buf_puts(out, ",");
-	put_key_str(out, "kernel", s->kernel);
-	mm_buf_puts(out, ",");
-	put_key_ms(out, "started", s->started_ms);
-	mm_buf_puts(out, ",");
-	put_key_ms(out, "taken", s->taken_ms);
-	mm_buf_puts(out, ",");
-	put_key_ms(out, "uptime_seconds",
-		   s->taken_ms > s->started_ms ? s->taken_ms - s->started_ms : 0);
-	mm_buf_puts(out, ",");
-	put_key_u64(out, "interval_seconds", s->interval_s);
-	mm_buf_puts(out, ",");
-	put_key_ms(out, "window_start", s->window_start_ms);
+	struct json o = json_open(out, "{");
 
-	mm_buf_puts(out, ",");
-	mm_buf_json_key(out, "collectors");
-	mm_buf_puts(out, "[");
-	for (size_t i = 0; i < s->ncollectors; i++) {
-		const struct mm_snap_collector *c = &s->collectors[i];
-		mm_buf_puts(out, i ? ",{" : "{");
-		put_key_str(out, "name", c->name);
-		mm_buf_puts(out, ",");
-		put_key_str(out, "state", mm_collector_state_name(c->state));
-		mm_buf_puts(out, ",");
-		put_key_str(out, "reason", c->reason);
-		mm_buf_puts(out, ",");
-		put_key_str(out, "source", c->source);
-		mm_buf_puts(out, ",");
-		put_key_str(out, "source_note", c->source_note);
-		mm_buf_puts(out, "}");
-	}
-	mm_buf_puts(out, "],");
-
-	mm_buf_json_key(out, "split");
-	mm_buf_puts(out, "{");
-	put_key_str(out, "mode", s->split.mode);
-	mm_buf_puts(out, ",");
-	put_key_u64(out, "duty_permille", s->split.duty_pm);
-	mm_buf_puts(out, ",");
-	put_key_u64(out, "burst_ms", s->split.burst_ms);
-	mm_buf_puts(out, ",");
-	put_key_u64(out, "burst_period_ms", s->split.slot_ms);
-	mm_buf_puts(out, ",");
-	put_key_str(out, "source", s->split.source);
-	mm_buf_puts(out, ",");
-	put_key_str(out, "why", s->split.why);
-	mm_buf_puts(out, "},");
-
-	mm_buf_json_key(out, "events");
-	mm_buf_puts(out, "[");
-	for (size_t i = 0; i < s->nevents; i++) {
-		const struct mm_snap_event *e = &s->events[i];
-		mm_buf_puts(out, i ? ",{" : "{");
-		put_key_str(out, "name", e->name);
-		mm_buf_puts(out, ",");
-		put_key_bool(out, "open", e->open);
-		mm_buf_puts(out, ",");
-		put_key_str(out, "error", e->error);
-		mm_buf_puts(out, ",");
-		put_key_u64(out, "samples", e->samples);
-		mm_buf_puts(out, ",");
-		put_key_u64(out, "lost", e->lost);
-		mm_buf_puts(out, ",");
-		put_key_u64(out, "window_samples", e->window_samples);
-		mm_buf_puts(out, ",");
-		put_key_u64(out, "window_lost", e->window_lost);
-		mm_buf_puts(out, "}");
-	}
-	mm_buf_puts(out, "],");
-
-	mm_buf_json_key(out, "globals");
-	mm_buf_puts(out, "[");
-	for (size_t i = 0; i < s->nglobals; i++) {
-		const struct mm_snap_global *g = &s->globals[i];
-		mm_buf_puts(out, i ? ",{" : "{");
-		put_key_str(out, "family", g->family);
-		mm_buf_puts(out, ",");
-		put_key_str(out, "name", g->name);
-		mm_buf_puts(out, ",");
-		put_key_u64(out, "window", g->window);
-		mm_buf_puts(out, ",");
-		put_key_u64(out, "total", g->total);
-		mm_buf_puts(out, "}");
-	}
-	mm_buf_puts(out, "],");
-
-	put_key_u64(out, "windows_stored", s->windows_stored);
-	mm_buf_puts(out, ",");
-	put_key_u64(out, "store_errors", s->store_errors);
-	mm_buf_puts(out, ",");
-	put_key_u64(out, "processes_tracked", s->procs_tracked);
+	put_str(&o, "version", s->version);
+	put_str(&o, "kernel", s->kernel);
+	put_ms(&o, "started", s->started_ms);
+	put_ms(&o, "taken", s->taken_ms);
+	put_ms(&o, "uptime_seconds", s->taken_ms > s->started_ms ? s->taken_ms - s->started_ms : 0);
+	put_u64(&o, "interval_seconds", s->interval_s);
+	put_ms(&o, "window_start", s->window_start_ms);
+	put_objects(member(&o, "collectors"), s->collectors, s->ncollectors, sizeof(*s->collectors),
+		    put_collector);
+	struct json split = json_open(member(&o, "split"), "{");
+	put_str(&split, "mode", s->split.mode);
+	put_u64(&split, "duty_permille", s->split.duty_pm);
+	put_u64(&split, "burst_ms", s->split.burst_ms);
+	put_u64(&split, "burst_period_ms", s->split.slot_ms);
+	put_str(&split, "source", s->split.source);
+	put_str(&split, "why", s->split.why);
 	mm_buf_puts(out, "}");
+	put_objects(member(&o, "events"), s->events, s->nevents, sizeof(*s->events), put_event);
+	put_objects(member(&o, "globals"), s->globals, s->nglobals, sizeof(*s->globals),
+		    put_global);
+	put_u64(&o, "windows_stored", s->windows_stored);
+	put_u64(&o, "store_errors", s->store_errors);
+	put_u64(&o, "processes_tracked", s->procs_tracked);
+	mm_buf_puts(out, "}");
+}
+
+static void put_proc(struct json *o, const void *elem)
+{
+	const struct mm_snap_proc *p = elem;
+
+	put_i32(o, "pid", p->pid);
+	put_str(o, "comm", p->comm);
+	put_ms(o, "start_time", p->start_ms);
+	put_str(o, "cgroup", p->cgroup);
+	put_bool(o, "exited", p->exited);
+	put_window_total(o, &p->window, &p->total);
 }
 
 void mm_api_processes(const struct mm_snapshot *s, struct mm_buf *out)
 {
-	mm_buf_puts(out, "{");
-	put_key_ms(out, "window_start", s->window_start_ms);
-	mm_buf_puts(out, ",");
-	put_key_ms(out, "taken", s->taken_ms);
-	mm_buf_puts(out, ",");
-	mm_buf_json_key(out, "processes");
-	mm_buf_puts(out, "[");
-	for (size_t i = 0; i < s->nprocs; i++) {
-		const struct mm_snap_proc *p = &s->procs[i];
-		mm_buf_puts(out, i ? ",{" : "{");
-		mm_buf_json_key(out, "pid");
-		mm_buf_printf(out, "%" PRId32 ",", p->pid);
-		put_key_str(out, "comm", p->comm);
-		mm_buf_puts(out, ",");
-		put_key_ms(out, "start_time", p->start_ms);
-		mm_buf_puts(out, ",");
-		put_key_str(out, "cgroup", p->cgroup);
-		mm_buf_puts(out, ",");
-		put_key_bool(out, "exited", p->exited);
-		mm_buf_puts(out, ",");
-		put_window_total(out, &p->window, &p->total);
-		mm_buf_puts(out, "}");
-	}
-	mm_buf_puts(out, "],");
-	mm_buf_json_key(out, "all");
-	mm_buf_puts(out, "{");
-	put_window_total(out, &s->all_window, &s->all_total);
+	struct json o = json_open(out, "{");
+
+	put_ms(&o, "window_start", s->window_start_ms);
+	put_ms(&o, "taken", s->taken_ms);
+	put_objects(member(&o, "processes"), s->procs, s->nprocs, sizeof(*s->procs), put_proc);
+	struct json all = json_open(member(&o, "all"), "{");
+	put_window_total(&all, &s->all_window, &s->all_total);
 	mm_buf_puts(out, "}}");
+}
+
+static void put_lock(struct json *o, const void *elem)
+{
+	const struct mm_snap_lock *l = elem;
+
+	put_i32(o, "pid", l->pid);
+	put_ms(o, "start_time", l->start_ms);
+	put_str(o, "comm", l->comm);
+	put_str(o, "type", l->type);
+	put_str(o, "caller", l->caller);
+	put_str(o, "lock", l->lock);
+	if (l->lock_pid >= 0) /* the holder of an mmap_lock; no pid for other locks */
+		put_i32(o, "lock_pid", l->lock_pid);
+	else
+		mm_buf_puts(member(o, "lock_pid"), "null");
+	put_u64(o, "contended", l->contended);
+	put_u64(o, "total_wait_ns", l->wait_ns);
+	put_u64(o, "max_wait_ns", l->max_ns);
+	put_u64(o, "min_wait_ns", l->min_ns);
+	put_u64(o, "avg_wait_ns", l->contended ? l->wait_ns / l->contended : 0);
+	put_u64(o, "p50_wait_ns", mm_lock_row_quantile(l, 0.50));
+	put_u64(o, "p90_wait_ns", mm_lock_row_quantile(l, 0.90));
+	put_u64(o, "p99_wait_ns", mm_lock_row_quantile(l, 0.99));
 }
 
 void mm_api_locks(const struct mm_snap_lock *rows, size_t n, struct mm_buf *out)
 {
-	mm_buf_puts(out, "[");
-	for (size_t i = 0; i < n; i++) {
-		const struct mm_snap_lock *l = &rows[i];
-		mm_buf_puts(out, i ? ",{" : "{");
-		mm_buf_json_key(out, "pid");
-		mm_buf_printf(out, "%" PRId32 ",", l->pid);
-		put_key_ms(out, "start_time", l->start_ms);
-		mm_buf_puts(out, ",");
-		put_key_str(out, "comm", l->comm);
-		mm_buf_puts(out, ",");
-		put_key_str(out, "type", l->type);
-		mm_buf_puts(out, ",");
-		put_key_str(out, "caller", l->caller);
-		mm_buf_puts(out, ",");
-		put_key_str(out, "lock", l->lock);
-		mm_buf_puts(out, ",");
-		mm_buf_json_key(out, "lock_pid");
-		if (l->lock_pid >= 0)
-			mm_buf_printf(out, "%" PRId32 ",", l->lock_pid);
-		else
-			mm_buf_puts(out, "null,");
-		put_key_u64(out, "contended", l->contended);
-		mm_buf_puts(out, ",");
-		put_key_u64(out, "total_wait_ns", l->wait_ns);
-		mm_buf_puts(out, ",");
-		put_key_u64(out, "max_wait_ns", l->max_ns);
-		mm_buf_puts(out, ",");
-		put_key_u64(out, "min_wait_ns", l->min_ns);
-		mm_buf_puts(out, ",");
-		put_key_u64(out, "avg_wait_ns", l->contended ? l->wait_ns / l->contended : 0);
-		mm_buf_puts(out, ",");
-		put_key_u64(out, "p50_wait_ns", mm_lock_row_quantile(l, 0.50));
-		mm_buf_puts(out, ",");
-		put_key_u64(out, "p90_wait_ns", mm_lock_row_quantile(l, 0.90));
-		mm_buf_puts(out, ",");
-		put_key_u64(out, "p99_wait_ns", mm_lock_row_quantile(l, 0.99));
-		mm_buf_puts(out, "}");
-	}
-	mm_buf_puts(out, "]");
+	put_objects(out, rows, n, sizeof(*rows), put_lock);
 }

@@ -163,28 +163,6 @@ struct mm_host *mm_host_new(const struct mm_config *cfg, mm_proc_lookup_fn looku
 	return h;
 }
 
-int mm_host_check_collectors(const struct mm_config *cfg, char *err, size_t errlen)
-{
-	if (!strcmp(cfg->collectors, "all"))
-		return 0;
-	char list[sizeof(cfg->collectors)], *save = NULL;
-	snprintf(list, sizeof(list), "%s", cfg->collectors);
-	for (char *name = strtok_r(list, ",", &save); name; name = strtok_r(NULL, ",", &save)) {
-		bool known = false;
-		for (unsigned i = 0; mm_plugins[i]; i++)
-			known |= !strcmp(mm_plugins[i]->name, name);
-		if (known)
-			continue;
-		size_t n = (size_t)snprintf(err, errlen, "unknown collector '%s' (known:", name);
-		for (unsigned i = 0; mm_plugins[i] && n < errlen; i++)
-			n += (size_t)snprintf(err + n, errlen - n, " %s", mm_plugins[i]->name);
-		if (n < errlen)
-			snprintf(err + n, errlen - n, ")");
-		return -EINVAL;
-	}
-	return 0;
-}
-
 void mm_host_free(struct mm_host *h)
 {
 	if (!h)
@@ -419,7 +397,8 @@ static void task_record(struct mm_host *h, struct stream *st, const struct perf_
 		memcpy(name, c->comm, len);
 		name[len] = '\0';
 		if (c->pid == c->tid)
-			mm_proctable_comm(h->procs, c->pid, name);
+			mm_proctable_comm(h->procs, c->pid, name,
+					  hdr->misc & PERF_RECORD_MISC_COMM_EXEC);
 		break;
 	}
 	case PERF_RECORD_FORK:

@@ -33,10 +33,6 @@ struct mm_host *mm_host_new(const struct mm_config *cfg, mm_proc_lookup_fn looku
 			    uint64_t start_ms);
 void mm_host_free(struct mm_host *h); /* accepts NULL; frees collector states */
 
-/* Checks that every name in cfg->collectors is a collector of this build. Returns 0, or -EINVAL
- * with "unknown collector X (known: ...)" in @err. */
-int mm_host_check_collectors(const struct mm_config *cfg, char *err, size_t errlen);
-
 /* With a split duty under 100% (config split_duty), the faults collector runs in bursts on
  * streams of its own (split.h): mm_host_wanted() reports its tracepoints after the others', again
  * where another collector shares them, and the streams added for them are marked. The first row

@@ -3,7 +3,7 @@
  * mmlockd is the daemon: the live pipeline (live.h) with two sinks, the store thread (writer.h)
  * for closed windows and the HTTP server (http.h) for the snapshot published once a second.
  * SIGTERM/SIGINT: drain, close the open window, store it, exit 0. SIGHUP: reload the
- * configuration file. `record` (record.c), `replay` (replay.c) and `report` (report.c) run
+ * configuration file. `record`, `replay` and `report` (daemon/offline/) run
  * offline or without HTTP and SQLite.
  */
 #include <errno.h>
@@ -142,8 +142,7 @@ static int cmd_daemon(int argc, char **argv)
 	enum mm_command cmd;
 	char err[512];
 
-	if (mm_config_from_args(&d.cfg, argc, argv, &cmd, err, sizeof(err)) < 0 ||
-	    (cmd == MM_CMD_RUN && mm_host_check_collectors(&d.cfg, err, sizeof(err)) < 0)) {
+	if (mm_config_from_args(&d.cfg, argc, argv, &cmd, err, sizeof(err)) < 0) {
 		log_error("mmlockd: %s; try 'mmlockd --help'", err);
 		return 2;
 	}

@@ -286,11 +286,15 @@ void mm_proctable_exit(struct mm_proctable *t, uint32_t pid)
 		p->exited = true;
 }
 
-void mm_proctable_comm(struct mm_proctable *t, uint32_t pid, const char *comm)
+void mm_proctable_comm(struct mm_proctable *t, uint32_t pid, const char *comm, bool exec)
 {
 	struct mm_proc *p = find_live(t, pid);
-	if (p)
-		snprintf(p->comm, sizeof(p->comm), "%s", comm);
+	if (!p)
+		return;
+	snprintf(p->comm, sizeof(p->comm), "%s", comm);
+	struct mm_proc_ident id;
+	if (exec && t->lookup(t->ctx, pid, &id) == 0 && id.start_ms == p->start_ms)
+		memcpy(p->cgroup, id.cgroup, sizeof(p->cgroup));
 }
 
 void mm_proctable_roll(struct mm_proctable *t)

@@ -65,8 +65,11 @@ struct mm_proc *mm_proctable_find(struct mm_proctable *t, uint32_t pid);
 /* Process @pid exited: its entry is no longer the live one (it stays until mm_proctable_roll). */
 void mm_proctable_exit(struct mm_proctable *t, uint32_t pid);
 
-/* Process @pid is now called @comm (exec or prctl). Only updates an existing live entry. */
-void mm_proctable_comm(struct mm_proctable *t, uint32_t pid, const char *comm);
+/* Process @pid is now called @comm (exec or prctl). Only updates an existing live entry. On
+ * @exec the cgroup is looked up again: a process can move between fork and exec (systemd starts a
+ * service so: the child joins the unit's cgroup, then execs), and the cgroup read when the pid was
+ * first seen is its parent's. Taken only if the lookup still shows this process (same start). */
+void mm_proctable_comm(struct mm_proctable *t, uint32_t pid, const char *comm, bool exec);
 
 /* After a window closed: adds each entry's window to its closed sum, zeroes the window, and frees
  * exited entries. */

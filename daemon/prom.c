@@ -104,6 +104,19 @@ static void put_label(struct mm_buf *out, const char *key, const char *value)
 	mm_buf_puts(out, "\"");
 }
 
+/* Writes "name{k1="v1",k2="v2"} ": @labels holds key, value, key, value, ..., NULL. The caller
+ * writes the value and the newline. */
+static void put_series(struct mm_buf *out, const char *name, const char *const *labels)
+{
+	mm_buf_printf(out, "%s{", name);
+	for (size_t i = 0; labels[i]; i += 2) {
+		if (i)
+			mm_buf_puts(out, ",");
+		put_label(out, labels[i], labels[i + 1]);
+	}
+	mm_buf_puts(out, "} ");
+}
+
 /* HELP text escapes only backslash and newline. */
 static void put_help(struct mm_buf *out, const char *name, const char *help, const char *type)
 {
@@ -117,6 +130,17 @@ static void put_help(struct mm_buf *out, const char *name, const char *help, con
 			mm_buf_append(out, p, 1);
 	}
 	mm_buf_printf(out, "\n# TYPE %s %s\n", name, type);
+}
+
+/* Starts family @name (its HELP and TYPE lines) unless a family of that name was already written
+ * (or reserved, see reserve_fixed). Returns whether it was started: only then may series follow. */
+static bool begin_family(struct mm_buf *out, struct names *ns, const char *name, const char *help,
+			 const char *type)
+{
+	if (!names_claim(ns, name, out))
+		return false;
+	put_help(out, name, help, type);
+	return true;
 }
 
 /* Exact decimal @v / 10^@digits, trailing fractional zeros dropped ("1.5", "0.000000001", "3"). */
@@ -246,9 +270,8 @@ static void put_fields(struct mm_buf *out, const struct mm_snapshot *s, const si
 		if (!family_first(i) || !collector_running(s, fam->collector))
 			continue;
 		snprintf(name, sizeof(name), "%s%s", breakdown_prefix[by], fam->prom);
-		if (!names_claim(ns, name, out))
+		if (!begin_family(out, ns, name, fam->help, field_type(fam)))
 			continue;
-		put_help(out, name, fam->help, field_type(fam));
 		for (size_t k = 0; k < nseries; k++) {
 			const struct mm_proc_stats *st = series_stats(s, by, procs, k);
 			for (size_t j = i; j < mm_proc_nfields; j++) {
@@ -278,16 +301,15 @@ static void put_fields(struct mm_buf *out, const struct mm_snapshot *s, const si
 static void put_cgroup_processes(struct mm_buf *out, const struct mm_snapshot *s, struct names *ns)
 {
 	const char *name = CG_PREFIX "processes";
-	if (!s->ncgroups || !names_claim(ns, name, out))
+	if (!s->ncgroups || !begin_family(out, ns, name,
+					  "Running processes of the cgroup with activity seen "
+					  "(cgroup=\"other\": of every cgroup without its own "
+					  "series).",
+					  "gauge"))
 		return;
-	put_help(out, name,
-		 "Running processes of the cgroup with activity seen (cgroup=\"other\": of every "
-		 "cgroup without its own series).",
-		 "gauge");
 	for (size_t k = 0; k < s->ncgroups; k++) {
-		mm_buf_printf(out, "%s{", name);
-		put_label(out, "cgroup", s->cgroups[k].cgroup);
-		mm_buf_printf(out, "} %" PRIu64 "\n", s->cgroups[k].processes);
+		put_series(out, name, (const char *[]){"cgroup", s->cgroups[k].cgroup, NULL});
+		mm_buf_printf(out, "%" PRIu64 "\n", s->cgroups[k].processes);
 	}
 }
 
@@ -350,13 +372,13 @@ static void put_hists(struct mm_buf *out, const struct mm_snapshot *s, const siz
 {
 	const char *name = per_process ? PROC_PREFIX WAIT_HIST : PREFIX WAIT_HIST;
 	const struct mm_field *sum_f = wait_ns_field();
-	if (!sum_f || !collector_running(s, sum_f->collector) || !names_claim(ns, name, out))
+	if (!sum_f || !collector_running(s, sum_f->collector) ||
+	    !begin_family(out, ns, name,
+			  per_process ? "Distribution of mmap_lock waits of the busiest processes."
+				      : "Distribution of mmap_lock waits (start_locking to "
+					"acquire_returned).",
+			  "histogram"))
 		return;
-	put_help(out, name,
-		 per_process
-			 ? "Distribution of mmap_lock waits of the busiest processes."
-			 : "Distribution of mmap_lock waits (start_locking to acquire_returned).",
-		 "histogram");
 	if (!per_process) {
 		put_hist_series(out, name, NULL, &s->all_total);
 		return;
@@ -380,15 +402,13 @@ static void put_events(struct mm_buf *out, const struct mm_snapshot *s, struct n
 	if (!s->nevents)
 		return;
 	for (size_t k = 0; k < sizeof(fams) / sizeof(fams[0]); k++) {
-		if (!names_claim(ns, fams[k].name, out))
+		if (!begin_family(out, ns, fams[k].name, fams[k].help, fams[k].type))
 			continue;
-		put_help(out, fams[k].name, fams[k].help, fams[k].type);
 		for (size_t i = 0; i < s->nevents; i++) {
 			const struct mm_snap_event *e = &s->events[i];
 			uint64_t v = k == 0 ? e->samples : k == 1 ? e->lost : e->open;
-			mm_buf_printf(out, "%s{", fams[k].name);
-			put_label(out, "event", e->name);
-			mm_buf_printf(out, "} %" PRIu64 "\n", v);
+			put_series(out, fams[k].name, (const char *[]){"event", e->name, NULL});
+			mm_buf_printf(out, "%" PRIu64 "\n", v);
 		}
 	}
 }
@@ -396,34 +416,30 @@ static void put_events(struct mm_buf *out, const struct mm_snapshot *s, struct n
 static void put_collectors(struct mm_buf *out, const struct mm_snapshot *s, struct names *ns)
 {
 	const char *name = PREFIX "collector_up";
-	if (!s->ncollectors || !names_claim(ns, name, out))
+	if (!s->ncollectors ||
+	    !begin_family(out, ns, name,
+			  "Whether the collector is running (1) or not (0), with its state.",
+			  "gauge"))
 		return;
-	put_help(out, name, "Whether the collector is running (1) or not (0), with its state.",
-		 "gauge");
 	for (size_t i = 0; i < s->ncollectors; i++) {
 		const struct mm_snap_collector *c = &s->collectors[i];
-		mm_buf_printf(out, "%s{", name);
-		put_label(out, "collector", c->name);
-		mm_buf_puts(out, ",");
-		put_label(out, "state", mm_collector_state_name(c->state));
-		mm_buf_printf(out, "} %d\n", c->state == MM_COLLECTOR_RUNNING);
+		put_series(out, name,
+			   (const char *[]){"collector", c->name, "state",
+					    mm_collector_state_name(c->state), NULL});
+		mm_buf_printf(out, "%d\n", c->state == MM_COLLECTOR_RUNNING);
 	}
 	name = PREFIX "collector_source";
-	if (!names_claim(ns, name, out))
+	if (!begin_family(out, ns, name,
+			  "What feeds each collector (perf rings, bpf in-kernel counters, procfs); "
+			  "why_not_bpf says why BPF is not used. Always 1.",
+			  "gauge"))
 		return;
-	put_help(out, name,
-		 "What feeds each collector (perf rings, bpf in-kernel counters, procfs); "
-		 "why_not_bpf says why BPF is not used. Always 1.",
-		 "gauge");
 	for (size_t i = 0; i < s->ncollectors; i++) {
 		const struct mm_snap_collector *c = &s->collectors[i];
-		mm_buf_printf(out, "%s{", name);
-		put_label(out, "collector", c->name);
-		mm_buf_puts(out, ",");
-		put_label(out, "source", c->source);
-		mm_buf_puts(out, ",");
-		put_label(out, "why_not_bpf", c->source_note);
-		mm_buf_puts(out, "} 1\n");
+		put_series(out, name,
+			   (const char *[]){"collector", c->name, "source", c->source,
+					    "why_not_bpf", c->source_note, NULL});
+		mm_buf_puts(out, "1\n");
 	}
 }
 
@@ -475,9 +491,8 @@ static void put_globals(struct mm_buf *out, const struct mm_snapshot *s, struct 
 				      strcmp(s->globals[k].name, h->name) == 0;
 			if (dup)
 				continue;
-			mm_buf_printf(out, "%s{", name);
-			put_label(out, "name", h->name);
-			mm_buf_printf(out, "} %" PRIu64 "\n", h->total);
+			put_series(out, name, (const char *[]){"name", h->name, NULL});
+			mm_buf_printf(out, "%" PRIu64 "\n", h->total);
 		}
 	}
 }
@@ -485,9 +500,8 @@ static void put_globals(struct mm_buf *out, const struct mm_snapshot *s, struct 
 static void put_simple(struct mm_buf *out, struct names *ns, const char *name, const char *help,
 		       const char *type, uint64_t v)
 {
-	if (!names_claim(ns, name, out))
+	if (!begin_family(out, ns, name, help, type))
 		return;
-	put_help(out, name, help, type);
 	mm_buf_printf(out, "%s %" PRIu64 "\n", name, v);
 }
 
@@ -514,9 +528,8 @@ static void put_lock_callers(struct mm_buf *out, const struct mm_snapshot *s, un
 	if (!n)
 		return;
 	for (size_t k = 0; k < 2; k++) {
-		if (!names_claim(ns, fams[k].name, out))
+		if (!begin_family(out, ns, fams[k].name, fams[k].help, "counter"))
 			continue;
-		put_help(out, fams[k].name, fams[k].help, "counter");
 		for (size_t i = 0; i < n; i++) {
 			const struct mm_snap_lock *l = &s->lock_callers[i];
 			bool dup = false;
@@ -525,11 +538,8 @@ static void put_lock_callers(struct mm_buf *out, const struct mm_snapshot *s, un
 				      !strcmp(s->lock_callers[j].caller, l->caller);
 			if (dup)
 				continue;
-			mm_buf_printf(out, "%s{", fams[k].name);
-			put_label(out, "type", l->type);
-			mm_buf_puts(out, ",");
-			put_label(out, "caller", l->caller);
-			mm_buf_puts(out, "} ");
+			put_series(out, fams[k].name,
+				   (const char *[]){"type", l->type, "caller", l->caller, NULL});
 			if (k)
 				put_fixed(out, l->wait_ns, 9);
 			else
@@ -575,17 +585,14 @@ void mm_prom_format(const struct mm_snapshot *s, unsigned top_n, struct mm_buf *
 
 	reserve_fixed(&reserved, out);
 
-	if (names_claim(&written, PREFIX "build_info", out)) {
-		put_help(out, PREFIX "build_info", "mmlockd version and running kernel; always 1.",
-			 "gauge");
-		mm_buf_puts(out, PREFIX "build_info{");
-		put_label(out, "version", s->version);
-		mm_buf_puts(out, ",");
-		put_label(out, "kernel", s->kernel);
-		mm_buf_puts(out, "} 1\n");
+	if (begin_family(out, &written, PREFIX "build_info",
+			 "mmlockd version and running kernel; always 1.", "gauge")) {
+		put_series(out, PREFIX "build_info",
+			   (const char *[]){"version", s->version, "kernel", s->kernel, NULL});
+		mm_buf_puts(out, "1\n");
 	}
-	if (names_claim(&written, PREFIX "uptime_seconds", out)) {
-		put_help(out, PREFIX "uptime_seconds", "Seconds since mmlockd started.", "gauge");
+	if (begin_family(out, &written, PREFIX "uptime_seconds", "Seconds since mmlockd started.",
+			 "gauge")) {
 		mm_buf_puts(out, PREFIX "uptime_seconds ");
 		put_fixed(out, s->taken_ms > s->started_ms ? s->taken_ms - s->started_ms : 0, 3);
 		mm_buf_puts(out, "\n");

@@ -208,24 +208,53 @@ static int bind_text(sqlite3_stmt *s, int i, const char *str, size_t size)
 	return sqlite3_bind_text(s, i, str, (int)strnlen(str, size), SQLITE_TRANSIENT);
 }
 
-/* Reads PRAGMA user_version. */
-static int read_version(struct mm_store *st, int *ret)
+/* Prepares the one-shot query @sql, binds @v[0..n) to ?1..?n and steps it to its first row.
+ * Returns 0 with *ret the statement on that row (the caller finalizes it), or the logged -errno
+ * (a query that yields no row is a failure "WHAT: ..."), *ret NULL. */
+static int first_row(struct mm_store *st, const char *sql, const double *v, int n, const char *what,
+		     sqlite3_stmt **ret)
 {
 	sqlite3_stmt *s = NULL;
 	int rc, r;
 
-	r = prepare(st, "PRAGMA user_version", &s);
+	*ret = NULL;
+	r = prepare(st, sql, &s);
 	if (r < 0)
 		return r;
+	for (int i = 0; i < n; i++) {
+		if (sqlite3_bind_double(s, i + 1, v[i])) {
+			r = db_fail(st, sqlite3_errcode(st->db), "binding a statement");
+			goto fail;
+		}
+	}
 	rc = sqlite3_step(s);
 	if (rc != SQLITE_ROW) {
-		r = db_fail(st, rc, "reading the schema version");
-		goto out;
+		r = db_fail(st, rc, what);
+		goto fail;
 	}
-	*ret = sqlite3_column_int(s, 0);
-out:
+	*ret = s;
+	return 0;
+fail:
 	sqlite3_finalize(s);
 	return r;
+}
+
+/* Runs a one-integer query (a PRAGMA, a count) with no parameters. */
+static int query_int(struct mm_store *st, const char *sql, const char *what, int *ret)
+{
+	sqlite3_stmt *s;
+	int r = first_row(st, sql, NULL, 0, what, &s);
+
+	if (r < 0)
+		return r;
+	*ret = sqlite3_column_int(s, 0);
+	sqlite3_finalize(s);
+	return 0;
+}
+
+static int read_version(struct mm_store *st, int *ret)
+{
+	return query_int(st, "PRAGMA user_version", "reading the schema version", ret);
 }
 
 /* The compiled-in migrations must be numbered 001, 002, ... in order; a gap would skip or repeat
@@ -510,24 +539,6 @@ out:
 	return r;
 }
 
-/* Runs a one-integer query (a PRAGMA, a count). */
-static int query_int(struct mm_store *st, const char *sql, int *ret)
-{
-	sqlite3_stmt *s = NULL;
-	int rc, r;
-
-	r = prepare(st, sql, &s);
-	if (r < 0)
-		return r;
-	rc = sqlite3_step(s);
-	if (rc == SQLITE_ROW)
-		*ret = sqlite3_column_int(s, 0);
-	else
-		r = db_fail(st, rc, sql);
-	sqlite3_finalize(s);
-	return r;
-}
-
 /* Whether the file at schema @version is mmlockd's (see the header comment). Returns 0 with
  * *ret_stamp set when application_id must still be written (a new file, an older mmlockd's
  * database), or the logged -errno. */
@@ -536,7 +547,7 @@ static int check_owner(struct mm_store *st, int version, bool *ret_stamp)
 	int id, tables, ours, r;
 
 	*ret_stamp = false;
-	if ((r = query_int(st, "PRAGMA application_id", &id)) < 0)
+	if ((r = query_int(st, "PRAGMA application_id", "reading the application id", &id)) < 0)
 		return r;
 	if (id == MM_APPLICATION_ID)
 		return 0;
@@ -546,11 +557,11 @@ static int check_owner(struct mm_store *st, int version, bool *ret_stamp)
 				       "(application_id 0x%08x, mmlockd's is 0x%08x); refusing it",
 				       st->path, (unsigned)id, MM_APPLICATION_ID);
 	if ((r = query_int(st, "SELECT count(*) FROM sqlite_master WHERE name NOT LIKE 'sqlite_%'",
-			   &tables)) < 0 ||
+			   "counting the tables", &tables)) < 0 ||
 	    (r = query_int(st,
 			   "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN "
 			   "('windows', 'processes', 'process_windows')",
-			   &ours)) < 0)
+			   "looking for mmlockd's tables", &ours)) < 0)
 		return r;
 	if (version == 0 && tables == 0) {
 		*ret_stamp = true; /* new */
@@ -570,12 +581,85 @@ static int check_owner(struct mm_store *st, int version, bool *ret_stamp)
 			       st->path, version, tables);
 }
 
+/* For a read-only handle: the file must be mmlockd's (check_owner) and at this build's schema
+ * version, since a reader never migrates. Returns 0 or the logged -errno. */
+static int check_readable(struct mm_store *st)
+{
+	bool stamp;
+	int r, version;
+
+	r = read_version(st, &version);
+	if (r < 0)
+		return r;
+	r = check_owner(st, version, &stamp);
+	if (r < 0)
+		return r;
+	if (version != (int)mm_schema_sql_count)
+		return log_error_errno(EPROTONOSUPPORT,
+				       "database %s: schema version %d, this mmlockd reads %u%s",
+				       st->path, version, mm_schema_sql_count,
+				       version > (int)mm_schema_sql_count
+					       ? " (the file is newer)"
+					       : " (the daemon migrates it when it starts)");
+	return 0;
+}
+
+/* For the writer's handle: refuses a newer or foreign file before changing anything in it, sets
+ * the connection's pragmas, migrates, stamps the application id of a new or adopted file (after
+ * the migrations) and prepares the writes. Returns 0 or the logged -errno. */
+static int prepare_writable(struct mm_store *st)
+{
+	bool stamp;
+	int r, version;
+
+	/* Refuse a newer file before changing anything in it (migrate() checks again under the
+	 * write lock). */
+	r = read_version(st, &version);
+	if (r < 0)
+		return r;
+	r = check_not_newer(st, version);
+	if (r < 0)
+		return r;
+	r = check_owner(st, version, &stamp);
+	if (r < 0)
+		return r;
+	/* Persistent in the file; also what lets read-only handles read during writes. */
+	r = pragma_expect(st, "PRAGMA journal_mode = WAL", "PRAGMA journal_mode", "wal");
+	if (r < 0)
+		return r;
+	/* In WAL mode NORMAL keeps the database consistent on power loss; only the last windows
+	 * may be lost, and commits need no fsync. Per connection. */
+	r = pragma_expect(st, "PRAGMA synchronous = NORMAL", "PRAGMA synchronous", "1");
+	if (r < 0)
+		return r;
+	/* Per connection; pruning relies on ON DELETE CASCADE. */
+	r = pragma_expect(st, "PRAGMA foreign_keys = ON", "PRAGMA foreign_keys", "1");
+	if (r < 0)
+		return r;
+	if ((r = prepare(st, "BEGIN IMMEDIATE", &st->begin)) < 0 ||
+	    (r = prepare(st, "COMMIT", &st->commit)) < 0 ||
+	    (r = prepare(st, "ROLLBACK", &st->rollback)) < 0)
+		return r;
+	r = migrate(st);
+	if (r < 0)
+		return r;
+	/* After the migrations: a crash in between leaves a file the next start adopts. */
+	if (stamp) {
+		char sql[64];
+
+		snprintf(sql, sizeof(sql), "PRAGMA application_id = %d", MM_APPLICATION_ID);
+		r = exec_sql(st, sql, "setting the application id");
+		if (r < 0)
+			return r;
+	}
+	return prepare_write(st);
+}
+
 static int store_open(const char *path, bool readonly, struct mm_store **ret)
 {
 	struct mm_store *st;
 	int flags = SQLITE_OPEN_NOMUTEX;
-	int rc, r, version;
-	bool stamp;
+	int rc, r;
 
 	st = calloc(1, sizeof(*st));
 	if (!st)
@@ -613,68 +697,9 @@ static int store_open(const char *path, bool readonly, struct mm_store **ret)
 	sqlite3_extended_result_codes(st->db, 1);
 	sqlite3_busy_timeout(st->db, BUSY_TIMEOUT_MS);
 
-	if (readonly) {
-		r = read_version(st, &version);
-		if (r < 0)
-			goto fail;
-		r = check_owner(st, version, &stamp);
-		if (r < 0)
-			goto fail;
-		if (version != (int)mm_schema_sql_count) {
-			r = log_error_errno(
-				EPROTONOSUPPORT,
-				"database %s: schema version %d, this mmlockd reads %u%s", path,
-				version, mm_schema_sql_count,
-				version > (int)mm_schema_sql_count
-					? " (the file is newer)"
-					: " (the daemon migrates it when it starts)");
-			goto fail;
-		}
-	} else {
-		/* Refuse a newer file before changing anything in it (migrate() checks again
-		 * under the write lock). */
-		r = read_version(st, &version);
-		if (r < 0)
-			goto fail;
-		r = check_not_newer(st, version);
-		if (r < 0)
-			goto fail;
-		r = check_owner(st, version, &stamp);
-		if (r < 0)
-			goto fail;
-		/* Persistent in the file; also what lets read-only handles read during writes. */
-		r = pragma_expect(st, "PRAGMA journal_mode = WAL", "PRAGMA journal_mode", "wal");
-		if (r < 0)
-			goto fail;
-		/* In WAL mode NORMAL keeps the database consistent on power loss; only the last
-		 * windows may be lost, and commits need no fsync. Per connection. */
-		r = pragma_expect(st, "PRAGMA synchronous = NORMAL", "PRAGMA synchronous", "1");
-		if (r < 0)
-			goto fail;
-		/* Per connection; pruning relies on ON DELETE CASCADE. */
-		r = pragma_expect(st, "PRAGMA foreign_keys = ON", "PRAGMA foreign_keys", "1");
-		if (r < 0)
-			goto fail;
-		if ((r = prepare(st, "BEGIN IMMEDIATE", &st->begin)) < 0 ||
-		    (r = prepare(st, "COMMIT", &st->commit)) < 0 ||
-		    (r = prepare(st, "ROLLBACK", &st->rollback)) < 0)
-			goto fail;
-		r = migrate(st);
-		if (r < 0)
-			goto fail;
-		/* After the migrations: a crash in between leaves a file the next start adopts. */
-		if (stamp) {
-			char sql[64];
-
-			snprintf(sql, sizeof(sql), "PRAGMA application_id = %d", MM_APPLICATION_ID);
-			r = exec_sql(st, sql, "setting the application id");
-			if (r < 0)
-				goto fail;
-		}
-		r = prepare_write(st);
-		if (r < 0)
-			goto fail;
-	}
+	r = readonly ? check_readable(st) : prepare_writable(st);
+	if (r < 0)
+		goto fail;
 	r = prepare_read(st);
 	if (r < 0)
 		goto fail;
@@ -1162,59 +1187,36 @@ out:
 
 int mm_store_range(struct mm_store *st, double since_s, double until_s, struct mm_store_range *ret)
 {
-	sqlite3_stmt *s = NULL;
-	int rc = sqlite3_prepare_v2(
-		st->db,
-		"SELECT count(*), min(ts_start), max(ts_end), "
-		"(SELECT group_concat(kernel, ',') FROM (SELECT DISTINCT kernel "
-		"FROM windows WHERE ts_end > ?1 AND ts_start < ?2 ORDER BY kernel)) "
-		"FROM windows WHERE ts_end > ?1 AND ts_start < ?2",
-		-1, &s, NULL);
-	int r = 0;
+	sqlite3_stmt *s;
+	int r = first_row(st,
+			  "SELECT count(*), min(ts_start), max(ts_end), "
+			  "(SELECT group_concat(kernel, ',') FROM (SELECT DISTINCT kernel "
+			  "FROM windows WHERE ts_end > ?1 AND ts_start < ?2 ORDER BY kernel)) "
+			  "FROM windows WHERE ts_end > ?1 AND ts_start < ?2",
+			  (const double[]){since_s, until_s}, 2, "reading the range", &s);
 
-	if (rc != SQLITE_OK)
-		return db_fail(st, rc, "preparing the range query");
-	if (sqlite3_bind_double(s, 1, since_s) || sqlite3_bind_double(s, 2, until_s)) {
-		r = db_fail(st, sqlite3_errcode(st->db), "binding the range query");
-		goto out;
-	}
-	rc = sqlite3_step(s);
-	if (rc != SQLITE_ROW) {
-		r = db_fail(st, rc, "reading the range");
-		goto out;
-	}
+	if (r < 0)
+		return r;
 	memset(ret, 0, sizeof(*ret));
 	ret->windows = (uint64_t)sqlite3_column_int64(s, 0);
 	ret->first_s = sqlite3_column_double(s, 1);
 	ret->last_s = sqlite3_column_double(s, 2);
 	column_text(s, 3, ret->kernels, sizeof(ret->kernels));
-out:
 	sqlite3_finalize(s);
-	return r;
+	return 0;
 }
 
 int mm_store_window_end_before(struct mm_store *st, double t, double *ret)
 {
-	sqlite3_stmt *s = NULL;
-	int rc = sqlite3_prepare_v2(st->db, "SELECT max(ts_end) FROM windows WHERE ts_end <= ?1",
-				    -1, &s, NULL);
-	int r = 0;
+	sqlite3_stmt *s;
+	int r = first_row(st, "SELECT max(ts_end) FROM windows WHERE ts_end <= ?1", &t, 1,
+			  "reading the window end", &s);
 
-	if (rc != SQLITE_OK)
-		return db_fail(st, rc, "preparing the window end query");
-	if (sqlite3_bind_double(s, 1, t)) {
-		r = db_fail(st, sqlite3_errcode(st->db), "binding the window end query");
-		goto out;
-	}
-	rc = sqlite3_step(s);
-	if (rc != SQLITE_ROW) {
-		r = db_fail(st, rc, "reading the window end");
-		goto out;
-	}
+	if (r < 0)
+		return r;
 	*ret = sqlite3_column_type(s, 0) == SQLITE_NULL ? 0 : sqlite3_column_double(s, 0);
-out:
 	sqlite3_finalize(s);
-	return r;
+	return 0;
 }
 
 /* The process filter of the web page's queries, on processes AS p: ?4 pid, ?5 start_time, ?6

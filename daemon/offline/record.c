@@ -109,7 +109,6 @@ static int record_option(void *ctx, const struct mm_cmd_opt *o, const char *arg)
 static int parse_record(struct record *d, int argc, char **argv)
 {
 	const struct mm_cmd cmd = {"record", record_usage, record_opts, true, record_option, d};
-	char err[256];
 
 	mm_config_defaults(&d->cfg);
 	/* A recording is for classifying offline: every collector, not the daemon's cheap set. */
@@ -129,10 +128,6 @@ static int parse_record(struct record *d, int argc, char **argv)
 		d->command = argv + first;
 		if (!d->duration_given)
 			d->duration_s = 0;
-	}
-	if (mm_host_check_collectors(&d->cfg, err, sizeof(err)) < 0) {
-		log_error("mmlockd record: %s", err);
-		return -EINVAL;
 	}
 	d->cfg.interval_s = 1;
 	mm_config_no_bursts(&d->cfg);

@@ -597,8 +597,9 @@ check_route_processes_shows_the_live_workload() {
 		REASON="workload not started"
 		return 1
 	}
-	# Snapshots are published once a second; the workload has been faulting since start-up.
-	local tries=30
+	# Snapshots are published once a second; the workload has been faulting since start-up. Up to
+	# 20 s: on a loaded machine (parallel builds) the first snapshot with it can take seconds.
+	local tries=100
 	while [ "$tries" -gt 0 ]; do
 		http GET "${DPORT[main]}" /api/v1/processes
 		REASON=$(python3 - "$TMP/body" "$WL1" "$PY_COMM" <<'EOF' 2>&1

@@ -71,12 +71,12 @@ sql() { sqlite3 -batch -noheader -cmd '.timeout 3000' "$DB" "$@"; }
 family_present() { grep -q "^# TYPE $2 " "$1"; }
 
 start_mmlockd
-# A shell joins the cgroup(s) and starts the workload as its child, so the workload is born in
-# the cgroup. (Not `exec`: mmlockd reads a process's cgroup once, when it first sees the pid,
-# which can be the shell's fork before it moved; a process moved between cgroups keeps its first.)
+# As systemd starts a service: a shell is forked in our cgroup, lives there for a while (mmlockd
+# sees the pid and reads its cgroup), joins the test's cgroup(s), then execs the workload. mmlockd
+# reads the cgroup again on exec, so the workload is counted in the test's cgroup.
 procs=$(printf '%s/cgroup.procs ' "${CGS[@]}")
 # shellcheck disable=SC2016 # $$ is the inner shell's
-sh -c 'for f in '"$procs"'; do echo $$ >"$f" || exit 1; done; "$0" "$@"' "$WORKLOAD" \
+sh -c 'sleep 0.5; for f in '"$procs"'; do echo $$ >"$f" || exit 1; done; exec "$0" "$@"' "$WORKLOAD" \
 	--fault-threads 2 --map-threads 1 --seconds 4 --pid-file "$TMP/workload.pid" \
 	--file-dir "$TMP" >"$TMP/workload.out" 2>&1 &
 WPID=$!
@@ -146,6 +146,13 @@ else
 fi
 
 sigterm_mmlockd
+first_cg=$(sql "SELECT cgroup FROM process_stats WHERE pid = $W_PID ORDER BY ts_end LIMIT 1")
+last_cg=$(sql "SELECT cgroup FROM process_stats WHERE pid = $W_PID ORDER BY ts_end DESC LIMIT 1")
+if [ "$last_cg" = "$CG" ]; then
+	pass "moved between fork and exec: the workload's windows end in $CG (first stored: $first_cg)"
+else
+	fail "moved between fork and exec: the workload's last window is in '$last_cg', not $CG"
+fi
 read -r db_faults db_fb <<<"$(sql "SELECT sum(minflt + majflt), sum(fallback_locks) FROM process_stats WHERE pid = $W_PID" | tr '|' ' ')"
 "$MMLOCKD" report --db "$DB" --since 10m >"$TMP/report.txt" 2>&1 || fail "mmlockd report failed: $(tail -n 2 "$TMP/report.txt")"
 log "mmlockd report --since 10m (first lines):"

@@ -363,6 +363,31 @@ static void test_collectors_accepts_all_and_lists(void)
 	CHECK(rejects("collectors", longest));
 }
 
+/* The names are checked where they are parsed, for the daemon (file and flags) and for `record
+ * --collectors` alike (both set the key through mm_config_set()): the default list names
+ * compiled-in collectors, a list of known names passes, and an unknown one is refused with its
+ * name and the known ones. */
+static void test_default_collectors_are_known_and_unknown_names_are_refused(void)
+{
+	struct mm_config c, d;
+	enum mm_command cmd;
+	const char *path = write_file("empty.conf", "");
+
+	mm_config_defaults(&d);
+	CHECK(set1(&c, "collectors", d.collectors) == 0);
+	CHECK_STR(c.collectors, d.collectors);
+	CHECK(set1(&c, "collectors", "vmstat,mmaplock") == 0);
+	CHECK(rejects("collectors", "vmstat,faultz"));
+	CHECK_CONTAINS(err, "faultz");
+	CHECK_CONTAINS(err, "mmaplock");
+	CHECK(FROM_ARGS(&c, &cmd, "--config", (char *)path, "--collectors", "vmstat,mmaplock") == 0);
+	CHECK_STR(c.collectors, "vmstat,mmaplock");
+	CHECK(FROM_ARGS(&c, &cmd, "--config", (char *)path, "--collectors", "vmstat,faultz") ==
+	      -EINVAL);
+	CHECK_CONTAINS(err, "--collectors");
+	CHECK_CONTAINS(err, "faultz");
+}
+
 static void test_collector_enabled_matches_exact_names_only(void)
 {
 	struct mm_config c;
@@ -902,6 +927,7 @@ int main(void)
 	RUN(test_db_accepts_paths_and_rejects_empty_or_too_long);
 	RUN(test_collectors_accepts_all_and_lists);
 	RUN(test_source_accepts_auto_bpf_perf_only);
+	RUN(test_default_collectors_are_known_and_unknown_names_are_refused);
 	RUN(test_collector_enabled_matches_exact_names_only);
 	RUN(test_set_rejects_unknown_keys_and_accepts_hyphen_spelling);
 	RUN(test_load_reads_keys_comments_blanks_and_quotes);

@@ -345,20 +345,6 @@ static void test_missing_required_tracepoint_fails_only_that_collector(void)
 	mm_host_free(h);
 }
 
-static void test_unknown_collector_names_are_refused(void)
-{
-	struct mm_config cfg;
-	char err[256] = "";
-	mm_config_defaults(&cfg);
-	CHECK(mm_host_check_collectors(&cfg, err, sizeof(err)) == 0);
-	snprintf(cfg.collectors, sizeof(cfg.collectors), "vmstat,mmaplock");
-	CHECK(mm_host_check_collectors(&cfg, err, sizeof(err)) == 0);
-	snprintf(cfg.collectors, sizeof(cfg.collectors), "vmstat,faultz");
-	CHECK(mm_host_check_collectors(&cfg, err, sizeof(err)) == -EINVAL);
-	CHECK_CONTAINS(err, "faultz");
-	CHECK_CONTAINS(err, "mmaplock");
-}
-
 int main(void)
 {
 	RUN(test_faults_are_counted_per_process);
@@ -372,6 +358,5 @@ int main(void)
 	RUN(test_late_events_of_an_exited_process_stay_with_it);
 	RUN(test_windows_roll_into_totals_and_exited_processes_go);
 	RUN(test_missing_required_tracepoint_fails_only_that_collector);
-	RUN(test_unknown_collector_names_are_refused);
 	return check_summary();
 }

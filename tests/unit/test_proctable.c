@@ -42,8 +42,46 @@ static void test_lookup_happens_once_per_process(void)
 	struct mm_proc *b = mm_proctable_get(t, 5, 0);
 	CHECK(a == b);
 	CHECK_U64(fake_calls, 1);
-	mm_proctable_comm(t, 5, "renamed");
+	mm_proctable_comm(t, 5, "renamed", false); /* prctl(PR_SET_NAME): no lookup */
 	CHECK_STR(a->comm, "renamed");
+	CHECK_U64(fake_calls, 1);
+	mm_proctable_free(t);
+}
+
+/* The lookup answers one start time and the cgroup the process is in now. */
+static const char *now_in;
+static int moving(void *ctx, uint32_t pid, struct mm_proc_ident *ret)
+{
+	memset(ret, 0, sizeof(*ret));
+	ret->start_ms = ctx ? *(uint64_t *)ctx : 5000;
+	snprintf(ret->comm, sizeof(ret->comm), "sh");
+	snprintf(ret->cgroup, sizeof(ret->cgroup), "%s", now_in);
+	return 0;
+}
+
+static void test_exec_reads_the_cgroup_again(void)
+{
+	/* Forked in the parent's cgroup, moved, then exec: as systemd starts a unit. */
+	now_in = "/system.slice/parent.service";
+	struct mm_proctable *t = mm_proctable_new(moving, NULL);
+	struct mm_proc *p = mm_proctable_get(t, 5, 0);
+	CHECK_STR(p->cgroup, "/system.slice/parent.service");
+	now_in = "/system.slice/child.service";
+	mm_proctable_comm(t, 5, "renamed", false);
+	CHECK_STR(p->cgroup, "/system.slice/parent.service");
+	mm_proctable_comm(t, 5, "child", true);
+	CHECK_STR(p->comm, "child");
+	CHECK_STR(p->cgroup, "/system.slice/child.service");
+	mm_proctable_free(t);
+	/* By the time the exec is seen the pid is another process's: its cgroup is not taken. */
+	uint64_t start = 5000;
+	now_in = "/a";
+	t = mm_proctable_new(moving, &start);
+	p = mm_proctable_get(t, 6, 0);
+	start = 7000;
+	now_in = "/b";
+	mm_proctable_comm(t, 6, "x", true);
+	CHECK_STR(p->cgroup, "/a");
 	mm_proctable_free(t);
 }
 
@@ -125,6 +163,7 @@ int main(void)
 {
 	RUN(test_procfs_lookup_of_ourselves);
 	RUN(test_lookup_happens_once_per_process);
+	RUN(test_exec_reads_the_cgroup_again);
 	RUN(test_fork_of_a_reused_pid_retires_the_old_entry);
 	RUN(test_fork_of_a_process_seen_early_keeps_its_entry);
 	RUN(test_roll_moves_window_into_closed);
