@@ -114,6 +114,7 @@ struct mm_host {
 	struct mm_split_clock split;
 	uint64_t split_done_slot, split_observed_ms;
 	enum mm_burst_role adding; /* in mm_host_wanted(): the role of streams being added */
+	int g_outside_burst;	   /* global: burst-stream records stamped outside their phase */
 };
 
 struct mm_host *mm_host_new(const struct mm_config *cfg, mm_proc_lookup_fn lookup, void *ctx,
@@ -308,11 +309,20 @@ void mm_host_set_source(struct mm_host *h, const char *name, const char *source,
 		snprintf(sl->source, sizeof(sl->source), "%s", source);
 		snprintf(sl->source_note, sizeof(sl->source_note), "%s", note ? note : "");
 		sl->external = sl->enabled && strcmp(source, "perf") != 0;
+		/* An in-kernel source counts continuously: it has no bursts (yet). */
+		if (sl->external && sl->burst)
+			sl->burst = h->bursts = false;
 	}
 }
 
 void mm_host_start(struct mm_host *h)
 {
+	h->g_outside_burst =
+		h->bursts ? mm_host_global(
+				    h, "split_records", "outside_burst",
+				    "Records of the fault split's streams stamped outside "
+				    "their burst phase (the loop switched them late), dropped.")
+			  : -1;
 	for (unsigned i = 0; i < h->nslots; i++) {
 		struct slot *sl = &h->slots[i];
 		if (!sl->enabled)
@@ -692,7 +702,10 @@ static void split_status(const struct mm_host *h, struct mm_snapshot *s)
 	} else if (!h->bursts) {
 		snprintf(s->split.mode, sizeof(s->split.mode), "continuous");
 		snprintf(s->split.why, sizeof(s->split.why),
-			 "split_duty 100%%: every fault classified, outcome counts exact");
+			 "%s: every fault classified, outcome "
+			 "counts exact",
+			 h->split_duty_pm < 1000 ? "the BPF source has no bursts"
+						 : "split_duty 100%");
 	} else {
 		snprintf(s->split.mode, sizeof(s->split.mode), "bursts");
 		s->split.burst_ms = h->split.burst_ms;
@@ -998,6 +1011,18 @@ static unsigned advance(struct mm_host *h, uint64_t mono_ns)
 	return n;
 }
 
+/* Whether a record of a burst stream stamped @time_ns is inside its phase: the schedule in event
+ * time decides what is classified, not when the loop got round to switching the stream. */
+static bool in_burst(const struct mm_host *h, unsigned stream, uint64_t time_ns)
+{
+	enum mm_burst_role role = mm_host_stream_burst(h, stream);
+	if (role == MM_BURST_NONE || !h->bursts || !time_ns)
+		return true;
+	uint64_t next;
+	enum mm_split_phase ph = mm_split_phase_at(&h->split, wall_ms(h, time_ns), &next);
+	return role == MM_BURST_OPENER ? ph == MM_SPLIT_ON : ph != MM_SPLIT_OFF;
+}
+
 void mm_host_feed(struct mm_host *h, unsigned stream, uint64_t time_ns,
 		  const struct perf_event_header *hdr)
 {
@@ -1007,6 +1032,10 @@ void mm_host_feed(struct mm_host *h, unsigned stream, uint64_t time_ns,
 			h->late++;
 		else
 			h->last_fed_ns = time_ns;
+	}
+	if (hdr->type == PERF_RECORD_SAMPLE && !in_burst(h, stream, time_ns)) {
+		mm_host_global_add(h, h->g_outside_burst, 1);
+		return;
 	}
 	uint64_t type = mm_host_sample_type(h, stream);
 	bool is_task = mm_host_stream_is_task(h, stream);
