@@ -747,7 +747,7 @@ static struct mm_snapshot *build(struct mm_host *h, uint64_t now_ms, bool closin
 		struct mm_proc_stats win = p->window;
 		/* A closing window was estimated in place (mm_host_close_window). */
 		if (h->bursts && !closing)
-			mm_split_estimate(&win, &p->split, h->split_observed_ms);
+			mm_split_estimate(&win, &p->split, h->split_observed_ms, p->split_life);
 		mm_stats_add(&s->all_window, &win);
 		if (mm_stats_is_zero(&win) && mm_stats_is_zero(&p->closed))
 			continue;
@@ -825,9 +825,14 @@ struct mm_snapshot *mm_host_snapshot(struct mm_host *h, uint64_t now_ms)
 struct mm_snapshot *mm_host_close_window(struct mm_host *h, uint64_t end_ms)
 {
 	if (h->bursts) {
-		for (struct mm_proc *p = mm_proctable_first(h->procs); p; p = p->next)
-			mm_split_estimate(&p->window, &p->split, h->split_observed_ms);
-		mm_split_estimate(&h->overflow, NULL, h->split_observed_ms);
+		for (struct mm_proc *p = mm_proctable_first(h->procs); p; p = p->next) {
+			/* The window's own raw counts join the process's prior after it. */
+			uint64_t life[MM_SPLIT_NOUT];
+			memcpy(life, p->split_life, sizeof(life));
+			mm_split_add_raw(p->split_life, &p->window);
+			mm_split_estimate(&p->window, &p->split, h->split_observed_ms, life);
+		}
+		mm_split_estimate(&h->overflow, NULL, h->split_observed_ms, NULL);
 	}
 	h->split_observed_ms = 0;
 	struct mm_snapshot *s = build(h, end_ms, true);

@@ -128,29 +128,47 @@ static double spread(const struct mm_split_acc *acc, unsigned o, double c, doubl
 	return Z95 * sqrt(k / (k - 1) * ss) / base;
 }
 
+void mm_split_add_raw(uint64_t *life, const struct mm_proc_stats *ps)
+{
+	uint64_t c[MM_SPLIT_NOUT];
+	raw_counts(ps, c);
+	for (unsigned o = 0; o < MM_SPLIT_NOUT; o++)
+		life[o] += c[o];
+}
+
 void mm_split_estimate(struct mm_proc_stats *ps, const struct mm_split_acc *acc,
-		       uint64_t observed_ms)
+		       uint64_t observed_ms, const uint64_t *prior)
 {
 	uint64_t c[MM_SPLIT_NOUT], classified[2] = {0, 0};
 	raw_counts(ps, c);
 	for (unsigned o = 0; o < MM_SPLIT_NOUT; o++)
 		classified[side_of(o)] += c[o];
+	bool borrowed = false;
+	if (!classified[0] && !classified[1] && prior) {
+		for (unsigned o = 0; o < MM_SPLIT_NOUT; o++) {
+			c[o] = prior[o];
+			classified[side_of(o)] += c[o];
+		}
+		borrowed = classified[0] || classified[1];
+		acc = NULL; /* the spread of other windows' bursts says nothing of this one */
+	}
 	/* What bursts see but cannot scale to an exact total. */
 	ps->faults_mmap_lock_retries = ps->faults_mmap_lock_wait_ns = ps->faults_pages_reread = 0;
 	memset(&ps->mmap_lock_by_fault, 0,
 	       (size_t)((char *)&ps->mmap_lock_by_unknown - (char *)&ps->mmap_lock_by_fault) +
 		       sizeof(ps->mmap_lock_by_unknown));
-	ps->split_faults_seen = classified[0] + classified[1];
-	ps->split_fallbacks_seen = classified[1];
+	ps->split_faults_seen = borrowed ? 0 : classified[0] + classified[1];
+	ps->split_fallbacks_seen = borrowed ? 0 : classified[1];
 	/* Only where there is something to observe: a window with nothing else stays empty. */
-	bool counted = ps->minflt || ps->majflt || ps->fallback_locks || ps->split_faults_seen;
+	bool counted = ps->minflt || ps->majflt || ps->fallback_locks ||
+		       (!borrowed && (classified[0] || classified[1]));
 	ps->split_observed_ns = counted ? observed_ms * 1000000ull : 0;
 	ps->split_estimated = 0;
 	ps->split_err = 0;
 	ps->faults_vma = ps->faults_vma_retry = ps->faults_mmap_retry = ps->faults_mmap_abort =
 		ps->faults_mmap_unknown = ps->faults_mmap_fallback = 0;
-	if (!ps->split_faults_seen)
-		return;
+	if (!counted || (!classified[0] && !classified[1]))
+		return; /* nothing to estimate, or nothing to estimate it from */
 	/* The exact fallbacks, and the faults that did not fall back (the README's "completed
 	 * under the per-VMA lock"). */
 	uint64_t all = ps->minflt + ps->majflt, fb = ps->fallback_locks;

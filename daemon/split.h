@@ -87,12 +87,18 @@ void mm_split_burst_end(struct mm_split_acc *acc, const struct mm_proc_stats *ra
 
 /* Turns the raw classified counts of a window in @ps into estimates on its exact totals (see the
  * header comment), fills split_faults_seen, split_fallbacks_seen, split_err, split_estimated and
- * split_observed_ms (@observed_ms: burst time of the window), and zeroes what bursts cannot
+ * split_observed_ns (@observed_ms: burst time of the window), and zeroes what bursts cannot
  * estimate (mmap_lock_by_*, faults_mmap_lock_retries, faults_mmap_lock_wait_ns,
- * faults_pages_reread: they have no exact total to scale). A process with no classified fault
- * keeps its exact counts only (split_estimated 0). @acc may be NULL (no spread). */
+ * faults_pages_reread: they have no exact total to scale). A window without a classified fault
+ * of the process borrows the shares of @prior (the process's raw counts of its earlier windows,
+ * MM_SPLIT_NOUT of them; NULL: none), with their binomial error and split_faults_seen 0; with
+ * no prior either it keeps its exact counts only (split_estimated 0). @acc may be NULL (no
+ * spread). */
 void mm_split_estimate(struct mm_proc_stats *ps, const struct mm_split_acc *acc,
-		       uint64_t observed_ms);
+		       uint64_t observed_ms, const uint64_t *prior);
+
+/* Adds the raw classified counts of @ps (before mm_split_estimate) to @life. */
+void mm_split_add_raw(uint64_t *life, const struct mm_proc_stats *ps);
 
 /* 95% Wilson half-width (plus the centre's distance from @k/@n) of a share @k of @n; 1 for n 0. */
 double mm_split_wilson(uint64_t k, uint64_t n);

@@ -18,9 +18,11 @@
 --                         the binomial share and the spread between the window's bursts, times
 --                         the share's base. Summed over windows it bounds the summed estimates.
 -- In bursts the columns that have no exact total to scale (mmap_lock_by_*,
--- faults_mmap_lock_retries, faults_mmap_lock_wait_ns, faults_pages_reread) stay 0. A process
--- with no fault in any burst of a window (one that lives less than a burst period, 1 s) gets
--- split_faults_seen = 0, split_estimated = 0 and 0 outcome columns: only its exact counts.
+-- faults_mmap_lock_retries, faults_mmap_lock_wait_ns, faults_pages_reread) stay 0. A window
+-- in which a process had no fault in any burst borrows the shares of its earlier windows
+-- (split_estimated = 1, split_faults_seen = 0, the binomial error of that sample); a process
+-- never caught by a burst (one that lives less than a burst period, 1 s, mostly) gets
+-- split_estimated = 0 and 0 outcome columns: only its exact counts.
 --
 -- Example: estimated outcomes per process over the last hour, with coverage and error:
 --   SELECT pid, comm, sum(minflt + majflt) AS faults, sum(faults_vma) AS vma,

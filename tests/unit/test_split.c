@@ -65,7 +65,7 @@ static void test_estimate_applies_shares_to_exact_totals(void)
 	ps.faults_mmap_unknown = 50;
 	ps.mmap_lock_by_fault = 200;
 	ps.faults_mmap_lock_wait_ns = 12345;
-	mm_split_estimate(&ps, NULL, 200);
+	mm_split_estimate(&ps, NULL, 200, NULL);
 	CHECK_U64(ps.minflt, 90000);
 	CHECK_U64(ps.majflt, 10000);
 	CHECK_U64(ps.fallback_locks, 20000);
@@ -90,17 +90,33 @@ static void test_process_without_classified_faults_keeps_exact_counts_only(void)
 	struct mm_proc_stats ps = {0};
 	ps.minflt = 110;
 	ps.fallback_locks = 6;
-	mm_split_estimate(&ps, NULL, 200);
+	mm_split_estimate(&ps, NULL, 200, NULL);
 	CHECK_U64(ps.split_estimated, 0);
 	CHECK_U64(ps.faults_vma, 0);
 	CHECK_U64(ps.faults_mmap_fallback, 0);
 	CHECK_U64(ps.minflt, 110);
 	CHECK_U64(ps.split_observed_ns, 200000000ull);
 
-	/* A window with nothing stays empty (the snapshot counts on it). */
+	/* A window with nothing stays empty (the snapshot counts on it), prior or not. */
 	struct mm_proc_stats empty = {0};
-	mm_split_estimate(&empty, NULL, 200);
+	uint64_t prior[MM_SPLIT_NOUT] = {90, 0, 6, 2, 2};
+	mm_split_estimate(&empty, NULL, 200, prior);
 	CHECK(mm_stats_is_zero(&empty));
+}
+
+static void test_window_without_classified_faults_borrows_the_prior_shares(void)
+{
+	struct mm_proc_stats ps = {0};
+	uint64_t prior[MM_SPLIT_NOUT] = {900, 0, 60, 20, 20};
+	ps.minflt = 10000;
+	ps.fallback_locks = 1000;
+	mm_split_estimate(&ps, NULL, 200, prior);
+	CHECK_U64(ps.split_estimated, 1);
+	CHECK_U64(ps.split_faults_seen, 0); /* none of its own */
+	CHECK_U64(ps.faults_vma, 9000);
+	CHECK_U64(ps.faults_mmap_retry, 600);
+	CHECK_U64(ps.faults_mmap_abort, 200);
+	CHECK(ps.split_err > 0);
 }
 
 /* Draws @n faults with fallback probability @p, ~1/3 of fallbacks retried. */
@@ -129,7 +145,7 @@ static void test_error_bound_covers_the_truth_of_binomial_samples(void)
 		}
 		ps.minflt = 100000;
 		ps.fallback_locks = 20000;
-		mm_split_estimate(&ps, &acc, 200);
+		mm_split_estimate(&ps, &acc, 200, NULL);
 		/* Truth: vma 80000, mmap_retry 1/3 of 20000. */
 		double ev = fabs((double)ps.faults_vma - 80000);
 		double er = fabs((double)ps.faults_mmap_retry - 20000.0 / 3);
@@ -159,8 +175,8 @@ static void test_spread_between_bursts_widens_the_bound(void)
 	}
 	steady.minflt = phased.minflt = 100000;
 	steady.fallback_locks = phased.fallback_locks = 50000;
-	mm_split_estimate(&steady, &a, 200);
-	mm_split_estimate(&phased, &b, 200);
+	mm_split_estimate(&steady, &a, 200, NULL);
+	mm_split_estimate(&phased, &b, 200, NULL);
 	CHECK_U64(steady.faults_mmap_retry, phased.faults_mmap_retry);
 	CHECK(phased.split_err > 5 * steady.split_err);
 }
@@ -195,6 +211,7 @@ int main(void)
 	RUN(test_phase_follows_the_bursts);
 	RUN(test_estimate_applies_shares_to_exact_totals);
 	RUN(test_process_without_classified_faults_keeps_exact_counts_only);
+	RUN(test_window_without_classified_faults_borrows_the_prior_shares);
 	RUN(test_error_bound_covers_the_truth_of_binomial_samples);
 	RUN(test_spread_between_bursts_widens_the_bound);
 	RUN(test_config_split_duty);
