@@ -466,14 +466,17 @@ def parse_kv(line):
 def plugin_tracepoints():
     """{"system:name": wants_callchain} from the collectors' tracepoint tables."""
     tps = {}
-    pat = re.compile(r'\{\s*"(\w+)",\s*"(\w+)",\s*(true|false),\s*(true|false)'
-                     r'\s*(?:,\s*(?:NULL|"[^"]*"))?\s*\}')
+    # Rows are designated initializers (plugin.h): {.system = "x", .name = "y", ...,
+    # .callchain = true}. (The positional pattern this replaced matched none of them any more,
+    # so perf stat / perf record were given no tracepoint.)
+    pat = re.compile(r'\{\s*\.system\s*=\s*"(\w+)",\s*\.name\s*=\s*"(\w+)"([^{}]*)\}')
     for fn in sorted(os.listdir(os.path.join(ROOT, "plugins"))):
         if fn.endswith(".c"):
             with open(os.path.join(ROOT, "plugins", fn)) as f:
                 for m in pat.finditer(f.read()):
                     key = f"{m.group(1)}:{m.group(2)}"
-                    tps[key] = tps.get(key, False) or m.group(4) == "true"
+                    cc = re.search(r"\.callchain\s*=\s*true", m.group(3)) is not None
+                    tps[key] = tps.get(key, False) or cc
     return tps
 
 
