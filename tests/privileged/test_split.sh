@@ -4,10 +4,13 @@
 #
 # Usage: test_split.sh MMLOCKD_BINARY OUTCOME_WORKLOAD_BINARY
 #
-# Starts two daemons at once, both on the perf rings (a BPF program on the mmap_lock
-# tracepoints would move the IP the fallbacks collector attributes by, README "The BPF source"):
-#   A  the defaults (bursts of the default split_duty), --interval 5 (5 bursts a window)
-#   B  --collectors totals,fallbacks,vmstat,faults --split-duty 100% (every fault classified)
+# Starts two daemons at once:
+#   B  --collectors totals,fallbacks,vmstat,faults --split-duty 100% --source perf (every fault
+#      classified on the perf rings, as A's bursts are)
+#   A  the defaults (bursts of the default split_duty), --interval 5 (5 bursts a window), on the
+#      perf rings; or, when another program already holds BPF on the mmap_lock tracepoints
+#      (bpftool link; the perf fallbacks collector then cannot attribute, README "The BPF
+#      source"), with --source bpf: fallbacks counted in the kernel, the bursts still on perf
 # Then runs two workloads with steady fallbacks, one after the other: outcome_workload file
 # (random reads of a file larger than its memory cgroup: most faults wait for I/O and retry under
 # mmap_lock, mmap_retry) and outcome_workload anon (fast anonymous faults, writers that mprotect
@@ -24,11 +27,12 @@
 #   4. against B: A's estimated mmap_retry, mmap_abort + mmap_unknown and vma, each as a share of
 #      A's exact count on its side, agree with B's exact shares within A's stated error
 #      (sum(split_err) over the same rows, as a share of that side) plus TOL_PTS (0.5) points.
-#   5. A's exact counts equal B's within 0.5% + 5 (both count the same kernel counters).
+#   5. A's exact counts equal B's within 0.5% + 5 (both read the same kernel counters; F only
+#      where B's perf fallbacks could attribute).
 # Numbers are printed so the README's error table can be re-measured.
 #
-# Exit status: 0 passed, 1 failed, 77 skipped (not root, no tracepoints, or another program holds
-# BPF on the mmap_lock tracepoints so the fallbacks collector cannot attribute). Environment:
+# Exit status: 0 passed, 1 failed, 77 skipped (not root, no tracepoints, or the fallbacks
+# collector could not attribute after all). Environment:
 # SECONDS_EACH (default 8), TOL_PTS, KEEP_TMP=1.
 
 set -u -o pipefail
@@ -71,7 +75,12 @@ B_PID=$DAEMON_PID B_PORT=$PORT
 mv "$TMP/mmlockd.log" "$TMP/b.log"
 cp "$TMP/status.json" "$TMP/b_status.json"
 DB=$TMP/a.db
-start_mmlockd --interval 5 --source perf
+A_SOURCE=perf
+if command -v bpftool >/dev/null && bpftool link show 2>/dev/null | grep -q "mmap_lock"; then
+	A_SOURCE=bpf
+	log "another program holds BPF on the mmap_lock tracepoints: A counts fallbacks on BPF"
+fi
+start_mmlockd --interval 5 --source "$A_SOURCE"
 A_PORT=$PORT
 
 split_of() {
@@ -176,7 +185,8 @@ for label, av, an, bv, bn in (
     allowed = 100 * a["err"] / an + tol
     say(abs(sa - sb) <= allowed, f"{label}: burst estimate {sa:.2f}% vs continuous {sb:.2f}%, "
         f"difference {abs(sa - sb):.2f} within the stated error {allowed:.2f} points")
-for key in ("T", "F"):
+# B's fallbacks are on the perf rings: under a foreign BPF program they count nothing.
+for key in ("T",) if b["F"] == 0 else ("T", "F"):
     d = abs(a[key] - b[key])
     say(d <= 0.005 * max(a[key], b[key]) + 5, f"exact {key}: A {a[key]} vs B {b[key]}")
 sys.exit(1 if bad else 0)
