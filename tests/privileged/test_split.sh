@@ -26,7 +26,9 @@
 #      half-width of the exact share.
 #   4. against B: A's estimated mmap_retry, mmap_abort + mmap_unknown and vma, each as a share of
 #      A's exact count on its side, agree with B's exact shares within A's stated error
-#      (sum(split_err) over the same rows, as a share of that side) plus TOL_PTS (0.5) points.
+#      (sum(split_err) over the same rows, as a share of that side) plus TOL_PTS (0.5) points;
+#      a comparison whose stated error exceeds 25 points (a handful of fallbacks classified, as
+#      on anon) is printed as INFO, not counted; the file workload's must be checked.
 #   5. A's exact counts equal B's within 0.5% + 5 (both read the same kernel counters; F only
 #      where B's perf fallbacks could attribute).
 # Numbers are printed so the README's error table can be re-measured.
@@ -183,8 +185,13 @@ for label, av, an, bv, bn in (
          b["abort"] + b["unknown"], b_fb)):
     sa, sb = 100 * av / an, 100 * bv / bn
     allowed = 100 * a["err"] / an + tol
-    say(abs(sa - sb) <= allowed, f"{label}: burst estimate {sa:.2f}% vs continuous {sb:.2f}%, "
-        f"difference {abs(sa - sb):.2f} within the stated error {allowed:.2f} points")
+    msg = (f"{label}: burst estimate {sa:.2f}% vs continuous {sb:.2f}%, difference "
+           f"{abs(sa - sb):.2f}, stated error {allowed:.2f} points")
+    if allowed > 25:
+        # A bound this wide cannot fail: say so instead of counting it as a pass.
+        print(f"INFO: {name}: {msg} (too few classified to check)")
+        continue
+    say(abs(sa - sb) <= allowed, msg)
 # B's fallbacks are on the perf rings: under a foreign BPF program they count nothing.
 for key in ("T",) if b["F"] == 0 else ("T", "F"):
     d = abs(a[key] - b[key])
@@ -195,6 +202,9 @@ EOF
 for w in "file:$FILE_PID" "anon:$ANON_PID"; do
 	out=$(check_workload "${w%%:*}" "${w#*:}")
 	log "$out"
+	if [ "${w%%:*}" = file ] && ! grep -qE '^(PASS|FAIL): file: mmap_retry of fallbacks' <<<"$out"; then
+		fail "file: the fallback split was not checked (too few fallbacks classified)"
+	fi
 	PASSED=$((PASSED + $(grep -c '^PASS' <<<"$out")))
 	FAILED=$((FAILED + $(grep -c '^FAIL' <<<"$out")))
 done
