@@ -102,7 +102,7 @@ int main(int argc, char **argv)
 			parallel = v;
 	}
 	page = (size_t)sysconf(_SC_PAGESIZE);
-	t0 = bench_now_ns();
+	t0 = now_ns();
 	while (started < procs || running) {
 		if (started < procs && running < parallel) {
 			pid_t pid = fork();
@@ -127,6 +127,6 @@ int main(int argc, char **argv)
 		}
 	}
 	printf("result: procs=%lu threads_per_proc=%lu threads=%lu failed=%lu elapsed_s=%.3f\n",
-	       started, threads, started * threads, failed, (double)(bench_now_ns() - t0) / 1e9);
+	       started, threads, started * threads, failed, (double)(now_ns() - t0) / 1e9);
 	return failed ? 1 : 0;
 }

@@ -15,7 +15,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/swap.h>
 #include <sys/wait.h>
@@ -23,14 +25,6 @@
 #include <unistd.h>
 
 #define V1_MEMCG "/sys/fs/cgroup/memory"
-
-uint64_t bench_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 void bench_block_signals(sigset_t *set)
 {
@@ -58,22 +52,6 @@ bool bench_interrupted(const sigset_t *set)
 	return false;
 }
 
-int bench_wait(const sigset_t *set, double seconds)
-{
-	uint64_t end = bench_now_ns() + (uint64_t)(seconds * 1e9), now;
-	struct timespec ts;
-	int sig;
-
-	while ((now = bench_now_ns()) < end) {
-		ts.tv_sec = (time_t)((end - now) / 1000000000ull);
-		ts.tv_nsec = (long)((end - now) % 1000000000ull);
-		sig = sigtimedwait(set, NULL, &ts);
-		if (sig > 0)
-			return sig;
-	}
-	return 0;
-}
-
 void bench_phase(const char *phase)
 {
 	printf("# phase %s\n", phase);
@@ -89,6 +67,106 @@ unsigned long bench_sum(struct bench_counter *c, unsigned n)
 	return s;
 }
 
+unsigned bench_start(struct bench_worker *w, void *sh, unsigned kinds, const unsigned *n,
+		     void *(*const *fn)(void *), const char *name)
+{
+	unsigned started = 0;
+
+	for (unsigned k = 0; k < kinds; k++) {
+		for (unsigned i = 0; i < n[k]; i++, started++) {
+			w[started].sh = sh;
+			w[started].index = i;
+			if (pthread_create(&w[started].tid, NULL, fn[k], &w[started])) {
+				fprintf(stderr, "%s: pthread_create failed\n", name);
+				return started;
+			}
+		}
+	}
+	return started;
+}
+
+void bench_stop(atomic_bool *stop, struct bench_worker *w, unsigned n)
+{
+	atomic_store(stop, true);
+	for (unsigned i = 0; i < n; i++)
+		pthread_join(w[i].tid, NULL);
+}
+
+void bench_mmap_loop(const atomic_bool *stop, size_t pages, unsigned long rate,
+		     struct bench_counter *count)
+{
+	size_t len = pages * (size_t)sysconf(_SC_PAGESIZE);
+	struct bench_pace pace;
+
+	bench_pace_init(&pace, rate);
+	while (!atomic_load_explicit(stop, memory_order_relaxed)) {
+		void *m =
+			mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+		if (m == MAP_FAILED)
+			continue;
+		munmap(m, len);
+		atomic_fetch_add_explicit(&count->v, 1, memory_order_relaxed);
+		bench_pace_tick(&pace);
+	}
+}
+
+int bench_measure(const sigset_t *sigs, const struct bench_common *c,
+		  const struct bench_counters k[3], struct bench_measure *m)
+{
+	struct rusage ru0, ru1;
+	uint64_t t0;
+	int sig;
+
+	memset(m, 0, sizeof(*m));
+	bench_phase("warmup");
+	sig = wait_signal(sigs, c->warmup);
+	if (sig)
+		return sig;
+	getrusage(RUSAGE_SELF, &ru0);
+	for (unsigned i = 0; i < 3; i++)
+		m->count[i] = bench_sum(k[i].c, k[i].n);
+	t0 = now_ns();
+	bench_phase("measure");
+	sig = wait_signal(sigs, c->seconds);
+	m->ns = now_ns() - t0;
+	for (unsigned i = 0; i < 3; i++)
+		m->count[i] = bench_sum(k[i].c, k[i].n) - m->count[i];
+	getrusage(RUSAGE_SELF, &ru1);
+	m->minflt = ru1.ru_minflt - ru0.ru_minflt;
+	m->majflt = ru1.ru_majflt - ru0.ru_majflt;
+	bench_phase("end");
+	return sig;
+}
+
+double bench_rate(const struct bench_measure *m, unsigned k)
+{
+	return m->ns ? (double)m->count[k] * 1e9 / (double)m->ns : 0;
+}
+
+void bench_result(const struct bench_measure *m)
+{
+	printf("result: pid=%d rounds=%lu elapsed_s=%.3f rounds_per_s=%.1f writer_ops_per_s=%.1f "
+	       "minflt=%ld majflt=%ld",
+	       (int)getpid(), m->count[0], (double)m->ns / 1e9, bench_rate(m, 0), bench_rate(m, 1),
+	       m->minflt, m->majflt);
+}
+
+void bench_result_end(void)
+{
+	struct rusage rt;
+
+	getrusage(RUSAGE_SELF, &rt);
+	printf(" total_minflt=%ld total_majflt=%ld\n", rt.ru_minflt, rt.ru_majflt);
+}
+
+int bench_failed(const char *name, int sig)
+{
+	if (sig)
+		fprintf(stderr, "%s: interrupted by signal %d, cleaned up\n", name, sig);
+	return sig ? 128 + sig : 1;
+}
+
 void bench_common_defaults(struct bench_common *c, double seconds, double warmup,
 			   unsigned long limit_mb, unsigned long swap_mb)
 {
@@ -102,27 +180,36 @@ void bench_common_defaults(struct bench_common *c, double seconds, double warmup
 	c->swappiness = 100;
 }
 
-static int parse_ulong(const char *s, unsigned long max, unsigned long *ret)
+static void usage(const char *argv0, const struct bench_common *c, const struct bench_num_opt *opts,
+		  const char *about)
 {
-	char *end;
-	unsigned long v;
-
-	errno = 0;
-	v = strtoul(s, &end, 10);
-	if (errno || end == s || *end || s[0] == '-' || v > max)
-		return -1;
-	*ret = v;
-	return 0;
+	printf("Usage: %s [OPTIONS]\n%s\n\n", argv0, about);
+	for (size_t i = 0; opts[i].name; i++)
+		fputs(opts[i].help, stdout);
+	printf("  --seconds S        measured phase (default %.0f)\n"
+	       "  --warmup S         unmeasured phase before it (default %.0f)\n"
+	       "  --dir DIR          where data and swap files go (default /var/tmp)\n"
+	       "  --cgroup-name N    name of the temporary memory cgroup (default "
+	       "mmlockd-bench.PID)\n"
+	       "  --limit-mb MB      its memory limit (default %lu; 0: run without a cgroup)\n"
+	       "  --swap-file PATH   temporary swap file (default DIR/mmlockd-bench.PID.swap)\n"
+	       "  --swap-mb MB       its size (default %lu; 0: no swap file)\n"
+	       "  --swappiness N     the cgroup's vm swappiness, cgroup v1 only (default 100)\n",
+	       c->seconds, c->warmup, c->limit_mb, c->swap_mb);
 }
 
 int bench_parse_args(int argc, char **argv, struct bench_common *c,
-		     const struct bench_num_opt *opts, void (*usage)(FILE *f, const char *argv0))
+		     const struct bench_num_opt *opts, const char *about)
 {
 	static const struct option common[] = {BENCH_COMMON_LONGOPTS};
 	enum { OWN_BASE = 2000 };
 	size_t n = 0, ncommon = sizeof(common) / sizeof(common[0]);
-	while (opts[n].name)
-		n++;
+	for (; opts[n].name; n++) {
+		if (opts[n].ul)
+			*opts[n].ul = opts[n].def;
+		else
+			*opts[n].u = (unsigned)opts[n].def;
+	}
 	struct option *longopts = calloc(n + ncommon + 2, sizeof(*longopts));
 	if (!longopts) {
 		fprintf(stderr, "%s: out of memory\n", argv[0]);
@@ -138,7 +225,7 @@ int bench_parse_args(int argc, char **argv, struct bench_common *c,
 	while (r == 0 && (code = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
 		unsigned long v;
 		if (code == 'h') {
-			usage(stdout, argv[0]);
+			usage(argv[0], c, opts, about);
 			exit(0);
 		} else if (code == '?') {
 			r = -1;
@@ -166,22 +253,8 @@ int bench_parse_args(int argc, char **argv, struct bench_common *c,
 	return r;
 }
 
-static int parse_seconds(const char *s, double *ret)
-{
-	char *end;
-	double v;
-
-	errno = 0;
-	v = strtod(s, &end);
-	if (errno || end == s || *end || !(v >= 0) || v > 86400)
-		return -1;
-	*ret = v;
-	return 0;
-}
-
 int bench_common_set(struct bench_common *c, int code, const char *arg)
 {
-	unsigned long v;
 	int bad = 0;
 
 	switch (code - BENCH_OPT_BASE) {
@@ -200,19 +273,16 @@ int bench_common_set(struct bench_common *c, int code, const char *arg)
 			snprintf(c->cgroup_name, sizeof(c->cgroup_name), "%s", arg);
 		break;
 	case 4:
-		bad = parse_ulong(arg, 1ul << 30, &v);
-		c->limit_mb = v;
+		bad = parse_ulong(arg, 1ul << 30, &c->limit_mb);
 		break;
 	case 5:
 		c->swap_file = arg;
 		break;
 	case 6:
-		bad = parse_ulong(arg, 1ul << 20, &v);
-		c->swap_mb = v;
+		bad = parse_ulong(arg, 1ul << 20, &c->swap_mb);
 		break;
 	case 7:
-		bad = parse_ulong(arg, 200, &v);
-		c->swappiness = v;
+		bad = parse_ulong(arg, 200, &c->swappiness);
 		break;
 	default:
 		bad = 1;
@@ -519,7 +589,7 @@ void bench_pace_init(struct bench_pace *p, unsigned long rate)
 	/* batches of about 2 ms */
 	p->batch = rate / 500 ? (unsigned)(rate / 500) : 1;
 	p->batch_ns = (uint64_t)p->batch * 1000000000ull / rate;
-	p->next_ns = bench_now_ns() + p->batch_ns;
+	p->next_ns = now_ns() + p->batch_ns;
 }
 
 void bench_pace_tick(struct bench_pace *p)
@@ -530,7 +600,7 @@ void bench_pace_tick(struct bench_pace *p)
 	if (!p->batch || ++p->n < p->batch)
 		return;
 	p->n = 0;
-	now = bench_now_ns();
+	now = now_ns();
 	if (now < p->next_ns) {
 		ts.tv_sec = (time_t)(p->next_ns / 1000000000ull);
 		ts.tv_nsec = (long)(p->next_ns % 1000000000ull);

@@ -21,12 +21,17 @@
 #define BENCH_COMMON_H
 
 #include <limits.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdalign.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+
+/* now_ns(), wait_signal(), parse_ulong(), parse_seconds(): shared with the privileged tests'
+ * workloads. */
+#include "../tests/privileged/workload.h"
 
 /* One counter per thread, on its own cache line so counting never bounces lines. */
 struct bench_counter {
@@ -69,29 +74,21 @@ struct bench_env {
 	}
 
 /* A workload's own numeric option: --NAME N, a whole number 0..2^24, stored in *ul or *u (set
- * exactly one). */
+ * exactly one), @def until the command line says otherwise; @help is its --help text. */
 struct bench_num_opt {
 	const char *name;
 	unsigned long *ul;
 	unsigned *u;
+	unsigned long def;
+	const char *help;
 };
 
-/* Parses the command line: the workload's numeric options @opts (ending with name == NULL), the
- * common ones into @c, and --help (prints @usage to stdout and exits 0). Defaults must be set
- * before. Returns 0, or -1 after saying why on stderr (unknown option, bad value, an argument
- * that is not an option). */
+/* Parses the command line: the workload's numeric options @opts (ending with name == NULL; their
+ * defaults are set first), the common ones into @c (bench_common_defaults() before), and --help
+ * (prints the usage, @about, every option's help, to stdout and exits 0). Returns 0, or -1 after
+ * saying why on stderr (unknown option, bad value, an argument that is not an option). */
 int bench_parse_args(int argc, char **argv, struct bench_common *c,
-		     const struct bench_num_opt *opts, void (*usage)(FILE *f, const char *argv0));
-
-#define BENCH_COMMON_USAGE                                                                         \
-	"  --seconds S        measured phase (default %.0f)\n"                                     \
-	"  --warmup S         unmeasured phase before it (default %.0f)\n"                         \
-	"  --dir DIR          where data and swap files go (default /var/tmp)\n"                   \
-	"  --cgroup-name N    name of the temporary memory cgroup (default mmlockd-bench.PID)\n"   \
-	"  --limit-mb MB      its memory limit (default %lu; 0: run without a cgroup)\n"           \
-	"  --swap-file PATH   temporary swap file (default DIR/mmlockd-bench.PID.swap)\n"          \
-	"  --swap-mb MB       its size (default %lu; 0: no swap file)\n"                           \
-	"  --swappiness N     the cgroup's vm swappiness, cgroup v1 only (default 100)\n"
+		     const struct bench_num_opt *opts, const char *about);
 
 /* Blocks the stop signals in the calling thread (call first thing in main, before any thread
  * exists, so every thread inherits the mask) and returns them in @set. */
@@ -99,9 +96,6 @@ void bench_block_signals(sigset_t *set);
 
 /* Whether a stop signal is pending (checked between long set-up steps). */
 bool bench_interrupted(const sigset_t *set);
-
-/* Waits @seconds unless a signal of @set comes first. Returns 0 on timeout, else the signal. */
-int bench_wait(const sigset_t *set, double seconds);
 
 /* Fills @c with the defaults and the given workload defaults. */
 void bench_common_defaults(struct bench_common *c, double seconds, double warmup,
@@ -136,8 +130,6 @@ int bench_data_file(const char *dir, unsigned long mb, const sigset_t *sigs);
 /* Prints a line and flushes stdout. */
 void bench_phase(const char *phase);
 
-uint64_t bench_now_ns(void);
-
 /* Sum of @n counters. */
 unsigned long bench_sum(struct bench_counter *c, unsigned n);
 
@@ -151,6 +143,60 @@ struct bench_pace {
 
 void bench_pace_init(struct bench_pace *p, unsigned long rate);
 void bench_pace_tick(struct bench_pace *p);
+
+/* A workload thread: its index among the threads of its kind and the workload's shared state. */
+struct bench_worker {
+	pthread_t tid;
+	void *sh;
+	unsigned index;
+};
+
+/* Starts, for each of @kinds kinds k, @n[k] threads running @fn[k] with their struct bench_worker
+ * of @w (which holds the sum of @n) as argument, all with @sh. Returns how many started: all
+ * unless pthread_create failed (said on stderr, prefixed @name); those are to be joined. */
+unsigned bench_start(struct bench_worker *w, void *sh, unsigned kinds, const unsigned *n,
+		     void *(*const *fn)(void *), const char *name);
+
+/* Sets @stop and joins the first @n threads of @w. */
+void bench_stop(atomic_bool *stop, struct bench_worker *w, unsigned n);
+
+/* A thread's loop that maps and unmaps @pages anonymous pages until @stop, at @rate pairs per
+ * second (0: flat out), counting the pairs in @count: the mmap_lock writer of several workloads. */
+void bench_mmap_loop(const atomic_bool *stop, size_t pages, unsigned long rate,
+		     struct bench_counter *count);
+
+/* Counter sets a workload reads at the edges of the measured phase: set 0 its rounds, set 1 its
+ * writers' operations, set 2 one more (may be empty). */
+struct bench_counters {
+	struct bench_counter *c;
+	unsigned n;
+};
+
+/* What the measured phase saw: the growth of each counter set, its length, the process's faults. */
+struct bench_measure {
+	unsigned long count[3];
+	uint64_t ns;
+	long minflt, majflt;
+};
+
+/* Runs the protocol's phases with the threads running: "# phase warmup", c->warmup seconds,
+ * "# phase measure", c->seconds seconds (read into @m), "# phase end". Returns 0, or the stop
+ * signal that cut it short (then @m is incomplete). */
+int bench_measure(const sigset_t *sigs, const struct bench_common *c,
+		  const struct bench_counters k[3], struct bench_measure *m);
+
+/* Counter set @k of @m per second. */
+double bench_rate(const struct bench_measure *m, unsigned k);
+
+/* Prints the head of the "result:" line (pid, rounds, elapsed_s, rounds_per_s, writer_ops_per_s,
+ * minflt, majflt) without a newline; the workload adds its own " key=value" pairs, then
+ * bench_result_end() the process's totals and the newline. */
+void bench_result(const struct bench_measure *m);
+void bench_result_end(void);
+
+/* The exit status of a workload that did not finish (@sig: the stop signal that ended it, or 0
+ * after a failure already reported): says so for a signal, 128 + @sig, else 1. */
+int bench_failed(const char *name, int sig);
 
 /* A small fast PRNG (xorshift64*), per thread. */
 static inline uint64_t bench_rand(uint64_t *s)

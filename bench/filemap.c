@@ -27,7 +27,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/resource.h>
 #include <unistd.h>
 
 #include "common.h"
@@ -46,15 +45,9 @@ struct shared {
 	struct bench_counter *rounds, *unmaps, *bad, *errors;
 };
 
-struct worker {
-	pthread_t tid;
-	struct shared *sh;
-	unsigned index;
-};
-
 static void *fault_thread(void *arg)
 {
-	struct worker *w = arg;
+	struct bench_worker *w = arg;
 	struct shared *sh = w->sh;
 	size_t nwin = sh->file_len / sh->window;
 	uint64_t seed = 0x9e3779b97f4a7c15ull * (w->index + 1);
@@ -81,60 +74,37 @@ static void *fault_thread(void *arg)
 
 static void *munmap_thread(void *arg)
 {
-	struct worker *w = arg;
+	struct bench_worker *w = arg;
 	struct shared *sh = w->sh;
-	struct bench_pace pace;
 
-	bench_pace_init(&pace, sh->o->munmap_rate);
-	while (!atomic_load_explicit(&sh->stop, memory_order_relaxed)) {
-		void *m = mmap(NULL, 4 * sh->page, PROT_READ | PROT_WRITE,
-			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-
-		if (m == MAP_FAILED)
-			continue;
-		munmap(m, 4 * sh->page);
-		atomic_fetch_add_explicit(&sh->unmaps[w->index].v, 1, memory_order_relaxed);
-		bench_pace_tick(&pace);
-	}
+	bench_mmap_loop(&sh->stop, 4, sh->o->munmap_rate, &sh->unmaps[w->index]);
 	return NULL;
 }
 
-static void usage(FILE *f, const char *argv0)
-{
-	fprintf(f,
-		"Usage: %s [OPTIONS]\n"
-		"File-fault workload (seed 001, ioretry model): threads map, read and unmap\n"
-		"windows of a file under memory cgroup pressure, with parallel munmap.\n\n"
-		"  --threads T        fault threads (default 8)\n"
-		"  --munmap-threads M threads looping mmap/munmap of a small region (default 1)\n"
-		"  --file-mb MB       the data file (default 512)\n"
-		"  --window-kb KB     window mapped and read per round (default 1024)\n"
-		"  --munmap-rate R    mmap/munmap pairs per second per munmap thread (default\n"
-		"                     20000; 0: as fast as they can)\n"
-		"" BENCH_COMMON_USAGE,
-		argv0, 8.0, 2.0, 128ul, 0ul);
-}
+static const char about[] =
+	"File-fault workload (seed 001, ioretry model): threads map, read and unmap\n"
+	"windows of a file under memory cgroup pressure, with parallel munmap.";
 
 static int parse_args(int argc, char **argv, struct opts *o)
 {
-	/* clang-format off */
 	const struct bench_num_opt opts[] = {
-		{"threads", NULL, &o->threads},
-		{"munmap-threads", NULL, &o->munmappers},
-		{"file-mb", &o->file_mb, NULL},
-		{"window-kb", &o->window_kb, NULL},
-		{"munmap-rate", &o->munmap_rate, NULL},
-		{NULL, NULL, NULL},
+		{"threads", NULL, &o->threads, 8,
+		 "  --threads T        fault threads (default 8)\n"},
+		{"munmap-threads", NULL, &o->munmappers, 1,
+		 "  --munmap-threads M threads looping mmap/munmap of a small region (default "
+		 "1)\n"},
+		{"file-mb", &o->file_mb, NULL, 512,
+		 "  --file-mb MB       the data file (default 512)\n"},
+		{"window-kb", &o->window_kb, NULL, 1024,
+		 "  --window-kb KB     window mapped and read per round (default 1024)\n"},
+		{"munmap-rate", &o->munmap_rate, NULL, 20000,
+		 "  --munmap-rate R    mmap/munmap pairs per second per munmap thread (default\n"
+		 "                     20000; 0: as fast as they can)\n"},
+		{NULL, NULL, NULL, 0, NULL},
 	};
-	/* clang-format on */
 
 	bench_common_defaults(&o->c, 8, 2, 128, 0);
-	o->threads = 8;
-	o->munmappers = 1;
-	o->file_mb = 512;
-	o->window_kb = 1024;
-	o->munmap_rate = 20000;
-	if (bench_parse_args(argc, argv, &o->c, opts, usage) < 0)
+	if (bench_parse_args(argc, argv, &o->c, opts, about) < 0)
 		return -1;
 	if (!o->threads || !o->file_mb || !o->window_kb || o->window_kb % 4 ||
 	    (o->window_kb << 10) > (o->file_mb << 20)) {
@@ -149,13 +119,13 @@ int main(int argc, char **argv)
 	struct opts o;
 	struct shared sh;
 	struct bench_env env = {0};
-	struct worker *w;
-	struct rusage ru0, ru1, rt;
+	struct bench_worker *w;
+	struct bench_measure m;
 	sigset_t sigs;
-	unsigned n = 0, i, nthreads;
-	unsigned long r0 = 0, r1 = 0, u0 = 0, u1 = 0, bad, errors;
-	uint64_t t0 = 0, t1 = 1;
-	int sig = 0, ret = 1;
+	unsigned n = 0;
+	unsigned long bad, errors;
+	int sig = 0;
+	bool ok = false;
 
 	bench_block_signals(&sigs);
 	if (parse_args(argc, argv, &o))
@@ -166,12 +136,11 @@ int main(int argc, char **argv)
 	sh.file_len = o.file_mb << 20;
 	sh.window = o.window_kb << 10;
 	sh.fd = -1;
-	nthreads = o.threads + o.munmappers;
 	sh.rounds = calloc(o.threads, sizeof(*sh.rounds));
 	sh.bad = calloc(o.threads, sizeof(*sh.bad));
 	sh.errors = calloc(o.threads, sizeof(*sh.errors));
 	sh.unmaps = calloc(o.munmappers + 1, sizeof(*sh.unmaps));
-	w = calloc(nthreads, sizeof(*w));
+	w = calloc(o.threads + o.munmappers, sizeof(*w));
 	if (!sh.rounds || !sh.bad || !sh.errors || !sh.unmaps || !w) {
 		fprintf(stderr, "filemap: out of memory\n");
 		return 1;
@@ -188,58 +157,30 @@ int main(int argc, char **argv)
 	    bench_spawn(&env, &sigs, "filemap"))
 		goto out;
 
-	for (i = 0; i < nthreads; i++, n++) {
-		w[i].sh = &sh;
-		w[i].index = i < o.threads ? i : i - o.threads;
-		if (pthread_create(&w[i].tid, NULL, i < o.threads ? fault_thread : munmap_thread,
-				   &w[i])) {
-			fprintf(stderr, "filemap: pthread_create failed\n");
-			goto stop;
-		}
-	}
-
-	bench_phase("warmup");
-	sig = bench_wait(&sigs, o.c.warmup);
-	if (sig)
-		goto stop;
-	getrusage(RUSAGE_SELF, &ru0);
-	r0 = bench_sum(sh.rounds, o.threads);
-	u0 = bench_sum(sh.unmaps, o.munmappers);
-	t0 = bench_now_ns();
-	bench_phase("measure");
-	sig = bench_wait(&sigs, o.c.seconds);
-	t1 = bench_now_ns();
-	r1 = bench_sum(sh.rounds, o.threads);
-	u1 = bench_sum(sh.unmaps, o.munmappers);
-	getrusage(RUSAGE_SELF, &ru1);
-	bench_phase("end");
-	if (!sig)
-		ret = 0;
-stop:
-	atomic_store(&sh.stop, true);
-	for (i = 0; i < n; i++)
-		pthread_join(w[i].tid, NULL);
+	const unsigned counts[] = {o.threads, o.munmappers};
+	void *(*const fns[])(void *) = {fault_thread, munmap_thread};
+	n = bench_start(w, &sh, 2, counts, fns, "filemap");
+	ok = n == o.threads + o.munmappers;
+	if (ok)
+		sig = bench_measure(&sigs, &o.c,
+				    (const struct bench_counters[3]){{sh.rounds, o.threads},
+								     {sh.unmaps, o.munmappers}},
+				    &m);
+	bench_stop(&sh.stop, w, n);
 out:
 	if (sh.fd >= 0)
 		close(sh.fd);
 	bench_env_cleanup(&env);
-	if (ret) {
-		if (sig)
-			fprintf(stderr, "filemap: interrupted by signal %d, cleaned up\n", sig);
-		return sig ? 128 + sig : 1;
-	}
+	if (!ok || sig)
+		return bench_failed("filemap", sig);
 	bad = bench_sum(sh.bad, o.threads);
 	errors = bench_sum(sh.errors, o.threads);
-	getrusage(RUSAGE_SELF, &rt);
 	printf("params: workload=filemap threads=%u munmap_threads=%u file_mb=%lu window_kb=%lu "
 	       "munmap_rate=%lu limit_mb=%lu cgroup_v=%d seconds=%.2f warmup=%.2f\n",
 	       o.threads, o.munmappers, o.file_mb, o.window_kb, o.munmap_rate, o.c.limit_mb,
 	       env.cg_version, o.c.seconds, o.c.warmup);
-	printf("result: pid=%d rounds=%lu elapsed_s=%.3f rounds_per_s=%.1f writer_ops_per_s=%.1f "
-	       "minflt=%ld majflt=%ld bad=%lu errors=%lu total_minflt=%ld total_majflt=%ld\n",
-	       (int)getpid(), r1 - r0, (double)(t1 - t0) / 1e9,
-	       (double)(r1 - r0) * 1e9 / (double)(t1 - t0),
-	       (double)(u1 - u0) * 1e9 / (double)(t1 - t0), ru1.ru_minflt - ru0.ru_minflt,
-	       ru1.ru_majflt - ru0.ru_majflt, bad, errors, rt.ru_minflt, rt.ru_majflt);
+	bench_result(&m);
+	printf(" bad=%lu errors=%lu", bad, errors);
+	bench_result_end();
 	return bad || errors ? 1 : 0;
 }

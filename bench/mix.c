@@ -24,7 +24,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/resource.h>
 #include <unistd.h>
 
 #include "common.h"
@@ -45,15 +44,9 @@ struct shared {
 	struct bench_counter *rounds, *cycles, *errors;
 };
 
-struct worker {
-	pthread_t tid;
-	struct shared *sh;
-	unsigned index;
-};
-
 static void *reader(void *arg)
 {
-	struct worker *w = arg;
+	struct bench_worker *w = arg;
 	struct shared *sh = w->sh;
 	/* Whole chunks per reader, so every chunk starts on a page (madvise needs it). */
 	size_t chunk = sh->o->chunk_pages * sh->page,
@@ -76,7 +69,7 @@ static void *reader(void *arg)
 
 static void *writer(void *arg)
 {
-	struct worker *w = arg;
+	struct bench_worker *w = arg;
 	struct shared *sh = w->sh;
 	size_t len = WRITER_PAGES * sh->page, half = len / 2, chunk = sh->o->chunk_pages * sh->page;
 	size_t nchunks = sh->len / chunk;
@@ -110,42 +103,29 @@ static void *writer(void *arg)
 	return NULL;
 }
 
-static void usage(FILE *f, const char *argv0)
-{
-	fprintf(f,
-		"Usage: %s [OPTIONS]\n"
-		"Mixed workload: fault readers against mmap/munmap/mprotect writers, no memory\n"
-		"pressure.\n\n"
-		"  --readers N        fault reader threads (default 2)\n"
-		"  --writers M        mmap/mprotect/munmap writer threads (default 2)\n"
-		"  --anon-mb MB       the readers' anonymous region (default 64)\n"
-		"  --chunk-pages P    pages written per reader round (default 64)\n"
-		"  --writer-rate R    cycles per second per writer (default 1000; 0: as fast as\n"
-		"                     they can)\n"
-		"" BENCH_COMMON_USAGE,
-		argv0, 8.0, 2.0, 0ul, 0ul);
-}
+static const char about[] =
+	"Mixed workload: fault readers against mmap/munmap/mprotect writers, no memory\n"
+	"pressure.";
 
 static int parse_args(int argc, char **argv, struct opts *o)
 {
-	/* clang-format off */
 	const struct bench_num_opt opts[] = {
-		{"readers", NULL, &o->readers},
-		{"writers", NULL, &o->writers},
-		{"anon-mb", &o->anon_mb, NULL},
-		{"chunk-pages", &o->chunk_pages, NULL},
-		{"writer-rate", &o->writer_rate, NULL},
-		{NULL, NULL, NULL},
+		{"readers", NULL, &o->readers, 2,
+		 "  --readers N        fault reader threads (default 2)\n"},
+		{"writers", NULL, &o->writers, 2,
+		 "  --writers M        mmap/mprotect/munmap writer threads (default 2)\n"},
+		{"anon-mb", &o->anon_mb, NULL, 64,
+		 "  --anon-mb MB       the readers' anonymous region (default 64)\n"},
+		{"chunk-pages", &o->chunk_pages, NULL, 64,
+		 "  --chunk-pages P    pages written per reader round (default 64)\n"},
+		{"writer-rate", &o->writer_rate, NULL, 1000,
+		 "  --writer-rate R    cycles per second per writer (default 1000; 0: as fast as\n"
+		 "                     they can)\n"},
+		{NULL, NULL, NULL, 0, NULL},
 	};
-	/* clang-format on */
 
 	bench_common_defaults(&o->c, 8, 2, 0, 0);
-	o->readers = 2;
-	o->writers = 2;
-	o->anon_mb = 64;
-	o->chunk_pages = 64;
-	o->writer_rate = 1000;
-	if (bench_parse_args(argc, argv, &o->c, opts, usage) < 0)
+	if (bench_parse_args(argc, argv, &o->c, opts, about) < 0)
 		return -1;
 	if (!o->readers || !o->anon_mb || !o->chunk_pages ||
 	    o->chunk_pages * 4096 * o->readers > o->anon_mb << 20) {
@@ -160,13 +140,13 @@ int main(int argc, char **argv)
 	struct opts o;
 	struct shared sh;
 	struct bench_env env = {0};
-	struct worker *w;
-	struct rusage ru0, ru1, rt;
+	struct bench_worker *w;
+	struct bench_measure m;
 	sigset_t sigs;
-	unsigned n = 0, i, nthreads;
-	unsigned long r0 = 0, r1 = 0, c0 = 0, c1 = 0, errors;
-	uint64_t t0 = 0, t1 = 1;
-	int sig = 0, ret = 1;
+	unsigned n = 0, nthreads;
+	unsigned long errors;
+	int sig = 0;
+	bool ok = false;
 
 	bench_block_signals(&sigs);
 	if (parse_args(argc, argv, &o))
@@ -195,56 +175,29 @@ int main(int argc, char **argv)
 	}
 	madvise(sh.region, sh.len, MADV_NOHUGEPAGE);
 
-	for (i = 0; i < nthreads; i++, n++) {
-		w[i].sh = &sh;
-		w[i].index = i < o.readers ? i : i - o.readers;
-		if (pthread_create(&w[i].tid, NULL, i < o.readers ? reader : writer, &w[i])) {
-			fprintf(stderr, "mix: pthread_create failed\n");
-			goto stop;
-		}
-	}
-
-	bench_phase("warmup");
-	sig = bench_wait(&sigs, o.c.warmup);
-	if (sig)
-		goto stop;
-	getrusage(RUSAGE_SELF, &ru0);
-	r0 = bench_sum(sh.rounds, o.readers);
-	c0 = bench_sum(sh.cycles, o.writers);
-	t0 = bench_now_ns();
-	bench_phase("measure");
-	sig = bench_wait(&sigs, o.c.seconds);
-	t1 = bench_now_ns();
-	r1 = bench_sum(sh.rounds, o.readers);
-	c1 = bench_sum(sh.cycles, o.writers);
-	getrusage(RUSAGE_SELF, &ru1);
-	bench_phase("end");
-	if (!sig)
-		ret = 0;
-stop:
-	atomic_store(&sh.stop, true);
-	for (i = 0; i < n; i++)
-		pthread_join(w[i].tid, NULL);
+	const unsigned counts[] = {o.readers, o.writers};
+	void *(*const fns[])(void *) = {reader, writer};
+	n = bench_start(w, &sh, 2, counts, fns, "mix");
+	ok = n == nthreads;
+	if (ok)
+		sig = bench_measure(&sigs, &o.c,
+				    (const struct bench_counters[3]){{sh.rounds, o.readers},
+								     {sh.cycles, o.writers}},
+				    &m);
+	bench_stop(&sh.stop, w, n);
 out:
 	if (sh.region)
 		munmap(sh.region, sh.len);
 	bench_env_cleanup(&env);
-	if (ret) {
-		if (sig)
-			fprintf(stderr, "mix: interrupted by signal %d, cleaned up\n", sig);
-		return sig ? 128 + sig : 1;
-	}
+	if (!ok || sig)
+		return bench_failed("mix", sig);
 	errors = bench_sum(sh.errors, nthreads);
-	getrusage(RUSAGE_SELF, &rt);
 	printf("params: workload=mix readers=%u writers=%u anon_mb=%lu chunk_pages=%lu "
 	       "writer_rate=%lu seconds=%.2f warmup=%.2f\n",
 	       o.readers, o.writers, o.anon_mb, o.chunk_pages, o.writer_rate, o.c.seconds,
 	       o.c.warmup);
-	printf("result: pid=%d rounds=%lu elapsed_s=%.3f rounds_per_s=%.1f writer_ops_per_s=%.1f "
-	       "minflt=%ld majflt=%ld errors=%lu total_minflt=%ld total_majflt=%ld\n",
-	       (int)getpid(), r1 - r0, (double)(t1 - t0) / 1e9,
-	       (double)(r1 - r0) * 1e9 / (double)(t1 - t0),
-	       (double)(c1 - c0) * 1e9 / (double)(t1 - t0), ru1.ru_minflt - ru0.ru_minflt,
-	       ru1.ru_majflt - ru0.ru_majflt, errors, rt.ru_minflt, rt.ru_majflt);
+	bench_result(&m);
+	printf(" errors=%lu", errors);
+	bench_result_end();
 	return errors ? 1 : 0;
 }

@@ -32,7 +32,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -57,15 +56,9 @@ struct shared {
 	struct bench_counter pageouts;
 };
 
-struct worker {
-	pthread_t tid;
-	struct shared *sh;
-	unsigned index;
-};
-
 static void *reader(void *arg)
 {
-	struct worker *w = arg;
+	struct bench_worker *w = arg;
 	struct shared *sh = w->sh;
 	size_t chunk = sh->o->chunk_pages * sh->page, nchunks = sh->len / chunk;
 	uint64_t seed = 0x9e3779b97f4a7c15ull * (w->index + 1);
@@ -87,28 +80,17 @@ static void *reader(void *arg)
 
 static void *writer(void *arg)
 {
-	struct worker *w = arg;
+	struct bench_worker *w = arg;
 	struct shared *sh = w->sh;
-	size_t len = 4 * sh->page;
-	struct bench_pace pace;
 
-	bench_pace_init(&pace, sh->o->writer_rate);
-	while (!atomic_load_explicit(&sh->stop, memory_order_relaxed)) {
-		char *m =
-			mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-
-		if (m == MAP_FAILED)
-			continue;
-		munmap(m, len);
-		atomic_fetch_add_explicit(&sh->writes[w->index].v, 1, memory_order_relaxed);
-		bench_pace_tick(&pace);
-	}
+	bench_mmap_loop(&sh->stop, 4, sh->o->writer_rate, &sh->writes[w->index]);
 	return NULL;
 }
 
 static void *pressure(void *arg)
 {
-	struct shared *sh = arg;
+	const struct bench_worker *w = arg;
+	struct shared *sh = w->sh;
 	size_t chunk = sh->o->pressure_kb << 10, nchunks = sh->len / chunk;
 	struct timespec pause = {0, (long)sh->o->pressure_us * 1000};
 	uint64_t seed = 0x2545f4914f6cdd1dull;
@@ -122,52 +104,36 @@ static void *pressure(void *arg)
 	return NULL;
 }
 
-static void usage(FILE *f, const char *argv0)
-{
-	fprintf(f,
-		"Usage: %s [OPTIONS]\n"
-		"Swap-in workload (seed 000): readers fault back a non-zero anonymous mapping "
-		"held\n"
-		"under swap pressure in a memory cgroup, writers loop mmap/munmap.\n\n"
-		"  --readers N        reader threads (default 4)\n"
-		"  --writers M        mmap/munmap writer threads (default 2)\n"
-		"  --map-mb MB        the anonymous mapping (default 128)\n"
-		"  --chunk-pages P    pages read per reader round (default 16)\n"
-		"  --pressure-kb KB   chunk the pressure thread pages out each step (default "
-		"1024;\n"
-		"                     0: no pressure thread, the cgroup limit alone)\n"
-		"  --pressure-us US   pause between its steps (default 2000)\n"
-		"  --writer-rate R    mmap/munmap pairs per second per writer (default 20000; 0: "
-		"as\n"
-		"                     fast as they can, which on 2 cores starves the "
-		"readers)\n" BENCH_COMMON_USAGE,
-		argv0, 8.0, 2.0, 96ul, 512ul);
-}
+static const char about[] =
+	"Swap-in workload (seed 000): readers fault back a non-zero anonymous mapping held\n"
+	"under swap pressure in a memory cgroup, writers loop mmap/munmap.";
 
 static int parse_args(int argc, char **argv, struct opts *o)
 {
-	/* clang-format off */
 	const struct bench_num_opt opts[] = {
-		{"readers", NULL, &o->readers},
-		{"writers", NULL, &o->writers},
-		{"map-mb", &o->map_mb, NULL},
-		{"chunk-pages", &o->chunk_pages, NULL},
-		{"pressure-kb", &o->pressure_kb, NULL},
-		{"pressure-us", &o->pressure_us, NULL},
-		{"writer-rate", &o->writer_rate, NULL},
-		{NULL, NULL, NULL},
+		{"readers", NULL, &o->readers, 4,
+		 "  --readers N        reader threads (default 4)\n"},
+		{"writers", NULL, &o->writers, 2,
+		 "  --writers M        mmap/munmap writer threads (default 2)\n"},
+		{"map-mb", &o->map_mb, NULL, 128,
+		 "  --map-mb MB        the anonymous mapping (default 128)\n"},
+		{"chunk-pages", &o->chunk_pages, NULL, 16,
+		 "  --chunk-pages P    pages read per reader round (default 16)\n"},
+		{"pressure-kb", &o->pressure_kb, NULL, 1024,
+		 "  --pressure-kb KB   chunk the pressure thread pages out each step (default "
+		 "1024;\n"
+		 "                     0: no pressure thread, the cgroup limit alone)\n"},
+		{"pressure-us", &o->pressure_us, NULL, 2000,
+		 "  --pressure-us US   pause between its steps (default 2000)\n"},
+		{"writer-rate", &o->writer_rate, NULL, 20000,
+		 "  --writer-rate R    mmap/munmap pairs per second per writer (default 20000; 0: "
+		 "as\n"
+		 "                     fast as they can, which on 2 cores starves the readers)\n"},
+		{NULL, NULL, NULL, 0, NULL},
 	};
-	/* clang-format on */
 
 	bench_common_defaults(&o->c, 8, 2, 96, 512);
-	o->readers = 4;
-	o->writers = 2;
-	o->map_mb = 128;
-	o->chunk_pages = 16;
-	o->pressure_kb = 1024;
-	o->pressure_us = 2000;
-	o->writer_rate = 20000;
-	if (bench_parse_args(argc, argv, &o->c, opts, usage) < 0)
+	if (bench_parse_args(argc, argv, &o->c, opts, about) < 0)
 		return -1;
 	if (!o->readers || !o->map_mb || !o->chunk_pages ||
 	    o->chunk_pages * 4096 > o->map_mb << 20 || (o->pressure_kb << 10) > (o->map_mb << 20)) {
@@ -182,15 +148,13 @@ int main(int argc, char **argv)
 	struct opts o;
 	struct shared sh;
 	struct bench_env env = {0};
-	struct worker *w = NULL;
-	struct rusage ru0, ru1, rt;
-	pthread_t ptid;
-	bool have_pressure = false;
+	struct bench_worker *w = NULL;
+	struct bench_measure m;
 	sigset_t sigs;
-	unsigned n = 0, i;
-	unsigned long r0 = 0, r1 = 0, w0 = 0, w1 = 0, p0 = 0, p1 = 0, bad;
-	uint64_t t0 = 0, t1 = 1;
-	int sig = 0, ret = 1;
+	unsigned n = 0, nthreads;
+	unsigned long bad;
+	int sig = 0;
+	bool ok = false;
 
 	bench_block_signals(&sigs);
 	if (parse_args(argc, argv, &o))
@@ -199,10 +163,12 @@ int main(int argc, char **argv)
 	sh.o = &o;
 	sh.page = (size_t)sysconf(_SC_PAGESIZE);
 	sh.len = o.map_mb << 20;
+	/* The pressure thread is one more, unless --pressure-kb 0. */
+	nthreads = o.readers + o.writers + (o.pressure_kb ? 1 : 0);
 	sh.rounds = calloc(o.readers, sizeof(*sh.rounds));
 	sh.bad = calloc(o.readers, sizeof(*sh.bad));
 	sh.writes = calloc(o.writers + 1, sizeof(*sh.writes));
-	w = calloc(o.readers + o.writers, sizeof(*w));
+	w = calloc(nthreads, sizeof(*w));
 	if (!sh.rounds || !sh.bad || !sh.writes || !w) {
 		fprintf(stderr, "swapin: out of memory\n");
 		return 1;
@@ -226,58 +192,24 @@ int main(int argc, char **argv)
 			goto out;
 	}
 
-	for (i = 0; i < o.readers + o.writers; i++, n++) {
-		w[i].sh = &sh;
-		w[i].index = i < o.readers ? i : i - o.readers;
-		if (pthread_create(&w[i].tid, NULL, i < o.readers ? reader : writer, &w[i])) {
-			fprintf(stderr, "swapin: pthread_create failed\n");
-			goto stop;
-		}
-	}
-	if (o.pressure_kb) {
-		if (pthread_create(&ptid, NULL, pressure, &sh)) {
-			fprintf(stderr, "swapin: pthread_create failed\n");
-			goto stop;
-		}
-		have_pressure = true;
-	}
-
-	bench_phase("warmup");
-	sig = bench_wait(&sigs, o.c.warmup);
-	if (sig)
-		goto stop;
-	getrusage(RUSAGE_SELF, &ru0);
-	r0 = bench_sum(sh.rounds, o.readers);
-	w0 = bench_sum(sh.writes, o.writers);
-	p0 = bench_sum(&sh.pageouts, 1);
-	t0 = bench_now_ns();
-	bench_phase("measure");
-	sig = bench_wait(&sigs, o.c.seconds);
-	t1 = bench_now_ns();
-	r1 = bench_sum(sh.rounds, o.readers);
-	w1 = bench_sum(sh.writes, o.writers);
-	p1 = bench_sum(&sh.pageouts, 1);
-	getrusage(RUSAGE_SELF, &ru1);
-	bench_phase("end");
-	if (!sig)
-		ret = 0;
-stop:
-	atomic_store(&sh.stop, true);
-	for (i = 0; i < n; i++)
-		pthread_join(w[i].tid, NULL);
-	if (have_pressure)
-		pthread_join(ptid, NULL);
+	const unsigned counts[] = {o.readers, o.writers, o.pressure_kb ? 1 : 0};
+	void *(*const fns[])(void *) = {reader, writer, pressure};
+	n = bench_start(w, &sh, 3, counts, fns, "swapin");
+	ok = n == nthreads;
+	if (ok)
+		sig = bench_measure(&sigs, &o.c,
+				    (const struct bench_counters[3]){{sh.rounds, o.readers},
+								     {sh.writes, o.writers},
+								     {&sh.pageouts, 1}},
+				    &m);
+	bench_stop(&sh.stop, w, n);
 out:
 	if (sh.map)
 		munmap(sh.map, sh.len);
 	bench_env_cleanup(&env);
-	if (ret) {
-		if (sig)
-			fprintf(stderr, "swapin: interrupted by signal %d, cleaned up\n", sig);
-		return sig ? 128 + sig : 1;
-	}
+	if (!ok || sig)
+		return bench_failed("swapin", sig);
 	bad = bench_sum(sh.bad, o.readers);
-	getrusage(RUSAGE_SELF, &rt);
 	printf("params: workload=swapin readers=%u writers=%u map_mb=%lu limit_mb=%lu swap_mb=%lu "
 	       "chunk_pages=%lu pressure_kb=%lu pressure_us=%lu writer_rate=%lu cgroup_v=%d "
 	       "seconds=%.2f "
@@ -285,13 +217,8 @@ out:
 	       o.readers, o.writers, o.map_mb, o.c.limit_mb, o.c.swap_mb, o.chunk_pages,
 	       o.pressure_kb, o.pressure_us, o.writer_rate, env.cg_version, o.c.seconds,
 	       o.c.warmup);
-	printf("result: pid=%d rounds=%lu elapsed_s=%.3f rounds_per_s=%.1f writer_ops_per_s=%.1f "
-	       "pageouts_per_s=%.1f minflt=%ld majflt=%ld bad=%lu total_minflt=%ld "
-	       "total_majflt=%ld\n",
-	       (int)getpid(), r1 - r0, (double)(t1 - t0) / 1e9,
-	       (double)(r1 - r0) * 1e9 / (double)(t1 - t0),
-	       (double)(w1 - w0) * 1e9 / (double)(t1 - t0),
-	       (double)(p1 - p0) * 1e9 / (double)(t1 - t0), ru1.ru_minflt - ru0.ru_minflt,
-	       ru1.ru_majflt - ru0.ru_majflt, bad, rt.ru_minflt, rt.ru_majflt);
+	bench_result(&m);
+	printf(" pageouts_per_s=%.1f bad=%lu", bench_rate(&m, 2), bad);
+	bench_result_end();
 	return bad ? 1 : 0;
 }

@@ -4,8 +4,10 @@
  */
 #include "buf.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -25,22 +27,31 @@ void mm_buf_reset(struct mm_buf *b)
 		b->data[0] = '\0';
 }
 
+int mm_grow(void **p, size_t *cap, size_t need, size_t elem, size_t first)
+{
+	if (need <= *cap)
+		return 0;
+	size_t n = *cap ? *cap : first;
+	while (n < need)
+		n *= 2;
+	if (n > SIZE_MAX / elem)
+		return -ENOMEM;
+	void *q = realloc(*p, n * elem);
+	if (!q)
+		return -ENOMEM;
+	*p = q;
+	*cap = n;
+	return 0;
+}
+
 static bool reserve(struct mm_buf *b, size_t extra)
 {
 	if (b->failed)
 		return false;
-	if (b->len + extra + 1 <= b->cap)
-		return true;
-	size_t cap = b->cap ? b->cap : 256;
-	while (cap < b->len + extra + 1)
-		cap *= 2;
-	char *p = realloc(b->data, cap);
-	if (!p) {
+	if (mm_grow((void **)&b->data, &b->cap, b->len + extra + 1, 1, 256) < 0) {
 		b->failed = true;
 		return false;
 	}
-	b->data = p;
-	b->cap = cap;
 	return true;
 }
 

@@ -27,6 +27,11 @@ void mm_buf_reset(struct mm_buf *b); /* empties, keeps the allocation */
 void mm_buf_append(struct mm_buf *b, const char *s, size_t n);
 void mm_buf_puts(struct mm_buf *b, const char *s);
 void mm_buf_printf(struct mm_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Makes room for @need elements of @elem bytes in the array *@p of capacity *@cap (in elements):
+ * doubles it, from @first elements, until it holds @need. Returns 0, or -ENOMEM with *@p and
+ * *@cap unchanged. The growth every table of the daemon uses. */
+int mm_grow(void **p, size_t *cap, size_t need, size_t elem, size_t first);
+
 static inline bool mm_buf_failed(const struct mm_buf *b)
 {
 	return b->failed;

@@ -37,14 +37,17 @@ int mm_cmd_parse(const struct mm_cmd *cmd, struct mm_config *cfg, int argc, char
 	optind = 0;
 	while ((c = getopt_long(argc, argv, shorts, longs, &index)) != -1) {
 		const struct mm_cmd_opt *o = NULL;
+		int id = -1;
 		if (c == 'h') {
 			fputs(cmd->usage, stdout);
 			return 0;
 		}
 		for (size_t i = 0; c >= 0 && i < n && !o; i++)
 			if (c == (int)(256 + i) ||
-			    (cmd->opts[i].short_name && c == cmd->opts[i].short_name))
+			    (cmd->opts[i].short_name && c == cmd->opts[i].short_name)) {
 				o = &cmd->opts[i];
+				id = (int)i;
+			}
 		if (!o) {
 			fputs(cmd->usage, stderr);
 			return -EINVAL;
@@ -54,7 +57,11 @@ int mm_cmd_parse(const struct mm_cmd *cmd, struct mm_config *cfg, int argc, char
 			log_error("mmlockd %s: %s", cmd->name, err);
 			return -EINVAL;
 		}
-		if (cmd->option && cmd->option(cmd->ctx, o, optarg) < 0)
+		if (o->set)
+			*o->set = true;
+		if (o->value)
+			*o->value = optarg;
+		if (cmd->option && cmd->option(cmd->ctx, id, optarg) < 0)
 			return -EINVAL;
 	}
 	return optind;

@@ -84,7 +84,7 @@ struct mm_host {
 	uint64_t started_ms, window_start_ms;
 	int64_t mono_to_wall_ms;
 	unsigned interval_s;
-	bool closing;		       /* in mm_host_tick_closing() */
+	uint64_t closing_end_ms;       /* the closing tick's window end, else 0 */
 	mm_host_counter_fn counter_fn; /* a source that counts in place of records */
 	void *counter_ctx;
 	uint64_t windows_stored, store_errors;
@@ -505,13 +505,13 @@ void mm_host_set_counter_source(struct mm_host *h, mm_host_counter_fn fn, void *
 
 bool mm_host_window_closing(const struct mm_host *h)
 {
-	return h->closing;
+	return h->closing_end_ms != 0;
 }
 
 static void tick_collectors(struct mm_host *h)
 {
 	if (h->counter_fn)
-		h->counter_fn(h->counter_ctx, h, h->closing);
+		h->counter_fn(h->counter_ctx, h, h->closing_end_ms != 0);
 	for (unsigned i = 0; i < h->nslots; i++) {
 		struct slot *sl = &h->slots[i];
 		if (!hooked(sl) || !sl->p->tick)
@@ -599,21 +599,32 @@ void mm_host_set_symbols(struct mm_host *h, const struct mm_symbols *syms)
 	h->syms = syms;
 }
 
+/* The end of the window counts added now belong to: the closing one during its closing tick,
+ * else the open one (mm_proctable_counts). */
+static uint64_t counts_end_ms(const struct mm_host *h)
+{
+	return h->closing_end_ms ? h->closing_end_ms : h->clock.end_ms;
+}
+
 struct mm_proc_stats *mm_host_proc(struct mm_host *h, uint32_t pid)
 {
 	uint64_t fallback = h->window_start_ms;
 	struct mm_proc *p = mm_proctable_get(h->procs, pid, fallback);
-	if (!p) {
+	struct mm_proc_stats *s = p ? mm_proctable_counts(p, counts_end_ms(h)) : NULL;
+	if (!s) {
 		h->overflow_samples++;
 		return &h->overflow;
 	}
-	return &p->window;
+	return s;
 }
 
 struct mm_proc_stats *mm_host_proc_known(struct mm_host *h, uint32_t pid)
 {
 	struct mm_proc *p = mm_proctable_find(h->procs, pid);
-	return p ? &p->window : NULL;
+	struct mm_proc_stats *s = p ? mm_proctable_counts(p, counts_end_ms(h)) : NULL;
+	if (p && !s)
+		h->overflow_samples++;
+	return s ? s : p ? &h->overflow : NULL;
 }
 
 int mm_host_global(struct mm_host *h, const char *family, const char *name, const char *help)
@@ -844,7 +855,7 @@ struct mm_snapshot *mm_host_close_window(struct mm_host *h, uint64_t end_ms)
 		mm_stats_add(&h->all_closed, &p->window);
 	mm_stats_add(&h->all_closed, &h->overflow);
 	memset(&h->overflow, 0, sizeof(h->overflow));
-	mm_proctable_roll(h->procs);
+	mm_proctable_roll(h->procs, h->clock.end_ms > end_ms ? h->clock.end_ms : 0);
 	for (unsigned g = 0; g < h->nglobals; g++) {
 		h->globals[g].total += h->globals[g].window;
 		h->globals[g].window = 0;
@@ -993,9 +1004,9 @@ void mm_host_set_tap(struct mm_host *h, const struct mm_tap *tap, void *ctx)
 /* The closing tick, the window's snapshot, the sinks. */
 static void close_window(struct mm_host *h, uint64_t end_ms)
 {
-	h->closing = true;
+	h->closing_end_ms = end_ms ? end_ms : 1;
 	tick_collectors(h);
-	h->closing = false;
+	h->closing_end_ms = 0;
 	struct mm_snapshot *w = mm_host_close_window(h, end_ms);
 	if (!w) {
 		log_error("out of memory closing a window; its counts stay in the totals only");

@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "buf.h"
+
 struct entry {
 	uint64_t time_ns;
 	uint64_t seq;
@@ -43,27 +45,13 @@ void mm_order_free(struct mm_order *o)
 	free(o);
 }
 
-static int grow(void **p, size_t *cap, size_t need, size_t elem)
-{
-	if (need <= *cap)
-		return 0;
-	size_t n = *cap ? *cap : 4096 / elem + 1;
-	while (n < need)
-		n *= 2;
-	void *q = realloc(*p, n * elem);
-	if (!q)
-		return -ENOMEM;
-	*p = q;
-	*cap = n;
-	return 0;
-}
-
 int mm_order_push(struct mm_order *o, unsigned stream, uint64_t time_ns,
 		  const struct perf_event_header *hdr)
 {
 	size_t len = (hdr->size + 7u) & ~(size_t)7u;
-	if (grow((void **)&o->arena, &o->arena_cap, o->arena_len + len, 1) < 0 ||
-	    grow((void **)&o->ents, &o->cap_ents, o->nents + 1, sizeof(struct entry)) < 0)
+	if (mm_grow((void **)&o->arena, &o->arena_cap, o->arena_len + len, 1, 4096 + 1) < 0 ||
+	    mm_grow((void **)&o->ents, &o->cap_ents, o->nents + 1, sizeof(struct entry),
+		    4096 / sizeof(struct entry) + 1) < 0)
 		return -ENOMEM;
 	memcpy(o->arena + o->arena_len, hdr, hdr->size);
 	o->ents[o->nents++] = (struct entry){time_ns, o->seq++, o->arena_len, stream};

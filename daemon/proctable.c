@@ -162,6 +162,12 @@ struct mm_proctable *mm_proctable_new(mm_proc_lookup_fn lookup, void *ctx)
 	return t;
 }
 
+static void free_proc(struct mm_proc *p)
+{
+	free(p->carry);
+	free(p);
+}
+
 void mm_proctable_free(struct mm_proctable *t)
 {
 	if (!t)
@@ -169,7 +175,7 @@ void mm_proctable_free(struct mm_proctable *t)
 	struct mm_proc *p = t->all;
 	while (p) {
 		struct mm_proc *next = p->next;
-		free(p);
+		free_proc(p);
 		p = next;
 	}
 	free(t);
@@ -297,21 +303,38 @@ void mm_proctable_comm(struct mm_proctable *t, uint32_t pid, const char *comm, b
 		memcpy(p->cgroup, id.cgroup, sizeof(p->cgroup));
 }
 
-void mm_proctable_roll(struct mm_proctable *t)
+struct mm_proc_stats *mm_proctable_counts(struct mm_proc *p, uint64_t end_ms)
+{
+	if (!end_ms || p->start_ms <= end_ms)
+		return &p->window;
+	if (!p->carry)
+		p->carry = calloc(1, sizeof(*p->carry));
+	return p->carry;
+}
+
+void mm_proctable_roll(struct mm_proctable *t, uint64_t next_end_ms)
 {
 	struct mm_proc **pp = &t->all;
 	while (*pp) {
 		struct mm_proc *p = *pp;
-		if (p->exited) {
+		if (p->exited && !p->carry) {
 			unindex(t, p);
 			*pp = p->next;
 			t->count--;
-			free(p);
+			free_proc(p);
 			continue;
 		}
 		mm_stats_add(&p->closed, &p->window);
-		memset(&p->window, 0, sizeof(p->window));
 		memset(&p->split, 0, sizeof(p->split));
+		if (p->carry && next_end_ms && p->start_ms > next_end_ms) {
+			memset(&p->window, 0, sizeof(p->window)); /* born later still */
+		} else if (p->carry) {
+			p->window = *p->carry;
+			free(p->carry);
+			p->carry = NULL;
+		} else {
+			memset(&p->window, 0, sizeof(p->window));
+		}
 		pp = &p->next;
 	}
 }

@@ -36,12 +36,13 @@ struct mm_proc {
 	char comm[MM_COMM_LEN];
 	char cgroup[MM_CGROUP_LEN];
 	bool exited;
-	struct mm_proc_stats window;	    /* the open window */
-	struct mm_proc_stats closed;	    /* sum of closed windows */
-	struct mm_split_acc split;	    /* the open window's bursts (split.h), reset with it */
+	struct mm_proc_stats window; /* the open window */
+	struct mm_proc_stats closed; /* sum of closed windows */
+	struct mm_proc_stats *carry; /* for the next window: see mm_proctable_counts() */
+	struct mm_split_acc split;   /* the open window's bursts (split.h), reset with it */
 	uint64_t split_life[MM_SPLIT_NOUT]; /* raw outcome counts of its closed windows' bursts */
-	struct mm_proc *hnext;		    /* pid index chain (live entries only) */
-	struct mm_proc *next;		    /* list of all entries */
+	struct mm_proc *hnext;	     /* pid index chain (live entries only) */
+	struct mm_proc *next;	     /* list of all entries */
 };
 
 struct mm_proctable;
@@ -72,9 +73,19 @@ void mm_proctable_exit(struct mm_proctable *t, uint32_t pid);
  * first seen is its parent's. Taken only if the lookup still shows this process (same start). */
 void mm_proctable_comm(struct mm_proctable *t, uint32_t pid, const char *comm, bool exec);
 
-/* After a window closed: adds each entry's window to its closed sum, zeroes the window, and frees
- * exited entries. */
-void mm_proctable_roll(struct mm_proctable *t);
+/* Where counts of @p go that a collector adds to the window ending at @end_ms (unix ms; 0: no
+ * bound): its window, unless the process started after that end. Counters read from /proc or
+ * BPF maps at a tick (a closing one runs after the window's end, seconds after it on a loaded
+ * machine, and the open window can lag the wall clock as much) include processes born since:
+ * their counts go to a carry instead, which the first window ending after their start begins
+ * with, so no window holds counts of a process that did not exist yet. Records never carry:
+ * their time lies in the window and after the start. NULL on ENOMEM. */
+struct mm_proc_stats *mm_proctable_counts(struct mm_proc *p, uint64_t end_ms);
+
+/* After a window closed, with the next one ending at @next_end_ms (0: unknown): adds each
+ * entry's window to its closed sum, starts the next window with its carry unless the process
+ * started after @next_end_ms too (or with zero), and frees exited entries without a carry. */
+void mm_proctable_roll(struct mm_proctable *t, uint64_t next_end_ms);
 
 /* What /proc/PID/stat (or /proc/PID/task/TID/stat) says about a task. */
 struct mm_pid_stat {

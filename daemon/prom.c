@@ -58,15 +58,9 @@ static bool names_claim(struct names *ns, const char *name, struct mm_buf *out)
 {
 	if (strlen(name) >= NAME_MAX_LEN || names_has(ns, name))
 		return false;
-	if (ns->n == ns->cap) {
-		size_t cap = ns->cap ? ns->cap * 2 : 32;
-		void *v = realloc(ns->v, cap * sizeof(*ns->v));
-		if (!v) {
-			out->failed = true;
-			return false;
-		}
-		ns->v = v;
-		ns->cap = cap;
+	if (mm_grow((void **)&ns->v, &ns->cap, ns->n + 1, sizeof(*ns->v), 32) < 0) {
+		out->failed = true;
+		return false;
 	}
 	strcpy(ns->v[ns->n++], name);
 	return true;

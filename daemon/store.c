@@ -1147,15 +1147,9 @@ int mm_store_fault_rows(struct mm_store *st, const struct mm_fault_query *q,
 		goto out;
 	}
 	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-		if (n == cap) {
-			size_t ncap = cap ? cap * 2 : 64;
-			struct mm_fault_row *v = realloc(rows, ncap * sizeof(*v));
-			if (!v) {
-				r = log_error_errno(ENOMEM, "database %s: out of memory", st->path);
-				goto out;
-			}
-			rows = v;
-			cap = ncap;
+		if (mm_grow((void **)&rows, &cap, n + 1, sizeof(*rows), 64) < 0) {
+			r = log_error_errno(ENOMEM, "database %s: out of memory", st->path);
+			goto out;
 		}
 		struct mm_fault_row *row = &rows[n++];
 		memset(row, 0, sizeof(*row));

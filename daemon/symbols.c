@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "buf.h"
 #include "log.h"
 
 struct sym {
@@ -44,24 +45,9 @@ void mm_symbols_free(struct mm_symbols *s)
 int mm_symbols_add(struct mm_symbols *s, uint64_t addr, char type, const char *name)
 {
 	size_t len = strlen(name) + 1;
-	if (s->n == s->cap) {
-		size_t cap = s->cap ? s->cap * 2 : 4096;
-		struct sym *n = realloc(s->syms, cap * sizeof(*n));
-		if (!n)
-			return -ENOMEM;
-		s->syms = n;
-		s->cap = cap;
-	}
-	if (s->pool_len + len > s->pool_cap) {
-		size_t cap = s->pool_cap ? s->pool_cap * 2 : 65536;
-		while (cap < s->pool_len + len)
-			cap *= 2;
-		char *p = realloc(s->pool, cap);
-		if (!p)
-			return -ENOMEM;
-		s->pool = p;
-		s->pool_cap = cap;
-	}
+	if (mm_grow((void **)&s->syms, &s->cap, s->n + 1, sizeof(*s->syms), 4096) < 0 ||
+	    mm_grow((void **)&s->pool, &s->pool_cap, s->pool_len + len, 1, 65536) < 0)
+		return -ENOMEM;
 	memcpy(s->pool + s->pool_len, name, len);
 	s->syms[s->n++] = (struct sym){addr, (uint32_t)s->pool_len, type};
 	s->pool_len += len;

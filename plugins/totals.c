@@ -40,6 +40,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "buf.h"
 #include "log.h"
 #include "plugin.h"
 #include "proctable.h"
@@ -259,14 +260,8 @@ static void settle_gone(void *ctx, uint32_t pid, void *value)
 	if (!t->settled && (t->gen == st->gen || !settle(st, t, st->final)))
 		return;
 	t->settled = true;
-	if (st->ngone == st->gone_cap) {
-		size_t cap = st->gone_cap ? st->gone_cap * 2 : 256;
-		uint32_t *n = realloc(st->gone, cap * sizeof(*n));
-		if (!n)
-			return; /* removed at a later update */
-		st->gone = n;
-		st->gone_cap = cap;
-	}
+	if (mm_grow((void **)&st->gone, &st->gone_cap, st->ngone + 1, sizeof(*st->gone), 256) < 0)
+		return; /* removed at a later update */
 	st->gone[st->ngone++] = pid;
 }
 

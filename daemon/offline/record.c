@@ -65,26 +65,15 @@ static const char record_usage[] =
 	"it\n"
 	"                        exits\n";
 
-enum { O_OUTPUT, O_DURATION, O_PID };
-static const struct mm_cmd_opt record_opts[] = {
-	[O_OUTPUT] = {"output", 'o', true, NULL},
-	[O_DURATION] = {"duration", 'd', true, NULL},
-	[O_PID] = {"pid", 'p', true, NULL},
-	{"collectors", 0, true, "collectors"},
-	{"ring-pages", 0, true, "ring_pages"},
-	{"log-level", 0, true, "log_level"},
-	{NULL},
-};
+/* The options that need more than storing what they got (record_option). */
+enum { O_DURATION, O_PID };
 
-static int record_option(void *ctx, const struct mm_cmd_opt *o, const char *arg)
+static int record_option(void *ctx, int id, const char *arg)
 {
 	struct record *d = ctx;
 	unsigned long v;
 
-	switch (o - record_opts) {
-	case O_OUTPUT:
-		d->rec_path = arg;
-		break;
+	switch (id) {
 	case O_DURATION:
 		if (mm_parse_ulong(arg, 0, 86400, &v) < 0) {
 			log_error("mmlockd record: bad --duration '%s' (0..86400)", arg);
@@ -108,7 +97,16 @@ static int record_option(void *ctx, const struct mm_cmd_opt *o, const char *arg)
  * -EINVAL after printing why. */
 static int parse_record(struct record *d, int argc, char **argv)
 {
-	const struct mm_cmd cmd = {"record", record_usage, record_opts, true, record_option, d};
+	const struct mm_cmd_opt opts[] = {
+		[O_DURATION] = {"duration", 'd', true, NULL},
+		[O_PID] = {"pid", 'p', true, NULL},
+		{"output", 'o', true, NULL, .value = &d->rec_path},
+		{"collectors", 0, true, "collectors"},
+		{"ring-pages", 0, true, "ring_pages"},
+		{"log-level", 0, true, "log_level"},
+		{NULL},
+	};
+	const struct mm_cmd cmd = {"record", record_usage, opts, true, record_option, d};
 
 	mm_config_defaults(&d->cfg);
 	/* A recording is for classifying offline: every collector, not the daemon's cheap set. */

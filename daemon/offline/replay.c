@@ -88,14 +88,9 @@ static int add_answer(struct replay *rp, const struct mm_chunk *c)
 	struct answer a = {0};
 	if (mm_rec_parse_proc(c, &a.pid, &a.result, &a.id) < 0)
 		return -EINVAL;
-	if (rp->nanswers == rp->cap) {
-		size_t cap = rp->cap ? rp->cap * 2 : 256;
-		struct answer *n = realloc(rp->answers, cap * sizeof(*n));
-		if (!n)
-			return -ENOMEM;
-		rp->answers = n;
-		rp->cap = cap;
-	}
+	if (mm_grow((void **)&rp->answers, &rp->cap, rp->nanswers + 1, sizeof(*rp->answers), 256) <
+	    0)
+		return -ENOMEM;
 	rp->answers[rp->nanswers++] = a;
 	return 0;
 }
@@ -330,43 +325,23 @@ out:
 	return r;
 }
 
-enum { O_DB, O_INTERVAL, O_LOCKS, O_SEED };
-static const struct mm_cmd_opt replay_opts[] = {
-	[O_DB] = {"db", 0, true, NULL},	       [O_INTERVAL] = {"interval", 0, true, "interval"},
-	[O_LOCKS] = {"locks", 0, false, NULL}, [O_SEED] = {"seed-table", 0, false, NULL},
-	{"log-level", 0, true, "log_level"},   {NULL},
-};
-
 struct replay_args {
 	const char *db;
 	bool interval, locks, seed;
 };
 
-static int replay_option(void *ctx, const struct mm_cmd_opt *o, const char *arg)
-{
-	struct replay_args *a = ctx;
-
-	switch (o - replay_opts) {
-	case O_DB:
-		a->db = arg;
-		break;
-	case O_INTERVAL:
-		a->interval = true;
-		break;
-	case O_LOCKS:
-		a->locks = true;
-		break;
-	case O_SEED:
-		a->seed = true;
-		break;
-	}
-	return 0;
-}
-
 int mm_cmd_replay(int argc, char **argv)
 {
 	struct replay_args a = {0};
-	const struct mm_cmd cmd = {"replay", usage, replay_opts, false, replay_option, &a};
+	const struct mm_cmd_opt opts[] = {
+		{"log-level", 0, true, "log_level", NULL, NULL},
+		{"db", 0, true, NULL, .value = &a.db},
+		{"interval", 0, true, "interval", .set = &a.interval},
+		{"locks", 0, false, NULL, .set = &a.locks},
+		{"seed-table", 0, false, NULL, .set = &a.seed},
+		{NULL},
+	};
+	const struct mm_cmd cmd = {"replay", usage, opts, false, NULL, NULL};
 	struct mm_config cfg;
 
 	mm_config_defaults(&cfg);

@@ -311,71 +311,16 @@ static int report_compare(const struct args *a)
 	return r < 0 || fflush(stdout) != 0 ? 1 : 0;
 }
 
-enum {
-	O_LOCKS,
-	O_SEED,
-	O_DETAIL,
-	O_DB,
-	O_SINCE,
-	O_UNTIL,
-	O_PID,
-	O_TOP,
-	O_UNITS,
-	O_CGROUP,
-	O_COMM,
-	O_SORT,
-	O_CSV,
-	O_JSON,
-	O_COMPARE,
-	O_LABELS,
-	O_THROUGHPUT,
-};
-static const struct mm_cmd_opt report_opts[] = {
-	[O_LOCKS] = {"locks", 0, false, NULL},
-	[O_SEED] = {"seed-table", 0, false, NULL},
-	[O_DETAIL] = {"detail", 0, false, NULL},
-	[O_DB] = {"db", 0, true, NULL},
-	[O_SINCE] = {"since", 0, true, NULL},
-	[O_UNTIL] = {"until", 0, true, NULL},
-	[O_PID] = {"pid", 0, true, NULL},
-	[O_TOP] = {"top", 0, true, NULL},
-	[O_UNITS] = {"units", 0, false, NULL},
-	[O_CGROUP] = {"cgroup", 0, true, NULL},
-	[O_COMM] = {"comm", 0, true, NULL},
-	[O_SORT] = {"sort", 0, true, NULL},
-	[O_CSV] = {"field-separator", 'x', true, NULL},
-	[O_JSON] = {"json", 0, false, NULL},
-	[O_COMPARE] = {"compare", 0, true, NULL},
-	[O_LABELS] = {"labels", 0, true, NULL},
-	[O_THROUGHPUT] = {"throughput", 0, true, NULL},
-	{NULL},
-};
+/* The options that need more than storing what they got (report_option). */
+enum { O_PID, O_TOP, O_SORT, O_CSV };
 
-/* One option of report_opts[] (mm_cmd_parse's callback): 0, or -EINVAL after saying why. */
-static int report_option(void *ctx, const struct mm_cmd_opt *o, const char *arg)
+/* One option of parse_args()'s table (mm_cmd_parse's callback): 0, or -EINVAL after saying why. */
+static int report_option(void *ctx, int id, const char *arg)
 {
 	struct args *a = ctx;
 	char err[512];
 
-	switch (o - report_opts) {
-	case O_LOCKS:
-		a->locks = true;
-		break;
-	case O_SEED:
-		a->seed = true;
-		break;
-	case O_DETAIL:
-		a->detail = true;
-		break;
-	case O_DB:
-		a->db = arg;
-		break;
-	case O_SINCE:
-		a->since = arg;
-		break;
-	case O_UNTIL:
-		a->until = arg;
-		break;
+	switch (id) {
 	case O_PID:
 		if (mm_parse_ulong(arg, 1, INT32_MAX, &a->pid) < 0) {
 			fprintf(stderr, "mmlockd report: bad --pid '%s'\n", arg);
@@ -388,15 +333,6 @@ static int report_option(void *ctx, const struct mm_cmd_opt *o, const char *arg)
 			return -EINVAL;
 		}
 		a->fo.top = a->top;
-		break;
-	case O_UNITS:
-		a->fo.by_cgroup = true;
-		break;
-	case O_CGROUP:
-		a->cgroup = arg;
-		break;
-	case O_COMM:
-		a->comm = arg;
 		break;
 	case O_SORT:
 		if (mm_fault_parse_sort(&a->fo, arg, err, sizeof(err)) < 0) {
@@ -412,18 +348,6 @@ static int report_option(void *ctx, const struct mm_cmd_opt *o, const char *arg)
 		a->fo.format = MM_FAULT_CSV;
 		a->fo.sep = arg;
 		break;
-	case O_JSON:
-		a->json = true;
-		break;
-	case O_COMPARE:
-		a->cmp[0] = arg; /* B is the operand */
-		break;
-	case O_LABELS:
-		a->labels = arg;
-		break;
-	case O_THROUGHPUT:
-		a->throughput = arg;
-		break;
 	}
 	return 0;
 }
@@ -431,7 +355,27 @@ static int report_option(void *ctx, const struct mm_cmd_opt *o, const char *arg)
 /* Parses the command line into @a. Returns 0, 1 after --help, or -EINVAL after saying why. */
 static int parse_args(int argc, char **argv, struct args *a)
 {
-	const struct mm_cmd cmd = {"report", usage, report_opts, false, report_option, a};
+	const struct mm_cmd_opt opts[] = {
+		[O_PID] = {"pid", 0, true, NULL},
+		[O_TOP] = {"top", 0, true, NULL},
+		[O_SORT] = {"sort", 0, true, NULL},
+		[O_CSV] = {"field-separator", 'x', true, NULL},
+		{"locks", 0, false, NULL, .set = &a->locks},
+		{"seed-table", 0, false, NULL, .set = &a->seed},
+		{"detail", 0, false, NULL, .set = &a->detail},
+		{"json", 0, false, NULL, .set = &a->json},
+		{"units", 0, false, NULL, .set = &a->fo.by_cgroup},
+		{"db", 0, true, NULL, .value = &a->db},
+		{"since", 0, true, NULL, .value = &a->since},
+		{"until", 0, true, NULL, .value = &a->until},
+		{"cgroup", 0, true, NULL, .value = &a->cgroup},
+		{"comm", 0, true, NULL, .value = &a->comm},
+		{"compare", 0, true, NULL, .value = &a->cmp[0]}, /* B is the operand */
+		{"labels", 0, true, NULL, .value = &a->labels},
+		{"throughput", 0, true, NULL, .value = &a->throughput},
+		{NULL},
+	};
+	const struct mm_cmd cmd = {"report", usage, opts, false, report_option, a};
 	struct mm_config cfg;
 
 	mm_config_defaults(&cfg);

@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "buf.h"
+
 struct row {
 	int32_t pid;
 	uint64_t start_ms;
@@ -52,14 +54,8 @@ int mm_tally_add(struct mm_tally *t, const struct mm_snapshot *w)
 			if (t->rows[k].pid == p->pid && t->rows[k].start_ms == p->start_ms)
 				r = &t->rows[k];
 		if (!r) {
-			if (t->n == t->cap) {
-				size_t cap = t->cap ? t->cap * 2 : 64;
-				struct row *n = realloc(t->rows, cap * sizeof(*n));
-				if (!n)
-					return -ENOMEM;
-				t->rows = n;
-				t->cap = cap;
-			}
+			if (mm_grow((void **)&t->rows, &t->cap, t->n + 1, sizeof(*t->rows), 64) < 0)
+				return -ENOMEM;
 			r = &t->rows[t->n++];
 			memset(r, 0, sizeof(*r));
 			r->pid = p->pid;

@@ -32,14 +32,8 @@ cleanup() {
 }
 trap cleanup EXIT
 
-pass() {
-	PASSED=$((PASSED + 1))
-	echo "PASS: $*"
-}
-fail() {
-	FAILED=$((FAILED + 1))
-	echo "FAIL: $*"
-}
+# shellcheck source=tests/privileged/lib.sh
+. "$(dirname "$0")/../privileged/lib.sh" # pass, fail
 sql() { sqlite3 -batch "$@"; }
 
 # run_daemon NAME [FLAG...]: runs mmlockd with the flags until it exits or logs that it collects

@@ -434,9 +434,10 @@ check_main_daemon_starts_and_serves_status() {
 	need_root || return
 	MAIN_T0=$(date +%s)
 	start_daemon main --db "$TMP/main.db" --interval 1 --top 20 || return 1
-	# A workload that lives ~3 s, so it is seen live and then in several stored windows.
+	# A workload that lives ~6 s, so it is seen live (after the checks before that one, which
+	# take seconds on a loaded machine) and then in several stored windows.
 	WL1_T0=$(date +%s.%N)
-	"$PY" "$TMP/workload.py" 3 "$TMP/wl1.out" &
+	"$PY" "$TMP/workload.py" 6 "$TMP/wl1.out" &
 	WL1=$!
 	CHILDREN+=("$WL1")
 	http GET "${DPORT[main]}" /api/v1/status
@@ -784,8 +785,8 @@ check_sqlite_process_stats_has_faults() {
 check_workload_is_stored_with_pid_comm_and_its_faults() {
 	running main || return 1
 	local db=$TMP/main.db row rows comm faults starts start_time writes
-	# The workload runs 3 s; then its last window must close and reach the database.
-	reap "$WL1" 10
+	# The workload runs 6 s; then its last window must close and reach the database.
+	reap "$WL1" 15
 	{ [ "$STOP_RC" = 0 ] && [ -s "$TMP/wl1.out" ]; } || {
 		REASON="the workload failed (status $STOP_RC)"
 		return 1
@@ -804,7 +805,7 @@ check_workload_is_stored_with_pid_comm_and_its_faults() {
 		tries=$((tries - 1))
 	done
 	[ "$rows" -ge 2 ] || {
-		REASON="workload pid $WL1 (3 s in 1 s windows) has $rows rows in process_stats, expected >= 2"
+		REASON="workload pid $WL1 (6 s in 1 s windows) has $rows rows in process_stats, expected >= 2"
 		return 1
 	}
 	[ "$comm" = "$PY_COMM" ] || {
@@ -933,6 +934,48 @@ check_unwritable_db_fails_naming_the_path() {
 		REASON="/proc/mmlockd-test.db exists"
 		return 1
 	}
+}
+
+# A daemon that cannot close its windows on time (stopped for ~3 s, as a loaded machine delays
+# it) closes several at once when it runs again, reading /proc (totals) and the BPF maps
+# (mmaplock, where BPF loads) seconds after those windows' ends. Processes born meanwhile must
+# count in windows that end after their start, never in one that ended before they existed,
+# and none of their faults may be lost.
+check_a_late_closing_tick_counts_no_process_before_its_birth() {
+	local db=$TMP/lag.db i pids=() bad n
+	need_root || return
+	start_daemon lag --db "$db" --interval 1 --collectors totals,fallbacks,vmstat,mmaplock || return 1
+	sleep 1.5
+	kill -STOP "${DPID[lag]}"
+	for i in 1 2 3 4 5 6; do
+		"$PY" "$TMP/workload.py" 0.1 "$TMP/lag-wl$i.out" &
+		pids+=("$!")
+		[ "$i" = 4 ] && { "$PY" "$TMP/workload.py" 2 "$TMP/lag-long.out" & pids+=("$!"); }
+		wait "${pids[-1]}" 2>/dev/null
+		sleep 0.3
+	done
+	kill -CONT "${DPID[lag]}"
+	wait "${pids[@]}" 2>/dev/null
+	sleep 2.5
+	kill -TERM "${DPID[lag]}"
+	reap "${DPID[lag]}" 5
+	[ "$STOP_RC" = 0 ] || {
+		REASON="daemon exit status $STOP_RC after SIGTERM"
+		return 1
+	}
+	bad=$(sql "$db" "SELECT count(*), group_concat(pid || ' ' || comm || ' born ' || start_time ||
+		' in window ending ' || ts_end, '; ') FROM process_stats WHERE start_time > ts_end")
+	[ "${bad%%|*}" = 0 ] || {
+		REASON="${bad%%|*} rows count a process before its birth: ${bad#*|}"
+		return 1
+	}
+	for i in "${!pids[@]}"; do
+		n=$(sql "$db" "SELECT coalesce(sum(minflt), 0) FROM process_stats WHERE pid = ${pids[$i]}")
+		[ "$n" -gt 4096 ] || {
+			REASON="process ${pids[$i]}, born while the daemon was stopped: $n minflt stored"
+			return 1
+		}
+	done
 }
 
 # ---------------------------------------------------------------------------------------------
@@ -1278,6 +1321,7 @@ run_check check_daemon_still_serves_after_bad_requests
 run_check check_workload_is_stored_with_pid_comm_and_its_faults
 run_check check_sqlite_windows_are_contiguous_one_second_windows
 run_check check_sqlite_process_stats_has_faults
+run_check check_a_late_closing_tick_counts_no_process_before_its_birth
 run_check check_route_history_returns_stored_rows
 run_check check_port_in_use_fails_fast_naming_the_address
 run_check check_unwritable_db_fails_naming_the_path

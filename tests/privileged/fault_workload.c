@@ -23,30 +23,15 @@
  *
  * Build: gcc -O2 -pthread -o fault_workload fault_workload.c
  */
-#ifndef _GNU_SOURCE
-#define _GNU_SOURCE
-#endif
-#include <errno.h>
+#include "workload.h"
+
 #include <getopt.h>
 #include <limits.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/resource.h>
-#include <time.h>
-#include <unistd.h>
-
-#include "workload.h"
-
-#ifndef MADV_NOHUGEPAGE
-#define MADV_NOHUGEPAGE 15
-#endif
 
 #define MAP_CYCLE_PAGES	 16  /* pages per map-thread region */
 #define MAP_ROUND_CYCLES 256 /* map-thread cycles per round */
@@ -121,19 +106,6 @@ static void usage(FILE *f, const char *argv0)
 		"(getrusage minflt+majflt), elapsed seconds, and the faults since the process\n"
 		"started (since_start).\n",
 		argv0, MAP_ROUND_CYCLES);
-}
-
-static int parse_seconds(const char *s, double *ret)
-{
-	char *end;
-	double v;
-
-	errno = 0;
-	v = strtod(s, &end);
-	if (errno || end == s || *end || !(v >= 0) || v > 86400)
-		return -1;
-	*ret = v;
-	return 0;
 }
 
 static int parse_args(int argc, char **argv, struct opts *o)
@@ -372,20 +344,6 @@ static void *map_thread(void *arg)
 	return NULL;
 }
 
-/* Sleeps @seconds unless a signal of @set (blocked in every thread) arrives first. */
-static void linger(double seconds, const sigset_t *set)
-{
-	struct timespec ts;
-	uint64_t end = now_ns() + (uint64_t)(seconds * 1e9), now;
-
-	while ((now = now_ns()) < end) {
-		ts.tv_sec = (time_t)((end - now) / 1000000000ull);
-		ts.tv_nsec = (long)((end - now) % 1000000000ull);
-		if (sigtimedwait(set, NULL, &ts) >= 0 || errno != EINTR)
-			return;
-	}
-}
-
 /* A temporary file of @len bytes (non-zero data, so every page is in the page cache), mapped twice.
  * The file is unlinked before returning, whatever happens. */
 static int setup_file(struct shared *sh, const char *dir, size_t len)
@@ -447,7 +405,7 @@ int main(int argc, char **argv)
 
 	if (parse_args(argc, argv, &o))
 		return 2;
-	/* Blocked before any thread exists, so only linger() ever takes it. */
+	/* Blocked before any thread exists, so only wait_signal() ever takes it. */
 	sigemptyset(&usr1);
 	sigaddset(&usr1, SIGUSR1);
 	pthread_sigmask(SIG_BLOCK, &usr1, NULL);
@@ -536,7 +494,7 @@ int main(int argc, char **argv)
 		ret = 1;
 	}
 	if (o.linger > 0)
-		linger(o.linger, &usr1);
+		wait_signal(&usr1, o.linger);
 
 	if (sh.file_len) {
 		munmap(sh.file_priv, sh.file_len);

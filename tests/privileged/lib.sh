@@ -1,8 +1,16 @@
 # shellcheck shell=bash
-# Shared by the privileged test scripts (sourced, not run): reporting, finding tracefs, a free
-# loopback port, starting mmlockd and stopping what a test started, relative differences. The
-# sourcing script sets TEST_NAME, PASSED=0, FAILED=0, SKIP=77, TMP (its temp dir, whose
-# mmlockd.log is shown on failure), for start_mmlockd MMLOCKD, CONF and DB, for within() TOL.
+# Shared by the privileged test scripts (sourced, not run): reporting, what a test needs, its
+# temporary directory, finding tracefs, a free loopback port, starting mmlockd and stopping what
+# a test started, relative differences. The sourcing script sets TEST_NAME before, then for
+# start_mmlockd MMLOCKD, CONF and DB, for within() TOL; make_tmp sets TMP (whose mmlockd.log is
+# shown on failure).
+
+# Kept when the script set them before sourcing this file (the integration scripts' TMP).
+SKIP=77 # meson's "skipped"
+PASSED=${PASSED:-0}
+FAILED=${FAILED:-0}
+TMP=${TMP:-}
+DAEMON_PID=${DAEMON_PID:-}
 
 log() { printf '%s\n' "$*"; }
 skip() {
@@ -60,7 +68,6 @@ remove_tmp() {
 	fi
 }
 
-# Sets TRACEFS to a mounted tracefs (mounting it at /sys/kernel/tracing if needed), or skips.
 # daemon_and_workload_args "$@": the privileged scripts' two arguments into MMLOCKD and WORKLOAD;
 # anything else prints the usage and exits 2.
 daemon_and_workload_args() {
@@ -72,6 +79,51 @@ daemon_and_workload_args() {
 	WORKLOAD=$2
 }
 
+# What a test needs to run at all. A missing root, perf or tracepoint is a skip (this machine
+# cannot run it); a missing tool is a failure (the test could run, the setup is broken).
+# need_root WHAT: skips unless root, saying what for.
+need_root() {
+	[ "$(id -u)" -eq 0 ] || skip "needs root ($*)"
+}
+
+need_perf() {
+	command -v perf >/dev/null 2>&1 || skip "perf is not installed"
+}
+
+# need_tracepoints SYSTEM/NAME...: finds tracefs (find_tracefs), skips when one does not exist.
+need_tracepoints() {
+	local tp
+	find_tracefs
+	for tp in "$@"; do
+		[ -d "$TRACEFS/events/$tp" ] || skip "tracepoint ${tp/\//:} does not exist on this kernel"
+	done
+}
+
+# need_tools TOOL...
+need_tools() {
+	local tool
+	for tool in "$@"; do
+		command -v "$tool" >/dev/null 2>&1 || fatal "required tool '$tool' is not installed"
+	done
+}
+
+# make_tmp NAME [BASE]: TMP, a new directory BASE/mmlockd-NAME.XXXXXX (BASE: $TMPDIR or /tmp);
+# from then on the script's cleanup() runs at exit, and SIGINT/SIGTERM exit 130/143.
+make_tmp() {
+	TMP=$(mktemp -d "${2:-${TMPDIR:-/tmp}}/mmlockd-$1.XXXXXX") || fatal "mktemp failed"
+	trap cleanup EXIT
+	trap 'exit 130' INT
+	trap 'exit 143' TERM
+}
+
+# empty_conf: DB in TMP and an empty CONF there, which keeps /etc/mmlockd.conf out of the test.
+empty_conf() {
+	DB=$TMP/mmlockd.db
+	CONF=$TMP/mmlockd.conf
+	: >"$CONF"
+}
+
+# Sets TRACEFS to a mounted tracefs (mounting it at /sys/kernel/tracing if needed), or skips.
 find_tracefs() {
 	TRACEFS=
 	for d in /sys/kernel/tracing /sys/kernel/debug/tracing; do
@@ -84,6 +136,60 @@ find_tracefs() {
 		mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null && TRACEFS=/sys/kernel/tracing
 	fi
 	[ -n "$TRACEFS" ] || skip "tracefs is not available"
+}
+
+# perf_enabled: right after `perf record -D -1 --control "fifo:$TMP/ctl,$TMP/ack" ... &` (the
+# fifos made, its log in $TMP/perf.log): sets PERF_PID, enables the recording and waits up to
+# 60 s for perf's ack; fatal, showing perf's log, when none comes.
+perf_enabled() {
+	local ack=
+	PERF_PID=$!
+	exec 7<>"$TMP/ctl" 8<>"$TMP/ack"
+	echo enable >&7
+	read -r -t 60 ack <&8
+	exec 7>&- 8<&-
+	if [ "$ack" != ack ]; then
+		cat "$TMP/perf.log"
+		fatal "perf record did not start"
+	fi
+	pass "perf record -a (pid $PERF_PID) is counting"
+}
+
+# perf_stopped: SIGINT to $PERF_PID, which must then exit 0, or 130 after writing its data
+# ("Captured and wrote" in $TMP/perf.log); fatal, showing the log, otherwise. Clears PERF_PID.
+perf_stopped() {
+	local rc
+	kill -INT "$PERF_PID"
+	wait "$PERF_PID"
+	rc=$?
+	PERF_PID=
+	if [ "$rc" -ne 0 ] && ! { [ "$rc" -eq 130 ] && grep -q 'Captured and wrote' "$TMP/perf.log"; }; then
+		cat "$TMP/perf.log"
+		fatal "perf record exited with status $rc"
+	fi
+}
+
+# events_open EVENT...: polls /api/v1/status, up to ~10 s and while the daemon runs, until it
+# reports every EVENT ("system:name") as open. Returns 0 or 1; $TMP/events.txt keeps the last
+# answer, one "name open samples lost error" line per event.
+events_open() {
+	local want="$*"
+	for _ in $(seq 50); do
+		if http_get /api/v1/status "$TMP/status.json" &&
+			python3 -c 'import json, sys
+for e in json.load(open(sys.argv[1])).get("events", []):
+    print(e.get("name"), "true" if e.get("open") else "false", e.get("samples", 0),
+          e.get("lost", 0), (e.get("error") or "-").replace(" ", "_"))' "$TMP/status.json" \
+				>"$TMP/events.txt" 2>&1 &&
+			awk -v want="$want" 'BEGIN { n = split(want, w, " "); for (i = 1; i <= n; i++) need[w[i]] = 1 }
+				$2 == "true" { delete need[$1] }
+				END { for (k in need) exit 1 }' "$TMP/events.txt"; then
+			return 0
+		fi
+		kill -0 "$DAEMON_PID" 2>/dev/null || return 1
+		sleep 0.2
+	done
+	return 1
 }
 
 free_port() {

@@ -28,13 +28,8 @@ TEST_NAME=test_agreement
 # shellcheck source=tests/privileged/lib.sh
 . "$(dirname "$0")/lib.sh"
 
-SKIP=77
 TOL=${TOLERANCE_PCT:-1}
 MIN_FAULTS=100000
-PASSED=0
-FAILED=0
-TMP=
-DAEMON_PID=
 PERF_PID=
 WPID=
 
@@ -51,13 +46,10 @@ cleanup() {
 daemon_and_workload_args "$@"
 
 # --- can this run at all? -------------------------------------------------------------------
-[ "$(id -u)" -eq 0 ] || skip "needs root (system-wide tracepoints)"
-command -v perf >/dev/null 2>&1 || skip "perf is not installed"
+need_root "system-wide tracepoints"
+need_perf
 
-find_tracefs
-for tp in exceptions/page_fault_user mmap_lock/mmap_lock_acquire_returned; do
-	[ -d "$TRACEFS/events/$tp" ] || skip "tracepoint ${tp/\//:} does not exist on this kernel"
-done
+need_tracepoints exceptions/page_fault_user mmap_lock/mmap_lock_acquire_returned
 if ! perf stat -e exceptions:page_fault_user -e mmap_lock:mmap_lock_acquire_returned \
 	-o /dev/null -- true >/dev/null 2>&1; then
 	skip "perf cannot open the tracepoints ($(perf stat -e exceptions:page_fault_user \
@@ -65,20 +57,11 @@ if ! perf stat -e exceptions:page_fault_user -e mmap_lock:mmap_lock_acquire_retu
 fi
 
 # Missing tools or binaries are failures, not skips: the test could run, the setup is broken.
-for tool in curl sqlite3 python3; do
-	command -v "$tool" >/dev/null 2>&1 || fatal "required tool '$tool' is not installed"
-done
-[ -x "$MMLOCKD" ] || fatal "mmlockd binary '$MMLOCKD' is not executable"
-[ -x "$WORKLOAD" ] || fatal "workload binary '$WORKLOAD' is not executable"
+need_tools curl sqlite3 python3
 
-TMP=$(mktemp -d "${TMPDIR:-/tmp}/mmlockd-agreement.XXXXXX") || fatal "mktemp failed"
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
+make_tmp agreement
 
-DB=$TMP/mmlockd.db
-CONF=$TMP/mmlockd.conf # empty: keeps /etc/mmlockd.conf out of the test
-: >"$CONF"
+empty_conf
 
 # JSON helpers (python3 is a build dependency anyway).
 cat >"$TMP/parse_json.py" <<'EOF'
@@ -120,25 +103,9 @@ EOF
 start_mmlockd --ring-pages 1024 --collectors all --source perf
 
 # Wait until both compared tracepoints are open.
-tp_open=0
-for _ in $(seq 50); do # up to ~10 s
-	if http_get /api/v1/status "$TMP/status.json" &&
-		python3 "$TMP/parse_json.py" events "$TMP/status.json" >"$TMP/events.txt" \
-			2>"$TMP/parse.err"; then
-		n=$(awk '($1 == "exceptions:page_fault_user" ||
-			  $1 == "mmap_lock:mmap_lock_acquire_returned") && $2 == "true"' \
-			"$TMP/events.txt" | wc -l)
-		if [ "$n" -ge 2 ]; then
-			tp_open=1
-			break
-		fi
-	fi
-	kill -0 "$DAEMON_PID" 2>/dev/null || break
-	sleep 0.2
-done
-if [ "$tp_open" -ne 1 ]; then
+if ! events_open exceptions:page_fault_user mmap_lock:mmap_lock_acquire_returned; then
 	log "events in /api/v1/status (name open samples lost error):"
-	cat "$TMP/events.txt" "$TMP/parse.err" 2>/dev/null
+	cat "$TMP/events.txt"
 	fatal "mmlockd does not report exceptions:page_fault_user and" \
 		"mmap_lock:mmap_lock_acquire_returned as open"
 fi

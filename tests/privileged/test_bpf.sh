@@ -59,11 +59,6 @@ TEST_NAME=test_bpf
 # shellcheck source=tests/privileged/lib.sh
 . "$(dirname "$0")/lib.sh"
 
-SKIP=77
-PASSED=0
-FAILED=0
-TMP=
-DAEMON_PID=
 perf_PID=
 bpf_PID=
 WPID=
@@ -85,17 +80,12 @@ MMLOCKD=$1
 FAULT_WORKLOAD=$2
 OUTCOME_WORKLOAD=$3
 
-[ "$(id -u)" -eq 0 ] || skip "needs root (BPF and system-wide tracepoints)"
-for tool in curl sqlite3 python3 setpriv; do
-	command -v "$tool" >/dev/null 2>&1 || fatal "required tool '$tool' is not installed"
-done
+need_root "BPF and system-wide tracepoints"
+need_tools curl sqlite3 python3 setpriv
 find_tracefs
 
-TMP=$(mktemp -d "${TMPDIR:-/tmp}/mmlockd-bpf.XXXXXX") || fatal "mktemp failed"
+make_tmp bpf
 chmod 755 "$TMP"
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
 CONF=$TMP/mmlockd.conf
 : >"$CONF"
 cp /bin/true "$TMP/bpftest_true" || fatal "cannot copy /bin/true"

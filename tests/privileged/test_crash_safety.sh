@@ -24,27 +24,21 @@ TEST_NAME=test_crash_safety
 # shellcheck source=tests/privileged/lib.sh
 . "$(dirname "$0")/lib.sh"
 
-SKIP=77
 ROUNDS=${ROUNDS:-6}
 SLACK_MS=${SLACK_MS:-500}
-PASSED=0
-FAILED=0
-TMP=
-DAEMON_PID=
 WL_PID=
 
 daemon_and_workload_args "$@"
-[ "$(id -u)" = 0 ] || skip "needs root (tracepoints)"
-command -v sqlite3 >/dev/null || skip "sqlite3 is not installed"
+need_root "tracepoints"
+need_tools sqlite3
 find_tracefs
 
 cleanup() {
-	[ -n "$DAEMON_PID" ] && kill -KILL "$DAEMON_PID" 2>/dev/null && wait "$DAEMON_PID" 2>/dev/null
+	stop_process "$DAEMON_PID" KILL 0
 	stop_process "$WL_PID" TERM 20
 	remove_tmp
 }
-trap cleanup EXIT
-TMP=$(mktemp -d /tmp/mmlockd-crash.XXXXXX)
+make_tmp crash
 CONF=/dev/null
 DB=$TMP/crash.db
 

@@ -48,16 +48,11 @@ TEST_NAME=test_default
 # shellcheck source=tests/privileged/lib.sh
 . "$(dirname "$0")/lib.sh"
 
-SKIP=77
 MAX_FAULT_TAIL=${MAX_FAULT_TAIL:-5}
 TOL=${FALLBACK_TOL_PCT:-0.5}
 MIN_TRUE=${MIN_TRUE:-290}
 NTRUE=300
 WORKLOAD_FLAGS="--fault-threads 2 --map-threads 1 --seconds 3"
-PASSED=0
-FAILED=0
-TMP=
-DAEMON_PID=
 PERF_PID=
 WPID=
 TRUE_PID=
@@ -74,26 +69,16 @@ cleanup() {
 daemon_and_workload_args "$@"
 
 # --- can this run at all? -------------------------------------------------------------------
-[ "$(id -u)" -eq 0 ] || skip "needs root (system-wide tracepoints, taskstats)"
-command -v perf >/dev/null 2>&1 || skip "perf is not installed"
+need_root "system-wide tracepoints, taskstats"
+need_perf
 
-find_tracefs
-for tp in mmap_lock/mmap_lock_acquire_returned mmap_lock/mmap_lock_start_locking; do
-	[ -d "$TRACEFS/events/$tp" ] || skip "tracepoint ${tp/\//:} does not exist on this kernel"
-done
+need_tracepoints mmap_lock/mmap_lock_acquire_returned mmap_lock/mmap_lock_start_locking
 
 # Missing tools or binaries are failures, not skips: the test could run, the setup is broken.
-for tool in curl sqlite3 python3; do
-	command -v "$tool" >/dev/null 2>&1 || fatal "required tool '$tool' is not installed"
-done
-[ -x "$MMLOCKD" ] || fatal "mmlockd binary '$MMLOCKD' is not executable"
-[ -x "$WORKLOAD" ] || fatal "workload binary '$WORKLOAD' is not executable"
+need_tools curl sqlite3 python3
 [ -x /bin/true ] || fatal "/bin/true is missing"
 
-TMP=$(mktemp -d "${TMPDIR:-/tmp}/mmlockd-default.XXXXXX") || fatal "mktemp failed"
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
+make_tmp default
 
 if ! perf record -o "$TMP/probe.data" -e mmap_lock:mmap_lock_acquire_returned \
 	--filter 'write == 0 && success == 1' -- true >"$TMP/probe.log" 2>&1; then
@@ -102,9 +87,7 @@ if ! perf record -o "$TMP/probe.data" -e mmap_lock:mmap_lock_acquire_returned \
 fi
 rm -f "$TMP/probe.data"
 
-DB=$TMP/mmlockd.db
-CONF=$TMP/mmlockd.conf # empty: keeps /etc/mmlockd.conf out of the test
-: >"$CONF"
+empty_conf
 
 # JSON helpers (python3 is a build dependency anyway).
 cat >"$TMP/parse_json.py" <<'EOF'
@@ -147,23 +130,9 @@ EOF
 start_mmlockd --source perf
 
 # Wait until the fallbacks collector's read-lock tracepoint is open.
-tp_open=0
-for _ in $(seq 50); do # up to ~10 s
-	if http_get /api/v1/status "$TMP/status.json" &&
-		python3 "$TMP/parse_json.py" events "$TMP/status.json" >"$TMP/events.txt" \
-			2>"$TMP/parse.err"; then
-		if awk '$1 == "mmap_lock:mmap_lock_acquire_returned" && $2 == "true" { ok = 1 }
-			END { exit !ok }' "$TMP/events.txt"; then
-			tp_open=1
-			break
-		fi
-	fi
-	kill -0 "$DAEMON_PID" 2>/dev/null || break
-	sleep 0.2
-done
-if [ "$tp_open" -ne 1 ]; then
+if ! events_open mmap_lock:mmap_lock_acquire_returned; then
 	log "events in /api/v1/status (name open samples lost error):"
-	cat "$TMP/events.txt" "$TMP/parse.err" 2>/dev/null
+	cat "$TMP/events.txt"
 	fatal "mmlockd does not report mmap_lock:mmap_lock_acquire_returned as open"
 fi
 pass "mmap_lock:mmap_lock_acquire_returned is open in mmlockd"
@@ -198,17 +167,7 @@ perf record -a -m 1024 -D -1 --control "fifo:$TMP/ctl,$TMP/ack" -o "$TMP/perf.da
 	-e mmap_lock:mmap_lock_acquire_returned --filter 'write == 0 && success == 1' \
 	-e mmap_lock:mmap_lock_acquire_returned --filter 'write == 0 && success == 0' \
 	>"$TMP/perf.log" 2>&1 &
-PERF_PID=$!
-exec 7<>"$TMP/ctl" 8<>"$TMP/ack"
-echo enable >&7
-ack=
-read -r -t 60 ack <&8
-exec 7>&- 8<&-
-if [ "$ack" != ack ]; then
-	cat "$TMP/perf.log"
-	fatal "perf record did not start"
-fi
-pass "perf record -a (pid $PERF_PID) is counting"
+perf_enabled
 
 # --- the workload and the short-lived processes -------------------------------------------------
 # The /bin/true loop writes each child's pid, so the check below looks at exactly those processes.
@@ -256,14 +215,7 @@ pid_list=$(
 
 # Let mmlockd see the exits and close the windows (interval 1 s), then stop perf.
 sleep "$(awk -v t0="$T_EXIT" -v now="$(date +%s.%N)" 'BEGIN { d = 3 - (now - t0); print (d > 0 ? d : 0) }')"
-kill -INT "$PERF_PID"
-wait "$PERF_PID"
-rc=$?
-PERF_PID=
-if [ "$rc" -ne 0 ] && ! { [ "$rc" -eq 130 ] && grep -q 'Captured and wrote' "$TMP/perf.log"; }; then
-	cat "$TMP/perf.log"
-	fatal "perf record exited with status $rc"
-fi
+perf_stopped
 
 # --- the daemon's status, then SIGTERM -----------------------------------------------------------
 mmlockd_alive

@@ -24,28 +24,22 @@ TEST_NAME=test_disk_full
 # shellcheck source=tests/privileged/lib.sh
 . "$(dirname "$0")/lib.sh"
 
-SKIP=77
 FULL_S=${FULL_S:-6}
-PASSED=0
-FAILED=0
-TMP=
-DAEMON_PID=
 WL_PID=
 MNT=
 
 daemon_and_workload_args "$@"
-[ "$(id -u)" = 0 ] || skip "needs root (tracepoints, mount)"
-command -v sqlite3 >/dev/null || skip "sqlite3 is not installed"
+need_root "tracepoints, mount"
+need_tools sqlite3
 find_tracefs
 
 cleanup() {
-	[ -n "$DAEMON_PID" ] && kill -KILL "$DAEMON_PID" 2>/dev/null && wait "$DAEMON_PID" 2>/dev/null
+	stop_process "$DAEMON_PID" KILL 0
 	stop_process "$WL_PID" TERM 20
 	[ -n "$MNT" ] && umount "$MNT" 2>/dev/null
 	remove_tmp
 }
-trap cleanup EXIT
-TMP=$(mktemp -d /tmp/mmlockd-diskfull.XXXXXX)
+make_tmp diskfull
 MNT=$TMP/small
 mkdir "$MNT"
 mount -t tmpfs -o size=16m,mode=0700 mmlockd-test "$MNT" 2>/dev/null || {

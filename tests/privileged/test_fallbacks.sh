@@ -33,15 +33,10 @@ TEST_NAME=test_fallbacks
 # shellcheck source=tests/privileged/lib.sh
 . "$(dirname "$0")/lib.sh"
 
-SKIP=77
 TOL=${TOLERANCE_PCT:-1}
 MIN_FALLBACKS=${MIN_FALLBACKS:-300}
 HERE=$(cd "$(dirname "$0")" && pwd)
 CLASSIFY=$HERE/../tools/perf_classify.py
-PASSED=0
-FAILED=0
-TMP=
-DAEMON_PID=
 PERF_PID=
 WPID=
 CG_NAME=mmlockd-fallbacks.$$
@@ -59,21 +54,12 @@ cleanup() {
 	remove_tmp
 }
 
-if [ $# -ne 2 ]; then
-	echo "usage: $0 MMLOCKD_BINARY OUTCOME_WORKLOAD_BINARY" >&2
-	exit 2
-fi
-MMLOCKD=$1
-WORKLOAD=$2
+daemon_and_workload_args "$@"
 
 # --- can this run at all? -------------------------------------------------------------------
-[ "$(id -u)" -eq 0 ] || skip "needs root (system-wide tracepoints, a memory cgroup)"
-command -v perf >/dev/null 2>&1 || skip "perf is not installed"
-find_tracefs
-for tp in exceptions/page_fault_user mmap_lock/mmap_lock_acquire_returned \
-	mmap_lock/mmap_lock_start_locking filemap/mm_filemap_fault; do
-	[ -d "$TRACEFS/events/$tp" ] || skip "tracepoint ${tp/\//:} does not exist on this kernel"
-done
+need_root "system-wide tracepoints, a memory cgroup"
+need_perf
+need_tracepoints exceptions/page_fault_user mmap_lock/mmap_lock_acquire_returned mmap_lock/mmap_lock_start_locking filemap/mm_filemap_fault
 for root in /sys/fs/cgroup/memory /sys/fs/cgroup/unified /sys/fs/cgroup; do
 	if [ -f "$root/memory.limit_in_bytes" ] ||
 		grep -qw memory "$root/cgroup.subtree_control" 2>/dev/null; then
@@ -83,26 +69,19 @@ for root in /sys/fs/cgroup/memory /sys/fs/cgroup/unified /sys/fs/cgroup; do
 done
 [ -n "$CG_PATH" ] || skip "no memory cgroup controller (v1 or v2) is available"
 
-command -v python3 >/dev/null 2>&1 || fatal "required tool 'python3' is not installed"
-[ -x "$MMLOCKD" ] || fatal "mmlockd binary '$MMLOCKD' is not executable"
-[ -x "$WORKLOAD" ] || fatal "workload binary '$WORKLOAD' is not executable"
+need_tools python3
 [ -f "$CLASSIFY" ] || fatal "$CLASSIFY is missing"
 
 # The workload's file must be on a disk file system (its page cache must be evictable and
 # re-read): not tmpfs.
-TMP=$(mktemp -d "${TMPDIR:-/var/tmp}/mmlockd-fallbacks.XXXXXX") || fatal "mktemp failed"
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
+make_tmp fallbacks "${TMPDIR:-/var/tmp}"
 [ "$(stat -f -c %T "$TMP")" != tmpfs ] ||
 	fatal "$TMP is on tmpfs: set TMPDIR to a directory on a disk file system"
 if ! perf record -o "$TMP/probe.data" -e exceptions:page_fault_user \
 	-e 'mmap_lock:mmap_lock_acquire_returned/call-graph=fp/' -- true >"$TMP/probe.log" 2>&1; then
 	skip "perf cannot record the tracepoints with callchains: $(tail -n 1 "$TMP/probe.log")"
 fi
-DB=$TMP/mmlockd.db
-CONF=$TMP/mmlockd.conf
-: >"$CONF"
+empty_conf
 
 cat >"$TMP/util.py" <<'EOF'
 import json, sqlite3, sys, urllib.request
@@ -141,20 +120,8 @@ EOF
 start_mmlockd --ring-pages 1024 --collectors all --source perf
 
 COMPARED="exceptions:page_fault_user mmap_lock:mmap_lock_acquire_returned filemap:mm_filemap_fault"
-tp_open=0
-for _ in $(seq 50); do # up to ~10 s
-	if python3 "$TMP/util.py" status "$PORT" >"$TMP/events.txt" 2>/dev/null; then
-		n=$(awk -v want="$COMPARED" 'BEGIN { split(want, w, " "); for (i in w) ok[w[i]] = 1 }
-			($1 in ok) && $2 == "true"' "$TMP/events.txt" | wc -l)
-		if [ "$n" -ge 3 ]; then
-			tp_open=1
-			break
-		fi
-	fi
-	kill -0 "$DAEMON_PID" 2>/dev/null || break
-	sleep 0.2
-done
-[ "$tp_open" -eq 1 ] || fatal "mmlockd does not report $COMPARED as open"
+# shellcheck disable=SC2086 # one word per event
+events_open $COMPARED || fatal "mmlockd does not report $COMPARED as open"
 pass "the fault tracepoints are open in mmlockd"
 
 # --- perf record -a, enabled before the workload starts ----------------------------------------
@@ -165,17 +132,7 @@ perf record -a -k mono -m 4096 --kernel-callchains -D -1 --synth task \
 	-e 'mmap_lock:mmap_lock_acquire_returned/call-graph=fp/' \
 	-e filemap:mm_filemap_fault -e filemap:mm_filemap_add_to_page_cache \
 	>"$TMP/perf.log" 2>&1 &
-PERF_PID=$!
-exec 7<>"$TMP/ctl" 8<>"$TMP/ack"
-echo enable >&7
-ack=
-read -r -t 60 ack <&8
-exec 7>&- 8<&-
-if [ "$ack" != ack ]; then
-	cat "$TMP/perf.log"
-	fatal "perf record did not start"
-fi
-pass "perf record -a (pid $PERF_PID) is counting"
+perf_enabled
 
 # --- the workload -------------------------------------------------------------------------------
 WARGS="file --threads 2 --writers 1 --rounds 2 --pages 1500 --file-mb 64 --mem-limit-mb 16"
@@ -194,14 +151,7 @@ pass "workload (pid $WPID) ran"
 
 # Let mmlockd close the windows of the workload's last second, then stop both.
 sleep 3
-kill -INT "$PERF_PID"
-wait "$PERF_PID"
-rc=$?
-PERF_PID=
-if [ "$rc" -ne 0 ] && ! { [ "$rc" -eq 130 ] && grep -q 'Captured and wrote' "$TMP/perf.log"; }; then
-	cat "$TMP/perf.log"
-	fatal "perf record exited with status $rc"
-fi
+perf_stopped
 mmlockd_alive
 python3 "$TMP/util.py" status "$PORT" >"$TMP/events.txt" 2>/dev/null
 sigterm_mmlockd

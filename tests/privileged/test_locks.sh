@@ -42,15 +42,10 @@ TEST_NAME=test_locks
 # shellcheck source=tests/privileged/lib.sh
 . "$(dirname "$0")/lib.sh"
 
-SKIP=77
 TOL=${TOLERANCE_PCT:-2}
 TRACER_NS=${TRACER_NS:-15000}
 MIN_CONTENDED=20
 MIN_CALLERS=3
-PASSED=0
-FAILED=0
-TMP=
-DAEMON_PID=
 
 # shellcheck disable=SC2317 # invoked by the EXIT trap
 cleanup() {
@@ -58,39 +53,22 @@ cleanup() {
 	remove_tmp
 }
 
-if [ $# -ne 2 ]; then
-	echo "usage: $0 MMLOCKD_BINARY LOCK_WORKLOAD_BINARY" >&2
-	exit 2
-fi
-MMLOCKD=$1
-WORKLOAD=$2
+daemon_and_workload_args "$@"
 
 # --- can this run at all? -------------------------------------------------------------------
-[ "$(id -u)" -eq 0 ] || skip "needs root (system-wide tracepoints)"
-command -v perf >/dev/null 2>&1 || skip "perf is not installed"
-find_tracefs
-for tp in lock/contention_begin lock/contention_end; do
-	[ -d "$TRACEFS/events/$tp" ] || skip "tracepoint ${tp/\//:} does not exist on this kernel"
-done
+need_root "system-wide tracepoints"
+need_perf
+need_tracepoints lock/contention_begin lock/contention_end
 
-for tool in curl sqlite3 python3; do
-	command -v "$tool" >/dev/null 2>&1 || fatal "required tool '$tool' is not installed"
-done
-[ -x "$MMLOCKD" ] || fatal "mmlockd binary '$MMLOCKD' is not executable"
-[ -x "$WORKLOAD" ] || fatal "workload binary '$WORKLOAD' is not executable"
+need_tools curl sqlite3 python3
 
-TMP=$(mktemp -d "${TMPDIR:-/tmp}/mmlockd-locks.XXXXXX") || fatal "mktemp failed"
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
+make_tmp locks
 
 if ! perf lock record -o "$TMP/probe.data" -- true >"$TMP/probe.out" 2>&1; then
 	skip "perf lock record cannot trace lock:contention_* ($(head -n 1 "$TMP/probe.out"))"
 fi
 
-DB=$TMP/mmlockd.db
-CONF=$TMP/mmlockd.conf # empty: keeps /etc/mmlockd.conf out of the test
-: >"$CONF"
+empty_conf
 
 http_status() { # PATH: prints the HTTP status code
 	curl -sS --noproxy '*' --max-time 5 -o /dev/null -w '%{http_code}' \

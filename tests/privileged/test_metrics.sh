@@ -24,11 +24,6 @@ set -u -o pipefail
 TEST_NAME=test_metrics
 # shellcheck source=tests/privileged/lib.sh
 . "$(dirname "$0")/lib.sh"
-SKIP=77
-PASSED=0
-FAILED=0
-TMP=
-DAEMON_PID=
 WPID=
 CGS=()
 
@@ -41,21 +36,13 @@ cleanup() {
 }
 
 daemon_and_workload_args "$@"
-[ "$(id -u)" -eq 0 ] || skip "needs root (system-wide tracepoints, cgroups)"
-find_tracefs
-[ -d "$TRACEFS/events/mmap_lock/mmap_lock_start_locking" ] || skip "no mmap_lock tracepoints"
+need_root "system-wide tracepoints, cgroups"
+need_tracepoints mmap_lock/mmap_lock_start_locking
 command -v promtool >/dev/null 2>&1 || skip "promtool not installed (Debian package prometheus)"
-for tool in curl sqlite3 python3; do
-	command -v "$tool" >/dev/null 2>&1 || fatal "required tool '$tool' is not installed"
-done
+need_tools curl sqlite3 python3
 
-TMP=$(mktemp -d "${TMPDIR:-/tmp}/mmlockd-metrics.XXXXXX") || fatal "mktemp failed"
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-DB=$TMP/mmlockd.db
-CONF=$TMP/mmlockd.conf
-: >"$CONF"
+make_tmp metrics
+empty_conf
 
 CG=/mmlockd-test-$$
 for h in /sys/fs/cgroup/unified /sys/fs/cgroup /sys/fs/cgroup/memory; do

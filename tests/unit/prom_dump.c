@@ -13,6 +13,7 @@
 #include "cgtable.h"
 #include "plugin.h"
 #include "prom.h"
+#include "snaps.h"
 
 static void fill(struct mm_proc_stats *st, uint64_t scale)
 {
@@ -38,10 +39,7 @@ int main(void)
 
 	if (!s)
 		return 1;
-	strcpy(s->version, "0.1.0");
-	strcpy(s->kernel, "6.12.0-test");
-	s->started_ms = 1700000000000;
-	s->taken_ms = 1700000123456;
+	snap_origin(s, "0.1.0", "6.12.0-test", 1700000000000, 1700000123456);
 	s->window_start_ms = 1700000120000;
 	s->interval_s = 10;
 	for (size_t i = 0; i < nprocs; i++) {

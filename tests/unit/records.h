@@ -183,4 +183,58 @@ static inline unsigned rec_add_streams(struct mm_host *h, struct tep_handle *tep
 	return (unsigned)mm_host_add_task_stream(h, REC_TASK_TYPE, NULL);
 }
 
+/* --- collector fixtures: a host running chosen collectors, fed a test's streams --- */
+
+#include "config.h"
+#include "symbols.h"
+
+#define REC_MAX_TP 8
+
+/* A kernel symbol for mm_symbols_add(). */
+struct rec_sym {
+	uint64_t addr;
+	char type;
+	const char *name;
+};
+
+/* What a collector test drives: the host, its symbol table (NULL when it has none), the parsed
+ * events and their stream indices (rec_add_streams), the task stream. */
+struct rec_fx {
+	struct tep_handle *tep;
+	struct mm_host *h;
+	struct mm_symbols *syms;
+	struct tep_event *ev[REC_MAX_TP];
+	unsigned stream[REC_MAX_TP];
+	unsigned task;
+};
+
+/* Creates @f: a host running @collectors (a configuration list) that looks processes up with
+ * @lookup, with a symbol table of the @nsyms symbols @syms unless @syms is NULL, and an empty
+ * tep. The test then adds its streams and starts the host. */
+static inline void rec_fx_new(struct rec_fx *f, const char *collectors, mm_proc_lookup_fn lookup,
+			      const struct rec_sym *syms, size_t nsyms)
+{
+	struct mm_config cfg;
+
+	mm_config_defaults(&cfg);
+	snprintf(cfg.collectors, sizeof(cfg.collectors), "%s", collectors);
+	memset(f, 0, sizeof(*f));
+	f->h = mm_host_new(&cfg, lookup, NULL, 0);
+	if (syms) {
+		f->syms = mm_symbols_new();
+		for (size_t i = 0; i < nsyms; i++)
+			mm_symbols_add(f->syms, syms[i].addr, syms[i].type, syms[i].name);
+		mm_symbols_sort(f->syms);
+		mm_host_set_symbols(f->h, f->syms);
+	}
+	f->tep = tep_alloc();
+}
+
+static inline void rec_fx_free(struct rec_fx *f)
+{
+	mm_host_free(f->h);
+	mm_symbols_free(f->syms);
+	tep_free(f->tep);
+}
+
 #endif

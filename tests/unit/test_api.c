@@ -10,6 +10,7 @@
 
 #include "api.h"
 #include "check.h"
+#include "snaps.h"
 
 /* A strict JSON validator (RFC 8259 syntax; strings must be printable ASCII or escapes, which is
  * what mm_buf_json_str produces for anything else than valid UTF-8). */
@@ -157,10 +158,7 @@ static double check_stats_object(const char *obj, const char *want)
 static struct mm_snapshot *snap(void)
 {
 	struct mm_snapshot *s = mm_snapshot_new(2, 1, 2, 2);
-	strcpy(s->version, "0.1.0");
-	strcpy(s->kernel, "6.12.0-amd64");
-	s->started_ms = 1700000000000;
-	s->taken_ms = 1700000090250;
+	snap_origin(s, "0.1.0", "6.12.0-amd64", 1700000000000, 1700000090250);
 	s->window_start_ms = 1700000080000;
 	s->interval_s = 10;
 	s->procs[0].pid = 4242;
@@ -178,10 +176,8 @@ static struct mm_snapshot *snap(void)
 	strcpy(s->procs[1].comm, "odd");
 	mm_stats_add(&s->all_window, &s->procs[0].window);
 	mm_stats_add(&s->all_total, &s->procs[0].total);
-	strcpy(s->globals[0].family, "vmstat");
-	strcpy(s->globals[0].name, "pgfault");
+	snap_global(&s->globals[0], "vmstat", "pgfault", 30);
 	s->globals[0].window = 3;
-	s->globals[0].total = 30;
 	strcpy(s->events[0].name, "exceptions:page_fault_user");
 	s->events[0].open = true;
 	s->events[0].samples = 100;

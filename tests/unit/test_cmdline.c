@@ -1,7 +1,7 @@
 /*
  * Subcommand options (cmdline.h): configuration keys go through mm_config_set() with its
- * validation, the command's own options reach its callback, --help and usage errors are told
- * apart, and record's COMMAND ends the options.
+ * validation, the command's own options reach its callback or are stored (.set, .value), --help and
+ * usage errors are told apart, and record's COMMAND ends the options.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -9,31 +9,34 @@
 #include "check.h"
 #include "cmdline.h"
 
-enum { O_OUT, O_FLAG };
-static const struct mm_cmd_opt opts[] = {
-	[O_OUT] = {"output", 'o', true, NULL},
-	[O_FLAG] = {"flag", 0, false, NULL},
-	{"interval", 0, true, "interval"},
-	{NULL},
-};
-
 struct seen {
-	const char *out;
+	const char *out, *name;
 	int flags;
+	bool quiet;
 };
 
-static int option(void *ctx, const struct mm_cmd_opt *o, const char *arg)
+enum { O_OUT, O_FLAG };
+
+static int option(void *ctx, int id, const char *arg)
 {
 	struct seen *s = ctx;
-	if (o == &opts[O_OUT])
+	if (id == O_OUT)
 		s->out = arg;
-	if (o == &opts[O_FLAG])
+	if (id == O_FLAG)
 		s->flags++;
 	return 0;
 }
 
 static int parse(struct seen *s, struct mm_config *cfg, bool stop, int argc, char **argv)
 {
+	const struct mm_cmd_opt opts[] = {
+		[O_OUT] = {"output", 'o', true, NULL},
+		[O_FLAG] = {"flag", 0, false, NULL},
+		{"interval", 0, true, "interval"},
+		{"quiet", 'q', false, NULL, .set = &s->quiet},
+		{"name", 0, true, NULL, .value = &s->name},
+		{NULL},
+	};
 	const struct mm_cmd cmd = {"test", "Usage: test\n", opts, stop, option, s};
 	FILE *saved = stdout;
 	mm_config_defaults(cfg);
@@ -55,6 +58,25 @@ static void test_config_keys_and_own_options_are_parsed(void)
 	CHECK_STR(s.out, "x.rec");
 	CHECK_U64(s.flags, 2);
 	CHECK_U64(cfg.interval_s, 120);
+}
+
+/* Options with .set or .value are stored by the parser; the callback still sees their index. */
+static void test_set_and_value_options_are_stored_by_the_parser(void)
+{
+	char *argv[] = {"test", "--name", "a", "-q", "--name", "b", NULL};
+	struct seen s = {0};
+	struct mm_config cfg;
+
+	CHECK_U64(parse(&s, &cfg, false, 6, argv), 6);
+	CHECK(s.quiet);
+	CHECK_STR(s.name, "b"); /* the last one given */
+	CHECK(s.out == NULL);
+
+	char *none[] = {"test", NULL};
+	struct seen t = {0};
+	CHECK_U64(parse(&t, &cfg, false, 1, none), 1);
+	CHECK(!t.quiet);
+	CHECK(t.name == NULL);
 }
 
 static void test_a_bad_config_value_is_a_usage_error(void)
@@ -94,6 +116,7 @@ static void test_the_first_operand_ends_the_options_when_asked(void)
 int main(void)
 {
 	RUN(test_config_keys_and_own_options_are_parsed);
+	RUN(test_set_and_value_options_are_stored_by_the_parser);
 	RUN(test_a_bad_config_value_is_a_usage_error);
 	RUN(test_help_returns_zero);
 	RUN(test_the_first_operand_ends_the_options_when_asked);

@@ -380,7 +380,8 @@ static void test_default_collectors_are_known_and_unknown_names_are_refused(void
 	CHECK(rejects("collectors", "vmstat,faultz"));
 	CHECK_CONTAINS(err, "faultz");
 	CHECK_CONTAINS(err, "mmaplock");
-	CHECK(FROM_ARGS(&c, &cmd, "--config", (char *)path, "--collectors", "vmstat,mmaplock") == 0);
+	CHECK(FROM_ARGS(&c, &cmd, "--config", (char *)path, "--collectors", "vmstat,mmaplock") ==
+	      0);
 	CHECK_STR(c.collectors, "vmstat,mmaplock");
 	CHECK(FROM_ARGS(&c, &cmd, "--config", (char *)path, "--collectors", "vmstat,faultz") ==
 	      -EINVAL);

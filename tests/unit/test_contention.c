@@ -55,15 +55,6 @@ enum { BEGIN, END, START, ACQ, FAULT, REL, NTP };
 #define MMAP_OFF    0x70 /* offsetof(struct mm_struct, mmap_lock) in these tests */
 #define HEAP_LOCK   0xffff888123456780ull
 
-struct fx {
-	struct tep_handle *tep;
-	struct mm_host *h;
-	struct mm_symbols *syms;
-	struct tep_event *ev[NTP];
-	unsigned stream[NTP];
-	unsigned task;
-};
-
 static int lookup(void *ctx, uint32_t pid, struct mm_proc_ident *ret)
 {
 	memset(ret, 0, sizeof(*ret));
@@ -72,72 +63,50 @@ static int lookup(void *ctx, uint32_t pid, struct mm_proc_ident *ret)
 	return 0;
 }
 
-static void setup_with(struct fx *f, bool symbols)
+static void setup_with(struct rec_fx *f, bool symbols)
 {
 	static const char *const fmts[NTP] = {
 		fmt_contention_begin,		fmt_contention_end,  fmt_mmap_lock_start_locking,
 		fmt_mmap_lock_acquire_returned, fmt_page_fault_user, fmt_mmap_lock_released};
 	static const char *const sys[NTP] = {"lock",	  "lock",	"mmap_lock",
 					     "mmap_lock", "exceptions", "mmap_lock"};
-	struct mm_config cfg;
+	static const struct rec_sym syms[] = {
+		{F_MPROTECT, 'T', "do_mprotect_pkey"},
+		{F_MMAP, 'T', "vm_mmap_pgoff"},
+		{F_LOCK_MM, 'T', "lock_mm_and_find_vma"},
+		{F_PIPE, 't', "anon_pipe_write"},
+		{F_LRUVEC, 'T', "folio_lruvec_lock_irqsave"},
+		{F_SYSCALL, 'T', "do_syscall_64"},
+		{F_IRQEXIT, 'T', "irqentry_exit_to_user_mode"},
+		{F_DOWN_WS, 't', "rwsem_down_write_slowpath"},
+		{F_DOWN_W, 'T', "down_write_killable"},
+		{F_DOWN_RS, 't', "rwsem_down_read_slowpath"},
+		{F_DOWN_R, 'T', "down_read_killable"},
+		{F_MUTEX, 't', "__mutex_lock.constprop.0"},
+		{F_SCHEDULE, 'T', "schedule"},
+		{F_SCHED, 't', "__schedule"},
+		{F_QSPIN, 'T', "__pv_queued_spin_lock_slowpath"},
+		{F_RAW_SPIN, 'T', "_raw_spin_lock"},
+		{F_TRACEITER, 'T', "__traceiter_contention_begin"},
+		{D_TASKLIST, 'D', "tasklist_lock"},
+		{D_NEXT, 'd', "next_data"},
+	};
 
-	mm_config_defaults(&cfg);
 	/* With mmaplock, processes that fault have counters and so an identity in snapshots. */
-	snprintf(cfg.collectors, sizeof(cfg.collectors), "contention,mmaplock");
-	memset(f, 0, sizeof(*f));
-	f->h = mm_host_new(&cfg, lookup, NULL, 0);
-	f->syms = mm_symbols_new();
-	if (symbols) {
-		static const struct {
-			uint64_t addr;
-			char type;
-			const char *name;
-		} s[] = {
-			{F_MPROTECT, 'T', "do_mprotect_pkey"},
-			{F_MMAP, 'T', "vm_mmap_pgoff"},
-			{F_LOCK_MM, 'T', "lock_mm_and_find_vma"},
-			{F_PIPE, 't', "anon_pipe_write"},
-			{F_LRUVEC, 'T', "folio_lruvec_lock_irqsave"},
-			{F_SYSCALL, 'T', "do_syscall_64"},
-			{F_IRQEXIT, 'T', "irqentry_exit_to_user_mode"},
-			{F_DOWN_WS, 't', "rwsem_down_write_slowpath"},
-			{F_DOWN_W, 'T', "down_write_killable"},
-			{F_DOWN_RS, 't', "rwsem_down_read_slowpath"},
-			{F_DOWN_R, 'T', "down_read_killable"},
-			{F_MUTEX, 't', "__mutex_lock.constprop.0"},
-			{F_SCHEDULE, 'T', "schedule"},
-			{F_SCHED, 't', "__schedule"},
-			{F_QSPIN, 'T', "__pv_queued_spin_lock_slowpath"},
-			{F_RAW_SPIN, 'T', "_raw_spin_lock"},
-			{F_TRACEITER, 'T', "__traceiter_contention_begin"},
-			{D_TASKLIST, 'D', "tasklist_lock"},
-			{D_NEXT, 'd', "next_data"},
-		};
-		for (size_t i = 0; i < sizeof(s) / sizeof(s[0]); i++)
-			mm_symbols_add(f->syms, s[i].addr, s[i].type, s[i].name);
-	}
-	mm_symbols_sort(f->syms);
-	mm_host_set_symbols(f->h, f->syms);
-	f->tep = tep_alloc();
+	rec_fx_new(f, "contention,mmaplock", lookup, syms,
+		   symbols ? sizeof(syms) / sizeof(syms[0]) : 0);
 	f->task = rec_add_streams(f->h, f->tep, NTP, fmts, sys, f->ev, f->stream, REC_SAMPLE_TYPE,
 				  BEGIN, CC_SAMPLE_TYPE);
 	mm_host_start(f->h);
 }
 
-static void setup(struct fx *f)
+static void setup(struct rec_fx *f)
 {
 	setup_with(f, true);
 }
 
-static void teardown(struct fx *f)
-{
-	mm_host_free(f->h);
-	mm_symbols_free(f->syms);
-	tep_free(f->tep);
-}
-
 /* A contention_begin sample with a kernel callchain: PERF_CONTEXT_KERNEL then @ips. */
-static void begin_cc(struct fx *f, uint32_t pid, uint32_t tid, uint32_t cpu, uint64_t t,
+static void begin_cc(struct rec_fx *f, uint32_t pid, uint32_t tid, uint32_t cpu, uint64_t t,
 		     uint64_t addr, unsigned flags, const uint64_t *ips, unsigned nips)
 {
 	struct tep_event *ev = f->ev[BEGIN];
@@ -171,7 +140,7 @@ static void begin_cc(struct fx *f, uint32_t pid, uint32_t tid, uint32_t cpu, uin
 	mm_host_record(f->h, f->stream[BEGIN], &r.hdr);
 }
 
-static void end_on(struct fx *f, uint32_t pid, uint32_t tid, uint32_t cpu, uint64_t t,
+static void end_on(struct rec_fx *f, uint32_t pid, uint32_t tid, uint32_t cpu, uint64_t t,
 		   uint64_t addr)
 {
 	struct rec r;
@@ -181,7 +150,7 @@ static void end_on(struct fx *f, uint32_t pid, uint32_t tid, uint32_t cpu, uint6
 	mm_host_record(f->h, f->stream[END], &r.hdr);
 }
 
-static void end(struct fx *f, uint32_t pid, uint32_t tid, uint64_t t, uint64_t addr)
+static void end(struct rec_fx *f, uint32_t pid, uint32_t tid, uint64_t t, uint64_t addr)
 {
 	end_on(f, pid, tid, 0, t, addr);
 }
@@ -198,13 +167,13 @@ static const uint64_t cc_sched[] = {F_QSPIN + 0x10e, F_RAW_SPIN + 0x3b, F_SCHED 
 				    F_SCHEDULE + 0x23, F_IRQEXIT + 0x110};
 #define N(a) (unsigned)(sizeof(a) / sizeof((a)[0]))
 
-static void begin(struct fx *f, uint32_t pid, uint32_t tid, uint64_t t, uint64_t addr,
+static void begin(struct rec_fx *f, uint32_t pid, uint32_t tid, uint64_t t, uint64_t addr,
 		  unsigned flags, const uint64_t *ips, unsigned nips)
 {
 	begin_cc(f, pid, tid, 0, t, addr, flags, ips, nips);
 }
 
-static void start_locking(struct fx *f, uint32_t pid, uint32_t tid, uint64_t t, uint64_t mm,
+static void start_locking(struct rec_fx *f, uint32_t pid, uint32_t tid, uint64_t t, uint64_t mm,
 			  int write)
 {
 	struct rec r;
@@ -212,14 +181,15 @@ static void start_locking(struct fx *f, uint32_t pid, uint32_t tid, uint64_t t, 
 	mm_host_record(f->h, f->stream[START], rec_sample(&r, f->ev[START], pid, tid, t, v, 2));
 }
 
-static void acquired(struct fx *f, uint32_t pid, uint32_t tid, uint64_t t, uint64_t mm, int write)
+static void acquired(struct rec_fx *f, uint32_t pid, uint32_t tid, uint64_t t, uint64_t mm,
+		     int write)
 {
 	struct rec r;
 	struct rec_field v[] = {{"mm", mm}, {"write", (uint64_t)write}, {"success", 1}};
 	mm_host_record(f->h, f->stream[ACQ], rec_sample(&r, f->ev[ACQ], pid, tid, t, v, 3));
 }
 
-static void fault(struct fx *f, uint32_t pid, uint32_t tid, uint64_t t)
+static void fault(struct rec_fx *f, uint32_t pid, uint32_t tid, uint64_t t)
 {
 	struct rec r;
 	mm_host_record(f->h, f->stream[FAULT], rec_sample(&r, f->ev[FAULT], pid, tid, t, NULL, 0));
@@ -255,7 +225,7 @@ static uint64_t total_contended(const struct mm_snapshot *s)
 
 static void test_rwsem_waits_are_keyed_by_first_frame_outside_lock_functions(void)
 {
-	struct fx f;
+	struct rec_fx f;
 	setup(&f);
 	/* Two mprotect waits of 4000 and 1000 ns, one mmap wait of 500 ns, on one heap rwsem. */
 	fault(&f, 10, 11, 900);
@@ -294,12 +264,12 @@ static void test_rwsem_waits_are_keyed_by_first_frame_outside_lock_functions(voi
 	/* Longest total wait first. */
 	CHECK_STR(s->locks[0].caller, "do_mprotect_pkey+0xc7");
 	mm_snapshot_unref(s);
-	teardown(&f);
+	rec_fx_free(&f);
 }
 
 static void test_spinlock_caller_skips_lock_text_and_scheduler(void)
 {
-	struct fx f;
+	struct rec_fx f;
 	setup(&f);
 	begin(&f, 10, 11, 100, HEAP_LOCK, SPIN, cc_lru, N(cc_lru));
 	end(&f, 10, 11, 130, HEAP_LOCK);
@@ -312,7 +282,7 @@ static void test_spinlock_caller_skips_lock_text_and_scheduler(void)
 	r = row(s, 10, "irqentry_exit_to_user_mode+0x110", NULL);
 	CHECK(r && r->wait_ns == 10);
 	mm_snapshot_unref(s);
-	teardown(&f);
+	rec_fx_free(&f);
 }
 
 /* With a BPF program on lock:contention_begin beside perf's probe, the kernel calls the probes
@@ -321,7 +291,7 @@ static void test_caller_skips_the_tracepoint_iterator_of_a_second_probe(void)
 {
 	static const uint64_t cc[] = {F_TRACEITER + 0x2f, F_DOWN_WS + 0x37f, F_DOWN_W + 0x5c,
 				      F_MPROTECT + 0xc7, F_SYSCALL + 0x71};
-	struct fx f;
+	struct rec_fx f;
 	setup(&f);
 	begin(&f, 10, 11, 1000, HEAP_LOCK, WRITE, cc, N(cc));
 	end(&f, 10, 11, 3000, HEAP_LOCK);
@@ -330,12 +300,12 @@ static void test_caller_skips_the_tracepoint_iterator_of_a_second_probe(void)
 	CHECK(r && r->wait_ns == 2000);
 	CHECK(row(s, 10, "__traceiter_contention_begin+0x2f", NULL) == NULL);
 	mm_snapshot_unref(s);
-	teardown(&f);
+	rec_fx_free(&f);
 }
 
 static void test_caller_is_unknown_past_eight_frames_or_without_symbols(void)
 {
-	struct fx f;
+	struct rec_fx f;
 	/* Nine frames: eight lock functions, then the caller, which perf lock never looks at. */
 	uint64_t deep[9];
 	for (int i = 0; i < 8; i++)
@@ -350,7 +320,7 @@ static void test_caller_is_unknown_past_eight_frames_or_without_symbols(void)
 	CHECK(row(s, 10, "unknown", NULL) && row(s, 10, "unknown", NULL)->wait_ns == 50);
 	CHECK(row(s, 10, "folio_lruvec_lock_irqsave+0x5f", NULL) != NULL);
 	mm_snapshot_unref(s);
-	teardown(&f);
+	rec_fx_free(&f);
 
 	setup_with(&f, false);
 	begin(&f, 10, 11, 100, HEAP_LOCK, SPIN, cc_lru, N(cc_lru));
@@ -358,7 +328,7 @@ static void test_caller_is_unknown_past_eight_frames_or_without_symbols(void)
 	s = mm_host_snapshot(f.h, 1);
 	CHECK(row(s, 10, "unknown", "0xffff888123456780") != NULL);
 	mm_snapshot_unref(s);
-	teardown(&f);
+	rec_fx_free(&f);
 }
 
 static void test_types_follow_perf_lock_names(void)
@@ -382,7 +352,7 @@ static void test_types_follow_perf_lock_names(void)
 		{0, "semaphore"},
 		{PERCPU, "unknown"},
 	};
-	struct fx f;
+	struct rec_fx f;
 	setup(&f);
 	for (unsigned i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		/* One process per case so the rows stay apart. */
@@ -398,12 +368,12 @@ static void test_types_follow_perf_lock_names(void)
 			CHECK_STR(r->type, cases[i].type);
 	}
 	mm_snapshot_unref(s);
-	teardown(&f);
+	rec_fx_free(&f);
 }
 
 static void test_mutex_spin_then_sleep_counts_once_from_the_first_begin(void)
 {
-	struct fx f;
+	struct rec_fx f;
 	setup(&f);
 	/* Optimistic spin from 1000, sleeps from 1200, gets the mutex at 9000: one wait of 8000. */
 	begin(&f, 10, 11, 1000, HEAP_LOCK, MUTEX | SPIN, cc_pipe, N(cc_pipe));
@@ -424,12 +394,12 @@ static void test_mutex_spin_then_sleep_counts_once_from_the_first_begin(void)
 	CHECK_U64(global(s, "begin_without_end"), 0);
 	CHECK_U64(global(s, "end_without_begin"), 0);
 	mm_snapshot_unref(s);
-	teardown(&f);
+	rec_fx_free(&f);
 }
 
 static void test_waits_on_different_locks_nest(void)
 {
-	struct fx f;
+	struct rec_fx f;
 	setup(&f);
 	/* The rwsem wait (1000..9000) contends on its wait_lock (1100..1150) and, in an
 	 * interrupt, on another spinlock (2000..2010): three waits. */
@@ -449,12 +419,12 @@ static void test_waits_on_different_locks_nest(void)
 	      row(s, 10, "irqentry_exit_to_user_mode+0x110", NULL)->wait_ns == 10);
 	CHECK_U64(global(s, "begin_without_end"), 0);
 	mm_snapshot_unref(s);
-	teardown(&f);
+	rec_fx_free(&f);
 }
 
 static void test_unmatched_ends_are_counted_not_timed(void)
 {
-	struct fx f;
+	struct rec_fx f;
 	setup(&f);
 	end(&f, 10, 11, 500, HEAP_LOCK); /* began before mmlockd started */
 	begin(&f, 10, 11, 600, HEAP_LOCK, SPIN, cc_lru, N(cc_lru));
@@ -467,12 +437,12 @@ static void test_unmatched_ends_are_counted_not_timed(void)
 	CHECK(row(s, 10, "folio_lruvec_lock_irqsave+0x5f", NULL) &&
 	      row(s, 10, "folio_lruvec_lock_irqsave+0x5f", NULL)->wait_ns == 300);
 	mm_snapshot_unref(s);
-	teardown(&f);
+	rec_fx_free(&f);
 }
 
 static void test_lost_records_in_between_are_not_paired_across(void)
 {
-	struct fx f;
+	struct rec_fx f;
 	struct rec r;
 	setup(&f);
 	/* A spinlock wait whose end was lost: the thread's next begin on the same lock starts a
@@ -502,12 +472,12 @@ static void test_lost_records_in_between_are_not_paired_across(void)
 	/* The host counted the lost records against their streams. */
 	CHECK_U64(s->events[f.stream[END]].lost, 4);
 	mm_snapshot_unref(s);
-	teardown(&f);
+	rec_fx_free(&f);
 }
 
 static void test_a_thread_that_exits_mid_wait_is_forgotten(void)
 {
-	struct fx f;
+	struct rec_fx f;
 	struct rec r;
 	setup(&f);
 	begin(&f, 10, 11, 1000, HEAP_LOCK, WRITE, cc_mprotect, N(cc_mprotect));
@@ -518,12 +488,12 @@ static void test_a_thread_that_exits_mid_wait_is_forgotten(void)
 	CHECK_U64(global(s, "end_without_begin"), 1);
 	CHECK_U64(s->nlocks, 0);
 	mm_snapshot_unref(s);
-	teardown(&f);
+	rec_fx_free(&f);
 }
 
 static void test_idle_task_waits_pair_per_cpu(void)
 {
-	struct fx f;
+	struct rec_fx f;
 	setup(&f);
 	/* pid/tid 0 is every CPU's idle task: interleaved waits on two CPUs stay apart. */
 	begin_cc(&f, 0, 0, 0, 100, HEAP_LOCK, SPIN, cc_lru, N(cc_lru));
@@ -540,12 +510,12 @@ static void test_idle_task_waits_pair_per_cpu(void)
 	}
 	CHECK_U64(global(s, "begin_without_end"), 0);
 	mm_snapshot_unref(s);
-	teardown(&f);
+	rec_fx_free(&f);
 }
 
 static void test_mmap_lock_is_named_with_its_owner(void)
 {
-	struct fx f;
+	struct rec_fx f;
 	setup(&f);
 	/* Process 10 owns MM_A (it writes it), process 20 owns MM_B. */
 	acquired(&f, 10, 10, 10, MM_A, 1);
@@ -577,12 +547,12 @@ static void test_mmap_lock_is_named_with_its_owner(void)
 	CHECK(r && !strcmp(r->lock, "0xffff888100bb0078") && r->lock_pid == -1);
 	CHECK_U64(global(s, "mmap_lock_offset_mismatch"), 0);
 	mm_snapshot_unref(s);
-	teardown(&f);
+	rec_fx_free(&f);
 }
 
 static void test_static_locks_are_named_by_symbol(void)
 {
-	struct fx f;
+	struct rec_fx f;
 	setup(&f);
 	begin(&f, 10, 11, 100, D_TASKLIST, SPIN | WRITE, cc_lru, N(cc_lru));
 	end(&f, 10, 11, 120, D_TASKLIST);
@@ -594,12 +564,12 @@ static void test_static_locks_are_named_by_symbol(void)
 	CHECK(r && !strcmp(r->type, "rwlock:W"));
 	CHECK(row(s, 10, "folio_lruvec_lock_irqsave+0x5f", "next_data+0x10") != NULL);
 	mm_snapshot_unref(s);
-	teardown(&f);
+	rec_fx_free(&f);
 }
 
 static void test_a_wait_belongs_to_the_window_it_ends_in(void)
 {
-	struct fx f;
+	struct rec_fx f;
 	setup(&f);
 	begin(&f, 10, 11, 1000, HEAP_LOCK, WRITE, cc_mprotect, N(cc_mprotect));
 	begin(&f, 10, 12, 1100, HEAP_LOCK + 8, SPIN, cc_lru, N(cc_lru));
@@ -623,12 +593,12 @@ static void test_a_wait_belongs_to_the_window_it_ends_in(void)
 	mm_snapshot_unref(s);
 	mm_snapshot_unref(w1);
 	mm_snapshot_unref(w2);
-	teardown(&f);
+	rec_fx_free(&f);
 }
 
 static void test_a_full_window_keeps_waits_in_other_rows(void)
 {
-	struct fx f;
+	struct rec_fx f;
 	setup(&f);
 	/* 4096 distinct locks fill the window; 10 more go to one "(other)" row. */
 	const unsigned keys = 4096, extra = 10;
@@ -650,7 +620,7 @@ static void test_a_full_window_keeps_waits_in_other_rows(void)
 	s = mm_host_snapshot(f.h, 10001);
 	CHECK_U64(s->nlocks, 1);
 	mm_snapshot_unref(s);
-	teardown(&f);
+	rec_fx_free(&f);
 }
 
 int main(void)

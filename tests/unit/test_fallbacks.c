@@ -23,50 +23,26 @@ enum { START, ACQ, NTP };
 #define IP_MADVISE  0xffffffff81600040ull /* inside madvise_lock */
 #define MM	    0xffff888000001000ull
 
-struct fx {
-	struct tep_handle *tep;
-	struct mm_host *h;
-	struct mm_symbols *syms;
-	struct tep_event *ev[NTP];
-	unsigned stream[NTP];
-};
-
-static void setup(struct fx *f)
+static void setup(struct rec_fx *f)
 {
 	static const char *const fmts[NTP] = {fmt_mmap_lock_start_locking,
 					      fmt_mmap_lock_acquire_returned};
-	struct mm_config cfg;
-	mm_config_defaults(&cfg);
-	snprintf(cfg.collectors, sizeof(cfg.collectors), "fallbacks");
-	memset(f, 0, sizeof(*f));
-	f->h = mm_host_new(&cfg, rec_lookup, NULL, 0);
-	f->syms = mm_symbols_new();
-	mm_symbols_add(f->syms, 0xffffffff815de000ull, 'T', "__mmap_lock_do_trace_start_locking");
-	mm_symbols_add(f->syms, 0xffffffff815de100ull, 'T',
-		       "__mmap_lock_do_trace_acquire_returned");
-	mm_symbols_add(f->syms, 0xffffffff815def90ull, 'T', "lock_mm_and_find_vma");
-	mm_symbols_add(f->syms, 0xffffffff815df200ull, 'T', "expand_stack");
-	mm_symbols_add(f->syms, 0xffffffff81600000ull, 't', "madvise_lock");
-	mm_symbols_sort(f->syms);
-	mm_host_set_symbols(f->h, f->syms);
-	f->tep = tep_alloc();
-	for (int i = 0; i < NTP; i++) {
-		tep_parse_format(f->tep, &f->ev[i], fmts[i], strlen(fmts[i]), "mmap_lock");
-		f->stream[i] = (unsigned)mm_host_add_tp(f->h, "mmap_lock", f->ev[i]->name, f->ev[i],
-							REC_SAMPLE_TYPE_IP, NULL);
-	}
-	mm_host_add_task_stream(f->h, REC_TASK_TYPE, NULL);
+	static const char *const sys[NTP] = {"mmap_lock", "mmap_lock"};
+	static const struct rec_sym syms[] = {
+		{0xffffffff815de000ull, 'T', "__mmap_lock_do_trace_start_locking"},
+		{0xffffffff815de100ull, 'T', "__mmap_lock_do_trace_acquire_returned"},
+		{0xffffffff815def90ull, 'T', "lock_mm_and_find_vma"},
+		{0xffffffff815df200ull, 'T', "expand_stack"},
+		{0xffffffff81600000ull, 't', "madvise_lock"},
+	};
+
+	rec_fx_new(f, "fallbacks", rec_lookup, syms, sizeof(syms) / sizeof(syms[0]));
+	f->task = rec_add_streams(f->h, f->tep, NTP, fmts, sys, f->ev, f->stream,
+				  REC_SAMPLE_TYPE_IP, -1, 0);
 	mm_host_start(f->h);
 }
 
-static void teardown(struct fx *f)
-{
-	mm_host_free(f->h);
-	mm_symbols_free(f->syms);
-	tep_free(f->tep);
-}
-
-static void start(struct fx *f, uint32_t pid, uint32_t tid, uint64_t t, uint64_t ip, int write)
+static void start(struct rec_fx *f, uint32_t pid, uint32_t tid, uint64_t t, uint64_t ip, int write)
 {
 	struct rec r;
 	struct rec_field v[] = {{"mm", MM}, {"write", (uint64_t)write}};
@@ -74,8 +50,8 @@ static void start(struct fx *f, uint32_t pid, uint32_t tid, uint64_t t, uint64_t
 		       rec_sample_ip(&r, f->ev[START], pid, tid, t, ip, v, 2));
 }
 
-static void acquired(struct fx *f, uint32_t pid, uint32_t tid, uint64_t t, uint64_t ip, int write,
-		     int ok)
+static void acquired(struct rec_fx *f, uint32_t pid, uint32_t tid, uint64_t t, uint64_t ip,
+		     int write, int ok)
 {
 	struct rec r;
 	struct rec_field v[] = {{"mm", MM}, {"write", (uint64_t)write}, {"success", (uint64_t)ok}};
@@ -101,7 +77,7 @@ static bool noted(const struct mm_snapshot *s, const char *what)
 
 static void test_fallbacks_and_waits(void)
 {
-	struct fx f;
+	struct rec_fx f;
 	setup(&f);
 	/* Uncontended: start, acquired. */
 	start(&f, 10, 11, 1000, IP_FALLBACK, 0);
@@ -127,12 +103,12 @@ static void test_fallbacks_and_waits(void)
 	}
 	CHECK_U64(global(s, "unattributed"), 0);
 	mm_snapshot_unref(s);
-	teardown(&f);
+	rec_fx_free(&f);
 }
 
 static void test_a_trylock_without_start_is_detected(void)
 {
-	struct fx f;
+	struct rec_fx f;
 	setup(&f);
 	/* 6.12's shape: the failed trylock comes first, then start and acquired. */
 	acquired(&f, 40, 41, 1000, IP_FALLBACK, 0, 0);
@@ -141,12 +117,12 @@ static void test_a_trylock_without_start_is_detected(void)
 	CHECK_U64(global(s, "unattributed"), 1);
 	CHECK(noted(s, "start_locking"));
 	mm_snapshot_unref(s);
-	teardown(&f);
+	rec_fx_free(&f);
 }
 
 static void test_other_read_locks_and_write_locks_are_not_fallbacks(void)
 {
-	struct fx f;
+	struct rec_fx f;
 	setup(&f);
 	/* madvise's read lock, inlined trace: not a fault. */
 	start(&f, 20, 20, 1000, IP_MADVISE, 0);
@@ -165,12 +141,12 @@ static void test_other_read_locks_and_write_locks_are_not_fallbacks(void)
 	CHECK(!p || (p->window.fallback_locks == 0 && p->window.fallback_lock_waits == 0));
 	CHECK_U64(global(s, "unattributed"), 2); /* the helper's start, the start without IP */
 	mm_snapshot_unref(s);
-	teardown(&f);
+	rec_fx_free(&f);
 }
 
 static void test_a_kernel_tracing_only_through_the_helper_is_detected(void)
 {
-	struct fx f;
+	struct rec_fx f;
 	setup(&f);
 	/* Where the fault path is inlined, helper samples (system calls) are normal. */
 	start(&f, 50, 51, 1, IP_FALLBACK, 0);
@@ -179,7 +155,7 @@ static void test_a_kernel_tracing_only_through_the_helper_is_detected(void)
 	struct mm_snapshot *s = mm_host_snapshot(f.h, 1);
 	CHECK(!noted(s, "helper"));
 	mm_snapshot_unref(s);
-	teardown(&f);
+	rec_fx_free(&f);
 	/* 999 helper samples and nothing else: too early to say. At 1000: said. */
 	setup(&f);
 	for (uint64_t i = 0; i < 999; i++)
@@ -192,12 +168,12 @@ static void test_a_kernel_tracing_only_through_the_helper_is_detected(void)
 	CHECK(noted(s, "helper"));
 	CHECK_U64(global(s, "unattributed"), 1000);
 	mm_snapshot_unref(s);
-	teardown(&f);
+	rec_fx_free(&f);
 }
 
 static void test_state_of_an_exited_thread_is_dropped(void)
 {
-	struct fx f;
+	struct rec_fx f;
 	setup(&f);
 	start(&f, 30, 31, 1000, IP_FALLBACK, 0);
 	acquired(&f, 30, 31, 1100, IP_FALLBACK, 0, 0);
@@ -214,7 +190,7 @@ static void test_state_of_an_exited_thread_is_dropped(void)
 		CHECK_U64(p->window.fallback_lock_waits, 1);
 	}
 	mm_snapshot_unref(s);
-	teardown(&f);
+	rec_fx_free(&f);
 }
 
 int main(void)

@@ -28,16 +28,7 @@ enum { FAULT, START, ACQ, FF, ADD, MAP, REL, NTP };
 #define A_MPROTECT 0xffffffff81008000ull /* do_mprotect_pkey.isra.0 */
 #define A_MYSTERY  0xffffffff81009000ull /* some_other_function */
 
-struct fx {
-	struct tep_handle *tep;
-	struct mm_host *h;
-	struct mm_symbols *syms;
-	struct tep_event *ev[NTP];
-	unsigned stream[NTP];
-	unsigned task;
-};
-
-static void setup(struct fx *f)
+static void setup(struct rec_fx *f)
 {
 	static const char *const fmts[NTP] = {fmt_page_fault_user,
 					      fmt_mmap_lock_start_locking,
@@ -48,57 +39,45 @@ static void setup(struct fx *f)
 					      fmt_mmap_lock_released};
 	static const char *const sys[NTP] = {"exceptions", "mmap_lock", "mmap_lock", "filemap",
 					     "filemap",	   "filemap",	"mmap_lock"};
-	struct mm_config cfg;
-	mm_config_defaults(&cfg);
-	snprintf(cfg.collectors, sizeof(cfg.collectors), "faults");
-	memset(f, 0, sizeof(*f));
-	f->syms = mm_symbols_new();
-	mm_symbols_add(f->syms, A_TRACE, 'T', "__mmap_lock_do_trace_acquire_returned");
-	mm_symbols_add(f->syms, A_LOCK_MM, 'T', "lock_mm_and_find_vma");
-	mm_symbols_add(f->syms, A_EXC, 'T', "exc_page_fault");
-	mm_symbols_add(f->syms, A_ANON, 't', "__vmf_anon_prepare");
-	mm_symbols_add(f->syms, A_HANDLE, 'T', "handle_mm_fault");
-	mm_symbols_add(f->syms, A_MMAP, 'T', "vm_mmap_pgoff");
-	mm_symbols_add(f->syms, A_SYSCALL, 'T', "do_syscall_64");
-	mm_symbols_add(f->syms, A_MPROTECT, 't', "do_mprotect_pkey.isra.0");
-	mm_symbols_add(f->syms, A_MYSTERY, 't', "some_other_function");
-	mm_symbols_sort(f->syms);
-	f->h = mm_host_new(&cfg, rec_lookup, NULL, 0);
-	mm_host_set_symbols(f->h, f->syms);
-	f->tep = tep_alloc();
+	static const struct rec_sym syms[] = {
+		{A_TRACE, 'T', "__mmap_lock_do_trace_acquire_returned"},
+		{A_LOCK_MM, 'T', "lock_mm_and_find_vma"},
+		{A_EXC, 'T', "exc_page_fault"},
+		{A_ANON, 't', "__vmf_anon_prepare"},
+		{A_HANDLE, 'T', "handle_mm_fault"},
+		{A_MMAP, 'T', "vm_mmap_pgoff"},
+		{A_SYSCALL, 'T', "do_syscall_64"},
+		{A_MPROTECT, 't', "do_mprotect_pkey.isra.0"},
+		{A_MYSTERY, 't', "some_other_function"},
+	};
+
+	rec_fx_new(f, "faults", rec_lookup, syms, sizeof(syms) / sizeof(syms[0]));
 	f->task = rec_add_streams(f->h, f->tep, NTP, fmts, sys, f->ev, f->stream, REC_SAMPLE_TYPE,
 				  ACQ, REC_SAMPLE_TYPE_CC);
 	mm_host_start(f->h);
 }
 
-static void teardown(struct fx *f)
-{
-	mm_host_free(f->h);
-	mm_symbols_free(f->syms);
-	tep_free(f->tep);
-}
-
-static void fault(struct fx *f, uint32_t tid, uint64_t t)
+static void fault(struct rec_fx *f, uint32_t tid, uint64_t t)
 {
 	struct rec r;
 	mm_host_record(f->h, f->stream[FAULT], rec_sample(&r, f->ev[FAULT], 10, tid, t, NULL, 0));
 }
 
-static void filemap_fault(struct fx *f, uint32_t tid, uint64_t t, uint64_t index)
+static void filemap_fault(struct rec_fx *f, uint32_t tid, uint64_t t, uint64_t index)
 {
 	struct rec r;
 	struct rec_field v[] = {{"i_ino", 77}, {"s_dev", 8}, {"index", index}};
 	mm_host_record(f->h, f->stream[FF], rec_sample(&r, f->ev[FF], 10, tid, t, v, 3));
 }
 
-static void added(struct fx *f, uint32_t tid, uint64_t t, uint64_t index)
+static void added(struct rec_fx *f, uint32_t tid, uint64_t t, uint64_t index)
 {
 	struct rec r;
 	struct rec_field v[] = {{"i_ino", 77}, {"s_dev", 8}, {"index", index}};
 	mm_host_record(f->h, f->stream[ADD], rec_sample(&r, f->ev[ADD], 10, tid, t, v, 3));
 }
 
-static void map_pages(struct fx *f, uint32_t tid, uint64_t t, uint64_t first, uint64_t last)
+static void map_pages(struct rec_fx *f, uint32_t tid, uint64_t t, uint64_t first, uint64_t last)
 {
 	struct rec r;
 	struct rec_field v[] = {
@@ -106,7 +85,7 @@ static void map_pages(struct fx *f, uint32_t tid, uint64_t t, uint64_t first, ui
 	mm_host_record(f->h, f->stream[MAP], rec_sample(&r, f->ev[MAP], 10, tid, t, v, 4));
 }
 
-static void start(struct fx *f, uint32_t tid, uint64_t t)
+static void start(struct rec_fx *f, uint32_t tid, uint64_t t)
 {
 	struct rec r;
 	struct rec_field v[] = {{"mm", 0x1000}, {"write", 0}};
@@ -115,7 +94,7 @@ static void start(struct fx *f, uint32_t tid, uint64_t t)
 
 /* An acquisition by the frame at @caller (with the tracing helper inside it), reached the way
  * that caller is: from a user fault's exception entry, or from a system call. */
-static void acquired(struct fx *f, uint32_t tid, uint64_t t, int success, uint64_t caller)
+static void acquired(struct rec_fx *f, uint32_t tid, uint64_t t, int success, uint64_t caller)
 {
 	struct rec r;
 	struct rec_field v[] = {{"mm", 0x1000}, {"write", 0}, {"success", (uint64_t)success}};
@@ -131,7 +110,7 @@ static void acquired(struct fx *f, uint32_t tid, uint64_t t, int success, uint64
 		       rec_sample_cc(&r, f->ev[ACQ], 10, tid, t, ips, n, v, 3));
 }
 
-static struct mm_proc_stats totals(struct fx *f)
+static struct mm_proc_stats totals(struct rec_fx *f)
 {
 	mm_host_finish(f->h);
 	struct mm_snapshot *s = mm_host_snapshot(f->h, 1);
@@ -143,7 +122,7 @@ static struct mm_proc_stats totals(struct fx *f)
 
 static void test_fault_without_fallback_is_vma(void)
 {
-	struct fx f;
+	struct rec_fx f;
 	setup(&f);
 	fault(&f, 11, 1000);
 	filemap_fault(&f, 11, 1100, 5);
@@ -151,12 +130,12 @@ static void test_fault_without_fallback_is_vma(void)
 	struct mm_proc_stats s = totals(&f);
 	CHECK_U64(s.faults_vma, 2);
 	CHECK_U64(s.faults_mmap_fallback, 0);
-	teardown(&f);
+	rec_fx_free(&f);
 }
 
 static void test_two_attempts_on_one_page_without_fallback_is_vma_retry(void)
 {
-	struct fx f;
+	struct rec_fx f;
 	setup(&f);
 	fault(&f, 11, 1000);
 	filemap_fault(&f, 11, 1100, 5);
@@ -165,12 +144,12 @@ static void test_two_attempts_on_one_page_without_fallback_is_vma_retry(void)
 	struct mm_proc_stats s = totals(&f);
 	CHECK_U64(s.faults_vma_retry, 1);
 	CHECK_U64(s.faults_vma, 0);
-	teardown(&f);
+	rec_fx_free(&f);
 }
 
 static void test_retry_completed_by_fault_around_is_vma_retry(void)
 {
-	struct fx f;
+	struct rec_fx f;
 	setup(&f);
 	fault(&f, 11, 1000);
 	map_pages(&f, 11, 1050, 0, 15); /* fault-around before the attempt: not a retry */
@@ -182,12 +161,12 @@ static void test_retry_completed_by_fault_around_is_vma_retry(void)
 	struct mm_proc_stats s = totals(&f);
 	CHECK_U64(s.faults_vma_retry, 1);
 	CHECK_U64(s.faults_vma, 1);
-	teardown(&f);
+	rec_fx_free(&f);
 }
 
 static void test_attempt_then_fallback_is_mmap_retry_with_its_wait(void)
 {
-	struct fx f;
+	struct rec_fx f;
 	setup(&f);
 	fault(&f, 11, 1000);
 	filemap_fault(&f, 11, 1100, 5);
@@ -205,12 +184,12 @@ static void test_attempt_then_fallback_is_mmap_retry_with_its_wait(void)
 	CHECK_U64(s.faults_mmap_lock_wait_ns, 30000);
 	CHECK_U64(s.faults_pages_reread, 1);
 	CHECK_U64(s.mmap_lock_by_fault, 2);
-	teardown(&f);
+	rec_fx_free(&f);
 }
 
 static void test_fallback_without_attempt_is_abort_only_while_a_writer_holds_the_lock(void)
 {
-	struct fx f;
+	struct rec_fx f;
 	struct rec r;
 	setup(&f);
 	/* Thread 13 of the process holds the mmap_lock for write (mprotect marking VMAs). */
@@ -229,12 +208,12 @@ static void test_fallback_without_attempt_is_abort_only_while_a_writer_holds_the
 	CHECK_U64(s.faults_mmap_unknown, 1);
 	CHECK_U64(s.faults_mmap_fallback, 2);
 	CHECK_U64(s.faults_mmap_retry, 0);
-	teardown(&f);
+	rec_fx_free(&f);
 }
 
 static void test_anon_prepare_trylock_is_an_attempt_not_a_fallback(void)
 {
-	struct fx f;
+	struct rec_fx f;
 	setup(&f);
 	fault(&f, 11, 1000);
 	acquired(&f, 11, 1500, 1, A_ANON); /* first touch: anon_vma prepared under mmap_lock */
@@ -246,12 +225,12 @@ static void test_anon_prepare_trylock_is_an_attempt_not_a_fallback(void)
 	CHECK_U64(s.faults_mmap_retry, 1);
 	CHECK_U64(s.mmap_lock_by_fault_other, 1);
 	CHECK_U64(s.mmap_lock_by_fault, 1);
-	teardown(&f);
+	rec_fx_free(&f);
 }
 
 static void test_syscall_acquisition_closes_the_window(void)
 {
-	struct fx f;
+	struct rec_fx f;
 	setup(&f);
 	fault(&f, 11, 1000);
 	acquired(&f, 11, 2000, 1, A_MMAP);    /* the fault is over: the thread is in mmap() */
@@ -261,12 +240,12 @@ static void test_syscall_acquisition_closes_the_window(void)
 	CHECK_U64(s.faults_mmap_fallback, 0);
 	CHECK_U64(s.mmap_lock_by_mmap, 1);
 	CHECK_U64(s.mmap_lock_by_fault, 1);
-	teardown(&f);
+	rec_fx_free(&f);
 }
 
 static void test_kernel_mode_fault_is_not_the_user_faults_fallback(void)
 {
-	struct fx f;
+	struct rec_fx f;
 	struct rec r;
 	setup(&f);
 	fault(&f, 11, 1000);
@@ -284,12 +263,12 @@ static void test_kernel_mode_fault_is_not_the_user_faults_fallback(void)
 	CHECK_U64(s.faults_mmap_lock_retries, 0);
 	CHECK_U64(s.mmap_lock_by_fault_kernel, 2);
 	CHECK_U64(s.mmap_lock_by_fault, 0);
-	teardown(&f);
+	rec_fx_free(&f);
 }
 
 static void test_thread_exit_and_finish_close_open_windows(void)
 {
-	struct fx f;
+	struct rec_fx f;
 	struct rec r;
 	setup(&f);
 	fault(&f, 11, 1000);
@@ -300,12 +279,12 @@ static void test_thread_exit_and_finish_close_open_windows(void)
 	mm_snapshot_unref(s);
 	struct mm_proc_stats t = totals(&f); /* finish closes 12 */
 	CHECK_U64(t.faults_vma, 2);
-	teardown(&f);
+	rec_fx_free(&f);
 }
 
 static void test_stale_window_is_closed_by_tick(void)
 {
-	struct fx f;
+	struct rec_fx f;
 	setup(&f);
 	fault(&f, 11, 1000);
 	fault(&f, 12, 3000000000ull); /* 3 s later, another thread */
@@ -313,7 +292,7 @@ static void test_stale_window_is_closed_by_tick(void)
 	struct mm_snapshot *s = mm_host_snapshot(f.h, 1);
 	CHECK_U64(mm_snapshot_find(s, 10)->window.faults_vma, 1);
 	mm_snapshot_unref(s);
-	teardown(&f);
+	rec_fx_free(&f);
 }
 
 static enum mm_lock_source src(const char *a, const char *b, const char *c)

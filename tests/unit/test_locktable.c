@@ -9,25 +9,9 @@
 
 #include "api.h"
 #include "check.h"
+#include "lockrows.h"
 #include "locktable.h"
 #include "prom.h"
-
-static struct mm_snap_lock lock_row(int32_t pid, const char *type, const char *caller,
-				    const char *lock, uint64_t contended, uint64_t wait,
-				    uint64_t max, uint64_t min)
-{
-	struct mm_snap_lock r = {.pid = pid, .lock_pid = -1};
-	snprintf(r.type, sizeof(r.type), "%s", type);
-	snprintf(r.caller, sizeof(r.caller), "%s", caller);
-	snprintf(r.lock, sizeof(r.lock), "%s", lock);
-	snprintf(r.comm, sizeof(r.comm), "p%d", pid);
-	r.contended = contended;
-	r.wait_ns = wait;
-	r.max_ns = max;
-	r.min_ns = min;
-	mm_hist_add(&r.hist, max);
-	return r;
-}
 
 /* Prints with @fn into a string (caller frees). */
 static char *print_to_string(const struct mm_snap_lock *rows, size_t n, int layout)

@@ -16,14 +16,6 @@
 
 enum { FAULT, START, ACQ, REL, CB, NTP };
 
-struct fx {
-	struct tep_handle *tep;
-	struct mm_host *h;
-	struct tep_event *ev[NTP];
-	unsigned stream[NTP];
-	unsigned task;
-};
-
 static uint64_t next_start_ms = 1000;
 static int lookup_fails;
 
@@ -38,33 +30,22 @@ static int lookup(void *ctx, uint32_t pid, struct mm_proc_ident *ret)
 	return 0;
 }
 
-static void setup(struct fx *f)
+static void setup(struct rec_fx *f)
 {
 	static const char *const fmts[NTP] = {fmt_page_fault_user, fmt_mmap_lock_start_locking,
 					      fmt_mmap_lock_acquire_returned,
 					      fmt_mmap_lock_released, fmt_contention_begin};
 	static const char *const sys[NTP] = {"exceptions", "mmap_lock", "mmap_lock", "mmap_lock",
 					     "lock"};
-	struct mm_config cfg;
-	mm_config_defaults(&cfg);
-	snprintf(cfg.collectors, sizeof(cfg.collectors), "mmaplock");
-	memset(f, 0, sizeof(*f));
 	next_start_ms = 1000;
 	lookup_fails = 0;
-	f->h = mm_host_new(&cfg, lookup, NULL, 0);
-	f->tep = tep_alloc();
+	rec_fx_new(f, "mmaplock", lookup, NULL, 0);
 	f->task = rec_add_streams(f->h, f->tep, NTP, fmts, sys, f->ev, f->stream, REC_SAMPLE_TYPE,
 				  -1, 0);
 	mm_host_start(f->h);
 }
 
-static void teardown(struct fx *f)
-{
-	mm_host_free(f->h);
-	tep_free(f->tep);
-}
-
-static void ev(struct fx *f, int tp, uint32_t pid, uint32_t tid, uint64_t t,
+static void ev(struct rec_fx *f, int tp, uint32_t pid, uint32_t tid, uint64_t t,
 	       const struct rec_field *fields, unsigned n)
 {
 	struct rec r;
@@ -73,25 +54,25 @@ static void ev(struct fx *f, int tp, uint32_t pid, uint32_t tid, uint64_t t,
 
 #define MM 0xffff888000001000ull
 
-static void start(struct fx *f, uint32_t pid, uint32_t tid, uint64_t t, int write)
+static void start(struct rec_fx *f, uint32_t pid, uint32_t tid, uint64_t t, int write)
 {
 	struct rec_field v[] = {{"mm", MM}, {"write", (uint64_t)write}};
 	ev(f, START, pid, tid, t, v, 2);
 }
 
-static void acquired(struct fx *f, uint32_t pid, uint32_t tid, uint64_t t, int write, int ok)
+static void acquired(struct rec_fx *f, uint32_t pid, uint32_t tid, uint64_t t, int write, int ok)
 {
 	struct rec_field v[] = {{"mm", MM}, {"write", (uint64_t)write}, {"success", (uint64_t)ok}};
 	ev(f, ACQ, pid, tid, t, v, 3);
 }
 
-static void released(struct fx *f, uint32_t pid, uint32_t tid, uint64_t t, int write)
+static void released(struct rec_fx *f, uint32_t pid, uint32_t tid, uint64_t t, int write)
 {
 	struct rec_field v[] = {{"mm", MM}, {"write", (uint64_t)write}};
 	ev(f, REL, pid, tid, t, v, 2);
 }
 
-static void contention(struct fx *f, uint32_t pid, uint32_t tid, uint64_t t, unsigned flags)
+static void contention(struct rec_fx *f, uint32_t pid, uint32_t tid, uint64_t t, unsigned flags)
 {
 	struct rec_field v[] = {{"lock_addr", MM + 0x78}, {"flags", flags}};
 	ev(f, CB, pid, tid, t, v, 2);
@@ -104,7 +85,7 @@ static const struct mm_snap_proc *proc(const struct mm_snapshot *s, int32_t pid)
 
 static void test_faults_are_counted_per_process(void)
 {
-	struct fx f;
+	struct rec_fx f;
 	setup(&f);
 	for (int i = 0; i < 5; i++)
 		ev(&f, FAULT, 10, 10 + (uint32_t)(i % 2), 100 + (uint64_t)i, NULL, 0);
@@ -116,12 +97,12 @@ static void test_faults_are_counted_per_process(void)
 	CHECK_U64(s->all_window.faults, 6);
 	CHECK_STR(proc(s, 10)->comm, "p10");
 	mm_snapshot_unref(s);
-	teardown(&f);
+	rec_fx_free(&f);
 }
 
 static void test_contended_write_wait_and_hold_are_timed(void)
 {
-	struct fx f;
+	struct rec_fx f;
 	setup(&f);
 	start(&f, 10, 11, 1000, 1);
 	contention(&f, 10, 11, 1100, 1u << 2); /* rwsem, write */
@@ -139,12 +120,12 @@ static void test_contended_write_wait_and_hold_are_timed(void)
 	/* 4000 ns lies in bucket 11: [2048, 4096) */
 	CHECK_U64(p->window.mmap_lock_wait_hist.bucket[11], 1);
 	mm_snapshot_unref(s);
-	teardown(&f);
+	rec_fx_free(&f);
 }
 
 static void test_spinning_contention_is_not_an_mmap_lock_contention(void)
 {
-	struct fx f;
+	struct rec_fx f;
 	setup(&f);
 	start(&f, 10, 11, 1000, 0);
 	contention(&f, 10, 11, 1100, 1u << 0); /* the rwsem's wait_lock spinlock */
@@ -155,12 +136,12 @@ static void test_spinning_contention_is_not_an_mmap_lock_contention(void)
 	CHECK_U64(proc(s, 10)->window.mmap_lock_waits, 1);
 	CHECK_U64(proc(s, 10)->window.mmap_lock_read, 1);
 	mm_snapshot_unref(s);
-	teardown(&f);
+	rec_fx_free(&f);
 }
 
 static void test_trylocks_count_but_are_not_waits(void)
 {
-	struct fx f;
+	struct rec_fx f;
 	setup(&f);
 	acquired(&f, 10, 11, 100, 0, 1);
 	acquired(&f, 10, 11, 200, 0, 0);
@@ -170,12 +151,12 @@ static void test_trylocks_count_but_are_not_waits(void)
 	CHECK_U64(proc(s, 10)->window.mmap_lock_trylock_fail, 2);
 	CHECK_U64(proc(s, 10)->window.mmap_lock_waits, 0);
 	mm_snapshot_unref(s);
-	teardown(&f);
+	rec_fx_free(&f);
 }
 
 static void test_downgrade_ends_the_write_hold(void)
 {
-	struct fx f;
+	struct rec_fx f;
 	setup(&f);
 	acquired(&f, 10, 11, 1000, 1, 1);
 	acquired(&f, 10, 11, 1600, 0, 1); /* mmap_write_downgrade */
@@ -185,12 +166,12 @@ static void test_downgrade_ends_the_write_hold(void)
 	CHECK_U64(proc(s, 10)->window.mmap_lock_write, 1);
 	CHECK_U64(proc(s, 10)->window.mmap_lock_read, 1);
 	mm_snapshot_unref(s);
-	teardown(&f);
+	rec_fx_free(&f);
 }
 
 static void test_fork_holds_two_mmap_locks_for_write_at_once(void)
 {
-	struct fx f;
+	struct rec_fx f;
 	setup(&f);
 	const uint64_t parent = MM, child = MM + 0x1000;
 	struct rec_field a1[] = {{"mm", parent}, {"write", 1}, {"success", 1}};
@@ -207,7 +188,7 @@ static void test_fork_holds_two_mmap_locks_for_write_at_once(void)
 	for (size_t i = 0; i < s->nglobals; i++)
 		CHECK_U64(s->globals[i].total, 0);
 	mm_snapshot_unref(s);
-	teardown(&f);
+	rec_fx_free(&f);
 }
 
 static uint64_t global(const struct mm_snapshot *s, const char *name)
@@ -220,7 +201,7 @@ static uint64_t global(const struct mm_snapshot *s, const char *name)
 
 static void test_unpaired_events_are_counted_not_guessed(void)
 {
-	struct fx f;
+	struct rec_fx f;
 	setup(&f);
 	released(&f, 10, 11, 500, 1); /* lock taken before we started */
 	start(&f, 10, 12, 600, 0);
@@ -234,12 +215,12 @@ static void test_unpaired_events_are_counted_not_guessed(void)
 	CHECK_U64(proc(s, 10)->window.mmap_lock_waits, 0);
 	CHECK_U64(proc(s, 10)->window.mmap_lock_read, 1);
 	mm_snapshot_unref(s);
-	teardown(&f);
+	rec_fx_free(&f);
 }
 
 static void test_pid_reuse_makes_two_processes(void)
 {
-	struct fx f;
+	struct rec_fx f;
 	struct rec r;
 	setup(&f);
 	mm_host_record(f.h, f.task, rec_task(&r, PERF_RECORD_FORK, 42, 42, 10));
@@ -270,12 +251,12 @@ static void test_pid_reuse_makes_two_processes(void)
 	CHECK_U64(first, 1);
 	CHECK_U64(second, 2);
 	mm_snapshot_unref(s);
-	teardown(&f);
+	rec_fx_free(&f);
 }
 
 static void test_late_events_of_an_exited_process_stay_with_it(void)
 {
-	struct fx f;
+	struct rec_fx f;
 	struct rec r;
 	setup(&f);
 	ev(&f, FAULT, 42, 42, 20, NULL, 0);
@@ -287,12 +268,12 @@ static void test_late_events_of_an_exited_process_stay_with_it(void)
 	CHECK_U64(s->procs[0].window.faults, 1);
 	CHECK_U64(s->procs[0].window.mmap_lock_write, 1);
 	mm_snapshot_unref(s);
-	teardown(&f);
+	rec_fx_free(&f);
 }
 
 static void test_windows_roll_into_totals_and_exited_processes_go(void)
 {
-	struct fx f;
+	struct rec_fx f;
 	struct rec r;
 	setup(&f);
 	ev(&f, FAULT, 10, 10, 1, NULL, 0);
@@ -315,7 +296,7 @@ static void test_windows_roll_into_totals_and_exited_processes_go(void)
 	CHECK_U64(s->events[f.stream[FAULT]].lost, 7);
 	CHECK_U64(s->events[f.stream[FAULT]].window_lost, 0);
 	mm_snapshot_unref(s);
-	teardown(&f);
+	rec_fx_free(&f);
 }
 
 static void test_missing_required_tracepoint_fails_only_that_collector(void)

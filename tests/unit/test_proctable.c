@@ -98,7 +98,7 @@ static void test_fork_of_a_reused_pid_retires_the_old_entry(void)
 	CHECK(!now->exited);
 	CHECK(now->start_ms != old->start_ms);
 	CHECK_U64(mm_proctable_count(t), 2);
-	mm_proctable_roll(t);
+	mm_proctable_roll(t, 0);
 	CHECK_U64(mm_proctable_count(t), 1);
 	CHECK(mm_proctable_first(t) == now);
 	mm_proctable_free(t);
@@ -147,15 +147,43 @@ static void test_roll_moves_window_into_closed(void)
 	struct mm_proctable *t = mm_proctable_new(fake, NULL);
 	struct mm_proc *p = mm_proctable_get(t, 7, 0);
 	p->window.faults = 4;
-	mm_proctable_roll(t);
+	mm_proctable_roll(t, 0);
 	CHECK_U64(p->window.faults, 0);
 	CHECK_U64(p->closed.faults, 4);
 	p->window.faults = 1;
 	mm_proctable_exit(t, 7);
 	CHECK(p->exited);
-	mm_proctable_roll(t);
+	mm_proctable_roll(t, 0);
 	CHECK_U64(mm_proctable_count(t), 0);
 	CHECK(mm_proctable_first(t) == NULL);
+	mm_proctable_free(t);
+}
+
+static void test_counts_of_a_process_born_after_the_closing_window_go_to_the_next(void)
+{
+	/* The lookup says the process started at 5000 ms; the closing tick of the window that
+	 * ended at 4000 runs late, after that. */
+	gone = 0;
+	struct mm_proctable *t = mm_proctable_new(fixed, NULL);
+	struct mm_proc *p = mm_proctable_get(t, 7, 0);
+	CHECK(mm_proctable_counts(p, 0) == &p->window);	   /* outside a closing tick */
+	CHECK(mm_proctable_counts(p, 5000) == &p->window); /* born before the end */
+	struct mm_proc_stats *c = mm_proctable_counts(p, 4000);
+	CHECK(c != NULL && c != &p->window);
+	c->minflt = 12;
+	CHECK(mm_proctable_counts(p, 4000) == c);
+	mm_proctable_exit(t, 7);
+	mm_proctable_roll(t, 4500); /* the window ending at 4000 closes without it, */
+	CHECK_U64(p->window.minflt, 0); /* and so does the next one, ending before its start */
+	CHECK(p->carry == c);
+	mm_proctable_roll(t, 5500);
+	CHECK_U64(p->closed.minflt, 0);
+	CHECK_U64(p->window.minflt, 12); /* the next one starts with the carry */
+	CHECK(p->carry == NULL);
+	CHECK_U64(mm_proctable_count(t), 1); /* exited, kept for that window */
+	CHECK(mm_proctable_find(t, 7) == p);
+	mm_proctable_roll(t, 0);
+	CHECK_U64(mm_proctable_count(t), 0);
 	mm_proctable_free(t);
 }
 
@@ -167,5 +195,6 @@ int main(void)
 	RUN(test_fork_of_a_reused_pid_retires_the_old_entry);
 	RUN(test_fork_of_a_process_seen_early_keeps_its_entry);
 	RUN(test_roll_moves_window_into_closed);
+	RUN(test_counts_of_a_process_born_after_the_closing_window_go_to_the_next);
 	return check_summary();
 }

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "snaps.h"
 #include "plugin.h"
 #include "prom.h"
 
@@ -281,23 +282,14 @@ static void test_histogram_is_cumulative_and_ends_with_count(void)
 static void test_globals_events_collectors_and_build_info_appear(void)
 {
 	struct mm_snapshot *s = mm_snapshot_new(0, 3, 2, 2);
-	strcpy(s->version, "0.1.0");
-	strcpy(s->kernel, "6.12.0-x");
-	s->started_ms = 1000;
-	s->taken_ms = 62500;
+	snap_origin(s, "0.1.0", "6.12.0-x", 1000, 62500);
 	s->windows_stored = 4;
 	s->store_errors = 2;
 	s->procs_tracked = 9;
-	strcpy(s->globals[0].family, "vmstat");
-	strcpy(s->globals[0].name, "pgfault");
+	snap_global(&s->globals[0], "vmstat", "pgfault", 11);
 	strcpy(s->globals[0].help, "Deltas of /proc/vmstat.");
-	s->globals[0].total = 11;
-	strcpy(s->globals[1].family, "unmatched");
-	strcpy(s->globals[1].name, "released");
-	s->globals[1].total = 5;
-	strcpy(s->globals[2].family, "vmstat");
-	strcpy(s->globals[2].name, "vma_lock_abort");
-	s->globals[2].total = 3;
+	snap_global(&s->globals[1], "unmatched", "released", 5);
+	snap_global(&s->globals[2], "vmstat", "vma_lock_abort", 3);
 	strcpy(s->events[0].name, "exceptions:page_fault_user");
 	s->events[0].open = true;
 	s->events[0].samples = 77;
@@ -332,12 +324,10 @@ static void test_global_family_clashing_with_builtin_is_renamed(void)
 {
 	struct mm_snapshot *s = mm_snapshot_new(0, 3, 1, 0);
 	strcpy(s->events[0].name, "a:b");
-	strcpy(s->globals[0].family, "events"); /* would be mmlockd_events_total */
-	strcpy(s->globals[0].name, "x");
-	strcpy(s->globals[1].family, "page-faults"); /* sanitized to mmlockd_page_faults_total */
-	strcpy(s->globals[1].name, "y");
-	strcpy(s->globals[2].family, "events"); /* same family, same name: dropped */
-	strcpy(s->globals[2].name, "x");
+	snap_global(&s->globals[0], "events", "x", 0); /* would be mmlockd_events_total */
+	/* sanitized to mmlockd_page_faults_total */
+	snap_global(&s->globals[1], "page-faults", "y", 0);
+	snap_global(&s->globals[2], "events", "x", 0); /* same family, same name: dropped */
 	char *t = format(s, 0);
 
 	CHECK_U64(count(t, "# TYPE mmlockd_events_total "), 1);
@@ -375,13 +365,9 @@ static void test_families_of_collectors_not_running_are_absent(void)
 	free(s->globals);
 	s->globals = calloc(2, sizeof(*s->globals));
 	s->nglobals = 2;
-	strcpy(s->globals[0].family, "totals_events");
-	strcpy(s->globals[0].name, "exit_messages");
+	snap_global(&s->globals[0], "totals_events", "exit_messages", 7);
 	strcpy(s->globals[0].collector, "totals");
-	s->globals[0].total = 7;
-	strcpy(s->globals[1].family, "daemon_things");
-	strcpy(s->globals[1].name, "x");
-	s->globals[1].total = 3;
+	snap_global(&s->globals[1], "daemon_things", "x", 3);
 	s->procs[0].total.minflt = 5;
 	s->all_total.minflt = 5;
 	char *t = format(s, 2);

@@ -43,19 +43,10 @@ if [ $# -lt 1 ] || [ $# -gt 2 ]; then
 fi
 MMLOCKD=$1
 DATA=${2:-$(cd "$(dirname "$0")/../data" 2>/dev/null && pwd)}
-PASSED=0
-FAILED=0
 XFAILED=0
+# shellcheck source=tests/privileged/lib.sh
+. "$(dirname "$0")/../privileged/lib.sh" # log, pass, fail
 
-log() { printf '%s\n' "$*"; }
-pass() {
-	PASSED=$((PASSED + 1))
-	log "PASS: $*"
-}
-fail() {
-	FAILED=$((FAILED + 1))
-	log "FAIL: $*"
-}
 finish() {
 	[ "$XFAILED" -eq 0 ] ||
 		log "$XFAILED expected failure(s) (XFAIL: the known mmlockd issue above; STRICT=1 fails them)"

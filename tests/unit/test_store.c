@@ -22,55 +22,11 @@
 #include <sqlite3.h>
 
 #include "check.h"
+#include "dbfiles.h"
 #include "log.h"
 #include "snapshot.h"
 #include "stats.h"
 #include "store.h"
-
-static char tmpdir[] = "/tmp/mmlockd-test-store-XXXXXX";
-static int dbno;
-
-/* A fresh database path in the temporary directory. */
-static const char *new_path(void)
-{
-	static char path[256];
-
-	snprintf(path, sizeof(path), "%s/db%d/history.db", tmpdir, ++dbno);
-	return path;
-}
-
-/* First column of the first row of @sql on the database at @path, as an integer; -1 on error. */
-static long long q_int(const char *path, const char *sql)
-{
-	sqlite3 *db = NULL;
-	sqlite3_stmt *s = NULL;
-	long long v = -1;
-
-	if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK &&
-	    sqlite3_prepare_v2(db, sql, -1, &s, NULL) == SQLITE_OK && sqlite3_step(s) == SQLITE_ROW)
-		v = sqlite3_column_int64(s, 0);
-	else
-		fprintf(stderr, "q_int(%s): %s\n", sql, sqlite3_errmsg(db));
-	sqlite3_finalize(s);
-	sqlite3_close(db);
-	return v;
-}
-
-/* Same, as text into @buf ("" on error). */
-static const char *q_text(const char *path, const char *sql, char *buf, size_t size)
-{
-	sqlite3 *db = NULL;
-	sqlite3_stmt *s = NULL;
-
-	buf[0] = '\0';
-	if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK &&
-	    sqlite3_prepare_v2(db, sql, -1, &s, NULL) == SQLITE_OK &&
-	    sqlite3_step(s) == SQLITE_ROW && sqlite3_column_text(s, 0))
-		snprintf(buf, size, "%s", (const char *)sqlite3_column_text(s, 0));
-	sqlite3_finalize(s);
-	sqlite3_close(db);
-	return buf;
-}
 
 /* Runs @sql on @path (created if needed) with plain SQLite. Returns the SQLite result code. */
 static int raw_exec(const char *path, const char *sql)
@@ -698,6 +654,26 @@ static const char *json_q(const char *json, const char *expr, char *buf, size_t 
 	return buf;
 }
 
+/* mm_store_history_json(@st, @pid, @since, @until, @limit) read through json_q(@expr), or
+ * "(failed)". */
+static const char *history_q(struct mm_store *st, int pid, double since, double until,
+			     unsigned limit, const char *expr)
+{
+	static char buf[256];
+	struct mm_buf out = MM_BUF_INIT;
+
+	if (mm_store_history_json(st, pid, since, until, limit, &out) < 0)
+		snprintf(buf, sizeof(buf), "(failed)");
+	else
+		json_q(out.data, expr, buf, sizeof(buf));
+	mm_buf_free(&out);
+	return buf;
+}
+
+/* The values of SQL expression @expr over the array's elements (each is `value`),
+ * comma-separated. */
+#define EACH(expr) "(SELECT group_concat(" expr ") FROM json_each(?1))"
+
 /* Three windows [0,10) [10,20) [20,30) s; pid 1 in all, pid 2 (two incarnations) in the last. */
 static struct mm_store *history_fixture(const char *path)
 {
@@ -739,43 +715,24 @@ static void test_history_json_filters_by_pid_and_time(void)
 	CHECK_CONTAINS(out.data, "\"comm\":\"a\\\"b\\\\c\"");
 
 	/* pid 1 only: three rows with its counters. */
-	mm_buf_reset(&out);
-	CHECK(mm_store_history_json(st, 1, 0, 1e12, 100, &out) == 0);
-	CHECK_STR(json_q(out.data, "json_array_length(?1)", buf, sizeof(buf)), "3");
-	CHECK_STR(json_q(out.data,
-			 "(SELECT group_concat(json_extract(value, '$.pid') || ':' || "
-			 "json_extract(value, '$.faults')) FROM json_each(?1))",
-			 buf, sizeof(buf)),
+	CHECK_STR(history_q(st, 1, 0, 1e12, 100, "json_array_length(?1)"), "3");
+	CHECK_STR(history_q(st, 1, 0, 1e12, 100,
+			    EACH("json_extract(value, '$.pid') || ':' || json_extract(value, "
+				 "'$.faults')")),
 		  "1:1001,1:2001,1:3001");
 
 	/* Both incarnations of pid 2. */
-	mm_buf_reset(&out);
-	CHECK(mm_store_history_json(st, 2, 0, 1e12, 100, &out) == 0);
-	CHECK_STR(json_q(out.data,
-			 "(SELECT group_concat(json_extract(value, '$.comm') || '@' || "
-			 "json_extract(value, '$.start_time'), ' ') FROM json_each(?1))",
-			 buf, sizeof(buf)),
+	CHECK_STR(history_q(st, 2, 0, 1e12, 100,
+			    "(SELECT group_concat(json_extract(value, '$.comm') || '@' || "
+			    "json_extract(value, '$.start_time'), ' ') FROM json_each(?1))"),
 		  "a\"b\\c@1234.567 reused@2000.0");
 
 	/* Time: ts_end > since and ts_start < until, both strict. */
-	mm_buf_reset(&out);
-	CHECK(mm_store_history_json(st, 1, 10, 20, 100, &out) == 0);
-	CHECK_STR(json_q(out.data,
-			 "(SELECT group_concat(json_extract(value, '$.ts_start')) FROM "
-			 "json_each(?1))",
-			 buf, sizeof(buf)),
-		  "10.0");
-	mm_buf_reset(&out);
-	CHECK(mm_store_history_json(st, 1, 9.5, 20.5, 100, &out) == 0);
-	CHECK_STR(json_q(out.data, "json_array_length(?1)", buf, sizeof(buf)), "3");
+	CHECK_STR(history_q(st, 1, 10, 20, 100, EACH("json_extract(value, '$.ts_start')")), "10.0");
+	CHECK_STR(history_q(st, 1, 9.5, 20.5, 100, "json_array_length(?1)"), "3");
 
 	/* Limit keeps the oldest. */
-	mm_buf_reset(&out);
-	CHECK(mm_store_history_json(st, -1, 0, 1e12, 2, &out) == 0);
-	CHECK_STR(json_q(out.data,
-			 "(SELECT group_concat(json_extract(value, '$.ts_start')) FROM "
-			 "json_each(?1))",
-			 buf, sizeof(buf)),
+	CHECK_STR(history_q(st, -1, 0, 1e12, 2, EACH("json_extract(value, '$.ts_start')")),
 		  "0.0,10.0");
 
 	/* No rows: an empty array, appended after what was there. */
@@ -1119,25 +1076,10 @@ static void test_disk_full_gives_enospc_and_keeps_earlier_windows(void)
 	CHECK_U64(WEXITSTATUS(status), 0);
 }
 
-static void cleanup(void)
-{
-	char cmd[300];
-
-	if (getenv("MM_TEST_KEEP")) {
-		printf("kept %s\n", tmpdir);
-		return;
-	}
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
-	if (system(cmd) != 0)
-		fprintf(stderr, "could not remove %s\n", tmpdir);
-}
-
 int main(void)
 {
-	if (!mkdtemp(tmpdir)) {
-		perror("mkdtemp");
+	if (tmpdir_create("store") < 0)
 		return 1;
-	}
 	if (!getenv("MM_TEST_VERBOSE"))
 		mm_log_set_level(LOG_CRIT); /* the failure tests log errors on purpose */
 
@@ -1170,6 +1112,6 @@ int main(void)
 	RUN(test_unwritable_places_give_eacces);
 	RUN(test_disk_full_gives_enospc_and_keeps_earlier_windows);
 
-	cleanup();
+	tmpdir_remove();
 	return check_summary();
 }

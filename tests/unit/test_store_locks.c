@@ -12,67 +12,23 @@
 #include <sqlite3.h>
 
 #include "check.h"
+#include "dbfiles.h"
+#include "lockrows.h"
 #include "locktable.h"
 #include "log.h"
 #include "snapshot.h"
 #include "store.h"
 
-static char tmpdir[] = "/tmp/mmlockd-test-store-locks-XXXXXX";
-static int dbno;
-
-static const char *new_path(void)
+/* lock_row() with a start time (1000 * pid ms), the holder's pid @lock_pid (-1: none) and a
+ * histogram of @max once and @min for every other wait. */
+static struct mm_snap_lock stored_row(int32_t pid, const char *type, const char *caller,
+				      const char *lock, int32_t lock_pid, uint64_t contended,
+				      uint64_t wait, uint64_t max, uint64_t min)
 {
-	static char path[256];
-	snprintf(path, sizeof(path), "%s/db%d/history.db", tmpdir, ++dbno);
-	return path;
-}
+	struct mm_snap_lock r = lock_row(pid, type, caller, lock, contended, wait, max, min);
 
-static long long q_int(const char *path, const char *sql)
-{
-	sqlite3 *db = NULL;
-	sqlite3_stmt *s = NULL;
-	long long v = -1;
-
-	if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK &&
-	    sqlite3_prepare_v2(db, sql, -1, &s, NULL) == SQLITE_OK && sqlite3_step(s) == SQLITE_ROW)
-		v = sqlite3_column_type(s, 0) == SQLITE_NULL ? -2 : sqlite3_column_int64(s, 0);
-	else
-		fprintf(stderr, "q_int(%s): %s\n", sql, sqlite3_errmsg(db));
-	sqlite3_finalize(s);
-	sqlite3_close(db);
-	return v;
-}
-
-static const char *q_text(const char *path, const char *sql, char *buf, size_t size)
-{
-	sqlite3 *db = NULL;
-	sqlite3_stmt *s = NULL;
-
-	buf[0] = '\0';
-	if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK &&
-	    sqlite3_prepare_v2(db, sql, -1, &s, NULL) == SQLITE_OK &&
-	    sqlite3_step(s) == SQLITE_ROW && sqlite3_column_text(s, 0))
-		snprintf(buf, size, "%s", (const char *)sqlite3_column_text(s, 0));
-	sqlite3_finalize(s);
-	sqlite3_close(db);
-	return buf;
-}
-
-static struct mm_snap_lock lock_row(int32_t pid, const char *type, const char *caller,
-				    const char *lock, int32_t lock_pid, uint64_t contended,
-				    uint64_t wait, uint64_t max, uint64_t min)
-{
-	struct mm_snap_lock r = {
-		.pid = pid, .start_ms = 1000 * (uint64_t)pid, .lock_pid = lock_pid};
-	snprintf(r.comm, sizeof(r.comm), "p%d", pid);
-	snprintf(r.type, sizeof(r.type), "%s", type);
-	snprintf(r.caller, sizeof(r.caller), "%s", caller);
-	snprintf(r.lock, sizeof(r.lock), "%s", lock);
-	r.contended = contended;
-	r.wait_ns = wait;
-	r.max_ns = max;
-	r.min_ns = min;
-	mm_hist_add(&r.hist, max);
+	r.start_ms = 1000 * (uint64_t)pid;
+	r.lock_pid = lock_pid;
 	for (uint64_t i = 1; i < contended; i++)
 		mm_hist_add(&r.hist, min);
 	return r;
@@ -101,10 +57,10 @@ static void test_a_window_writes_its_rows_to_the_view(void)
 	struct mm_store *st = NULL;
 	char buf[256];
 	struct mm_snap_lock rows[] = {
-		lock_row(10, "rwsem:W", "do_mprotect_pkey+0xc7", "mmap_lock", 10, 3, 7000, 4000,
-			 1000),
-		lock_row(11, "spinlock", "folio_lruvec_lock_irqsave+0x5f", "0xffff888100000000", -1,
-			 1, 30, 30, 30),
+		stored_row(10, "rwsem:W", "do_mprotect_pkey+0xc7", "mmap_lock", 10, 3, 7000, 4000,
+			   1000),
+		stored_row(11, "spinlock", "folio_lruvec_lock_irqsave+0x5f", "0xffff888100000000",
+			   -1, 1, 30, 30, 30),
 	};
 
 	CHECK(mm_store_open(path, &st) == 0);
@@ -137,16 +93,16 @@ static void test_query_sums_windows_and_filters(void)
 	const char *path = new_path();
 	struct mm_store *st = NULL, *ro = NULL;
 	struct mm_snap_lock w1[] = {
-		lock_row(10, "rwsem:W", "do_mprotect_pkey+0xc7", "mmap_lock", 10, 3, 7000, 4000,
-			 1000),
-		lock_row(11, "spinlock", "x+0x1", "0x10", -1, 1, 30, 30, 30),
+		stored_row(10, "rwsem:W", "do_mprotect_pkey+0xc7", "mmap_lock", 10, 3, 7000, 4000,
+			   1000),
+		stored_row(11, "spinlock", "x+0x1", "0x10", -1, 1, 30, 30, 30),
 	};
 	struct mm_snap_lock w2[] = {
-		lock_row(10, "rwsem:W", "do_mprotect_pkey+0xc7", "mmap_lock", 10, 2, 9000, 8000,
-			 500),
+		stored_row(10, "rwsem:W", "do_mprotect_pkey+0xc7", "mmap_lock", 10, 2, 9000, 8000,
+			   500),
 	};
 	struct mm_snap_lock w3[] = {
-		lock_row(10, "rwsem:W", "do_mprotect_pkey+0xc7", "mmap_lock", 10, 1, 1, 1, 1),
+		stored_row(10, "rwsem:W", "do_mprotect_pkey+0xc7", "mmap_lock", 10, 1, 1, 1, 1),
 	};
 	struct mm_snap_lock *rows = NULL;
 	size_t n = 0;
@@ -202,11 +158,11 @@ static void test_bad_rows_fail_the_window_and_prune_takes_rows(void)
 	const char *path = new_path();
 	struct mm_store *st = NULL;
 	struct mm_snap_lock good[] = {
-		lock_row(10, "rwsem:W", "a+0x1", "mmap_lock", 10, 1, 5, 5, 5),
+		stored_row(10, "rwsem:W", "a+0x1", "mmap_lock", 10, 1, 5, 5, 5),
 	};
 	struct mm_snap_lock bad[] = {
-		lock_row(10, "rwsem:W", "a+0x1", "mmap_lock", 10, 1, 5, 5, 5),
-		lock_row(11, "rwsem:W", "b+0x1", "x", -1, 1, 5, 5, 9), /* min > max */
+		stored_row(10, "rwsem:W", "a+0x1", "mmap_lock", 10, 1, 5, 5, 5),
+		stored_row(11, "rwsem:W", "b+0x1", "x", -1, 1, 5, 5, 9), /* min > max */
 	};
 
 	CHECK(mm_store_open(path, &st) == 0);
@@ -223,10 +179,8 @@ static void test_bad_rows_fail_the_window_and_prune_takes_rows(void)
 
 int main(void)
 {
-	if (!mkdtemp(tmpdir)) {
-		perror("mkdtemp");
+	if (tmpdir_create("store-locks") < 0)
 		return 1;
-	}
 	if (!getenv("MM_TEST_VERBOSE"))
 		mm_log_set_level(LOG_CRIT); /* the failure test logs an error on purpose */
 
@@ -234,9 +188,6 @@ int main(void)
 	RUN(test_query_sums_windows_and_filters);
 	RUN(test_bad_rows_fail_the_window_and_prune_takes_rows);
 
-	char cmd[128];
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", tmpdir);
-	if (system(cmd) != 0)
-		fprintf(stderr, "could not remove %s\n", tmpdir);
+	tmpdir_remove();
 	return check_summary();
 }

@@ -476,6 +476,24 @@ static void child_report_and_exit(int fd)
 	_exit(4); /* not reached */
 }
 
+/* The parent's side of a @child that reports with child_report_and_exit() on @pfd: its own
+ * minflt and majflt into @ru; it must exit 0. */
+static void reap_child(pid_t child, int pfd[2], uint64_t ru[2])
+{
+	struct rusage cru;
+	int status = -1;
+
+	CHECK(child > 0);
+	close(pfd[1]);
+	memset(&cru, 0, sizeof(cru));
+	CHECK(read(pfd[0], &cru, sizeof(cru)) == sizeof(cru));
+	ru[0] = (uint64_t)cru.ru_minflt;
+	ru[1] = (uint64_t)cru.ru_majflt;
+	close(pfd[0]);
+	CHECK(waitpid(child, &status, 0) == child);
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
 /* AddressSanitizer, as gcc (__SANITIZE_ADDRESS__) and clang (__has_feature) say it. */
 #if defined(__has_feature)
 #if __has_feature(address_sanitizer)
@@ -486,19 +504,30 @@ static void child_report_and_exit(int fd)
 #define TASKSTATS_TEST_ASAN 0
 #endif
 
-static void test_live_child_fault_count(void)
+/* The live tests' taskstats socket with a receive buffer of @rcvbuf bytes, or NULL after saying
+ * why @test skips: not root, or the socket cannot be opened. */
+static struct mm_taskstats *open_live(const char *test, size_t rcvbuf)
 {
-	if (geteuid() != 0) {
-		printf("skip test_live_child_fault_count: not root\n");
-		return;
-	}
 	char err[256] = "";
 	struct mm_taskstats *t;
-	int r = mm_taskstats_open(4u << 20, &t, err, sizeof(err));
-	if (r < 0) {
-		printf("skip test_live_child_fault_count: %s\n", err);
-		return;
+
+	if (geteuid() != 0) {
+		printf("skip %s: not root\n", test);
+		return NULL;
 	}
+	if (mm_taskstats_open(rcvbuf, &t, err, sizeof(err)) < 0) {
+		printf("skip %s: %s\n", test, err);
+		return NULL;
+	}
+	return t;
+}
+
+static void test_live_child_fault_count(void)
+{
+	struct mm_taskstats *t = open_live("test_live_child_fault_count", 4u << 20);
+
+	if (!t)
+		return;
 	int pfd[2];
 	CHECK(pipe(pfd) == 0);
 	pid_t child = fork();
@@ -513,16 +542,8 @@ static void test_live_child_fault_count(void)
 			m[(size_t)i * (size_t)pg] = 1;
 		child_report_and_exit(pfd[1]);
 	}
-	CHECK(child > 0);
-	close(pfd[1]);
-	struct rusage cru;
-	memset(&cru, 0, sizeof(cru));
-	CHECK(read(pfd[0], &cru, sizeof(cru)) == sizeof(cru));
-	uint64_t ru[2] = {(uint64_t)cru.ru_minflt, (uint64_t)cru.ru_majflt};
-	close(pfd[0]);
-	int status = -1;
-	CHECK(waitpid(child, &status, 0) == child);
-	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	uint64_t ru[2];
+	reap_child(child, pfd, ru);
 
 	struct find f = {.tgid = (uint32_t)child};
 	drain_until_found(t, &f);
@@ -571,16 +592,10 @@ static void *thread_faults(void *arg)
  * last one, and the per-thread counts add up to what getrusage(RUSAGE_SELF) saw. */
 static void test_live_threads_one_call_each(void)
 {
-	if (geteuid() != 0) {
-		printf("skip test_live_threads_one_call_each: not root\n");
+	struct mm_taskstats *t = open_live("test_live_threads_one_call_each", 4u << 20);
+
+	if (!t)
 		return;
-	}
-	char err[256] = "";
-	struct mm_taskstats *t;
-	if (mm_taskstats_open(4u << 20, &t, err, sizeof(err)) < 0) {
-		printf("skip test_live_threads_one_call_each: %s\n", err);
-		return;
-	}
 	int pfd[2];
 	CHECK(pipe(pfd) == 0);
 	pid_t child = fork();
@@ -599,16 +614,8 @@ static void test_live_threads_one_call_each(void)
 			m[(size_t)i * (size_t)pg] = 1;
 		child_report_and_exit(pfd[1]); /* RUSAGE_SELF includes the dead thread's faults */
 	}
-	CHECK(child > 0);
-	close(pfd[1]);
-	struct rusage cru;
-	memset(&cru, 0, sizeof(cru));
-	CHECK(read(pfd[0], &cru, sizeof(cru)) == sizeof(cru));
-	uint64_t ru[2] = {(uint64_t)cru.ru_minflt, (uint64_t)cru.ru_majflt};
-	close(pfd[0]);
-	int status = -1;
-	CHECK(waitpid(child, &status, 0) == child);
-	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	uint64_t ru[2];
+	reap_child(child, pfd, ru);
 
 	struct find f = {.tgid = (uint32_t)child, .want = 2};
 	drain_until_found(t, &f);
@@ -627,17 +634,11 @@ static void test_live_threads_one_call_each(void)
 
 static void test_live_overflow_is_counted(void)
 {
-	if (geteuid() != 0) {
-		printf("skip test_live_overflow_is_counted: not root\n");
+	struct mm_taskstats *t =
+		open_live("test_live_overflow_is_counted", 1); /* the kernel's minimum */
+
+	if (!t)
 		return;
-	}
-	char err[256] = "";
-	struct mm_taskstats *t;
-	int r = mm_taskstats_open(1, &t, err, sizeof(err)); /* the kernel's minimum */
-	if (r < 0) {
-		printf("skip test_live_overflow_is_counted: %s\n", err);
-		return;
-	}
 	for (int i = 0; i < BURST; i++) {
 		pid_t c = fork();
 		if (c == 0)

@@ -12,10 +12,10 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "dbfiles.h"
 #include "snapshot.h"
 #include "writer.h"
 
-static char dir[] = "/tmp/mmlockd-test-writer-XXXXXX";
 static char path[256];
 static uint64_t next_ms; /* an hour ago, so the retention of 7 days keeps them */
 
@@ -121,15 +121,12 @@ static void test_beyond_the_queue_the_oldest_are_dropped_and_counted(void)
 
 int main(void)
 {
-	if (!mkdtemp(dir))
+	if (tmpdir_create("writer") < 0)
 		return 77;
-	snprintf(path, sizeof(path), "%s/history.db", dir);
+	snprintf(path, sizeof(path), "%s/history.db", tmpdir);
 	next_ms = ((uint64_t)time(NULL) - 3600) * 1000;
 	RUN(test_a_failed_window_is_retried_with_the_next);
 	RUN(test_beyond_the_queue_the_oldest_are_dropped_and_counted);
-	char cmd[300];
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	if (system(cmd) != 0)
-		fprintf(stderr, "could not remove %s\n", dir);
+	tmpdir_remove();
 	return check_summary();
 }
