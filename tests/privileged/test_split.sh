@@ -109,17 +109,27 @@ run_workload() { # MODE ROUNDS -> prints its pid
 		fatal "outcome_workload $mode failed: $(tail -n 2 "$TMP/$mode.out" | tr '\n' ' ')"
 	sed -nE 's/.* pid ([0-9]+) .*/\1/p' "$TMP/$mode.out" | head -n 1
 }
-# Rounds for about SECONDS_EACH: one short run measures the rate (this machine is shared).
-rounds_for() {
-	local mode=$1 t0 t1 r
-	t0=$(date +%s.%N)
-	run_workload "$mode" 2 >/dev/null
-	t1=$(date +%s.%N)
-	r=$(awk -v a="$t0" -v b="$t1" -v s="$SECONDS_EACH" 'BEGIN { r = int(2 * s / (b - a)); print (r < 4 ? 4 : r) }')
-	echo "$r"
+# A run of about SECONDS_EACH (at least 5 bursts: a process caught by one or two bursts is
+# sampled in one phase of its life, which the binomial bound does not cover; the spread between
+# bursts needs several). The rate is measured on the run itself: a short run is repeated with
+# proportionally more rounds, up to three times (this machine is shared).
+long_run() { # MODE -> prints the pid of a run that lasted SECONDS_EACH * 0.6 or more
+	local mode=$1 rounds=4 t0 t1 pid el
+	for _ in 1 2 3 4; do
+		t0=$(date +%s.%N)
+		pid=$(run_workload "$mode" "$rounds")
+		t1=$(date +%s.%N)
+		el=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f", b - a }')
+		if awk -v e="$el" -v s="$SECONDS_EACH" 'BEGIN { exit !(e >= 0.6 * s) }'; then
+			echo "$pid"
+			return
+		fi
+		rounds=$(awk -v r="$rounds" -v e="$el" -v s="$SECONDS_EACH" 'BEGIN { n = int(r * s / (e > 0.05 ? e : 0.05)); print (n > r ? n : 2 * r) }')
+	done
+	echo "$pid"
 }
-FILE_PID=$(run_workload file "$(rounds_for file)")
-ANON_PID=$(run_workload anon "$(rounds_for anon)")
+FILE_PID=$(long_run file)
+ANON_PID=$(long_run anon)
 log "workloads: file pid $FILE_PID ($(tail -n 1 "$TMP/file.out")); anon pid $ANON_PID ($(tail -n 1 "$TMP/anon.out"))"
 sleep 6 # the last window closes in both
 mmlockd_alive
