@@ -484,7 +484,8 @@ static void attach_completions(struct mm_bpfsrc *b)
 	}
 	if (failed)
 		log_warning("BPF source: fault completion events on %d of %ld CPUs could not be "
-			    "attached (%s): fault latencies are incomplete",
+			    "attached (%s): fault latencies, and swap-in vma_retry of the "
+			    "faults collector, are incomplete",
 			    failed, 2 * ncpus, strerror(err));
 }
 

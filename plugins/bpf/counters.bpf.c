@@ -58,6 +58,8 @@ char LICENSE[] SEC("license") = "GPL";
 #define LCB_F_READ  (1U << 1)
 #define LCB_F_WRITE (1U << 2)
 
+#define RWSEM_WRITER_LOCKED (1UL << 0) /* kernel/locking/rwsem.c */
+
 #define MAX_FRAMES	 8
 #define MAX_SLEEP_FRAMES 12 /* sched_switch: __schedule, schedule, io_schedule, ... first */
 
@@ -260,6 +262,8 @@ static __always_inline void open_window(struct thread *t, unsigned long address)
 	struct mm_struct *mm = BPF_CORE_READ(task, mm);
 	t->win.seq = lock_seq(mm);
 	t->win.writer = t->win.seq & 1;
+	if (!t->win.seq) /* or no mm_lock_seq in this kernel: the rwsem's writer bit */
+		t->win.writer = BPF_CORE_READ(mm, mmap_lock.count.counter) & RWSEM_WRITER_LOCKED;
 #if defined(__TARGET_ARCH_x86)
 	if (vdso_above) {
 		__u64 vdso = (__u64)BPF_CORE_READ(mm, context.vdso);
@@ -302,6 +306,10 @@ int BPF_PROG(on_fault, unsigned long address, struct pt_regs *regs, unsigned lon
 SEC("tp_btf/page_fault_kernel")
 int BPF_PROG(on_fault_kernel, unsigned long address, struct pt_regs *regs, unsigned long error_code)
 {
+	/* With page faults disabled (a user-stack unwind in an NMI during the user fault,
+	 * copy_from_user_nofault) the kernel does not handle it: bad_area_nosemaphore(). */
+	if (BPF_CORE_READ(bpf_get_current_task_btf(), pagefault_disabled))
+		return 0;
 	struct thread *t = thread(false);
 	if (t)
 		close_window(t, MM_BPF_WIN_KERNEL_FAULT);
