@@ -8,7 +8,7 @@ first or last), --reps rounds, and reports medians:
   none             no tracing
   perf_stat        `perf stat -a` counting the tracepoints mmlockd opens
   mmlockd_default  mmlockd as shipped (no --collectors flag; --source auto: the BPF source
-                   where it loads)
+                   where it loads; the fault split in bursts of its default split_duty)
   mmlockd_all      mmlockd --collectors all --source perf (every collector on the perf rings,
                    callchains where they ask)
   mmlockd_all_bpf  mmlockd --collectors all --source bpf (mmaplock, faults and fallbacks counted
@@ -16,6 +16,9 @@ first or last), --reps rounds, and reports medians:
   perf_record      `perf record -a` of the same tracepoints, kernel callchains where mmlockd
                    takes them
   perf_lock        `perf lock record -a`
+The "split" suite measures the fault split in the default: none, the default without the split
+(mmlockd_nosplit: --split-duty 0, the default before it had one), the default (bursts of its
+default duty) and mmlockd_split5 (--split-duty 5%), to choose the duty by its cost.
 The "breakdown" suite runs mmlockd with one collector at a time and `perf record` of one group of
 tracepoints at a time, to say which collector, tracepoint or callchain costs what.
 
@@ -60,6 +63,8 @@ WORKLOADS = {
 SUITES = {
     "main": ["none", "perf_stat", "mmlockd_default", "mmlockd_all", "mmlockd_all_bpf",
              "perf_record", "perf_lock"],
+    # The fault split in the default: its cost against the default without it.
+    "split": ["none", "mmlockd_nosplit", "mmlockd_default", "mmlockd_split5"],
     # mmlockd_<collector> for every collector the binary has is inserted after "none".
     "breakdown": [
         "none",
@@ -79,10 +84,15 @@ SUITES = {
     ],
 }
 
+# The default with another split duty (the "split" suite).
+SPLIT_ARGS = {"mmlockd_nosplit": ["--split-duty", "0"], "mmlockd_split5": ["--split-duty", "5%"]}
+
 LABELS = {
     "none": "no tracing",
     "perf_stat": "perf stat -a (counting)",
     "mmlockd_default": "mmlockd default",
+    "mmlockd_nosplit": "mmlockd default, --split-duty 0",
+    "mmlockd_split5": "mmlockd default, --split-duty 5%",
     "mmlockd_all": "mmlockd all (perf)",
     "mmlockd_all_bpf": "mmlockd all (bpf)",
     "perf_record": "perf record -a (same events)",
@@ -241,10 +251,11 @@ class Tracer:
 class Mmlockd(Tracer):
     kind = "mmlockd"
 
-    def __init__(self, bench, name, collectors, source=None):
+    def __init__(self, bench, name, collectors, source=None, extra=()):
         super().__init__(bench, name)
         self.collectors = collectors
         self.source = source
+        self.extra = list(extra)
         d = bench.tmp
         self.db = os.path.join(d, f"{name}.db")
         self.logpath = os.path.join(d, f"{name}.log")
@@ -261,6 +272,7 @@ class Mmlockd(Tracer):
             cmd += ["--collectors", self.collectors]
         if self.source:
             cmd += ["--source", self.source]
+        cmd += self.extra
         self.log = open(self.logpath, "w")
         self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT,
                                      start_new_session=True)
@@ -327,6 +339,7 @@ class Mmlockd(Tracer):
             "data_bytes": db1 - self.db0,
             "data_per_hour": (db1 - self.db0) / (t1 - self.t_ready) * 3600,
             "collectors": self.collectors_state,
+            "split": self.status0.get("split"),
             "per_event": {e["name"]: e["samples"] for e in st["events"]} if st else {},
             "per_event_lost": {e["name"]: e["lost"] for e in st["events"] if e["lost"]}
             if st else {},
@@ -338,7 +351,8 @@ class Mmlockd(Tracer):
         cols = ["faults", "faults_vma", "faults_vma_retry", "faults_mmap_retry",
                 "faults_mmap_abort", "faults_mmap_unknown", "mmap_lock_read", "mmap_lock_write",
                 "minflt", "majflt", "fallback_locks", "fallback_lock_waits",
-                "faults_mmap_fallback"]
+                "faults_mmap_fallback", "split_estimated", "split_faults_seen",
+                "split_fallbacks_seen", "split_err"]
         try:
             con = sqlite3.connect(f"file:{self.db}?mode=ro", uri=True)
             row = con.execute(f"SELECT {', '.join(f'sum({c})' for c in cols)} "
@@ -452,14 +466,17 @@ def parse_kv(line):
 def plugin_tracepoints():
     """{"system:name": wants_callchain} from the collectors' tracepoint tables."""
     tps = {}
-    pat = re.compile(r'\{\s*"(\w+)",\s*"(\w+)",\s*(true|false),\s*(true|false)'
-                     r'\s*(?:,\s*(?:NULL|"[^"]*"))?\s*\}')
+    # Rows are designated initializers (plugin.h): {.system = "x", .name = "y", ...,
+    # .callchain = true}. (The positional pattern this replaced matched none of them any more,
+    # so perf stat / perf record were given no tracepoint.)
+    pat = re.compile(r'\{\s*\.system\s*=\s*"(\w+)",\s*\.name\s*=\s*"(\w+)"([^{}]*)\}')
     for fn in sorted(os.listdir(os.path.join(ROOT, "plugins"))):
         if fn.endswith(".c"):
             with open(os.path.join(ROOT, "plugins", fn)) as f:
                 for m in pat.finditer(f.read()):
                     key = f"{m.group(1)}:{m.group(2)}"
-                    tps[key] = tps.get(key, False) or m.group(4) == "true"
+                    cc = re.search(r"\.callchain\s*=\s*true", m.group(3)) is not None
+                    tps[key] = tps.get(key, False) or cc
     return tps
 
 
@@ -493,7 +510,8 @@ class Bench:
 
     def probe(self):
         """Which tracepoints mmlockd opens (and with callchains), and what "default" means."""
-        t = Mmlockd(self, "probe", "all")
+        # On the perf rings: the probe is for the tracepoints perf is given too.
+        t = Mmlockd(self, "probe", "all", "perf")
         try:
             t.start()
             st = t.status0
@@ -548,6 +566,8 @@ class Bench:
             return Tracer(self, config)
         if config == "mmlockd_default":
             return Mmlockd(self, config, None)
+        if config in SPLIT_ARGS:
+            return Mmlockd(self, config, None, extra=SPLIT_ARGS[config])
         if config.startswith("mmlockd_") and config.endswith("_bpf"):
             # mmlockd_<collectors>_bpf: the same collectors with --source bpf.
             return Mmlockd(self, config, config[len("mmlockd_"):-len("_bpf")], "bpf")
@@ -815,7 +835,8 @@ def summarize(bench, configs):
             if outcome:
                 keys = ["faults", "faults_vma", "faults_vma_retry", "faults_mmap_retry",
                         "faults_mmap_abort", "faults_mmap_unknown", "faults_mmap_fallback",
-                        "minflt", "majflt", "fallback_locks", "fallback_lock_waits"]
+                        "minflt", "majflt", "fallback_locks", "fallback_lock_waits",
+                        "split_estimated", "split_faults_seen", "split_err"]
                 s["outcomes_last_run"] = {k: outcome[-1].get(k, 0) for k in keys}
             rows[(w, c)] = s
     return rows
@@ -855,6 +876,15 @@ def write_report(bench, configs, rows, churn, t_start, t_end):
              f"medians. Run took "
              f"{doc['duration_min']} min. mmlockd ran with `--interval 1` on a temporary "
              f"database, default ring size.\n")
+    splits = {r["config"]: r["tracer"].get("split") for r in bench.runs
+              if r.get("tracer", {}).get("split")}
+    if splits:
+        L.append("Fault split per mmlockd configuration (/api/v1/status): " + "; ".join(
+            f"{LABELS.get(c, c)}: {sp['mode']}" + (
+                f" {sp['duty_permille'] / 10:g}% ({sp['burst_ms']} ms every "
+                f"{sp['burst_period_ms']} ms) on {sp['source']}" if sp["mode"] == "bursts"
+                else "") for c, sp in splits.items()) + ". In bursts the outcome columns "
+                 "below are estimates.\n")
     L.append(f"Tracepoints (mmlockd's, also given to perf stat / perf record): "
              f"{', '.join('`' + t + '`' for t in bench.tracepoints)}; kernel callchains on "
              f"{', '.join('`' + t + '`' for t in bench.callchain) or 'none'}.\n")
@@ -901,15 +931,18 @@ def write_report(bench, configs, rows, churn, t_start, t_end):
                      "configuration):\n")
             L.append("| configuration | minflt+majflt (totals) | fallback_locks (fallbacks) "
                      "| fallback_lock_waits | faults (page_fault_user) | vma | vma_retry "
-                     "| mmap_retry | mmap_abort | mmap_unknown | fallback (faults) |")
-            L.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+                     "| mmap_retry | mmap_abort | mmap_unknown | fallback (faults) "
+                     "| split: classified | error bound |")
+            L.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
             for c, o in outs:
                 L.append(f"| {LABELS.get(c, c)} | {o['minflt'] + o['majflt']} "
                          f"| {o['fallback_locks']} | {o['fallback_lock_waits']} "
                          f"| {o['faults']} | {o['faults_vma']} "
                          f"| {o['faults_vma_retry']} | {o['faults_mmap_retry']} "
                          f"| {o['faults_mmap_abort']} | {o['faults_mmap_unknown']} "
-                         f"| {o['faults_mmap_fallback']} |")
+                         f"| {o['faults_mmap_fallback']} "
+                         f"| {o.get('split_faults_seen', 0) if o.get('split_estimated') else '-'} "
+                         f"| {o.get('split_err', 0) if o.get('split_estimated') else '-'} |")
     if churn:
         L.append("\n## Bounded memory: short-lived processes\n")
         L.append("| configuration | when | processes (threads) forked | mmlockd RSS MiB "

@@ -161,6 +161,14 @@ void mm_api_status(const struct mm_snapshot *s, struct mm_buf *out)
 	put_ms(&o, "window_start", s->window_start_ms);
 	put_objects(member(&o, "collectors"), s->collectors, s->ncollectors, sizeof(*s->collectors),
 		    put_collector);
+	struct json split = json_open(member(&o, "split"), "{");
+	put_str(&split, "mode", s->split.mode);
+	put_u64(&split, "duty_permille", s->split.duty_pm);
+	put_u64(&split, "burst_ms", s->split.burst_ms);
+	put_u64(&split, "burst_period_ms", s->split.slot_ms);
+	put_str(&split, "source", s->split.source);
+	put_str(&split, "why", s->split.why);
+	mm_buf_puts(out, "}");
 	put_objects(member(&o, "events"), s->events, s->nevents, sizeof(*s->events), put_event);
 	put_objects(member(&o, "globals"), s->globals, s->nglobals, sizeof(*s->globals),
 		    put_global);

@@ -631,6 +631,18 @@ int mm_bpfsrc_open(struct mm_host *h, const struct mm_config *cfg, const struct 
 			snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s%s",
 				 list[0] ? ", " : "", covered[i].name);
 	}
+	/* The fault split in bursts (split_duty under 100%) stays on the perf rings, whatever the
+	 * source: its bursts switch perf streams (split.h), the BPF programs have no bursts, and
+	 * their continuous cost is not measured yet. source = bpf still counts mmaplock and
+	 * fallbacks in the kernel. */
+	if (want[W_FAULTS] && mm_config_split_duty_pm(cfg) < 1000) {
+		want[W_FAULTS] = false;
+		mm_host_set_source(
+			h, "faults", "perf",
+			"the split in bursts runs on the perf rings (the BPF programs have "
+			"no bursts); --split-duty 100% for the BPF source");
+		any = want[W_MMAPLOCK] || want[W_FALLBACKS];
+	}
 	if (!any)
 		return 0;
 	if (!strcmp(cfg->source, "perf")) {

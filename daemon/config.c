@@ -50,6 +50,7 @@ void mm_config_defaults(struct mm_config *c)
 	c->log_level = LOG_INFO;
 	snprintf(c->collectors, sizeof(c->collectors), "%s", DEFAULT_COLLECTORS);
 	snprintf(c->source, sizeof(c->source), "auto");
+	c->split_duty_pm = -1;
 }
 
 /* Parses a number within [min, max]; on failure @why says what was expected, using @what for
@@ -251,6 +252,29 @@ static int set_source(struct mm_config *c, const char *v, char *why, size_t whyl
 	return 0;
 }
 
+/* "N%" with at most one decimal ("2%", "0.5%", "100%"), or "0" (off). Stored per mille. */
+static int set_split_duty(struct mm_config *c, const char *v, char *why, size_t whylen)
+{
+	unsigned whole = 0, tenth = 0, digits = 0;
+	const char *p = v;
+
+	for (; *p >= '0' && *p <= '9' && digits < 4; p++, digits++)
+		whole = whole * 10 + (unsigned)(*p - '0');
+	if (digits && *p == '.' && p[1] >= '0' && p[1] <= '9') {
+		tenth = (unsigned)(p[1] - '0');
+		p += 2;
+	}
+	bool zero = digits && !whole && !tenth;
+	if (!digits || (strcmp(p, "%") && !(zero && !*p)) || whole * 10 + tenth > 1000) {
+		mm_set_err(why, whylen,
+			   "expected a share of the window as N%% (0.1%%..100%%, one decimal at "
+			   "most) or 0 (off)");
+		return -EINVAL;
+	}
+	c->split_duty_pm = (int)(whole * 10 + tenth);
+	return 0;
+}
+
 struct key {
 	const char *name;
 	int (*set)(struct mm_config *c, const char *value, char *why, size_t whylen);
@@ -267,6 +291,7 @@ static const struct key keys[] = {
 	{"collectors", set_collectors},
 	{"cgroup_top", set_cgroup_top},
 	{"source", set_source},
+	{"split_duty", set_split_duty},
 };
 
 /* Keys are spelled with '_'; '-' is accepted too, so a file may use the flag's spelling. */
@@ -484,6 +509,7 @@ static const struct option options[] = {
 	{"collectors", required_argument, NULL, OPT_BASE + 8},
 	{"cgroup-top", required_argument, NULL, OPT_BASE + 9},
 	{"source", required_argument, NULL, OPT_BASE + 10},
+	{"split-duty", required_argument, NULL, OPT_BASE + 11},
 	{"help", no_argument, NULL, 'h'},
 	{"version", no_argument, NULL, 'V'},
 	{NULL, 0, NULL, 0},
@@ -516,7 +542,7 @@ static int scan(int argc, char **argv, struct mm_config *c, const char **ret_con
 			*ret_config = optarg;
 			break;
 		case ':':
-			if (optopt >= OPT_BASE && optopt < OPT_BASE + 11)
+			if (optopt >= OPT_BASE && optopt < OPT_BASE + 12)
 				mm_set_err(err, errlen, "option --%s needs an argument",
 					   options[optopt - OPT_BASE].name);
 			else
@@ -602,7 +628,28 @@ out:
 	return r;
 }
 
+static bool listed(const struct mm_config *c, const char *name);
+
 bool mm_config_collector_enabled(const struct mm_config *c, const char *name)
+{
+	if (name && !strcmp(name, "faults"))
+		return mm_config_split_duty_pm(c) > 0;
+	return listed(c, name);
+}
+
+unsigned mm_config_split_duty_pm(const struct mm_config *c)
+{
+	if (c->split_duty_pm >= 0)
+		return (unsigned)c->split_duty_pm;
+	return listed(c, "faults") ? 1000 : MM_SPLIT_DUTY_DEFAULT_PM;
+}
+
+void mm_config_no_bursts(struct mm_config *c)
+{
+	c->split_duty_pm = listed(c, "faults") ? 1000 : 0;
+}
+
+static bool listed(const struct mm_config *c, const char *name)
 {
 	size_t n;
 
@@ -674,7 +721,9 @@ static const char usage[] =
 	       "                            vmstat     system-wide /proc/vmstat fault counters\n"
 	       "                          Opt-in, per-event and costly (README, Benchmarks):\n"
 	       "                            faults     every user fault's outcome (vma,\n"
-	       "                                       vma_retry, mmap_retry, mmap_abort, ...)\n"
+	       "                                       vma_retry, mmap_retry, mmap_abort, ...);\n"
+	       "                                       on the defaults in bursts, see\n"
+	       "                                       --split-duty\n"
 	       "                            mmaplock   every mmap_lock acquisition, wait, hold\n"
 	       "                            contention lock contention by caller, callchains\n"
 	       "      --source SOURCE     auto, bpf or perf: what counts mmaplock, faults and\n"
@@ -686,6 +735,13 @@ static const char usage[] =
 	       "                          /api/v1/status and /metrics say which source each\n"
 	       "                          collector runs on and why not BPF. `mmlockd record`\n"
 	       "                          always uses perf.\n"
+	       "      --split-duty N%     share of each window the fault split (the faults\n"
+	       "                          collector) runs: 100% continuous, 0 off (default:\n"
+	       "                          100% when --collectors names faults, else 2% in\n"
+	       "                          bursts spread through each window; their outcome\n"
+	       "                          shares are applied to the exact totals and stored\n"
+	       "                          as estimates with coverage and error bound;\n"
+	       "                          /api/v1/status says which mode runs)\n"
 	       "  -h, --help              show this help and exit\n"
 	       "  -V, --version           show the version and exit\n"
 	       "\n"
@@ -694,7 +750,7 @@ static const char usage[] =
 	       "Configuration file:\n"
 	       "  One \"key = value\" per line. The keys are the option names with '_' for '-':\n"
 	       "  db, listen, interval, retention, top, cgroup_top, ring_pages, log_level,\n"
-	       "  collectors, source.\n"
+	       "  collectors, source, split_duty.\n"
 	       "  Blank lines are ignored; '#' starts a comment at the start of a line or after\n"
 	       "  a blank. A value may be put in double quotes (no escapes). Unknown keys,\n"
 	       "  unknown collectors, a key given twice and invalid values are errors that\n"

@@ -33,7 +33,15 @@ struct mm_config {
 	char collectors[256]; /* key "collectors": comma-separated list to run, default "all" */
 	char source[8];	      /* key "source": auto|bpf|perf, what counts the collectors that
 				 have a BPF program (bpfsource.h), default auto */
+	int split_duty_pm;    /* key "split_duty": share of each window the fault split (the
+				 faults collector) runs, per mille; -1 (default): continuous
+				 when collectors names faults, else MM_SPLIT_DUTY_DEFAULT_PM in
+				 bursts; 0: off (see mm_config_split_duty_pm) */
 };
+
+/* The default burst share: 2% of each window (README "The split in the default": the cost on
+ * the benchmark workloads stays within 2%). */
+#define MM_SPLIT_DUTY_DEFAULT_PM 20
 
 enum mm_command {
 	MM_CMD_RUN,	/* run the daemon */
@@ -64,8 +72,17 @@ int mm_config_load_stream(struct mm_config *c, FILE *f, const char *path, char *
 int mm_config_from_args(struct mm_config *c, int argc, char **argv, enum mm_command *ret_cmd,
 			char *err, size_t errlen);
 
-/* Whether collector @name is enabled by c->collectors ("all", or a comma list). */
+/* Whether collector @name is enabled: named by c->collectors ("all", or a comma list), or, for
+ * "faults", implied by a split duty above 0 (mm_config_split_duty_pm). */
 bool mm_config_collector_enabled(const struct mm_config *c, const char *name);
+
+/* The split duty in force, per mille: split_duty when set, else 1000 (continuous) when collectors
+ * names faults and MM_SPLIT_DUTY_DEFAULT_PM (bursts) when not. 0: the faults collector is off. */
+unsigned mm_config_split_duty_pm(const struct mm_config *c);
+
+/* For commands without bursts (record, replay: a recording has no burst edges): the faults
+ * collector runs continuously when collectors names it and not at all otherwise. */
+void mm_config_no_bursts(struct mm_config *c);
 
 /* The --help text. */
 const char *mm_config_usage(void);

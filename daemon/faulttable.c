@@ -16,7 +16,7 @@
 #include "buf.h"
 
 enum kind { K_INT, K_TEXT, K_PCT, K_MS, K_US };
-enum group { G_ID, G_ALWAYS, G_TOTALS, G_FALLBACKS, G_SPLIT, G_LOCK };
+enum group { G_ID, G_ALWAYS, G_TOTALS, G_FALLBACKS, G_SPLIT, G_ESTIMATE, G_LOCK };
 enum { M_PROC = 1, M_UNIT = 2, M_BOTH = 3 };
 
 struct col {
@@ -39,6 +39,8 @@ enum {
 	C_MMAP_RETRY,
 	C_MMAP_ABORT,
 	C_MMAP_UNKNOWN,
+	C_SPLIT_ERR,
+	C_COVERAGE,
 	C_FB_WAIT,
 	C_LOCK_WAITS,
 	C_WAIT,
@@ -61,6 +63,8 @@ static const struct col cols[C_N] = {
 	[C_MMAP_RETRY] = {"mmap_retry", "mmap_retry", K_INT, G_SPLIT, M_BOTH},
 	[C_MMAP_ABORT] = {"mmap_abort", "mmap_abort", K_INT, G_SPLIT, M_BOTH},
 	[C_MMAP_UNKNOWN] = {"mmap_unknown", "mmap_unknown", K_INT, G_SPLIT, M_BOTH},
+	[C_SPLIT_ERR] = {"split_err", "+-err", K_INT, G_ESTIMATE, M_BOTH},
+	[C_COVERAGE] = {"split_coverage_pct", "cov%", K_PCT, G_ESTIMATE, M_BOTH},
 	[C_FB_WAIT] = {"fb_wait_ms", "fb wait ms", K_MS, G_SPLIT, M_BOTH},
 	[C_LOCK_WAITS] = {"lock_waits", "lock waits", K_INT, G_LOCK, M_BOTH},
 	[C_WAIT] = {"wait_ms", "wait ms", K_MS, G_LOCK, M_BOTH},
@@ -71,22 +75,24 @@ static const struct col cols[C_N] = {
 
 /* What the rows' data has, decided once over all of them (see faulttable.h). */
 struct sources {
-	bool totals, fallbacks, split, lock;
+	bool totals, fallbacks, split, estimate, lock;
 };
 
 static struct sources find_sources(const struct mm_fault_row *rows, size_t n)
 {
-	uint64_t totals = 0, fallbacks = 0, split = 0, lock = 0;
+	uint64_t totals = 0, fallbacks = 0, split = 0, estimate = 0, lock = 0;
 	for (size_t i = 0; i < n; i++) {
 		const struct mm_proc_stats *s = &rows[i].sum;
 		totals += s->minflt + s->majflt;
 		fallbacks += s->fallback_locks + s->fallback_lock_waits;
 		split += s->faults_vma + s->faults_vma_retry + s->faults_mmap_fallback;
 		lock += s->mmap_lock_read + s->mmap_lock_write + s->mmap_lock_waits;
+		estimate += s->split_estimated;
 	}
 	/* Without the faults collector the fallbacks column is the fallbacks collector's, even
 	 * when it counted none. */
-	return (struct sources){totals > 0, fallbacks > 0 || !split, split > 0, lock > 0};
+	return (struct sources){totals > 0, fallbacks > 0 || !split, split > 0, estimate > 0,
+				lock > 0};
 }
 
 static bool col_shown(int c, const struct sources *src, bool by_cgroup)
@@ -100,6 +106,8 @@ static bool col_shown(int c, const struct sources *src, bool by_cgroup)
 		return src->fallbacks;
 	case G_SPLIT:
 		return src->split;
+	case G_ESTIMATE:
+		return src->estimate;
 	case G_LOCK:
 		return src->lock;
 	default:
@@ -151,6 +159,13 @@ static double num(const struct mm_fault_row *r, int c, const struct sources *src
 		return (double)s->faults_mmap_abort;
 	case C_MMAP_UNKNOWN:
 		return (double)s->faults_mmap_unknown;
+	case C_SPLIT_ERR:
+		return (double)s->split_err;
+	case C_COVERAGE:
+		/* Rows with exact outcomes (continuous) classified every fault. */
+		return s->split_estimated ? 100.0 * ratio((double)s->split_faults_seen,
+							  (double)(s->minflt + s->majflt))
+					  : 100.0;
 	case C_FB_WAIT:
 		return (double)s->faults_mmap_lock_wait_ns / 1e6;
 	case C_LOCK_WAITS:
@@ -173,6 +188,8 @@ static uint64_t num_int(const struct mm_fault_row *r, int c, const struct source
 		return row_fallbacks(r, src);
 	case C_PROCS:
 		return r->processes;
+	case C_SPLIT_ERR:
+		return r->sum.split_err;
 	default:
 		return (uint64_t)num(r, c, src);
 	}
@@ -273,6 +290,20 @@ static int cmp_rows(const void *pa, const void *pb)
 
 #define CELL_LEN (MM_CGROUP_LEN + 8)
 
+/* A cell of the aligned table: an outcome count estimated from bursts reads "~N" (CSV and JSON
+ * keep numbers; their split_err and split_coverage_pct say it). */
+static void table_cell(char *buf, size_t len, const struct mm_fault_row *r, int c,
+		       const struct sources *src)
+{
+	bool est = r->sum.split_estimated && c >= C_VMA && c <= C_MMAP_UNKNOWN;
+	if (est && len > 1) {
+		buf[0] = '~';
+		cell(buf + 1, len - 1, r, c, src);
+	} else {
+		cell(buf, len, r, c, src);
+	}
+}
+
 static int print_table(FILE *out, const struct mm_fault_row *rows, size_t n, const int *shown,
 		       size_t nshown, const struct sources *src, const char *comment)
 {
@@ -283,7 +314,7 @@ static int print_table(FILE *out, const struct mm_fault_row *rows, size_t n, con
 		width[k] = (int)strlen(cols[shown[k]].head);
 	for (size_t i = 0; i < n; i++)
 		for (size_t k = 0; k < nshown; k++) {
-			cell(buf, sizeof(buf), &rows[i], shown[k], src);
+			table_cell(buf, sizeof(buf), &rows[i], shown[k], src);
 			if ((int)strlen(buf) > width[k])
 				width[k] = (int)strlen(buf);
 			if (width[k] < 1)
@@ -294,7 +325,12 @@ static int print_table(FILE *out, const struct mm_fault_row *rows, size_t n, con
 		fprintf(out, "# %.*s\n", (int)(nl - p), p);
 		p = *nl ? nl + 1 : nl;
 	}
-	if (comment)
+	if (src->estimate)
+		fputs("# ~: estimated from bursts of the fault split (split_duty): the shares "
+		      "classified applied to the exact\n# faults and fallbacks; +-err is the 95% "
+		      "bound on each, cov% the share of faults classified\n",
+		      out);
+	if (comment || src->estimate)
 		fputs("#\n", out);
 	/* Numbers right-aligned; text left-aligned, the last column unpadded. */
 	for (size_t i = 0; i <= n; i++) {
@@ -305,7 +341,7 @@ static int print_table(FILE *out, const struct mm_fault_row *rows, size_t n, con
 			if (i == 0)
 				v = cols[c].head;
 			else
-				cell(buf, sizeof(buf), &rows[i - 1], c, src);
+				table_cell(buf, sizeof(buf), &rows[i - 1], c, src);
 			if (!*v)
 				v = "-"; /* an unknown cgroup, as ps prints it */
 			if (cols[c].kind == K_TEXT && last)

@@ -12,7 +12,10 @@
  *   fallbacks  fallback_locks (fallbacks, the default) where stored, else the faults collector's
  *              faults_mmap_fallback; fallback_pct = fallbacks / faults
  *   waits      fallback_lock_waits: fallbacks that found mmap_lock taken (fallbacks)
- *   vma .. mmap_unknown, fb_wait_ms   the fault split and the fallbacks' wait (faults collector)
+ *   vma .. mmap_unknown, fb_wait_ms   the fault split and the fallbacks' wait (faults collector);
+ *              where the split ran in bursts (split_estimated) the table prints the outcomes
+ *              as "~N" and adds split_err (the 95% bound on each, summed over windows) and
+ *              split_coverage_pct (faults classified / faults; 100 where every one was)
  *   lock_waits, wait_ms, avg_wait_us  every mmap_lock wait of the process (mmaplock collector)
  */
 #ifndef MM_FAULTTABLE_H

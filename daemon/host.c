@@ -17,6 +17,7 @@
 #include "log.h"
 #include "plugin.h"
 #include "sample.h"
+#include "split.h"
 #include "symbols.h"
 
 #define MAX_PLUGINS 16
@@ -31,6 +32,7 @@ struct stream {
 	char name[64];
 	bool is_task;
 	bool open;
+	enum mm_burst_role burst; /* a bursted collector's own stream (split.h) */
 	char error[160];
 	uint64_t sample_type;
 	struct mm_tp tp;
@@ -52,6 +54,7 @@ struct slot {
 	bool external;	       /* filled by an in-kernel source (mm_host_set_source) */
 	char source[16];       /* "perf", "bpf", "procfs" */
 	char source_note[192]; /* why not BPF */
+	bool burst;	       /* runs in bursts on streams of its own (split.h) */
 };
 
 struct global {
@@ -103,6 +106,15 @@ struct mm_host {
 	} watches[MM_HOST_MAX_WATCHES];
 	unsigned nwatches;
 	uint64_t fed, late, last_fed_ns;
+
+	/* The fault split (split.h): its duty, and in bursts their clock, the last slot whose
+	 * burst ended in event time, and the burst time of the open window. */
+	unsigned split_duty_pm;
+	bool bursts;
+	struct mm_split_clock split;
+	uint64_t split_done_slot, split_observed_ms;
+	enum mm_burst_role adding; /* in mm_host_wanted(): the role of streams being added */
+	int g_outside_burst;	   /* global: burst-stream records stamped outside their phase */
 };
 
 struct mm_host *mm_host_new(const struct mm_config *cfg, mm_proc_lookup_fn lookup, void *ctx,
@@ -136,6 +148,16 @@ struct mm_host *mm_host_new(const struct mm_config *cfg, mm_proc_lookup_fn looku
 		snprintf(s->source, sizeof(s->source), "%s",
 			 s->p->tracepoints && s->p->tracepoints[0].system ? "perf" : "procfs");
 	}
+	h->split_duty_pm = mm_config_split_duty_pm(cfg);
+	if (h->split_duty_pm < 1000) {
+		for (unsigned i = 0; i < h->nslots; i++)
+			if (h->slots[i].enabled && !strcmp(h->slots[i].p->name, MM_SPLIT_COLLECTOR))
+				h->slots[i].burst = h->bursts = true;
+	}
+	if (h->bursts) {
+		mm_split_clock_init(&h->split, cfg->interval_s, h->split_duty_pm, start_ms);
+		h->split_done_slot = start_ms / h->split.slot_ms;
+	}
 	struct utsname u;
 	if (uname(&u) == 0)
 		snprintf(h->kernel, sizeof(h->kernel), "%s", u.release);
@@ -156,17 +178,26 @@ void mm_host_free(struct mm_host *h)
 	free(h);
 }
 
-int mm_host_wanted(struct mm_host *h, mm_host_wanted_fn fn, void *ctx)
+/* Whether slot @i's tracepoints are opened in pass @burst of mm_host_wanted(). */
+static bool wants(const struct mm_host *h, unsigned i, bool burst)
+{
+	const struct slot *sl = &h->slots[i];
+	return sl->enabled && !sl->external && sl->burst == burst;
+}
+
+/* One pass: the bursted collectors' streams are their own (switched on and off), the others'
+ * are shared. */
+static int wanted_pass(struct mm_host *h, bool burst, mm_host_wanted_fn fn, void *ctx)
 {
 	for (unsigned i = 0; i < h->nslots; i++) {
-		if (!h->slots[i].enabled || h->slots[i].external)
+		if (!wants(h, i, burst))
 			continue;
 		for (const struct mm_tp_req *r = h->slots[i].p->tracepoints; r && r->system; r++) {
 			/* Report each tracepoint once, at its first request, with callchain set if
 			 * any collector asks for it, filtered only if all ask for one filter. */
 			bool first = true, cc = false, filtered = r->filter != NULL;
 			for (unsigned j = 0; j < h->nslots; j++) {
-				if (!h->slots[j].enabled || h->slots[j].external)
+				if (!wants(h, j, burst))
 					continue;
 				for (const struct mm_tp_req *q = h->slots[j].p->tracepoints;
 				     q && q->system; q++) {
@@ -181,14 +212,24 @@ int mm_host_wanted(struct mm_host *h, mm_host_wanted_fn fn, void *ctx)
 						first = false;
 				}
 			}
+			if (burst)
+				h->adding = r == h->slots[i].p->tracepoints ? MM_BURST_OPENER
+									    : MM_BURST_EVIDENCE;
 			int ret =
 				first ? fn(ctx, r->system, r->name, cc, filtered ? r->filter : NULL)
 				      : 0;
+			h->adding = MM_BURST_NONE;
 			if (ret < 0)
 				return ret;
 		}
 	}
 	return 0;
+}
+
+int mm_host_wanted(struct mm_host *h, mm_host_wanted_fn fn, void *ctx)
+{
+	int r = wanted_pass(h, false, fn, ctx);
+	return r < 0 ? r : wanted_pass(h, true, fn, ctx);
 }
 
 /* Whether the slot's hooks are called: running, and not filled by an in-kernel source. */
@@ -219,6 +260,7 @@ int mm_host_add_tp(struct mm_host *h, const char *system, const char *name, stru
 		snprintf(s.error, sizeof(s.error), "%s", error);
 	s.sample_type = sample_type;
 	s.tp.ev = ev;
+	s.burst = h->adding;
 	return add_stream(h, &s);
 }
 
@@ -246,11 +288,14 @@ void mm_host_stream_opened(struct mm_host *h, unsigned stream, uint64_t sample_t
 	snprintf(st->error, sizeof(st->error), "%s", error ? error : "");
 }
 
-static struct stream *find_stream(struct mm_host *h, const char *system, const char *name)
+/* The stream of system:name that a collector in bursts (@burst) or not reads. */
+static struct stream *find_stream(struct mm_host *h, const char *system, const char *name,
+				  bool burst)
 {
 	for (unsigned i = 0; i < h->nstreams; i++)
 		if (!h->streams[i].is_task && !strcmp(h->streams[i].system, system) &&
-		    !strcmp(h->streams[i].name, name))
+		    !strcmp(h->streams[i].name, name) &&
+		    (h->streams[i].burst != MM_BURST_NONE) == burst)
 			return &h->streams[i];
 	return NULL;
 }
@@ -264,11 +309,20 @@ void mm_host_set_source(struct mm_host *h, const char *name, const char *source,
 		snprintf(sl->source, sizeof(sl->source), "%s", source);
 		snprintf(sl->source_note, sizeof(sl->source_note), "%s", note ? note : "");
 		sl->external = sl->enabled && strcmp(source, "perf") != 0;
+		/* An in-kernel source counts continuously: it has no bursts (yet). */
+		if (sl->external && sl->burst)
+			sl->burst = h->bursts = false;
 	}
 }
 
 void mm_host_start(struct mm_host *h)
 {
+	h->g_outside_burst =
+		h->bursts ? mm_host_global(
+				    h, "split_records", "outside_burst",
+				    "Records of the fault split's streams stamped outside "
+				    "their burst phase (the loop switched them late), dropped.")
+			  : -1;
 	for (unsigned i = 0; i < h->nslots; i++) {
 		struct slot *sl = &h->slots[i];
 		if (!sl->enabled)
@@ -280,7 +334,7 @@ void mm_host_start(struct mm_host *h)
 		h->cur = (int)i;
 		bool ok = true;
 		for (const struct mm_tp_req *r = sl->p->tracepoints; r && r->system; r++) {
-			struct stream *st = find_stream(h, r->system, r->name);
+			struct stream *st = find_stream(h, r->system, r->name, sl->burst);
 			if (st && st->open)
 				continue;
 			const char *why = st ? st->error : "not opened";
@@ -298,7 +352,7 @@ void mm_host_start(struct mm_host *h)
 			mm_host_fail(h, "initialisation failed");
 		if (sl->state == MM_COLLECTOR_RUNNING) {
 			for (const struct mm_tp_req *r = sl->p->tracepoints; r && r->system; r++) {
-				struct stream *st = find_stream(h, r->system, r->name);
+				struct stream *st = find_stream(h, r->system, r->name, sl->burst);
 				if (st && st->open && r->handler && st->nsubs < MAX_PLUGINS) {
 					st->subs[st->nsubs].slot = i;
 					st->subs[st->nsubs++].handler = r->handler;
@@ -491,7 +545,7 @@ void mm_host_finish(struct mm_host *h)
 
 const struct mm_tp *mm_host_tp(struct mm_host *h, const char *system, const char *name)
 {
-	struct stream *st = find_stream(h, system, name);
+	struct stream *st = find_stream(h, system, name, h->cur >= 0 && h->slots[h->cur].burst);
 	return st && st->open ? &st->tp : NULL;
 }
 
@@ -639,12 +693,53 @@ static int cmp_activity(const void *a, const void *b)
 	return x->pid - y->pid;
 }
 
+/* What /api/v1/status says of the split: the mode, and why. */
+static void split_status(const struct mm_host *h, struct mm_snapshot *s)
+{
+	const struct slot *sl = NULL;
+	for (unsigned i = 0; i < h->nslots; i++)
+		if (!strcmp(h->slots[i].p->name, MM_SPLIT_COLLECTOR))
+			sl = &h->slots[i];
+	s->split.duty_pm = h->split_duty_pm;
+	snprintf(s->split.source, sizeof(s->split.source), "%s", sl ? sl->source : "");
+	if (!sl || !sl->enabled || h->split_duty_pm == 0) {
+		snprintf(s->split.mode, sizeof(s->split.mode), "off");
+		snprintf(s->split.why, sizeof(s->split.why),
+			 "split_duty 0: no fault outcomes, only the exact totals");
+	} else if (sl->state != MM_COLLECTOR_RUNNING) {
+		snprintf(s->split.mode, sizeof(s->split.mode), "off");
+		snprintf(s->split.why, sizeof(s->split.why),
+			 "the %s collector is not running: %.160s", sl->p->name, sl->reason);
+	} else if (!h->bursts) {
+		snprintf(s->split.mode, sizeof(s->split.mode), "continuous");
+		snprintf(s->split.why, sizeof(s->split.why),
+			 "%s: every fault classified, outcome "
+			 "counts exact",
+			 h->split_duty_pm < 1000 ? "the BPF source has no bursts"
+						 : "split_duty 100%");
+	} else {
+		snprintf(s->split.mode, sizeof(s->split.mode), "bursts");
+		s->split.burst_ms = h->split.burst_ms;
+		s->split.slot_ms = h->split.slot_ms;
+		snprintf(s->split.why, sizeof(s->split.why),
+			 "split_duty %u.%u%%: classifying every fault on the %s source costs "
+			 "the workload more than the default may (README, \"The split in the "
+			 "default\"), so it runs %llu ms of every %llu ms and the outcome "
+			 "counts are estimates",
+			 h->split_duty_pm / 10, h->split_duty_pm % 10, sl->source,
+			 (unsigned long long)h->split.burst_ms,
+			 (unsigned long long)h->split.slot_ms);
+	}
+}
+
 static struct mm_snapshot *build(struct mm_host *h, uint64_t now_ms, bool closing)
 {
 	size_t n = 0;
 	for (struct mm_proc *p = mm_proctable_first(h->procs); p; p = p->next)
 		if (!mm_stats_is_zero(&p->window) || !mm_stats_is_zero(&p->closed))
 			n++;
+	/* Estimating never turns an empty window non-empty (mm_split_estimate), at most the
+	 * reverse. */
 	struct mm_snapshot *s = mm_snapshot_new(n, h->nglobals, h->nstreams, h->nslots);
 	if (!s)
 		return NULL;
@@ -660,19 +755,26 @@ static struct mm_snapshot *build(struct mm_host *h, uint64_t now_ms, bool closin
 	size_t i = 0;
 	s->all_window = h->overflow;
 	for (struct mm_proc *p = mm_proctable_first(h->procs); p; p = p->next) {
-		mm_stats_add(&s->all_window, &p->window);
-		if (mm_stats_is_zero(&p->window) && mm_stats_is_zero(&p->closed))
+		struct mm_proc_stats win = p->window;
+		/* A closing window was estimated in place (mm_host_close_window). */
+		if (h->bursts && !closing)
+			mm_split_estimate(&win, &p->split, h->split_observed_ms, p->split_life);
+		mm_stats_add(&s->all_window, &win);
+		if (mm_stats_is_zero(&win) && mm_stats_is_zero(&p->closed))
 			continue;
+		if (i == n)
+			break; /* cannot happen (see above); never write past the array */
 		struct mm_snap_proc *sp = &s->procs[i++];
 		sp->pid = p->pid;
 		sp->start_ms = p->start_ms;
 		memcpy(sp->comm, p->comm, sizeof(sp->comm));
 		memcpy(sp->cgroup, p->cgroup, sizeof(sp->cgroup));
 		sp->exited = p->exited;
-		sp->window = p->window;
+		sp->window = win;
 		sp->total = p->closed;
-		mm_stats_add(&sp->total, &p->window);
+		mm_stats_add(&sp->total, &win);
 	}
+	s->nprocs = i; /* fewer when estimating emptied a window (only counts it cannot scale) */
 	qsort(s->procs, s->nprocs, sizeof(*s->procs), cmp_activity);
 	if (mm_cgtable_fill(h->cgroups, s) < 0)
 		log_warning("out of memory for the per-cgroup breakdown of a snapshot, ignoring");
@@ -693,7 +795,9 @@ static struct mm_snapshot *build(struct mm_host *h, uint64_t now_ms, bool closin
 	for (unsigned e = 0; e < h->nstreams; e++) {
 		struct stream *st = &h->streams[e];
 		struct mm_snap_event *se = &s->events[e];
-		snprintf(se->name, sizeof(se->name), "%s:%s", st->system, st->name);
+		/* A bursted collector's own stream of a shared tracepoint is named apart. */
+		snprintf(se->name, sizeof(se->name), "%s:%s%s", st->system, st->name,
+			 st->burst ? "/split" : "");
 		se->open = st->open;
 		memcpy(se->error, st->error, sizeof(se->error));
 		se->samples = st->samples;
@@ -709,6 +813,7 @@ static struct mm_snapshot *build(struct mm_host *h, uint64_t now_ms, bool closin
 		memcpy(sc->source, h->slots[c].source, sizeof(sc->source));
 		memcpy(sc->source_note, h->slots[c].source_note, sizeof(sc->source_note));
 	}
+	split_status(h, s);
 	s->windows_stored = h->windows_stored;
 	s->store_errors = h->store_errors;
 	s->procs_tracked = mm_proctable_count(h->procs);
@@ -730,6 +835,17 @@ struct mm_snapshot *mm_host_snapshot(struct mm_host *h, uint64_t now_ms)
 
 struct mm_snapshot *mm_host_close_window(struct mm_host *h, uint64_t end_ms)
 {
+	if (h->bursts) {
+		for (struct mm_proc *p = mm_proctable_first(h->procs); p; p = p->next) {
+			/* The window's own raw counts join the process's prior after it. */
+			uint64_t life[MM_SPLIT_NOUT];
+			memcpy(life, p->split_life, sizeof(life));
+			mm_split_add_raw(p->split_life, &p->window);
+			mm_split_estimate(&p->window, &p->split, h->split_observed_ms, life);
+		}
+		mm_split_estimate(&h->overflow, NULL, h->split_observed_ms, NULL);
+	}
+	h->split_observed_ms = 0;
 	struct mm_snapshot *s = build(h, end_ms, true);
 
 	if (s && mm_cgtable_close(h->cgroups, s) < 0)
@@ -761,6 +877,64 @@ void mm_host_set_interval(struct mm_host *h, unsigned interval_s, uint64_t now_m
 {
 	h->interval_s = interval_s;
 	mm_clock_set_interval(&h->clock, interval_s, now_ms);
+	if (h->bursts) {
+		mm_split_clock_init(&h->split, interval_s, h->split_duty_pm, h->split.seed);
+		h->split_done_slot = now_ms / h->split.slot_ms;
+	}
+}
+
+enum mm_burst_role mm_host_stream_burst(const struct mm_host *h, unsigned stream)
+{
+	return stream < h->nstreams ? h->streams[stream].burst : MM_BURST_NONE;
+}
+
+enum mm_split_phase mm_host_burst_phase(const struct mm_host *h, uint64_t now_ns,
+					uint64_t *ret_next_ns)
+{
+	*ret_next_ns = UINT64_MAX;
+	if (!h->bursts)
+		return MM_SPLIT_OFF;
+	uint64_t next_ms;
+	enum mm_split_phase ph = mm_split_phase_at(&h->split, wall_ms(h, now_ns), &next_ms);
+	int64_t mono_ms = (int64_t)next_ms - h->mono_to_wall_ms;
+	if (next_ms != UINT64_MAX && mono_ms > 0)
+		*ret_next_ns = (uint64_t)mono_ms * 1000000ull;
+	return ph;
+}
+
+/* A burst's grace ended in event time: no record of it is still to come. The bursted collectors
+ * account what they hold (their finish hook), and each process's counts of the burst go to its
+ * accumulator (the spread between bursts). */
+static void end_burst(struct mm_host *h, const struct mm_split_burst *b)
+{
+	for (unsigned i = 0; i < h->nslots; i++) {
+		struct slot *sl = &h->slots[i];
+		if (!sl->burst || !hooked(sl) || !sl->p->finish)
+			continue;
+		h->cur = (int)i;
+		sl->p->finish(sl->state_ptr, h);
+		h->cur = -1;
+	}
+	for (struct mm_proc *p = mm_proctable_first(h->procs); p; p = p->next)
+		mm_split_burst_end(&p->split, &p->window);
+	h->split_observed_ms += b->off_ms - b->on_ms;
+}
+
+/* Ends the bursts whose grace is over by wall time @now_ms (a gap in time skips bursts). */
+static void split_catch_up(struct mm_host *h, uint64_t now_ms)
+{
+	if (!h->bursts)
+		return;
+	uint64_t slot = now_ms / h->split.slot_ms;
+	if (slot > h->split_done_slot + 4)
+		h->split_done_slot = slot - 4;
+	while (h->split_done_slot <= slot) {
+		struct mm_split_burst b = mm_split_burst_of(&h->split, h->split_done_slot);
+		if (b.off_ms + MM_SPLIT_GRACE_MS > now_ms)
+			break;
+		end_burst(h, &b);
+		h->split_done_slot++;
+	}
 }
 
 void mm_host_set_store_stats(struct mm_host *h, uint64_t windows_stored, uint64_t store_errors)
@@ -847,9 +1021,22 @@ static void close_window(struct mm_host *h, uint64_t end_ms)
 static unsigned advance(struct mm_host *h, uint64_t mono_ns)
 {
 	unsigned n = 0;
+	split_catch_up(h, wall_ms(h, mono_ns));
 	for (uint64_t end; (end = mm_clock_next_close(&h->clock, mono_ns)); n++)
 		close_window(h, end);
 	return n;
+}
+
+/* Whether a record of a burst stream stamped @time_ns is inside its phase: the schedule in event
+ * time decides what is classified, not when the loop got round to switching the stream. */
+static bool in_burst(const struct mm_host *h, unsigned stream, uint64_t time_ns)
+{
+	enum mm_burst_role role = mm_host_stream_burst(h, stream);
+	if (role == MM_BURST_NONE || !h->bursts || !time_ns)
+		return true;
+	uint64_t next;
+	enum mm_split_phase ph = mm_split_phase_at(&h->split, wall_ms(h, time_ns), &next);
+	return role == MM_BURST_OPENER ? ph == MM_SPLIT_ON : ph != MM_SPLIT_OFF;
 }
 
 void mm_host_feed(struct mm_host *h, unsigned stream, uint64_t time_ns,
@@ -861,6 +1048,10 @@ void mm_host_feed(struct mm_host *h, unsigned stream, uint64_t time_ns,
 			h->late++;
 		else
 			h->last_fed_ns = time_ns;
+	}
+	if (hdr->type == PERF_RECORD_SAMPLE && !in_burst(h, stream, time_ns)) {
+		mm_host_global_add(h, h->g_outside_burst, 1);
+		return;
 	}
 	uint64_t type = mm_host_sample_type(h, stream);
 	bool is_task = mm_host_stream_is_task(h, stream);

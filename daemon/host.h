@@ -21,6 +21,7 @@
 #include "plugin.h"
 #include "proctable.h"
 #include "snapshot.h"
+#include "split.h"
 
 struct mm_host;
 struct tep_event;
@@ -31,6 +32,26 @@ struct tep_event;
 struct mm_host *mm_host_new(const struct mm_config *cfg, mm_proc_lookup_fn lookup, void *ctx,
 			    uint64_t start_ms);
 void mm_host_free(struct mm_host *h); /* accepts NULL; frees collector states */
+
+/* With a split duty under 100% (config split_duty), the faults collector runs in bursts on
+ * streams of its own (split.h): mm_host_wanted() reports its tracepoints after the others', again
+ * where another collector shares them, and the streams added for them are marked. The first row
+ * of its handler table is the opener (page_fault_user: a fault window opens there). */
+enum mm_burst_role {
+	MM_BURST_NONE,	   /* a stream that stays on */
+	MM_BURST_OPENER,   /* on during a burst's ON phase only */
+	MM_BURST_EVIDENCE, /* on during ON and ENDING */
+};
+
+/* The role of stream @stream. */
+enum mm_burst_role mm_host_stream_burst(const struct mm_host *h, unsigned stream);
+
+/* The burst phase at monotonic time @now_ns, and in *ret_next_ns when it changes next
+ * (UINT64_MAX: never; always OFF without bursts). The loop switches the streams by it; the host
+ * follows the same schedule in event time (records of a burst are classified, its end is
+ * accounted when the feed passes its grace). */
+enum mm_split_phase mm_host_burst_phase(const struct mm_host *h, uint64_t now_ns,
+					uint64_t *ret_next_ns);
 
 /* Calls @fn for every tracepoint the enabled collectors ask for (each once; callchain true when
  * any asks for it; @filter the kernel-side filter every asker agrees on, else NULL), until @fn

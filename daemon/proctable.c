@@ -325,6 +325,7 @@ void mm_proctable_roll(struct mm_proctable *t, uint64_t next_end_ms)
 			continue;
 		}
 		mm_stats_add(&p->closed, &p->window);
+		memset(&p->split, 0, sizeof(p->split));
 		if (p->carry && next_end_ms && p->start_ms > next_end_ms) {
 			memset(&p->window, 0, sizeof(p->window)); /* born later still */
 		} else if (p->carry) {

@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "snapshot.h"
+#include "split.h"
 #include "stats.h"
 
 struct mm_proc_ident {
@@ -38,6 +39,8 @@ struct mm_proc {
 	struct mm_proc_stats window; /* the open window */
 	struct mm_proc_stats closed; /* sum of closed windows */
 	struct mm_proc_stats *carry; /* for the next window: see mm_proctable_counts() */
+	struct mm_split_acc split;   /* the open window's bursts (split.h), reset with it */
+	uint64_t split_life[MM_SPLIT_NOUT]; /* raw outcome counts of its closed windows' bursts */
 	struct mm_proc *hnext;	     /* pid index chain (live entries only) */
 	struct mm_proc *next;	     /* list of all entries */
 };

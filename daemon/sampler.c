@@ -39,6 +39,7 @@ struct stream {
 	struct perf_evlist *evlist;
 	struct perf_evsel *evsel; /* owned by evlist */
 	uint64_t sample_type;
+	bool held; /* kept off while sampling runs (mm_sampler_hold) */
 };
 
 struct mm_sampler {
@@ -47,6 +48,7 @@ struct mm_sampler {
 	struct perf_thread_map *threads;
 	struct stream *streams;
 	unsigned nstreams;
+	bool running; /* between mm_sampler_enable() and mm_sampler_disable() */
 };
 
 static int libperf_print(enum libperf_print_level level, const char *fmt, va_list ap)
@@ -243,14 +245,33 @@ int mm_sampler_add_task(struct mm_sampler *s, unsigned stream, uint64_t *ret_sam
 
 void mm_sampler_enable(struct mm_sampler *s)
 {
+	s->running = true;
 	for (unsigned i = 0; i < s->nstreams; i++)
-		perf_evlist__enable(s->streams[i].evlist);
+		if (!s->streams[i].held)
+			perf_evlist__enable(s->streams[i].evlist);
 }
 
 void mm_sampler_disable(struct mm_sampler *s)
 {
+	s->running = false;
 	for (unsigned i = 0; i < s->nstreams; i++)
 		perf_evlist__disable(s->streams[i].evlist);
+}
+
+void mm_sampler_hold(struct mm_sampler *s, unsigned stream, bool held)
+{
+	for (unsigned i = 0; i < s->nstreams; i++) {
+		struct stream *st = &s->streams[i];
+		if (st->index != stream || st->held == held)
+			continue;
+		st->held = held;
+		if (!s->running)
+			continue;
+		if (held)
+			perf_evlist__disable(st->evlist);
+		else
+			perf_evlist__enable(st->evlist);
+	}
 }
 
 int mm_sampler_watch(struct mm_sampler *s, int epfd, uint64_t tag)

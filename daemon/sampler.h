@@ -34,9 +34,15 @@ int mm_sampler_add_tp(struct mm_sampler *s, unsigned stream, int tp_id, bool cal
 int mm_sampler_add_task(struct mm_sampler *s, unsigned stream, uint64_t *ret_sample_type, char *err,
 			size_t errlen);
 
-/* Enables (disables) every opened event. */
+/* Enables (disables) every opened event; enable skips held streams. */
 void mm_sampler_enable(struct mm_sampler *s);
 void mm_sampler_disable(struct mm_sampler *s);
+
+/* Holds the stream tagged @stream off (@held true) or lets it run, at once while sampling is on
+ * (PERF_EVENT_IOC_DISABLE / ENABLE on every CPU): the bursts of the fault split (split.h). A
+ * held event stays open, so its tracepoint stays registered: the probe runs and finds no enabled
+ * event (a few ns per hit). */
+void mm_sampler_hold(struct mm_sampler *s, unsigned stream, bool held);
 
 /* Adds every ring's fd to @epfd (EPOLLIN, data.u64 = @tag). Returns 0 or -errno. */
 int mm_sampler_watch(struct mm_sampler *s, int epfd, uint64_t tag);

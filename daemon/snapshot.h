@@ -114,6 +114,16 @@ struct mm_snapshot {
 	struct mm_proc_stats all_window;
 	struct mm_proc_stats all_total;
 
+	/* The fault split (split.h): "continuous", "bursts" or "off"; the burst share, length and
+	 * period; which source classifies; why this mode. */
+	struct {
+		char mode[16];
+		unsigned duty_pm;
+		uint64_t burst_ms, slot_ms;
+		char source[16];
+		char why[256];
+	} split;
+
 	uint64_t windows_stored; /* windows committed to SQLite since start */
 	uint64_t store_errors;	 /* windows that failed to store */
 	uint64_t procs_tracked;	 /* processes in the table now */

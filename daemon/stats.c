@@ -32,6 +32,9 @@
 	"Page faults the kernel accounted to the process (/proc/PID/stat minflt/majflt; exited "   \
 	"threads from taskstats): user and kernel mode and get_user_pages; a retried fault "       \
 	"counts once, as major."
+#define SPLIT_HELP                                                                                 \
+	"Faults (and of them fallbacks) classified in the bursts of the fault split: the sample "  \
+	"the estimated outcome counts come from."
 #define SRC_HELP                                                                                   \
 	"Successful mmap_lock acquisitions by who took them (kernel callchain): the fault "        \
 	"fallback, a fault under the VMA lock, or a system call / kernel path."
@@ -93,6 +96,20 @@ const struct mm_field mm_proc_fields[] = {
 	SRC(remote),
 	SRC(other),
 	SRC(unknown),
+	F(split_estimated, "page_fault_split_estimated_windows_total", NULL,
+	  "Process windows whose page_faults_total outcome counts are estimates: the shares "
+	  "classified in bursts (split_duty) applied to the exact fault and fallback counts.",
+	  MM_FIELD_COUNT),
+	F(split_observed_ns, "page_fault_split_observed_seconds_total", NULL,
+	  "Time of the process windows during which faults were classified (bursts).", MM_FIELD_NS),
+	F(split_faults_seen, "page_fault_split_classified_total", "kind=\"faults\"", SPLIT_HELP,
+	  MM_FIELD_COUNT),
+	F(split_fallbacks_seen, "page_fault_split_classified_total", "kind=\"fallbacks\"",
+	  SPLIT_HELP, MM_FIELD_COUNT),
+	F(split_err, "page_fault_split_error_bound_total", NULL,
+	  "95% error bound, in faults, on each estimated outcome count of a window (the largest "
+	  "of the five), summed over windows: a bound on the summed estimates.",
+	  MM_FIELD_COUNT),
 	F(minflt, "page_faults_accounted_total", "type=\"minor\"", KFLT_HELP, MM_FIELD_COUNT),
 	F(majflt, "page_faults_accounted_total", "type=\"major\"", KFLT_HELP, MM_FIELD_COUNT),
 	F(fallback_locks, "fault_fallback_locks_total", NULL,

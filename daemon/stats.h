@@ -21,7 +21,7 @@ struct mm_hist {
 };
 
 /* Members are grouped by the collector that fills them, in this order: mmaplock (faults ..
- * mmap_lock_contended), faults (faults_vma .. mmap_lock_by_unknown), totals (minflt, majflt),
+ * mmap_lock_contended), faults (faults_vma .. split_err), totals (minflt, majflt),
  * fallbacks (fallback_locks, fallback_lock_waits); stats.c derives mm_field.collector from it. */
 struct mm_proc_stats {
 	uint64_t faults;		 /* exceptions:page_fault_user in the process */
@@ -62,6 +62,15 @@ struct mm_proc_stats {
 	uint64_t mmap_lock_by_remote; /* /proc/PID, ptrace, process_vm_*, GUP of another mm */
 	uint64_t mmap_lock_by_other;
 	uint64_t mmap_lock_by_unknown; /* no callchain or no kernel symbols */
+	/* The split in bursts (daemon/split.h; the host fills these at window close): with
+	 * split_estimated, faults_vma .. faults_mmap_fallback are estimates, the classified shares
+	 * applied to minflt + majflt and fallback_locks; with 0 they are exact counts (or 0). */
+	uint64_t split_estimated;      /* 1 per process window whose outcome counts are estimates */
+	uint64_t split_observed_ns;    /* time of the window the classification ran (bursts) */
+	uint64_t split_faults_seen;    /* faults classified in those bursts */
+	uint64_t split_fallbacks_seen; /* of which fell back to mmap_lock */
+	uint64_t
+		split_err; /* 95% bound, in faults, on each estimated outcome count (the largest) */
 
 	/* totals collector (plugins/totals.c): what the kernel itself counted for the process,
 	 * /proc/PID/stat while it lives and taskstats when its threads exit: */

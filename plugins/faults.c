@@ -498,12 +498,27 @@ static void close_all(void *vctx, uint32_t tid, void *value)
 	close_window(c->st, c->h, value);
 }
 
-/* No more events: every open fault is over. */
+static void forget_writer(void *vctx, uint32_t tid, void *value)
+{
+	struct expire_ctx *c = vctx;
+	if (c->n < 256)
+		c->stale[c->n++] = tid;
+}
+
+/* No more events (the end of a run, or of a burst of the split): every open fault is over, and
+ * no release will come for a write hold seen so far (a stale writer would turn the next burst's
+ * unexplained fallbacks into aborts). */
 static void finish(void *state, struct mm_host *h)
 {
 	struct state *st = state;
 	struct expire_ctx c = {.st = st, .h = h};
 	mm_tidmap_foreach(st->threads, close_all, &c);
+	do {
+		c.n = 0;
+		mm_tidmap_foreach(st->writers, forget_writer, &c);
+		for (unsigned i = 0; i < c.n; i++)
+			writer_drop(st, c.stale[i], true);
+	} while (c.n == 256);
 }
 
 static int init(struct mm_host *h, void **ret_state)

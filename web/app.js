@@ -123,7 +123,7 @@ function qs(params) {
 const FIELDS = ["minflt", "majflt", "faults", "fallback_locks", "fallback_lock_waits", "faults_vma",
 	"faults_vma_retry", "faults_mmap_retry", "faults_mmap_abort", "faults_mmap_unknown",
 	"faults_mmap_fallback", "faults_mmap_lock_wait_ns", "mmap_lock_waits", "mmap_lock_wait_ns",
-	"mmap_lock_write_hold_ns"].join(",");
+	"mmap_lock_write_hold_ns", "split_estimated", "split_faults_seen", "split_err"].join(",");
 
 /* GET /api/v1/series or /api/v1/top with @params and the page's counters. */
 function api(route, params) { return getJSON("api/v1/" + route + "?" + qs({...params, fields: FIELDS})); }
@@ -304,13 +304,16 @@ function seriesCharts(prefix, cols, grid, xr) {
 
 	const split = ["faults_vma", "faults_vma_retry", "faults_mmap_retry", "faults_mmap_abort", "faults_mmap_unknown"];
 	if (shown("faults", t, split)) {
-		drawChart(prefix + "split", add(), xr, "Fault split: how faults completed", "faults/s", xs, [
+		const box = add();
+		drawChart(prefix + "split", box, xr, "Fault split: how faults completed", "faults/s", xs, [
 			{label: "VMA lock", values: rate(cols, "faults_vma"), color: "--c3"},
 			{label: "VMA lock, retried", values: rate(cols, "faults_vma_retry"), color: "--c1"},
 			{label: "mmap_lock retry", values: rate(cols, "faults_mmap_retry"), color: "--c2"},
 			{label: "mmap_lock abort", values: rate(cols, "faults_mmap_abort"), color: "--c4"},
 			{label: "mmap_lock (retry or abort)", values: rate(cols, "faults_mmap_unknown"), color: "--c5"},
 		]);
+		const note = splitNote(t);
+		if (note) box.append(note);
 	} else add().append(el("h3", "Fault split"), optIn("faults"));
 
 	if (shown("faults", t, ["faults_mmap_lock_wait_ns"]) || shown("mmaplock", t, ["mmap_lock_wait_ns"])) {
@@ -322,6 +325,18 @@ function seriesCharts(prefix, cols, grid, xr) {
 		drawChart(prefix + "wait", add(), xr, "mmap_lock wait", "ms/s", xs, lines);
 	} else add().append(el("h3", "mmap_lock wait"), optIn("faults", "How long faults waited for mmap_lock"));
 	return boxes;
+}
+
+/* Where the fault split ran in bursts (the default) its figures are estimates: says so, with the
+ * sample they come from and their error bound (README, "The split in the default"). */
+function splitNote(t) {
+	if (!((t.split_estimated || 0) > 0)) return null;
+	const s = state.status && state.status.split;
+	const how = s && s.mode === "bursts" ? " (bursts of " + s.duty_permille / 10 + "% of each window)" : "";
+	return el("div", "Estimated" + how + ": the outcome shares of " + fmtNum(t.split_faults_seen || 0) +
+		" classified faults (" + fmtPct(100 * (t.split_faults_seen || 0) / Math.max(faultsOf(t), 1)) +
+		" of all) applied to the exact fault and fallback counts; 95% error bound ±" +
+		fmtNum(t.split_err || 0) + " faults on each outcome over the range.", "note");
 }
 
 const nsToMs = v => v === null ? null : v / 1e6;
@@ -399,6 +414,10 @@ function figureCols(t) {
 		cols.push({key: "vma", label: "Under VMA lock", num: true, get: r => r.faults_vma + r.faults_vma_retry, fmt: fmtNum});
 		cols.push({key: "mmapf", label: "Under mmap_lock", num: true, get: r => r.faults_mmap_fallback, fmt: fmtNum});
 		cols.push({key: "fwait", label: "Fault wait", num: true, get: r => r.faults_mmap_lock_wait_ns, fmt: fmtNs});
+		if (shown("faults", t, ["split_estimated"]) && (t.split_estimated || 0) > 0)
+			cols.push({key: "splerr", label: "Split: estimated ± (95%)", num: true,
+				get: r => r.split_estimated ? r.split_err : null,
+				fmt: v => v === null || v === undefined ? "exact" : "± " + fmtNum(v)});
 	}
 	if (shown("mmaplock", t, ["mmap_lock_waits"])) {
 		cols.push({key: "waits", label: "mmap_lock waits", num: true, get: r => r.mmap_lock_waits, fmt: fmtNum});

@@ -87,11 +87,11 @@ fi
 
 declare -A OFF_FAMILIES=(
 	[mmaplock]="user_page_faults_total mmap_lock_acquisitions_total mmap_lock_failed_acquisitions_total mmap_lock_waits_total mmap_lock_wait_seconds_total mmap_lock_write_hold_seconds_total mmap_lock_contended_total mmap_lock_wait_seconds mmaplock_unmatched_total"
-	[faults]="page_faults_total page_fault_fallbacks_total page_fault_mmap_lock_retries_total page_fault_mmap_lock_wait_seconds_total page_fault_pages_reread_total mmap_lock_acquisitions_by_source_total faults_unmatched_total"
 	[contention]="lock_contended_total lock_wait_seconds_total contention_unmatched_total"
 )
 states=$(grep '^mmlockd_collector_up{' "$TMP/metrics" | sed -E 's/.*collector="([^"]+)",state="([^"]+)".*/\1=\2/' | sort | tr '\n' ' ')
-if [ "$states" = "contention=disabled fallbacks=running faults=disabled mmaplock=disabled totals=running vmstat=running " ]; then
+# faults runs in bursts for the fault split (split_duty): its families carry estimates.
+if [ "$states" = "contention=disabled fallbacks=running faults=running mmaplock=disabled totals=running vmstat=running " ]; then
 	pass "collector_up lists every collector: $states"
 else
 	fail "collector_up: '$states'"
@@ -104,9 +104,9 @@ for c in "${!OFF_FAMILIES[@]}"; do
 		done
 	done
 done
-grep -qE '^mmlockd_tracepoint_up\{event="(exceptions|lock):' "$TMP/metrics" && found="$found tracepoints-of-disabled-collectors"
+grep -qE '^mmlockd_tracepoint_up\{event="lock:' "$TMP/metrics" && found="$found tracepoints-of-disabled-collectors"
 if [ -z "$found" ]; then
-	pass "no family of the disabled collectors mmaplock, faults, contention"
+	pass "no family of the disabled collectors mmaplock, contention"
 else
 	fail "families of disabled collectors exported:$found"
 fi

@@ -257,7 +257,8 @@ static void test_status_of_empty_snapshot_is_valid_json(void)
 	struct mm_snapshot *s = mm_snapshot_new(0, 0, 0, 0);
 	char *t = status(s);
 	CHECK(valid_json(t));
-	CHECK_CONTAINS(t, "\"collectors\":[],\"events\":[],\"globals\":[]");
+	CHECK_CONTAINS(t, "\"collectors\":[],\"split\":{\"mode\":\"\",");
+	CHECK_CONTAINS(t, "\"events\":[],\"globals\":[]");
 	free(t);
 	t = processes(s);
 	CHECK(valid_json(t));

@@ -398,6 +398,9 @@ static void test_collector_enabled_matches_exact_names_only(void)
 	CHECK(mm_config_collector_enabled(&c, "totals"));
 	CHECK(mm_config_collector_enabled(&c, "fallbacks"));
 	CHECK(mm_config_collector_enabled(&c, "vmstat"));
+	/* faults runs in bursts for the split (split_duty, default 2%) unless split_duty is 0. */
+	CHECK(mm_config_collector_enabled(&c, "faults"));
+	CHECK(set1(&c, "split_duty", "0") == 0);
 	CHECK(!mm_config_collector_enabled(&c, "faults"));
 	CHECK(!mm_config_collector_enabled(&c, "fallback"));
 	CHECK(set1(&c, "collectors", "all") == 0);
@@ -420,6 +423,8 @@ static void test_collector_enabled_matches_exact_names_only(void)
 
 	CHECK(set1(&c, "collectors", "vmstat") == 0);
 	CHECK(mm_config_collector_enabled(&c, "vmstat"));
+	CHECK(mm_config_collector_enabled(&c, "faults")); /* bursts of the split */
+	CHECK(mm_config_set(&c, "split_duty", "0", err, sizeof(err)) == 0);
 	CHECK(!mm_config_collector_enabled(&c, "faults"));
 }
 

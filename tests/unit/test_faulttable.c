@@ -83,6 +83,32 @@ static void test_opt_in_data_shows_the_split_and_sampled_faults(void)
 	free(t);
 }
 
+static void test_estimated_split_reads_as_estimate_with_error_and_coverage(void)
+{
+	struct mm_fault_row r = row(7, "est", "/", 10000, 1000);
+	r.sum.faults_vma = 9000;
+	r.sum.faults_mmap_retry = 600;
+	r.sum.faults_mmap_unknown = 400;
+	r.sum.faults_mmap_fallback = 1000;
+	r.sum.split_estimated = 3;
+	r.sum.split_faults_seen = 250;
+	r.sum.split_err = 120;
+	struct mm_fault_opts o = opts_sorted("faults");
+	char *t = print(&r, 1, &o, NULL);
+	CHECK_CONTAINS(t, "# ~: estimated from bursts");
+	CHECK_CONTAINS(t, "+-err");
+	CHECK_CONTAINS(t, "~9000");
+	CHECK_CONTAINS(t, "~600");
+	CHECK_CONTAINS(t, "  120  2.50  ");
+	free(t);
+	o.format = MM_FAULT_CSV;
+	t = print(&r, 1, &o, NULL);
+	CHECK(!strchr(t, '~')); /* CSV keeps numbers; the columns say it */
+	CHECK_CONTAINS(t, "mmap_unknown,split_err,split_coverage_pct,");
+	CHECK_CONTAINS(t, ",9000,0,600,0,400,120,2.50,");
+	free(t);
+}
+
 static void test_sort_by_any_column_and_top(void)
 {
 	struct mm_fault_row rows[] = {row(1, "c", "/z", 10, 9), row(2, "a", "/y", 30, 1),
@@ -197,6 +223,7 @@ int main(void)
 {
 	RUN(test_default_collectors_show_faults_major_fallbacks_waits_only);
 	RUN(test_opt_in_data_shows_the_split_and_sampled_faults);
+	RUN(test_estimated_split_reads_as_estimate_with_error_and_coverage);
 	RUN(test_sort_by_any_column_and_top);
 	RUN(test_csv_quotes_and_json_escapes_odd_names);
 	RUN(test_per_unit_rows_show_processes_and_no_pid);

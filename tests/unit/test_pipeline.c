@@ -56,6 +56,7 @@ static struct mm_host *host(const char *collectors)
 	struct mm_config cfg;
 	mm_config_defaults(&cfg);
 	snprintf(cfg.collectors, sizeof(cfg.collectors), "%s", collectors);
+	mm_config_no_bursts(&cfg); /* faults only where named (bursts: see below) */
 	return mm_host_new(&cfg, NULL, NULL, 0);
 }
 
@@ -89,6 +90,46 @@ static int fail_second(void *ctx, const char *system, const char *name, bool cal
 {
 	int *calls = ctx;
 	return ++*calls == 2 ? -ENOMEM : 0;
+}
+
+/* Registers each wanted tracepoint as a stream, as the live loop does. */
+static int add_each(void *ctx, const char *system, const char *name, bool callchain,
+		    const char *filter)
+{
+	collect(((void **)ctx)[1], system, name, callchain, filter);
+	return mm_host_add_tp(((void **)ctx)[0], system, name, NULL, 0, "not opened");
+}
+
+static void test_split_in_bursts_gets_streams_of_its_own(void)
+{
+	struct mm_config cfg;
+	struct wants ws = {0};
+	mm_config_defaults(&cfg); /* totals,fallbacks,vmstat + faults in bursts */
+	struct mm_host *h = mm_host_new(&cfg, NULL, NULL, 0);
+	void *ctx[2] = {h, &ws};
+	unsigned n;
+
+	CHECK(mm_host_wanted(h, add_each, ctx) == 0);
+	find(&ws, "mmap_lock:mmap_lock_acquire_returned", &n);
+	CHECK_U64(n, 2); /* fallbacks' filtered one stays on; faults' own is switched */
+	unsigned opener = 0, evidence = 0, always = 0;
+	for (unsigned i = 0; i < mm_host_nstreams(h); i++) {
+		enum mm_burst_role r = mm_host_stream_burst(h, i);
+		opener += r == MM_BURST_OPENER;
+		evidence += r == MM_BURST_EVIDENCE;
+		always += r == MM_BURST_NONE;
+		if (r == MM_BURST_OPENER)
+			CHECK_STR(ws.w[i].name, "exceptions:page_fault_user");
+		if (r == MM_BURST_NONE)
+			CHECK(ws.w[i].filter != NULL); /* only the default's filtered events */
+	}
+	CHECK_U64(opener, 1);
+	CHECK(evidence >= 4);
+	CHECK_U64(always, 2);
+	uint64_t next;
+	mm_host_burst_phase(h, 0, &next);
+	CHECK(next != UINT64_MAX);
+	mm_host_free(h);
 }
 
 static void test_an_error_stops_the_walk_and_is_returned(void)
@@ -230,6 +271,7 @@ static void test_recording_chunks_read_back_as_written(void)
 int main(void)
 {
 	RUN(test_filters_merge_only_when_every_collector_agrees);
+	RUN(test_split_in_bursts_gets_streams_of_its_own);
 	RUN(test_an_error_stops_the_walk_and_is_returned);
 	RUN(test_the_host_numbers_streams_and_keeps_failed_ones);
 	RUN(test_a_watched_fd_reaches_its_handler);

@@ -1013,7 +1013,7 @@ static void test_unwritable_places_give_eacces(void)
 	CHECK_U64(WEXITSTATUS(status), 0);
 }
 
-/* In a child with its own mount namespace, a 192 KiB tmpfs fills up: the write that does not fit
+/* In a child with its own mount namespace, a 320 KiB tmpfs fills up (192 KiB held no window once schema 006 came): the write that does not fit
  * gives -ENOSPC and leaves no trace; the windows before it stay. Exit 77 when the child cannot
  * mount (not root, or no CAP_SYS_ADMIN in a container). */
 static int disk_full_child(const char *dir)
@@ -1024,7 +1024,7 @@ static int disk_full_child(const char *dir)
 	int r = 0, stored = 0;
 
 	if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
-	    mount("tmpfs", dir, "tmpfs", 0, "size=192k,mode=0700") < 0)
+	    mount("tmpfs", dir, "tmpfs", 0, "size=320k,mode=0700") < 0)
 		return 77;
 	snprintf(path, sizeof(path), "%s/full.db", dir);
 	if (mm_store_open(path, &st) < 0)

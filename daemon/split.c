@@ -1,0 +1,206 @@
+/*
+ * The fault split in bursts (see split.h): the burst schedule and the estimate applied at window
+ * close. Pure code.
+ *
+ * Why the shares are applied this way: the default collectors count every fault (minflt +
+ * majflt) and every fallback (fallback_locks) exactly, so a burst has only to say how each side
+ * divides: the faults that did not fall back (minflt + majflt - fallback_locks) into vma and
+ * vma_retry, the fallbacks into retry / abort / unknown. Estimated outcomes then add up to the
+ * exact total and the estimated fallbacks are the exact ones. (A first version applied the vma
+ * share of all classified faults to minflt + majflt: a process whose bursts saw no fallback got
+ * vma = every fault, next to its exact fallbacks.) A fallback retried under mmap_lock counts twice
+ * in fallback_locks and once in the classification: the estimate inherits that (README).
+ */
+#include "split.h"
+
+#include <math.h>
+#include <string.h>
+
+#define Z95 1.959964
+
+/* splitmix64 of the slot number: spreads burst offsets, no statistical claims beyond that. */
+static uint64_t mix(uint64_t x)
+{
+	x += 0x9e3779b97f4a7c15ull;
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+	return x ^ (x >> 31);
+}
+
+void mm_split_clock_init(struct mm_split_clock *c, unsigned interval_s, unsigned duty_pm,
+			 uint64_t seed)
+{
+	uint64_t window_ms = (uint64_t)(interval_s ? interval_s : 1) * 1000;
+	unsigned k = interval_s < 2 ? 2 : interval_s;
+	c->slot_ms = window_ms / k;
+	c->burst_ms = c->slot_ms * (duty_pm > 1000 ? 1000 : duty_pm) / 1000;
+	if (!c->burst_ms)
+		c->burst_ms = 1;
+	c->seed = seed;
+}
+
+struct mm_split_burst mm_split_burst_of(const struct mm_split_clock *c, uint64_t slot)
+{
+	uint64_t need = c->burst_ms + MM_SPLIT_GRACE_MS;
+	uint64_t room = c->slot_ms > need ? c->slot_ms - need : 0;
+	uint64_t on = slot * c->slot_ms + (room ? mix(slot ^ c->seed) % (room + 1) : 0);
+	return (struct mm_split_burst){on, on + c->burst_ms};
+}
+
+enum mm_split_phase mm_split_phase_at(const struct mm_split_clock *c, uint64_t now_ms,
+				      uint64_t *ret_next_ms)
+{
+	enum mm_split_phase phase = MM_SPLIT_OFF;
+	uint64_t next = UINT64_MAX, slot = now_ms / c->slot_ms;
+	/* The previous slot's grace can reach into this one when a burst fills its slot. */
+	for (uint64_t j = slot ? slot - 1 : 0; j <= slot + 1; j++) {
+		struct mm_split_burst b = mm_split_burst_of(c, j);
+		uint64_t edges[3] = {b.on_ms, b.off_ms, b.off_ms + MM_SPLIT_GRACE_MS};
+		if (now_ms >= edges[0] && now_ms < edges[1])
+			phase = MM_SPLIT_ON;
+		else if (now_ms >= edges[1] && now_ms < edges[2] && phase == MM_SPLIT_OFF)
+			phase = MM_SPLIT_ENDING;
+		for (unsigned e = 0; e < 3; e++)
+			if (edges[e] > now_ms && edges[e] < next)
+				next = edges[e];
+	}
+	*ret_next_ms = next;
+	return phase;
+}
+
+static void raw_counts(const struct mm_proc_stats *ps, uint64_t *c)
+{
+	c[MM_SPLIT_VMA] = ps->faults_vma;
+	c[MM_SPLIT_VMA_RETRY] = ps->faults_vma_retry;
+	c[MM_SPLIT_MMAP_RETRY] = ps->faults_mmap_retry;
+	c[MM_SPLIT_ABORT] = ps->faults_mmap_abort;
+	c[MM_SPLIT_UNKNOWN] = ps->faults_mmap_unknown;
+}
+
+/* Which side an outcome is on: 0 completed without a fallback, 1 fell back. Each side's shares
+ * are of that side's classified faults, applied to its exact count. */
+static unsigned side_of(unsigned o)
+{
+	return o >= MM_SPLIT_MMAP_RETRY;
+}
+
+void mm_split_burst_end(struct mm_split_acc *acc, const struct mm_proc_stats *raw)
+{
+	uint64_t now[MM_SPLIT_NOUT], c[MM_SPLIT_NOUT], base[2] = {0, 0};
+	raw_counts(raw, now);
+	for (unsigned o = 0; o < MM_SPLIT_NOUT; o++) {
+		c[o] = now[o] >= acc->seen[o] ? now[o] - acc->seen[o] : 0;
+		base[side_of(o)] += c[o];
+		acc->seen[o] = now[o];
+	}
+	if (!base[0] && !base[1])
+		return;
+	acc->bursts++;
+	for (unsigned o = 0; o < MM_SPLIT_NOUT; o++) {
+		acc->cc[o] += (double)c[o] * (double)c[o];
+		acc->cn[o] += (double)c[o] * (double)base[side_of(o)];
+	}
+	for (unsigned b = 0; b < 2; b++)
+		acc->nn[b] += (double)base[b] * (double)base[b];
+}
+
+double mm_split_wilson(uint64_t k, uint64_t n)
+{
+	if (!n)
+		return 1;
+	double nn = (double)n, p = (double)k / nn, z2 = Z95 * Z95;
+	double centre = (p + z2 / (2 * nn)) / (1 + z2 / nn);
+	double half = Z95 / (1 + z2 / nn) * sqrt(p * (1 - p) / nn + z2 / (4 * nn * nn));
+	return half + fabs(centre - p);
+}
+
+/* 95% half-width of the share sum(c)/sum(base) of its side, from the spread between bursts (ratio
+ * estimator of a cluster sample: var = k/(k-1) * sum (c_i - p base_i)^2 / (sum base)^2); 0 under
+ * two bursts. */
+static double spread(const struct mm_split_acc *acc, unsigned o, double c, double base)
+{
+	if (!acc || acc->bursts < 2 || base <= 0)
+		return 0;
+	double p = c / base, k = acc->bursts;
+	double ss = acc->cc[o] - 2 * p * acc->cn[o] + p * p * acc->nn[side_of(o)];
+	if (ss < 0)
+		ss = 0;
+	return Z95 * sqrt(k / (k - 1) * ss) / base;
+}
+
+void mm_split_add_raw(uint64_t *life, const struct mm_proc_stats *ps)
+{
+	uint64_t c[MM_SPLIT_NOUT];
+	raw_counts(ps, c);
+	for (unsigned o = 0; o < MM_SPLIT_NOUT; o++)
+		life[o] += c[o];
+}
+
+void mm_split_estimate(struct mm_proc_stats *ps, const struct mm_split_acc *acc,
+		       uint64_t observed_ms, const uint64_t *prior)
+{
+	uint64_t c[MM_SPLIT_NOUT], classified[2] = {0, 0};
+	raw_counts(ps, c);
+	for (unsigned o = 0; o < MM_SPLIT_NOUT; o++)
+		classified[side_of(o)] += c[o];
+	bool borrowed = false;
+	if (!classified[0] && !classified[1] && prior) {
+		for (unsigned o = 0; o < MM_SPLIT_NOUT; o++) {
+			c[o] = prior[o];
+			classified[side_of(o)] += c[o];
+		}
+		borrowed = classified[0] || classified[1];
+		acc = NULL; /* the spread of other windows' bursts says nothing of this one */
+	}
+	/* What bursts see but cannot scale to an exact total. */
+	ps->faults_mmap_lock_retries = ps->faults_mmap_lock_wait_ns = ps->faults_pages_reread = 0;
+	memset(&ps->mmap_lock_by_fault, 0,
+	       (size_t)((char *)&ps->mmap_lock_by_unknown - (char *)&ps->mmap_lock_by_fault) +
+		       sizeof(ps->mmap_lock_by_unknown));
+	ps->split_faults_seen = borrowed ? 0 : classified[0] + classified[1];
+	ps->split_fallbacks_seen = borrowed ? 0 : classified[1];
+	/* Only where there is something to observe: a window with nothing else stays empty. */
+	bool counted = ps->minflt || ps->majflt || ps->fallback_locks ||
+		       (!borrowed && (classified[0] || classified[1]));
+	ps->split_observed_ns = counted ? observed_ms * 1000000ull : 0;
+	ps->split_estimated = 0;
+	ps->split_err = 0;
+	ps->faults_vma = ps->faults_vma_retry = ps->faults_mmap_retry = ps->faults_mmap_abort =
+		ps->faults_mmap_unknown = ps->faults_mmap_fallback = 0;
+	if (!counted || (!classified[0] && !classified[1]))
+		return; /* nothing to estimate, or nothing to estimate it from */
+	/* The exact fallbacks, and the faults that did not fall back (the README's "completed
+	 * under the per-VMA lock"). */
+	uint64_t all = ps->minflt + ps->majflt, fb = ps->fallback_locks;
+	uint64_t total[2] = {all > fb ? all - fb : 0, fb};
+	uint64_t est[MM_SPLIT_NOUT];
+	double err = 0;
+	for (unsigned o = 0; o < MM_SPLIT_NOUT; o++) {
+		unsigned b = side_of(o);
+		if (!classified[b]) {
+			/* Counted but none classified: no evidence of how they divide. They go to
+			 * the plain outcome of their side (vma; mmap_unknown), and the whole of
+			 * them is the error. */
+			est[o] = o == MM_SPLIT_VMA || o == MM_SPLIT_UNKNOWN ? total[b] : 0;
+			if ((double)total[b] > err)
+				err = (double)total[b];
+			continue;
+		}
+		double share = (double)c[o] / (double)classified[b];
+		est[o] = (uint64_t)llround(share * (double)total[b]);
+		double w = mm_split_wilson(c[o], classified[b]);
+		double s = spread(acc, o, (double)c[o], (double)classified[b]);
+		double e = (w > s ? w : s) * (double)total[b];
+		if (e > err)
+			err = e;
+	}
+	ps->faults_vma = est[MM_SPLIT_VMA];
+	ps->faults_vma_retry = est[MM_SPLIT_VMA_RETRY];
+	ps->faults_mmap_retry = est[MM_SPLIT_MMAP_RETRY];
+	ps->faults_mmap_abort = est[MM_SPLIT_ABORT];
+	ps->faults_mmap_unknown = est[MM_SPLIT_UNKNOWN];
+	ps->faults_mmap_fallback =
+		est[MM_SPLIT_MMAP_RETRY] + est[MM_SPLIT_ABORT] + est[MM_SPLIT_UNKNOWN];
+	ps->split_err = (uint64_t)ceil(err);
+	ps->split_estimated = 1;
+}

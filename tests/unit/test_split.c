@@ -1,0 +1,219 @@
+/*
+ * The fault split in bursts (split.h): bursts cover the configured share of each window, stay
+ * inside their slot with the grace before its end, and the phase function agrees with them; the
+ * estimate applies the classified shares to the exact totals, keeps the exact counts, zeroes what
+ * it cannot scale, and its error bound covers the truth for a binomial sample and grows with a
+ * spread between bursts; a process without classified faults gets no estimate.
+ */
+#include <math.h>
+#include <stdlib.h>
+
+#include "check.h"
+#include "config.h"
+#include "split.h"
+
+static void test_bursts_cover_the_duty_spread_through_the_window(void)
+{
+	struct mm_split_clock c;
+	mm_split_clock_init(&c, 10, 20, 42);
+	CHECK_U64(c.slot_ms, 1000);
+	CHECK_U64(c.burst_ms, 20);
+	uint64_t on_total = 0, starts[10];
+	for (uint64_t j = 100; j < 110; j++) {
+		struct mm_split_burst b = mm_split_burst_of(&c, j);
+		CHECK(b.on_ms >= j * 1000);
+		CHECK(b.off_ms + MM_SPLIT_GRACE_MS <= (j + 1) * 1000);
+		on_total += b.off_ms - b.on_ms;
+		starts[j - 100] = b.on_ms - j * 1000;
+	}
+	CHECK_U64(on_total, 200); /* 2% of a 10 s window */
+	unsigned distinct = 0;
+	for (unsigned i = 1; i < 10; i++)
+		distinct += starts[i] != starts[0];
+	CHECK(distinct >= 5); /* offsets vary from slot to slot */
+
+	/* One-second windows: two bursts each. */
+	mm_split_clock_init(&c, 1, 20, 42);
+	CHECK_U64(c.slot_ms, 500);
+	CHECK_U64(c.burst_ms, 10);
+}
+
+static void test_phase_follows_the_bursts(void)
+{
+	struct mm_split_clock c;
+	mm_split_clock_init(&c, 10, 20, 7);
+	struct mm_split_burst b = mm_split_burst_of(&c, 5000);
+	uint64_t next;
+	CHECK(mm_split_phase_at(&c, b.on_ms - 1, &next) == MM_SPLIT_OFF);
+	CHECK_U64(next, b.on_ms);
+	CHECK(mm_split_phase_at(&c, b.on_ms, &next) == MM_SPLIT_ON);
+	CHECK_U64(next, b.off_ms);
+	CHECK(mm_split_phase_at(&c, b.off_ms, &next) == MM_SPLIT_ENDING);
+	CHECK_U64(next, b.off_ms + MM_SPLIT_GRACE_MS);
+	CHECK(mm_split_phase_at(&c, b.off_ms + MM_SPLIT_GRACE_MS, &next) == MM_SPLIT_OFF);
+	CHECK_U64(next, mm_split_burst_of(&c, 5001).on_ms);
+}
+
+static void test_estimate_applies_shares_to_exact_totals(void)
+{
+	struct mm_proc_stats ps = {0};
+	ps.minflt = 90000;
+	ps.majflt = 10000;
+	ps.fallback_locks = 20000;
+	ps.faults_vma = 800;
+	ps.faults_mmap_retry = 150;
+	ps.faults_mmap_unknown = 50;
+	ps.mmap_lock_by_fault = 200;
+	ps.faults_mmap_lock_wait_ns = 12345;
+	mm_split_estimate(&ps, NULL, 200, NULL);
+	CHECK_U64(ps.minflt, 90000);
+	CHECK_U64(ps.majflt, 10000);
+	CHECK_U64(ps.fallback_locks, 20000);
+	CHECK_U64(ps.split_estimated, 1);
+	CHECK_U64(ps.split_faults_seen, 1000);
+	CHECK_U64(ps.split_fallbacks_seen, 200);
+	CHECK_U64(ps.split_observed_ns, 200000000ull);
+	CHECK_U64(ps.faults_vma, 80000); /* all of the 100000 - 20000 that did not fall back */
+	CHECK_U64(ps.faults_mmap_retry, 15000);	 /* 75% of 20000 fallbacks */
+	CHECK_U64(ps.faults_mmap_unknown, 5000); /* 25% */
+	CHECK_U64(ps.faults_mmap_fallback, 20000);
+	CHECK_U64(ps.mmap_lock_by_fault, 0);
+	CHECK_U64(ps.faults_mmap_lock_wait_ns, 0);
+	/* Wilson 95% on 150 of 200 fallbacks is about +-6 points of 20000; on 800 of 800 others
+	 * under a point of 80000: the larger is the row's bound. */
+	CHECK_U64(ps.split_err, (uint64_t)ceil(mm_split_wilson(150, 200) * 20000));
+	CHECK(ps.split_err > 1000 && ps.split_err < 1500);
+}
+
+static void test_process_without_classified_faults_keeps_exact_counts_only(void)
+{
+	struct mm_proc_stats ps = {0};
+	ps.minflt = 110;
+	ps.fallback_locks = 6;
+	mm_split_estimate(&ps, NULL, 200, NULL);
+	CHECK_U64(ps.split_estimated, 0);
+	CHECK_U64(ps.faults_vma, 0);
+	CHECK_U64(ps.faults_mmap_fallback, 0);
+	CHECK_U64(ps.minflt, 110);
+	CHECK_U64(ps.split_observed_ns, 200000000ull);
+
+	/* A window with nothing stays empty (the snapshot counts on it), prior or not. */
+	struct mm_proc_stats empty = {0};
+	uint64_t prior[MM_SPLIT_NOUT] = {90, 0, 6, 2, 2};
+	mm_split_estimate(&empty, NULL, 200, prior);
+	CHECK(mm_stats_is_zero(&empty));
+}
+
+static void test_window_without_classified_faults_borrows_the_prior_shares(void)
+{
+	struct mm_proc_stats ps = {0};
+	uint64_t prior[MM_SPLIT_NOUT] = {900, 0, 60, 20, 20};
+	ps.minflt = 10000;
+	ps.fallback_locks = 1000;
+	mm_split_estimate(&ps, NULL, 200, prior);
+	CHECK_U64(ps.split_estimated, 1);
+	CHECK_U64(ps.split_faults_seen, 0); /* none of its own */
+	CHECK_U64(ps.faults_vma, 9000);
+	CHECK_U64(ps.faults_mmap_retry, 600);
+	CHECK_U64(ps.faults_mmap_abort, 200);
+	CHECK(ps.split_err > 0);
+}
+
+/* Draws @n faults with fallback probability @p, ~1/3 of fallbacks retried. */
+static void draw(struct mm_proc_stats *ps, unsigned n, double p, unsigned *seed)
+{
+	for (unsigned i = 0; i < n; i++) {
+		double u = rand_r(seed) / (double)RAND_MAX;
+		if (u >= p)
+			ps->faults_vma++;
+		else if (rand_r(seed) % 3 == 0)
+			ps->faults_mmap_retry++;
+		else
+			ps->faults_mmap_unknown++;
+	}
+}
+
+static void test_error_bound_covers_the_truth_of_binomial_samples(void)
+{
+	unsigned seed = 1, covered = 0, runs = 400;
+	for (unsigned r = 0; r < runs; r++) {
+		struct mm_proc_stats ps = {0};
+		struct mm_split_acc acc = {0};
+		for (unsigned b = 0; b < 10; b++) {
+			draw(&ps, 50, 0.2, &seed);
+			mm_split_burst_end(&acc, &ps);
+		}
+		ps.minflt = 100000;
+		ps.fallback_locks = 20000;
+		mm_split_estimate(&ps, &acc, 200, NULL);
+		/* Truth: vma 80000, mmap_retry 1/3 of 20000. */
+		double ev = fabs((double)ps.faults_vma - 80000);
+		double er = fabs((double)ps.faults_mmap_retry - 20000.0 / 3);
+		covered += ev <= (double)ps.split_err && er <= (double)ps.split_err;
+	}
+	/* The row's bound is the largest of five 95% bounds: it covers each at least 95%. */
+	CHECK(covered >= runs * 90 / 100);
+}
+
+static void test_spread_between_bursts_widens_the_bound(void)
+{
+	struct mm_proc_stats steady = {0}, phased = {0};
+	struct mm_split_acc a = {0}, b = {0};
+	for (unsigned i = 0; i < 10; i++) {
+		steady.faults_vma += 500;
+		steady.faults_mmap_retry += 250;
+		steady.faults_mmap_unknown += 250;
+		mm_split_burst_end(&a, &steady);
+		/* Same total shares, but the fallbacks all-or-nothing per burst: a phased workload.
+		 */
+		phased.faults_vma += 500;
+		if (i % 2)
+			phased.faults_mmap_retry += 500;
+		else
+			phased.faults_mmap_unknown += 500;
+		mm_split_burst_end(&b, &phased);
+	}
+	steady.minflt = phased.minflt = 100000;
+	steady.fallback_locks = phased.fallback_locks = 50000;
+	mm_split_estimate(&steady, &a, 200, NULL);
+	mm_split_estimate(&phased, &b, 200, NULL);
+	CHECK_U64(steady.faults_mmap_retry, phased.faults_mmap_retry);
+	CHECK(phased.split_err > 5 * steady.split_err);
+}
+
+static void test_config_split_duty(void)
+{
+	struct mm_config c;
+	char err[256];
+	mm_config_defaults(&c);
+	CHECK_U64(mm_config_split_duty_pm(&c), MM_SPLIT_DUTY_DEFAULT_PM);
+	CHECK(mm_config_collector_enabled(&c, "faults"));
+	CHECK(mm_config_set(&c, "collectors", "faults,totals", err, sizeof(err)) == 0);
+	CHECK_U64(mm_config_split_duty_pm(&c), 1000);
+	CHECK(mm_config_set(&c, "split_duty", "2.5%", err, sizeof(err)) == 0);
+	CHECK_U64(mm_config_split_duty_pm(&c), 25);
+	CHECK(mm_config_set(&c, "split_duty", "0", err, sizeof(err)) == 0);
+	CHECK(!mm_config_collector_enabled(&c, "faults"));
+	CHECK(mm_config_set(&c, "split_duty", "100%", err, sizeof(err)) == 0);
+	CHECK_U64(mm_config_split_duty_pm(&c), 1000);
+	CHECK(mm_config_set(&c, "split_duty", "101%", err, sizeof(err)) < 0);
+	CHECK(mm_config_set(&c, "split_duty", "5", err, sizeof(err)) < 0);
+	CHECK(mm_config_set(&c, "split_duty", "%", err, sizeof(err)) < 0);
+	CHECK(mm_config_set(&c, "split_duty", "1.25%", err, sizeof(err)) < 0);
+	mm_config_defaults(&c);
+	mm_config_no_bursts(&c);
+	CHECK(!mm_config_collector_enabled(&c, "faults"));
+}
+
+int main(void)
+{
+	RUN(test_bursts_cover_the_duty_spread_through_the_window);
+	RUN(test_phase_follows_the_bursts);
+	RUN(test_estimate_applies_shares_to_exact_totals);
+	RUN(test_process_without_classified_faults_keeps_exact_counts_only);
+	RUN(test_window_without_classified_faults_borrows_the_prior_shares);
+	RUN(test_error_bound_covers_the_truth_of_binomial_samples);
+	RUN(test_spread_between_bursts_widens_the_bound);
+	RUN(test_config_split_duty);
+	return check_summary();
+}
