@@ -1,9 +1,13 @@
 /*
  * The BPF source (see bpfsource.h). Loading: the skeleton generated at build time from
- * plugins/bpf/counters.bpf.c is opened, told in .rodata which collectors to count and where
- * lock_mm_and_find_vma() lies (from /proc/kallsyms, for the fallbacks collector), loaded (the
- * verifier's last message is kept for the log) and attached. Any failure leaves every collector
- * on the perf rings with one log line saying why; with `source = bpf` it is fatal instead.
+ * plugins/bpf/counters.bpf.c is opened, told in .rodata which collectors to count, where the
+ * functions its stack checks look for lie (lock_mm_and_find_vma() for fallbacks; for faults also
+ * __vmf_anon_prepare(), [__]handle_mm_fault() and __folio_lock_or_retry(), all from
+ * /proc/kallsyms: a collector whose functions are missing stays on the perf rings) and how the
+ * vDSO's special mappings lie (from /proc/self/maps), loaded (the verifier's last message is
+ * kept for the log) and attached; programs only faults needs are loaded only for it. Any failure
+ * leaves every collector on the perf rings with one log line saying why; with `source = bpf` it
+ * is fatal instead.
  *
  * Reading: at each tick the per-CPU process map is walked; each entry's CPUs are summed and the
  * growth since the previous reading (kept here per pid) is added to the process's open window
@@ -83,6 +87,18 @@ static const struct {
 } covered[] = {
 	{"mmaplock"},
 	{"fallbacks"},
+	{"faults"},
+};
+enum { W_MMAPLOCK, W_FALLBACKS, W_FAULTS, W_N };
+_Static_assert(W_N == sizeof(covered) / sizeof(covered[0]), "want[] follows covered[]");
+
+/* The functions of enum mm_bpf_site, by index. */
+static const char *const site_names[MM_BPF_NSITES] = {
+	[MM_BPF_SITE_FALLBACK] = "lock_mm_and_find_vma",
+	[MM_BPF_SITE_ANON] = "__vmf_anon_prepare",
+	[MM_BPF_SITE_HMF] = "__handle_mm_fault",
+	[MM_BPF_SITE_HMF_OUTER] = "handle_mm_fault",
+	[MM_BPF_SITE_LOCK_RETRY] = "__folio_lock_or_retry",
 };
 
 static char *verifier_log;
@@ -149,18 +165,18 @@ static void why_failed(int err, const char *what, char *why, size_t len)
 	}
 }
 
-/* lock_mm_and_find_vma()'s text, [lo, hi), from the kernel symbols. */
-static bool fallback_site(const struct mm_symbols *syms, __u64 *lo, __u64 *hi)
+/* Function @name's text, [lo, hi), from the kernel symbols. */
+static bool function_text(const struct mm_symbols *syms, const char *name, __u64 *lo, __u64 *hi)
 {
-	uint64_t start = syms ? mm_symbols_addr(syms, "lock_mm_and_find_vma") : 0;
+	uint64_t start = syms ? mm_symbols_addr(syms, name) : 0;
 	if (!start)
 		return false;
 	uint64_t end = UINT64_MAX;
 	for (size_t i = 0, n = mm_symbols_count(syms); i < n; i++) {
 		uint64_t a;
 		char type;
-		const char *name;
-		mm_symbols_get(syms, i, &a, &type, &name);
+		const char *sym;
+		mm_symbols_get(syms, i, &a, &type, &sym);
 		if (a > start && a < end)
 			end = a;
 	}
@@ -168,6 +184,46 @@ static bool fallback_site(const struct mm_symbols *syms, __u64 *lo, __u64 *hi)
 		return false;
 	*lo = start;
 	*hi = end;
+	return true;
+}
+
+/* The vDSO's special mappings around its text, as this process has them ([vvar], [vvar_vclock]
+ * right below [vdso] on 6.18; [vvar] on 6.12): every process gets the same layout from the
+ * kernel. Sets *below (bytes from the first of them to [vdso]) and *above ([vdso]'s size);
+ * false when /proc/self/maps has no [vdso]. */
+static bool vdso_layout(__u64 *below, __u64 *above)
+{
+	FILE *f = fopen("/proc/self/maps", "re");
+	char line[512];
+	uint64_t lo = 0, hi = 0, special_lo = 0, prev_hi = 0;
+	bool found = false;
+	if (!f)
+		return false;
+	while (!found && fgets(line, sizeof(line), f)) {
+		unsigned long long a, e;
+		if (sscanf(line, "%llx-%llx", &a, &e) != 2)
+			continue;
+		const char *name = strrchr(line, ' ');
+		name = name ? name + 1 : "";
+		if (!strncmp(name, "[vdso]", 6)) {
+			lo = a;
+			hi = e;
+			if (!special_lo || prev_hi != a)
+				special_lo = a;
+			found = true;
+		} else if (!strncmp(name, "[vvar", 5)) {
+			if (!special_lo || prev_hi != a)
+				special_lo = a;
+		} else {
+			special_lo = 0;
+		}
+		prev_hi = e;
+	}
+	fclose(f);
+	if (!found)
+		return false;
+	*below = lo - special_lo;
+	*above = hi - lo;
 	return true;
 }
 
@@ -361,6 +417,11 @@ static void register_globals(struct mm_bpfsrc *b, struct mm_host *h)
 		[MM_BPF_ACQUIRE_WITHOUT_START] = "acquire_without_start",
 		[MM_BPF_RELEASE_WITHOUT_ACQUIRE] = "write_release_without_acquire",
 		[MM_BPF_HOLDS_TOO_NESTED] = "write_holds_too_nested",
+		[MM_BPF_WIN_COMPLETED] = "fault_windows_completed",
+		[MM_BPF_WIN_NEXT_FAULT] = "fault_windows_closed_by_next_fault",
+		[MM_BPF_WIN_KERNEL_FAULT] = "fault_windows_closed_by_kernel_fault",
+		[MM_BPF_WIN_SYSCALL] = "fault_windows_closed_by_syscall",
+		[MM_BPF_WIN_EXIT] = "fault_windows_closed_by_exit",
 	};
 	for (unsigned i = 0; i < MM_BPF_NSTATS; i++)
 		b->g_stats[i] = mm_host_global(
@@ -423,8 +484,67 @@ static void attach_completions(struct mm_bpfsrc *b)
 	}
 	if (failed)
 		log_warning("BPF source: fault completion events on %d of %ld CPUs could not be "
-			    "attached (%s): fault latencies are incomplete",
+			    "attached (%s): fault latencies, and swap-in vma_retry of the "
+			    "faults collector, are incomplete",
 			    failed, 2 * ncpus, strerror(err));
+}
+
+/* Moves @name off BPF (its site is missing), or fails when nothing else would run on it. */
+static int drop_collector(struct mm_bpfsrc *b, bool *want, int which, const char *reason, char *why,
+			  size_t whylen)
+{
+	want[which] = false;
+	bool any = false;
+	for (int i = 0; i < W_N; i++)
+		any |= want[i];
+	if (!any) {
+		snprintf(why, whylen, "%s", reason);
+		return -ENOENT;
+	}
+	log_warning("BPF source: %s; %s runs on the perf rings", reason, covered[which].name);
+	mm_host_set_source(b->h, covered[which].name, "perf", reason);
+	return 0;
+}
+
+/* The .rodata the programs decide by: the collectors counted, where the sites of enum
+ * mm_bpf_site lie, the vDSO's layout. A collector whose sites this kernel lacks runs on the perf
+ * rings instead (said once); an error when none is left. */
+static int configure(struct mm_bpfsrc *b, bool *want, const struct mm_symbols *syms, char *why,
+		     size_t whylen)
+{
+	struct mm_counters *s = b->skel;
+	char reason[160];
+	bool have[MM_BPF_NSITES];
+	for (int k = 0; k < MM_BPF_NSITES; k++)
+		have[k] = function_text(syms, site_names[k], (__u64 *)&s->rodata->sites[k].lo,
+					(__u64 *)&s->rodata->sites[k].hi);
+	if (want[W_FALLBACKS] && !have[MM_BPF_SITE_FALLBACK]) {
+		snprintf(reason, sizeof(reason),
+			 "%s not found in the kernel symbols (/proc/kallsyms)",
+			 site_names[MM_BPF_SITE_FALLBACK]);
+		int r = drop_collector(b, want, W_FALLBACKS, reason, why, whylen);
+		if (r < 0)
+			return r;
+	}
+	for (int k = 0; want[W_FAULTS] && k < MM_BPF_NSITES; k++) {
+		if (have[k])
+			continue;
+		snprintf(reason, sizeof(reason),
+			 "%s not found in the kernel symbols (/proc/kallsyms): fault outcomes "
+			 "need it",
+			 site_names[k]);
+		int r = drop_collector(b, want, W_FAULTS, reason, why, whylen);
+		if (r < 0)
+			return r;
+	}
+	if (want[W_FAULTS] &&
+	    !vdso_layout((__u64 *)&s->rodata->vdso_below, (__u64 *)&s->rodata->vdso_above))
+		log_info("BPF source: no [vdso] in /proc/self/maps; its faults' retries show as "
+			 "mmap_unknown");
+	s->rodata->count_mmaplock = want[W_MMAPLOCK];
+	s->rodata->count_fallbacks = want[W_FALLBACKS];
+	s->rodata->count_faults = want[W_FAULTS];
+	return 0;
 }
 
 /* Opens, configures, loads and attaches; on failure *why says why. */
@@ -459,26 +579,20 @@ static int load(struct mm_bpfsrc *b, bool *want, const struct mm_symbols *syms, 
 		goto out;
 	}
 	struct mm_counters *s = b->skel;
-	s->rodata->count_mmaplock = want[0];
-	s->rodata->count_fallbacks = want[1];
 	s->rodata->reject_for_test = getenv("MMLOCKD_BPF_REJECT_FOR_TEST") ? 1 : 0;
-	if (want[1] &&
-	    !fallback_site(syms, (__u64 *)&s->rodata->site_lo, (__u64 *)&s->rodata->site_hi)) {
-		static const char no_site[] = "lock_mm_and_find_vma not found in the kernel "
-					      "symbols (/proc/kallsyms)";
-		want[1] = false;
-		s->rodata->count_fallbacks = false;
-		if (!want[0]) {
-			snprintf(why, whylen, "%s", no_site);
-			r = -ENOENT;
-			goto out;
-		}
-		log_warning("BPF source: %s; fallbacks runs on the perf rings", no_site);
-		mm_host_set_source(b->h, "fallbacks", "perf", no_site);
-	}
-	bpf_program__set_autoload(s->progs.on_fault, want[0] || s->rodata->reject_for_test);
-	bpf_program__set_autoload(s->progs.on_released, want[0]);
-	bpf_program__set_autoload(s->progs.on_contention, want[0]);
+	r = configure(b, want, syms, why, whylen);
+	if (r < 0)
+		goto out;
+	bpf_program__set_autoload(s->progs.on_fault,
+				  want[W_MMAPLOCK] || want[W_FAULTS] || s->rodata->reject_for_test);
+	bpf_program__set_autoload(s->progs.on_released, want[W_MMAPLOCK]);
+	bpf_program__set_autoload(s->progs.on_contention, want[W_MMAPLOCK]);
+	/* The faults collector's evidence: nothing of it runs for the others. */
+	bpf_program__set_autoload(s->progs.on_fault_kernel, want[W_FAULTS]);
+	bpf_program__set_autoload(s->progs.on_switch, want[W_FAULTS]);
+	bpf_program__set_autoload(s->progs.on_filemap_fault, want[W_FAULTS]);
+	bpf_program__set_autoload(s->progs.on_map_pages, want[W_FAULTS]);
+	bpf_program__set_autoload(s->progs.on_added, want[W_FAULTS]);
 	r = mm_counters__load(s);
 	if (r < 0) {
 		why_failed(r, "loading the BPF programs", why, whylen);
@@ -495,7 +609,7 @@ static int load(struct mm_bpfsrc *b, bool *want, const struct mm_symbols *syms, 
 		why_failed(r, "opening the exit ring buffer", why, whylen);
 		goto out;
 	}
-	if (want[0])
+	if (want[W_MMAPLOCK] || want[W_FAULTS])
 		attach_completions(b);
 out:
 	free(verifier_log);
@@ -506,7 +620,7 @@ out:
 int mm_bpfsrc_open(struct mm_host *h, const struct mm_config *cfg, const struct mm_symbols *syms,
 		   struct mm_bpfsrc **ret)
 {
-	bool want[sizeof(covered) / sizeof(covered[0])] = {false};
+	bool want[W_N] = {false};
 	bool any = false;
 	char list[64] = "";
 	*ret = NULL;
@@ -528,7 +642,7 @@ int mm_bpfsrc_open(struct mm_host *h, const struct mm_config *cfg, const struct 
 	 * program's is not yet. With mmaplock on BPF, fallbacks must follow: a BPF program on the
 	 * mmap_lock tracepoints moves perf's sample IP to the tracepoint iterator, and the perf
 	 * fallbacks collector attributes by that IP. */
-	if (!want[0] && strcmp(cfg->source, "bpf")) {
+	if (!want[W_MMAPLOCK] && !want[W_FAULTS] && strcmp(cfg->source, "bpf")) {
 		note_all(h, want, "perf",
 			 "source = auto keeps the default fallbacks on the perf rings; "
 			 "source = bpf counts it in the kernel");
@@ -561,7 +675,7 @@ int mm_bpfsrc_open(struct mm_host *h, const struct mm_config *cfg, const struct 
 	b->dest[offsetof(struct mm_bpf_counts, from) / sizeof(__u64)] =                            \
 		offsetof(struct mm_proc_stats, to)
 #define TO(member) TO2(member, member)
-	if (want[0]) {
+	if (want[W_MMAPLOCK]) {
 		TO(faults);
 		TO(mmap_lock_read);
 		TO(mmap_lock_write);
@@ -576,15 +690,38 @@ int mm_bpfsrc_open(struct mm_host *h, const struct mm_config *cfg, const struct 
 			TO2(fault_ns_mmap_hist[i], fault_ns_mmap_hist.bucket[i]);
 		}
 	}
-	if (want[1]) {
+	if (want[W_FALLBACKS]) {
 		TO(fallback_locks);
 		TO(fallback_lock_waits);
+	}
+	if (want[W_FAULTS]) {
+		TO(faults_vma);
+		TO(faults_vma_retry);
+		TO(faults_mmap_retry);
+		TO(faults_mmap_abort);
+		TO(faults_mmap_unknown);
+		TO(faults_mmap_fallback);
+		TO(faults_mmap_lock_retries);
+		TO(faults_mmap_lock_wait_ns);
+		TO(faults_pages_reread);
+		TO(mmap_lock_by_fault);
+		TO(mmap_lock_by_fault_other);
+		TO(mmap_lock_by_fault_kernel);
 	}
 #undef TO
 #undef TO2
 	register_globals(b, h);
 	note_all(h, want, "bpf", "");
-	log_info("BPF source: counting %s in the kernel", want[1] ? list : "mmaplock");
+	if (want[W_FAULTS])
+		mm_host_set_source(h, "faults", "bpf",
+				   "mmap_lock_by_* other than fault, fault_other and fault_kernel "
+				   "need callchains: 0 on this source");
+	list[0] = '\0';
+	for (size_t i = 0; i < W_N; i++)
+		if (want[i])
+			snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s%s",
+				 list[0] ? ", " : "", covered[i].name);
+	log_info("BPF source: counting %s in the kernel", list);
 	*ret = b;
 	return 0;
 
@@ -605,7 +742,8 @@ int mm_bpfsrc_open(struct mm_host *h, const struct mm_config *cfg, const struct 
 	static const char why[] = "this mmlockd was built without the BPF source (meson -Dbpf)";
 	*ret = NULL;
 	if (!mm_config_collector_enabled(cfg, "mmaplock") &&
-	    !mm_config_collector_enabled(cfg, "fallbacks"))
+	    !mm_config_collector_enabled(cfg, "fallbacks") &&
+	    !mm_config_collector_enabled(cfg, "faults"))
 		return 0;
 	if (!strcmp(cfg->source, "bpf"))
 		return log_error_errno(EOPNOTSUPP, "source = bpf: %s", why);
@@ -613,6 +751,7 @@ int mm_bpfsrc_open(struct mm_host *h, const struct mm_config *cfg, const struct 
 		log_info("BPF source unavailable: %s; collectors run on the perf rings", why);
 	mm_host_set_source(h, "mmaplock", "perf", why);
 	mm_host_set_source(h, "fallbacks", "perf", why);
+	mm_host_set_source(h, "faults", "perf", why);
 	return 0;
 }
 

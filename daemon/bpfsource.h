@@ -1,6 +1,6 @@
 /*
- * The in-kernel (BPF) source: counts what the mmaplock and fallbacks collectors count, with BPF
- * programs on the same tracepoints (plugins/bpf/counters.bpf.c) instead of a perf sample per
+ * The in-kernel (BPF) source: counts what the mmaplock, fallbacks and faults collectors count, with
+ * BPF programs on the same tracepoints (plugins/bpf/counters.bpf.c) instead of a perf sample per
  * event, and delivers the per-process counts into the host's open window at every tick. Outside
  * the pure library: it links libbpf.
  *

@@ -1,14 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
  * counters.bpf.c: the in-kernel half of the BPF source (daemon/bpfsource.c loads it). It counts,
- * per process, what the mmaplock and fallbacks collectors count from perf samples, on the same
- * tracepoints, without writing a sample: per-thread state lives in task storage, per-process
+ * per process, what the mmaplock, fallbacks and faults collectors count from perf samples, on the
+ * same tracepoints, without writing a sample: per-thread state lives in task storage, per-process
  * counters in a per-CPU hash keyed by (tgid, group leader's start_boottime) that user space reads
  * once per tick; when the last thread of a process exits, its key goes through a ring buffer so
  * the loader settles it once and deletes it (the map stays bounded by live processes).
  *
  * Attached (tp_btf: typed arguments, no record format to parse):
- *   exceptions:page_fault_user            faults
+ *   exceptions:page_fault_user            faults; opens the thread's fault window
  *   mmap_lock:mmap_lock_start_locking     a wait begins (blocking acquisitions and, since 6.x,
  *                                         trylocks); a read start inside lock_mm_and_find_vma()
  *                                         is a fault fallback
@@ -16,20 +16,31 @@
  *                                         holds begin (a read acquisition ends one: downgrade)
  *   mmap_lock:mmap_lock_released          write holds end
  *   lock:contention_begin                 a sleeping rwsem wait between start and acquired
- *   sched:sched_process_exit              the last thread of a process exits
+ *   sched:sched_process_exit              a thread exits (its window closes); the last thread of
+ *                                         a process: its counts are final
+ * and for the faults collector only:
+ *   exceptions:page_fault_kernel          the user fault is over; the next fallback is this one's
+ *   sched:sched_switch                    a voluntary sleep in a window: an attempt under the VMA
+ *                                         lock; inside __folio_lock_or_retry(): a retry
+ *   filemap:mm_filemap_fault, _map_pages  attempts on the faulting page (as plugins/faults.c)
+ *   filemap:mm_filemap_add_to_page_cache  pages read twice in one window
  * and, as perf_event programs, the minor-faults and major-faults software events on every CPU:
  * mm_account_fault() fires one of them when a fault completes (not on VM_FAULT_RETRY or an
  * error; a retried fault is major), so page_fault_user -> that event is the fault's latency,
  * kept in one of two log2 histograms per process: with or without an mmap_lock fallback (a read
- * start at the fallback site) in between.
- * The rules are those of plugins/mmaplock.c and plugins/fallbacks.c, event for event; where they
- * differ it is in what the perf path could not see: the fallback site is found in a short kernel
- * stack (up to MAX_FRAMES frames, taken only for read starts on the thread's own mm) instead of
- * the sample IP, so kernels that fire the tracepoint from the out-of-line trace helper (6.12)
- * are counted too.
+ * start at the fallback site) in between; for the faults collector it closes the window.
+ * The rules are those of plugins/mmaplock.c, plugins/fallbacks.c and plugins/faults.c, event for
+ * event; where they differ it is in what the perf path could not see: sites (the fallback, the
+ * anon_vma trylock, __folio_lock_or_retry) are found in short kernel stacks (MAX_FRAMES frames,
+ * taken only for read starts on the thread's own mm and for mmap_lock starts in an open window;
+ * MAX_SLEEP_FRAMES for a voluntary sleep in a window before its fallback) instead of the sample
+ * IP, so kernels that fire the tracepoint from the out-of-line trace helper (6.12) are counted
+ * too; and the faults collector's outcome uses evidence the ring path could not afford
+ * (plugins/bpf/outcome.h says what each piece means and why).
  *
- * Everything the loader decides before load is in .rodata (count_*, site_*, reject_for_test), so
- * the verifier removes what is not used.
+ * Everything the loader decides before load is in .rodata (count_*, sites[], vdso_*,
+ * reject_for_test), so the verifier removes what is not used; programs no enabled collector needs
+ * are not loaded (the loader's autoload switches).
  */
 #include "vmlinux.h"
 
@@ -38,6 +49,7 @@
 #include <bpf/bpf_tracing.h>
 
 #include "counters.h"
+#include "outcome.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -46,12 +58,21 @@ char LICENSE[] SEC("license") = "GPL";
 #define LCB_F_READ  (1U << 1)
 #define LCB_F_WRITE (1U << 2)
 
-#define MAX_FRAMES 8
+#define RWSEM_WRITER_LOCKED (1UL << 0) /* kernel/locking/rwsem.c */
+
+#define MAX_FRAMES	 8
+#define MAX_SLEEP_FRAMES 12 /* sched_switch: __schedule, schedule, io_schedule, ... first */
 
 const volatile bool count_mmaplock = false;
 const volatile bool count_fallbacks = false;
-/* [site_lo, site_hi): lock_mm_and_find_vma() in this kernel's text (from /proc/kallsyms). */
-const volatile __u64 site_lo = 0, site_hi = 0;
+const volatile bool count_faults = false;
+/* Kernel text of the functions of enum mm_bpf_site (from /proc/kallsyms); [lo, hi). */
+const volatile struct {
+	__u64 lo, hi;
+} sites[MM_BPF_NSITES] = {};
+/* The vDSO's special mappings: [mm->context.vdso - vdso_below, mm->context.vdso + vdso_above),
+ * measured by the loader on its own mappings ([vvar]..., [vdso]); 0: not checked. */
+const volatile __u64 vdso_below = 0, vdso_above = 0;
 /* Set by the loader for the rejection test only: makes the verifier refuse the program. */
 const volatile __u64 reject_for_test = 0;
 
@@ -60,15 +81,21 @@ struct thread {
 	__u8 fault_fellback;  /* that fault fell back to mmap_lock */
 	__u64 wait_start_ns;  /* mmap_lock_start_locking, while waiting */
 	__u64 wait_mm;
-	__u8 waiting;	/* between start_locking and acquire_returned */
-	__u8 contended; /* a sleeping rwsem contention in that wait */
-	__u8 at_site;	/* the pending read start is lock_mm_and_find_vma's */
-	__u8 fb_failed; /* the last attempt there failed: the next start is its retry */
-	__u8 fb_waited; /* the fallback in progress has counted its wait */
-	__u8 nheld;	/* mmap_locks held for write (fork nests two) */
+	__u8 waiting;	   /* between start_locking and acquire_returned */
+	__u8 contended;	   /* a sleeping rwsem contention in that wait */
+	__u8 at_site;	   /* the pending read start is lock_mm_and_find_vma's */
+	__u8 fb_failed;	   /* the last attempt there failed: the next start is its retry */
+	__u8 fb_waited;	   /* the fallback in progress has counted its wait */
+	__u8 nheld;	   /* mmap_locks held for write (fork nests two) */
+	__u8 pending_site; /* enum mm_bpf_site of the pending read start (faults collector) */
+	__u8 nadded;	   /* pages of added[] */
 	struct {
 		__u64 mm, since_ns;
 	} held[MM_BPF_MAX_HELD];
+	struct mm_bpf_window win; /* the faults collector's evidence of the open fault */
+	struct {
+		__u64 mapping, index;
+	} added[MM_BPF_MAX_ADDED]; /* pages added to the page cache in the window */
 };
 
 struct {
@@ -163,20 +190,87 @@ static __always_inline unsigned hist_bucket(__u64 ns)
 	return i < MM_BPF_HIST_BUCKETS ? i : MM_BPF_HIST_BUCKETS - 1;
 }
 
-/* Whether the tracepoint fired inside lock_mm_and_find_vma(): one of the first MAX_FRAMES kernel
- * frames lies in it (the trace helper, if any, and the BPF trampoline come first). */
-static __always_inline bool at_fallback_site(void *ctx)
+/* Where the tracepoint fired: the site of enum mm_bpf_site in [first, last] whose function holds
+ * the innermost of the first @frames kernel frames that lies in one (the trace helper, if any,
+ * and the BPF trampoline come first), as plugins/faults.c reads a callchain; MM_BPF_SITE_OTHER if
+ * none. Constant arguments only (the stack buffer's size). */
+static __always_inline int site_of(void *ctx, int first, int last, const int frames)
 {
-	__u64 ips[MAX_FRAMES];
-	long n = bpf_get_stack(ctx, ips, sizeof(ips), 0);
+	__u64 ips[MAX_SLEEP_FRAMES];
+	long n = bpf_get_stack(ctx, ips, frames * sizeof(ips[0]), 0);
 	if (n <= 0)
-		return false;
+		return MM_BPF_SITE_OTHER;
 #pragma unroll
-	for (int i = 0; i < MAX_FRAMES; i++) {
-		if (i * 8 < n && ips[i] >= site_lo && ips[i] < site_hi)
-			return true;
+	for (int i = 0; i < frames; i++) {
+		if (i * 8 >= n)
+			break;
+#pragma unroll
+		for (int k = first; k <= last; k++)
+			if (ips[i] >= sites[k].lo && ips[i] < sites[k].hi)
+				return k;
 	}
-	return false;
+	return MM_BPF_SITE_OTHER;
+}
+
+/* mm->mm_lock_seq: odd while a writer holds mmap_lock (6.12: a seqcount_t begun at every write
+ * acquisition, ended at release or downgrade). 0 where the kernel has no such seqcount. */
+struct mm_struct___seqcount {
+	seqcount_t mm_lock_seq;
+} __attribute__((preserve_access_index));
+
+static __always_inline __u32 lock_seq(struct mm_struct *mm)
+{
+	struct mm_struct___seqcount *m = (void *)mm;
+	if (!bpf_core_field_exists(m->mm_lock_seq.sequence))
+		return 0;
+	return BPF_CORE_READ(m, mm_lock_seq.sequence);
+}
+
+_Static_assert(__builtin_offsetof(struct mm_bpf_counts, faults_mmap_unknown) -
+			       __builtin_offsetof(struct mm_bpf_counts, faults_vma) ==
+		       MM_BPF_MMAP_UNKNOWN * sizeof(__u64),
+	       "faults_vma .. faults_mmap_unknown must follow enum mm_bpf_outcome");
+
+/* Adds the closed window's outcome to the process (the caller runs in the window's thread). */
+static __always_inline void close_window(struct thread *t, enum mm_bpf_stat why)
+{
+	if (!t->win.open)
+		return;
+	t->win.open = 0;
+	stat_add(why);
+	struct mm_bpf_counts *c = counts();
+	if (!c)
+		return;
+	unsigned o = mm_bpf_outcome_of(&t->win);
+	asm volatile("" : "+r"(o)); /* bounded below, whatever register clang keeps it in */
+	if (o <= MM_BPF_MMAP_UNKNOWN)
+		(&c->faults_vma)[o]++; /* the outcome counters follow enum mm_bpf_outcome */
+	if (t->win.fallbacks) {
+		c->faults_mmap_fallback++;
+		c->faults_mmap_lock_retries += t->win.fallbacks - 1;
+	}
+}
+
+/* Opens the faults collector's window of a user fault at @address. */
+static __always_inline void open_window(struct thread *t, unsigned long address)
+{
+	close_window(t, MM_BPF_WIN_NEXT_FAULT);
+	__builtin_memset(&t->win, 0, sizeof(t->win));
+	t->nadded = 0;
+	t->win.open = 1;
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct mm_struct *mm = BPF_CORE_READ(task, mm);
+	t->win.seq = lock_seq(mm);
+	t->win.writer = t->win.seq & 1;
+	if (!t->win.seq) /* or no mm_lock_seq in this kernel: the rwsem's writer bit */
+		t->win.writer = BPF_CORE_READ(mm, mmap_lock.count.counter) & RWSEM_WRITER_LOCKED;
+#if defined(__TARGET_ARCH_x86)
+	if (vdso_above) {
+		__u64 vdso = (__u64)BPF_CORE_READ(mm, context.vdso);
+		t->win.special =
+			vdso && address + vdso_below >= vdso && address < vdso + vdso_above;
+	}
+#endif
 }
 
 /* The mmap_lock tracepoints' arguments after mm. Up to 6.12 they pass the memcg path second
@@ -214,17 +308,35 @@ int BPF_PROG(on_fault, unsigned long address, struct pt_regs *regs, unsigned lon
 {
 	if (reject_for_test)
 		return *(volatile int *)reject_for_test; /* a scalar dereferenced: refused */
-	if (!count_mmaplock)
+	if (!count_mmaplock && !count_faults)
 		return 0;
 	__u64 now = bpf_ktime_get_ns();
 	struct mm_bpf_counts *c = counts();
 	if (c)
 		c->faults++;
 	struct thread *t = thread(true);
-	if (t) {
-		t->fault_start_ns = now;
-		t->fault_fellback = 0;
-	}
+	if (!t)
+		return 0;
+	t->fault_start_ns = now;
+	t->fault_fellback = 0;
+	if (count_faults)
+		open_window(t, address);
+	return 0;
+}
+
+/* A fault in kernel mode (copy_to_user() into a fresh page in a system call): the thread's user
+ * fault is over, and x86 sends this one straight to lock_mm_and_find_vma()
+ * (mmap_lock_by_fault_kernel). */
+SEC("tp_btf/page_fault_kernel")
+int BPF_PROG(on_fault_kernel, unsigned long address, struct pt_regs *regs, unsigned long error_code)
+{
+	/* With page faults disabled (a user-stack unwind in an NMI during the user fault,
+	 * copy_from_user_nofault) the kernel does not handle it: bad_area_nosemaphore(). */
+	if (BPF_CORE_READ(bpf_get_current_task_btf(), pagefault_disabled))
+		return 0;
+	struct thread *t = thread(false);
+	if (t)
+		close_window(t, MM_BPF_WIN_KERNEL_FAULT);
 	return 0;
 }
 
@@ -242,7 +354,13 @@ int on_fault_done(struct bpf_perf_event_data *ctx)
 		return 0;
 #endif
 	struct thread *t = thread(false);
-	if (!t || !t->fault_start_ns)
+	if (!t)
+		return 0;
+	if (count_faults && t->win.open) {
+		t->win.completed = 1;
+		close_window(t, MM_BPF_WIN_COMPLETED);
+	}
+	if (!count_mmaplock || !t->fault_start_ns)
 		return 0;
 	__u64 start = t->fault_start_ns;
 	t->fault_start_ns = 0;
@@ -271,10 +389,31 @@ int on_start(unsigned long long *ctx)
 	t->waiting = 1;
 	t->contended = 0;
 	t->wait_mm = (__u64)mm;
-	t->at_site = (count_fallbacks || count_mmaplock) && !write && own_mm(mm) &&
-		     at_fallback_site(ctx);
+	bool own = own_mm(mm), in_window = count_faults && t->win.open;
+	int site = MM_BPF_SITE_NONE;
+	if (own && (in_window || (!write && (count_fallbacks || count_mmaplock || count_faults))))
+		site = count_faults ? site_of(ctx, MM_BPF_SITE_FALLBACK, MM_BPF_SITE_HMF_OUTER,
+					      MAX_FRAMES)
+				    : site_of(ctx, MM_BPF_SITE_FALLBACK, MM_BPF_SITE_FALLBACK,
+					      MAX_FRAMES);
+	t->at_site = !write && site == MM_BPF_SITE_FALLBACK;
+	t->pending_site = write ? MM_BPF_SITE_NONE : site;
 	/* After the stack walk: the wait is the lock's, not this program's. */
 	t->wait_start_ns = bpf_ktime_get_ns();
+	if (in_window) {
+		if (!own || site == MM_BPF_SITE_OTHER) {
+			/* The thread has left the fault: a system call or kernel path. */
+			close_window(t, MM_BPF_WIN_SYSCALL);
+		} else if (site == MM_BPF_SITE_FALLBACK) {
+			if (write)
+				t->win.no_vma = 1; /* the stack expansion's upgrade */
+			else if (!t->win.falling_back && lock_seq(mm) != t->win.seq)
+				t->win.writer = 1;
+			t->win.falling_back = 1; /* a sleep in its wait is not an attempt */
+		} else if (!t->win.falling_back) {
+			t->win.attempt = 1; /* inside handle_mm_fault() under the VMA lock */
+		}
+	}
 	if (!t->at_site)
 		return 0;
 	if (t->fault_start_ns)
@@ -321,6 +460,31 @@ static __always_inline bool end_hold(struct thread *t, __u64 mm, __u64 now, stru
 	return false;
 }
 
+/* A read acquisition on the fault path returned (faults collector): a fallback of the open user
+ * fault, or of a fault taken in kernel mode (no window open), or a lock inside the fault. */
+static __always_inline void fault_acquired(struct thread *t, struct mm_struct *mm, __u64 now,
+					   bool success, struct mm_bpf_counts *c)
+{
+	if (!success)
+		return;
+	if (!c)
+		c = counts();
+	if (!c)
+		return;
+	if (t->pending_site != MM_BPF_SITE_FALLBACK) {
+		c->mmap_lock_by_fault_other++;
+		return;
+	}
+	if (!t->win.open) {
+		c->mmap_lock_by_fault_kernel++;
+		return;
+	}
+	c->mmap_lock_by_fault++;
+	t->win.fallbacks++;
+	if (t->waiting && t->wait_mm == (__u64)mm && now >= t->wait_start_ns)
+		c->faults_mmap_lock_wait_ns += now - t->wait_start_ns;
+}
+
 SEC("tp_btf/mmap_lock_acquire_returned")
 int on_acquired(unsigned long long *ctx)
 {
@@ -342,6 +506,9 @@ int on_acquired(unsigned long long *ctx)
 	struct thread *t = thread(count_mmaplock && success && write);
 	if (!t)
 		return 0;
+	if (count_faults && !write && t->pending_site < MM_BPF_NSITES)
+		fault_acquired(t, mm, now, success, c);
+	t->pending_site = MM_BPF_SITE_NONE;
 	if (count_fallbacks && !write) {
 		/* A failed attempt right after a start at the fallback site: it waits. */
 		if (!success && t->at_site) {
@@ -415,11 +582,100 @@ int BPF_PROG(on_contention, void *lock, unsigned int flags)
 	return 0;
 }
 
-/* The last thread of a process: 6.12 passes only the task, 6.18 also group_dead; signal->live
- * reached 0 in do_exit() before this tracepoint on both. */
+/* A voluntary sleep of a thread in a fault window before any fallback: handle_mm_fault() runs
+ * under the VMA lock (lock_vma_under_rcu() and what precedes it never sleep). Where it sleeps,
+ * from a short stack taken only here: inside __folio_lock_or_retry() a VM_FAULT_RETRY follows;
+ * elsewhere (reclaim, allocation, writeback) the fault goes on. Involuntary switches
+ * (preemption, prev_state TASK_RUNNING) say nothing. */
+SEC("tp_btf/sched_switch")
+int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
+	     unsigned int prev_state)
+{
+	if (preempt || !prev_state)
+		return 0;
+	struct thread *t = thread(false);
+	if (!t || !t->win.open || t->win.falling_back)
+		return 0;
+	t->win.attempt = 1;
+	if (!t->win.retry_sleep && site_of(ctx, MM_BPF_SITE_LOCK_RETRY, MM_BPF_SITE_LOCK_RETRY,
+					   MAX_SLEEP_FRAMES) == MM_BPF_SITE_LOCK_RETRY)
+		t->win.retry_sleep = 1;
+	return 0;
+}
+
+/* filemap_fault() ran for a page: an attempt (once per call, so a second one on the same page
+ * is a retry). */
+SEC("tp_btf/mm_filemap_fault")
+int BPF_PROG(on_filemap_fault, struct address_space *mapping, unsigned long index)
+{
+	struct thread *t = thread(false);
+	if (!t || !t->win.open)
+		return 0;
+	if (!t->win.falling_back)
+		t->win.attempt = 1;
+	if (!t->win.have_page) {
+		t->win.have_page = 1;
+		t->win.mapping = (__u64)mapping;
+		t->win.index = index;
+	}
+	if (t->win.mapping == (__u64)mapping && t->win.index == index && t->win.same_page < 255)
+		t->win.same_page++;
+	return 0;
+}
+
+/* Fault-around mapped [index, last_index] of a file: after an attempt on a page in that range,
+ * the retried attempt completing (under the VMA lock if no fallback came before). */
+SEC("tp_btf/mm_filemap_map_pages")
+int BPF_PROG(on_map_pages, struct address_space *mapping, unsigned long index,
+	     unsigned long last_index)
+{
+	struct thread *t = thread(false);
+	if (!t || !t->win.open || !t->win.have_page || t->win.falling_back)
+		return 0;
+	if (t->win.mapping == (__u64)mapping && index <= t->win.index &&
+	    t->win.index <= last_index && t->win.same_page < 255)
+		t->win.same_page++;
+	return 0;
+}
+
+/* A page entered the page cache: the second time in one window, I/O that a retry repeated. */
+SEC("tp_btf/mm_filemap_add_to_page_cache")
+int BPF_PROG(on_added, struct folio *folio)
+{
+	struct thread *t = thread(false);
+	if (!t || !t->win.open)
+		return 0;
+	__u64 mapping = (__u64)BPF_CORE_READ(folio, mapping), index = BPF_CORE_READ(folio, index);
+	unsigned n = t->nadded;
+	bool again = false;
+	for (unsigned i = 0; i < MM_BPF_MAX_ADDED && i < n; i++)
+		again |= t->added[i].mapping == mapping && t->added[i].index == index;
+	if (again) {
+		struct mm_bpf_counts *c = counts();
+		if (c)
+			c->faults_pages_reread++;
+	} else if (n < MM_BPF_MAX_ADDED) {
+		unsigned k = n & (MM_BPF_MAX_ADDED - 1);
+		t->added[k].mapping = mapping;
+		t->added[k].index = index;
+		t->nadded = n + 1;
+	}
+	return 0;
+}
+
+_Static_assert((MM_BPF_MAX_ADDED & (MM_BPF_MAX_ADDED - 1)) == 0, "a power of two");
+
+/* A thread exits (its open fault is over); for the last thread of a process, the process's
+ * counters are final: 6.12 passes only the task, 6.18 also group_dead; signal->live reached 0 in
+ * do_exit() before this tracepoint on both. */
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(on_exit, struct task_struct *p)
 {
+	if (count_faults) {
+		struct thread *t = thread(false);
+		if (t)
+			close_window(t, MM_BPF_WIN_EXIT);
+	}
 	if (BPF_CORE_READ(p, signal, live.counter) != 0)
 		return 0;
 	struct mm_bpf_exit *e = bpf_ringbuf_reserve(&exits, sizeof(*e), 0);

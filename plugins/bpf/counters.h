@@ -39,6 +39,33 @@ struct mm_bpf_counts {
 	/* user-fault latency, page_fault_user to the fault's completion, log2 ns buckets */
 	__u64 fault_ns_vma_hist[MM_BPF_HIST_BUCKETS];  /* no mmap_lock fallback in the fault */
 	__u64 fault_ns_mmap_hist[MM_BPF_HIST_BUCKETS]; /* completed after a fallback */
+	/* faults collector: the outcomes in the order of enum mm_bpf_outcome (outcome.h), */
+	__u64 faults_vma;
+	__u64 faults_vma_retry;
+	__u64 faults_mmap_retry;
+	__u64 faults_mmap_abort;
+	__u64 faults_mmap_unknown;
+	__u64 faults_mmap_fallback;
+	__u64 faults_mmap_lock_retries;
+	__u64 faults_mmap_lock_wait_ns;
+	__u64 faults_pages_reread;
+	/* and the fault paths' acquisitions (the other mmap_lock_by_* need a callchain each) */
+	__u64 mmap_lock_by_fault;
+	__u64 mmap_lock_by_fault_other;
+	__u64 mmap_lock_by_fault_kernel;
+};
+
+/* Kernel functions the programs look for in short stacks, [lo, hi) each from /proc/kallsyms
+ * (the loader fills .rodata sites[]); names in daemon/bpfsource.c. */
+enum mm_bpf_site {
+	MM_BPF_SITE_FALLBACK, /* lock_mm_and_find_vma: a fault falls back to mmap_lock */
+	MM_BPF_SITE_ANON,     /* __vmf_anon_prepare: the anon_vma trylock under the VMA lock */
+	MM_BPF_SITE_HMF,      /* __handle_mm_fault, handle_mm_fault: other locks inside a fault */
+	MM_BPF_SITE_HMF_OUTER,
+	MM_BPF_SITE_LOCK_RETRY, /* __folio_lock_or_retry: a sleep there is a VM_FAULT_RETRY */
+	MM_BPF_NSITES,
+	MM_BPF_SITE_OTHER = MM_BPF_NSITES, /* none of them: a system call or kernel path */
+	MM_BPF_SITE_NONE,		   /* no stack taken */
 };
 
 /* Indices of the per-CPU array of global counters. */
@@ -49,10 +76,17 @@ enum mm_bpf_stat {
 	MM_BPF_ACQUIRE_WITHOUT_START, /* a wait ended on another mm than it started on */
 	MM_BPF_RELEASE_WITHOUT_ACQUIRE, /* a write release with no write hold seen */
 	MM_BPF_HOLDS_TOO_NESTED,	/* write holds beyond MM_BPF_MAX_HELD */
+	/* faults collector: how fault windows closed */
+	MM_BPF_WIN_COMPLETED,	 /* the fault's completion event */
+	MM_BPF_WIN_NEXT_FAULT,	 /* the thread's next user fault, without a completion */
+	MM_BPF_WIN_KERNEL_FAULT, /* a fault in kernel mode (uaccess in a system call) */
+	MM_BPF_WIN_SYSCALL,	 /* an mmap_lock acquisition not on the fault path */
+	MM_BPF_WIN_EXIT,	 /* thread exit */
 	MM_BPF_NSTATS
 };
 
-#define MM_BPF_MAX_HELD 4
+#define MM_BPF_MAX_HELD	 4
+#define MM_BPF_MAX_ADDED 32 /* pages remembered per fault window to spot re-reads */
 
 /* Sent through the ring buffer when the last thread of a process exits: its counters are final
  * and the loader settles and deletes them. */

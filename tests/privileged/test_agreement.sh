@@ -18,7 +18,8 @@
 # tracepoints do not exist). Environment: WORKLOAD_ARGS (extra workload flags), MMLOCKD_ARGS
 # (extra daemon flags, default --ring-pages 1024: the workload makes ~0.5M events/s on 2 CPUs,
 # and with the default 256-page rings a busy machine that delays the daemon by ~10 ms makes it
-# lose records, which makes any comparison meaningless; bench/ measures losses with defaults),
+# lose records, which makes any comparison meaningless; bench/ measures losses with defaults;
+# --source perf: the perf path against perf stat, test_bpf compares the BPF source with it),
 # KEEP_TMP=1 (keep the temporary directory), TOLERANCE_PCT (default 1).
 
 set -u -o pipefail
@@ -116,7 +117,7 @@ elif cmd == "proc":
 EOF
 
 # --- start the daemon -------------------------------------------------------------------------
-start_mmlockd --ring-pages 1024 --collectors all
+start_mmlockd --ring-pages 1024 --collectors all --source perf
 
 # Wait until both compared tracepoints are open.
 tp_open=0

@@ -19,7 +19,25 @@
 # The workloads: fault_workload (anonymous, file and copy-on-write faults under the VMA lock and
 # an mmap/mprotect/munmap thread), and outcome_workload anon (mprotect writers: fallbacks that
 # wait) and exec (short-lived processes: each child is compared too, its counts come through the
-# exit ring buffer).
+# exit ring buffer); in the first pair also outcome_workload file (file faults under a memory
+# cgroup: retried under mmap_lock, racing munmap) and swap (swap-ins under a memory cgroup and a
+# swap file: retries that no tracepoint shows).
+#
+# Fault outcomes (first pair, the faults collector on both sides), per workload process:
+#   faults_vma, _vma_retry, _mmap_fallback, _mmap_lock_retries, mmap_lock_by_fault,
+#   _fault_other, _fault_kernel       equal (the same rule on the same events; 0.1% if perf lost
+#                                     records)
+#   faults_mmap_retry                 BPF at least perf's (every attempt perf sees, BPF sees) and
+#                                     at most perf's mmap_retry + abort + unknown: what BPF adds is
+#                                     the evidence perf has not (a sleep of the faulting thread, in
+#                                     __folio_lock_or_retry for swap-ins; the vDSO's special
+#                                     mappings; the kernel's mm_lock_seq for aborts)
+#   BPF totals                        vma + vma_retry + mmap_retry + mmap_abort + mmap_unknown =
+#                                     faults; fallback_locks = mmap_fallback + mmap_lock_retries +
+#                                     mmap_lock_by_fault_kernel (the fallbacks collector's count)
+#   BPF mmap_unknown                  under 1% of faults
+#   swap                              perf's mmap_unknown (it cannot tell these) is at least 90% of
+#                                     the fallbacks, BPF's mmap_retry at least 99%
 #
 # Failure paths, each a daemon with --source auto that must log one "BPF source unavailable"
 # line with the reason, show source "perf" and the reason for mmaplock in /api/v1/status, and
@@ -236,6 +254,16 @@ run_pair() {
 	"$OUTCOME_WORKLOAD" exec --children 50 --exec "$TMP/bpftest_true" --dir "$TMP" \
 		>"$TMP/exec.out" 2>&1 ||
 		fatal "outcome_workload exec failed: $(tail -n 3 "$TMP/exec.out")"
+	if [ -n "${WITH_RETRIES:-}" ]; then
+		for mode in file swap; do
+			"$OUTCOME_WORKLOAD" "$mode" --dir "$TMP" >"$TMP/$mode.out" 2>&1 &
+			WPID=$!
+			wait "$WPID" ||
+				fatal "outcome_workload $mode failed: $(tail -n 3 "$TMP/$mode.out")"
+			printf -v "${mode^^}_PID" '%s' "$WPID"
+			WPID=
+		done
+	fi
 	sleep 2.5 # two windows: every record of the workloads is delivered and settled
 	LOST=$(lost_of) || LOST=0
 	log "perf daemon lost $LOST records"
@@ -256,7 +284,13 @@ run_pair() {
 # lock time: times are compared in the second pair instead.
 SUM_COLS="faults mmap_lock_read mmap_lock_write mmap_lock_trylock_fail mmap_lock_contended
 fallback_locks mmap_lock_waits"
-run_pair mmaplock,fallbacks,faults mmaplock,fallbacks
+WITH_RETRIES=1 run_pair mmaplock,fallbacks,faults mmaplock,fallbacks,faults
+read -r src _ note < <(python3 "$TMP/status.py" "$TMP/bpf.status.json" faults)
+if [ "$src" = bpf ]; then
+	pass "the faults collector runs on the bpf source ($note)"
+else
+	fail "the faults collector runs on '$src' in the bpf daemon: $note"
+fi
 if python3 -c 'import json, sys
 d = json.load(open(sys.argv[1]))
 c = [c for c in d["collectors"] if c["name"] == "fallbacks"][0]
@@ -267,6 +301,88 @@ else
 fi
 compare fault_workload "$FAULT_PID" "$LOST"
 compare "outcome_workload anon" "$ANON_PID" "$LOST"
+
+OUTCOME_COLS="faults faults_vma faults_vma_retry faults_mmap_retry faults_mmap_abort
+faults_mmap_unknown faults_mmap_fallback faults_mmap_lock_retries mmap_lock_by_fault
+mmap_lock_by_fault_other mmap_lock_by_fault_kernel fallback_locks"
+
+# outcomes DB PID: OUTCOME_COLS summed over the pid's windows, one line.
+outcomes() {
+	local sel="" c
+	for c in $OUTCOME_COLS; do
+		sel="$sel${sel:+, }coalesce(sum($c), 0)"
+	done
+	sqlite3 -separator ' ' "$1" "SELECT $sel FROM process_stats WHERE pid = $2"
+}
+
+# compare_outcomes LABEL PID LOST [swap]: the fault outcome checks of the header.
+compare_outcomes() {
+	local label=$1 pid=$2 lost=$3 kind=${4:-} c i=0 tol
+	local -A p b
+	local pv bv
+	read -ra pv <<<"$(outcomes "$TMP/perf.db" "$pid")"
+	read -ra bv <<<"$(outcomes "$TMP/bpf.db" "$pid")"
+	for c in $OUTCOME_COLS; do
+		p[$c]=${pv[$i]:-0}
+		b[$c]=${bv[$i]:-0}
+		i=$((i + 1))
+	done
+	tol=$([ "$lost" -gt 0 ] && echo 0.1 || echo 0)
+	log "  $label outcomes vma/vma_retry/mmap_retry/abort/unknown of faults: perf" \
+		"${p[faults_vma]}/${p[faults_vma_retry]}/${p[faults_mmap_retry]}/${p[faults_mmap_abort]}/${p[faults_mmap_unknown]}" \
+		"of ${p[faults]}, bpf" \
+		"${b[faults_vma]}/${b[faults_vma_retry]}/${b[faults_mmap_retry]}/${b[faults_mmap_abort]}/${b[faults_mmap_unknown]}" \
+		"of ${b[faults]}"
+	for c in faults_vma faults_vma_retry faults_mmap_fallback faults_mmap_lock_retries \
+		mmap_lock_by_fault mmap_lock_by_fault_other mmap_lock_by_fault_kernel; do
+		if TOL=$tol within "${p[$c]}" "${b[$c]}"; then
+			pass "$label $c: perf ${p[$c]}, bpf ${b[$c]} (tolerance $tol%)"
+		else
+			fail "$label $c: perf ${p[$c]}, bpf ${b[$c]} (tolerance $tol%)"
+		fi
+	done
+	local hi=$((p[faults_mmap_retry] + p[faults_mmap_abort] + p[faults_mmap_unknown]))
+	if [ "${b[faults_mmap_retry]}" -ge "${p[faults_mmap_retry]}" ] &&
+		[ "${b[faults_mmap_retry]}" -le "$hi" ]; then
+		pass "$label faults_mmap_retry: bpf ${b[faults_mmap_retry]} within perf's" \
+			"mmap_retry ${p[faults_mmap_retry]} .. + abort + unknown $hi"
+	else
+		fail "$label faults_mmap_retry: bpf ${b[faults_mmap_retry]} outside perf's" \
+			"mmap_retry ${p[faults_mmap_retry]} .. + abort + unknown $hi"
+	fi
+	local sum=$((b[faults_vma] + b[faults_vma_retry] + b[faults_mmap_retry] +
+		b[faults_mmap_abort] + b[faults_mmap_unknown]))
+	[ "$sum" -eq "${b[faults]}" ] &&
+		pass "$label bpf outcomes add up to its faults: $sum" ||
+		fail "$label bpf outcomes add up to $sum, faults ${b[faults]}"
+	local fb=$((b[faults_mmap_fallback] + b[faults_mmap_lock_retries] +
+		b[mmap_lock_by_fault_kernel]))
+	[ "$fb" -eq "${b[fallback_locks]}" ] &&
+		pass "$label bpf fallbacks + retries + kernel-mode faults = fallback_locks: $fb" ||
+		fail "$label bpf fallbacks + retries + kernel-mode faults $fb, fallback_locks" \
+			"${b[fallback_locks]}"
+	if [ $((b[faults_mmap_unknown] * 100)) -lt "${b[faults]}" ] || [ "${b[faults_mmap_unknown]}" = 0 ]; then
+		pass "$label bpf mmap_unknown ${b[faults_mmap_unknown]}: under 1% of ${b[faults]} faults"
+	else
+		fail "$label bpf mmap_unknown ${b[faults_mmap_unknown]}: 1% of ${b[faults]} faults or more"
+	fi
+	[ "$kind" = swap ] || return 0
+	local f=${b[faults_mmap_fallback]}
+	if [ "$f" -ge 100 ] && [ $((p[faults_mmap_unknown] * 10)) -ge $((f * 9)) ] &&
+		[ $((b[faults_mmap_retry] * 100)) -ge $((f * 99)) ]; then
+		pass "$label swap-in retries: of $f fallbacks perf calls ${p[faults_mmap_unknown]}" \
+			"mmap_unknown, bpf ${b[faults_mmap_retry]} mmap_retry (sleeps in" \
+			"__folio_lock_or_retry)"
+	else
+		fail "$label swap-in retries: of $f fallbacks (at least 100 wanted) perf" \
+			"${p[faults_mmap_unknown]} mmap_unknown (90% wanted), bpf" \
+			"${b[faults_mmap_retry]} mmap_retry (99% wanted)"
+	fi
+}
+compare_outcomes fault_workload "$FAULT_PID" "$LOST"
+compare_outcomes "outcome_workload anon" "$ANON_PID" "$LOST"
+compare_outcomes "outcome_workload file" "$FILE_PID" "$LOST"
+compare_outcomes "outcome_workload swap" "$SWAP_PID" "$LOST" swap
 
 # Fault latency (BPF only, page_fault_user to the completion event): the live process's
 # quantiles, which must be there and ordered, under-VMA-lock faults between 256 ns and 1 ms at
@@ -299,16 +415,33 @@ read -r np nb same <<<"$(sqlite3 -separator ' ' "$TMP/perf.db" "
 	ATTACH '$TMP/bpf.db' AS b;
 	WITH k AS (SELECT DISTINCT pid FROM main.process_stats WHERE comm = 'bpftest_true'),
 	     p AS (SELECT pid, sum(faults) f,
-	                  sum(mmap_lock_by_fault + mmap_lock_by_fault_kernel) l FROM main.process_stats
+	                  sum(mmap_lock_by_fault + mmap_lock_by_fault_kernel) l,
+	                  sum(faults_vma) v, sum(faults_mmap_fallback) m FROM main.process_stats
 	           WHERE pid IN (SELECT pid FROM k) GROUP BY pid),
-	     q AS (SELECT pid, sum(faults) f, sum(fallback_locks) l FROM b.process_stats
+	     q AS (SELECT pid, sum(faults) f, sum(fallback_locks) l, sum(faults_vma) v,
+	                  sum(faults_mmap_fallback) m FROM b.process_stats
 	           WHERE pid IN (SELECT pid FROM k) GROUP BY pid)
 	SELECT (SELECT count(*) FROM p), (SELECT count(*) FROM q),
-	       (SELECT count(*) FROM p JOIN q USING (pid) WHERE p.f = q.f AND p.l = q.l)")"
+	       (SELECT count(*) FROM p JOIN q USING (pid)
+	        WHERE p.f = q.f AND p.l = q.l AND p.v = q.v AND p.m = q.m)")"
 if [ "${np:-0}" -ge 45 ] && [ "$np" = "$nb" ] && [ "$np" = "$same" ]; then
-	pass "short-lived processes: $np exec children in each, all with equal faults and fallbacks"
+	pass "short-lived processes: $np exec children in each, all with equal faults, fallbacks," \
+		"faults_vma and faults_mmap_fallback"
 else
 	fail "short-lived processes: perf $np, bpf $nb, equal $same (of at least 45)"
+fi
+read -r pu bu br <<<"$(sqlite3 -separator ' ' "$TMP/perf.db" "ATTACH '$TMP/bpf.db' AS b;
+	SELECT (SELECT coalesce(sum(faults_mmap_unknown), 0) FROM main.process_stats
+	        WHERE comm = 'bpftest_true'),
+	       (SELECT coalesce(sum(faults_mmap_unknown), 0) FROM b.process_stats WHERE pid IN
+	        (SELECT pid FROM main.process_stats WHERE comm = 'bpftest_true')),
+	       (SELECT coalesce(sum(faults_mmap_retry), 0) FROM b.process_stats WHERE pid IN
+	        (SELECT pid FROM main.process_stats WHERE comm = 'bpftest_true'))")"
+if [ "${bu:-1}" = 0 ] && [ "${br:-0}" -ge "${pu:-1}" ]; then
+	pass "exec children: perf's $pu mmap_unknown (the first touch of [vdso]) are mmap_retry on" \
+		"bpf ($br), none unknown"
+else
+	fail "exec children: perf $pu mmap_unknown, bpf $bu mmap_unknown and $br mmap_retry"
 fi
 
 # Times: mmaplock alone on both sides, so neither probe takes a callchain or a stack. Measured

@@ -23,8 +23,9 @@
 #
 # Exit: 0 passed, 1 failed, 77 skipped (not root, no perf, perf cannot open the tracepoints,
 # the tracepoints do not exist, no memory cgroup controller). Environment: WORKLOAD_ARGS (extra
-# workload flags), MMLOCKD_ARGS (daemon flags instead of the default --ring-pages 1024 --collectors all), TOLERANCE_PCT,
-# MIN_FALLBACKS, KEEP_TMP=1.
+# workload flags), MMLOCKD_ARGS (daemon flags instead of the default --ring-pages 1024 --collectors
+# all --source perf: this test checks the perf path's classifier; test_bpf compares the BPF
+# source's with it), TOLERANCE_PCT, MIN_FALLBACKS, KEEP_TMP=1.
 
 set -u -o pipefail
 
@@ -137,7 +138,7 @@ elif cmd == "db":  # DB PID: key=value sums for the pid, and lost events of all 
 EOF
 
 # --- the daemon ------------------------------------------------------------------------------
-start_mmlockd --ring-pages 1024 --collectors all
+start_mmlockd --ring-pages 1024 --collectors all --source perf
 
 COMPARED="exceptions:page_fault_user mmap_lock:mmap_lock_acquire_returned filemap:mm_filemap_fault"
 tp_open=0
