@@ -122,23 +122,32 @@ def mmlockd_db(path, comm="labload"):
     # All processes and the kernel over the same windows, from the workload's first window on: the
     # daemon's start-up (the BPF programs attach before the perf rings are mapped and touched, and
     # before the vmstat collector's first reading) stays out of both sides.
-    first = db.execute("SELECT coalesce(min(ts_end), 0) FROM process_stats WHERE comm = ?",
-                       (comm,)).fetchone()[0]
-    d["from_ts"] = first
-    row = db.execute(f"SELECT {sel} FROM process_stats WHERE ts_end >= ?", (first,)).fetchone()
+    # ... and up to its last window: the guest's wget of the API 2 s after the workload and the
+    # daemon's final flush (the BPF source's last reading, not the vmstat collector's) stay out too.
+    # One window more at the end, so that the workload's exit burst is inside on both sides
+    # whichever window each side put it in; none at the start: the window before the workload's
+    # first is where the BPF source settles the processes that exited while the daemon started
+    # (the guest's wget polling, unknown to the host then: up to 3 ticks late, ~2300 faults).
+    first, last = db.execute("SELECT coalesce(min(ts_end), 0), coalesce(max(ts_end), 0) FROM "
+                             "process_stats WHERE comm = ?", (comm,)).fetchone()
+    last = db.execute("SELECT coalesce(min(ts_end), ?) FROM windows WHERE ts_end > ?",
+                      (last, last)).fetchone()[0]
+    d["from_ts"], d["to_ts"] = first, last
+    row = db.execute(f"SELECT {sel} FROM process_stats WHERE ts_end BETWEEN ? AND ?",
+                     (first, last)).fetchone()
     d["all"] = dict(zip(OUTCOMES, row))
     d["faults_all_processes"] = d["all"]["faults"]
     # the other processes, by name (mmlockd itself, the shell): where their faults went
     d["others"] = {c: dict(zip(["faults", "vma", "mmap_retry", "mmap_abort", "unknown"], r)) for c, *r in
                    db.execute("SELECT comm, sum(faults), sum(faults_vma), sum(faults_mmap_retry), "
                               "sum(faults_mmap_abort), sum(faults_mmap_unknown) FROM process_stats "
-                              "WHERE comm != ? AND ts_end >= ? GROUP BY comm ORDER BY 2 DESC LIMIT 5",
-                              (comm, first))}
+                              "WHERE comm != ? AND ts_end BETWEEN ? AND ? GROUP BY comm ORDER BY 2 DESC "
+                              "LIMIT 5", (comm, first, last))}
     ev = db.execute("SELECT event, sum(samples), sum(lost) FROM event_windows GROUP BY event").fetchall()
     d["events"] = {e: {"samples": s, "lost": l} for e, s, l in ev}
     d["lost_total"] = sum(l for _, _, l in ev)
     g = db.execute("SELECT family || ':' || name, sum(value) FROM global_windows JOIN windows w ON "
-                   "w.id = window_id WHERE w.ts_end >= ? GROUP BY 1", (first,)).fetchall()
+                   "w.id = window_id WHERE w.ts_end BETWEEN ? AND ? GROUP BY 1", (first, last)).fetchall()
     d["global"] = {k: v for k, v in g if "vma_lock" in k or "pgfault" in k or "pgmajfault" in k}
     # what the BPF source could not count (full maps, lost exits, unpaired events), when non-zero
     d["bpf_events"] = {n: v for n, v in db.execute(
@@ -352,9 +361,13 @@ def report(data, kernels):
                      f"{F - v.get('vma_lock_success', 0) - v.get('vma_lock_abort', 0)} | {v.get('pgfault')} |")
     # errors
     L.append("\n## Error of each mmlockd outcome against the kernel's counter\n")
-    L.append("All processes, summed over mmlockd's windows, against the `/proc/vmstat` deltas of the same "
-             "windows (mmlockd's `vmstat` collector stores them in `global_windows`), so neither side misses "
-             "a process. With F = faults (page_fault_user; equal to getrusage per process, first column), "
+    L.append("All processes, summed over mmlockd's windows from labload's first to the one after its "
+             "last, against the `/proc/vmstat` deltas of the same windows (mmlockd's `vmstat` "
+             "collector stores them in `global_windows`), so neither side misses a process. Window edges "
+             "are not exact: a short-lived process's counts reach a window when its exit is settled "
+             "(BPF: up to 3 ticks later; perf: when its records are read), the vmstat reading at the close, "
+             "so a burst near the range's ends (labload's exec and thread start) can sit inside on one "
+             "side only: a few hundred faults, which under a slow TCG run is several percent. With F = faults (page_fault_user; equal to getrusage per process, first column), "
              "S/R/A = `vma_lock_success/retry/abort`, every user fault either completes under the VMA lock "
              "(counted once in S, retried or not) or falls back to mmap_lock, so the kernel's numbers for "
              "each outcome are: `vma + vma_retry` = S; fallbacks after a retry (`mmap_retry`) = F - S - A; "
