@@ -144,11 +144,11 @@ results() {
 all() {
     local t0=$(date +%s)
     deps
-    log "step 1/4: kernels (cached when built; cold ~15 min each)"
+    log "step 1/4: kernels (cached when built; cold 25-40 min each with BTF on a shared 2-core host)"
     kernels
     log "step 2/4: initramfs"
     initramfs
-    log "step 3/4: boots ($REPS per kernel, interleaved; ~4 min for a full one, ~2 min for a bare one)"
+    log "step 3/4: boots ($REPS per kernel, interleaved; ~9 min for a full one (bare, perf, bpf, record), ~2 min for a bare one)"
     for rep in $(seq 1 "$REPS"); do
         for k in $KERNELS; do boot "$k" "$rep"; done
     done
