@@ -402,8 +402,14 @@ int on_start(unsigned long long *ctx)
 	t->wait_start_ns = bpf_ktime_get_ns();
 	if (in_window) {
 		if (!own || site == MM_BPF_SITE_OTHER) {
-			/* The thread has left the fault: a system call or kernel path. */
-			close_window(t, MM_BPF_WIN_SYSCALL);
+			/* A write lock of its own mm: the thread has left the fault (mmap, munmap,
+			 * mprotect...). Not a read: reclaim inside a fault under memcg pressure
+			 * takes those (6.12 MGLRU's walk_mm() trylocks the mmap_lock of this and
+			 * other mms) with the fault's frames beyond the stack taken. The suspected
+			 * cause of ~55 fallbacks per lab run (6.12, memcg) outside any window,
+			 * which counted as kernel-mode faults' (to be checked in the next run). */
+			if (own && write)
+				close_window(t, MM_BPF_WIN_SYSCALL);
 		} else if (site == MM_BPF_SITE_FALLBACK) {
 			if (write)
 				t->win.no_vma = 1; /* the stack expansion's upgrade */
