@@ -126,22 +126,27 @@ def mmlockd_db(path, comm="labload"):
     # daemon's final flush (the BPF source's last reading, not the vmstat collector's) stay out too.
     # One window more at the end, so that the workload's exit burst is inside on both sides
     # whichever window each side put it in; none at the start: the window before the workload's
-    # first is where the BPF source settles the processes that exited while the daemon started
-    # (the guest's wget polling, unknown to the host then: up to 3 ticks late, ~2300 faults).
+    # first may be where the BPF source settles the processes that exited while the daemon
+    # started (the guest's wget polling, unknown to the host then: up to 3 ticks late).
     first, last = db.execute("SELECT coalesce(min(ts_end), 0), coalesce(max(ts_end), 0) FROM "
                              "process_stats WHERE comm = ?", (comm,)).fetchone()
     last = db.execute("SELECT coalesce(min(ts_end), ?) FROM windows WHERE ts_end > ?",
                       (last, last)).fetchone()[0]
     d["from_ts"], d["to_ts"] = first, last
-    row = db.execute(f"SELECT {sel} FROM process_stats WHERE ts_end BETWEEN ? AND ?",
-                     (first, last)).fetchone()
+    # Nameless entries (comm 'pid-N') are processes the BPF source settled after they exited
+    # unknown to the host: those that ran while the daemon started (the guest's wget polling),
+    # their counts delivered up to 3 ticks late, into the workload's first windows; they ran
+    # before the range, so they stay out of it.
+    row = db.execute(f"SELECT {sel} FROM process_stats WHERE ts_end BETWEEN ? AND ? AND "
+                     "comm NOT GLOB 'pid-[0-9]*'", (first, last)).fetchone()
     d["all"] = dict(zip(OUTCOMES, row))
     d["faults_all_processes"] = d["all"]["faults"]
     # the other processes, by name (mmlockd itself, the shell): where their faults went
     d["others"] = {c: dict(zip(["faults", "vma", "mmap_retry", "mmap_abort", "unknown"], r)) for c, *r in
                    db.execute("SELECT comm, sum(faults), sum(faults_vma), sum(faults_mmap_retry), "
                               "sum(faults_mmap_abort), sum(faults_mmap_unknown) FROM process_stats "
-                              "WHERE comm != ? AND ts_end BETWEEN ? AND ? GROUP BY comm ORDER BY 2 DESC "
+                              "WHERE comm != ? AND ts_end BETWEEN ? AND ? AND comm NOT GLOB 'pid-[0-9]*' "
+                              "GROUP BY comm ORDER BY 2 DESC "
                               "LIMIT 5", (comm, first, last))}
     ev = db.execute("SELECT event, sum(samples), sum(lost) FROM event_windows GROUP BY event").fetchall()
     d["events"] = {e: {"samples": s, "lost": l} for e, s, l in ev}
