@@ -80,7 +80,7 @@ if [ ! -f .config ] || [ "$(cat .lab-config 2>/dev/null)" != "$want" ]; then
     echo "$want" > .lab-config
 fi
 
-log "building $flavor bzImage with -j2 under nice (cold ~15 min, incremental ~20 s); log: $tree/lab-build.log"
+log "building $flavor bzImage with -j2 under nice (cold ~25 min with BTF, incremental ~20 s); log: $tree/lab-build.log"
 start=$(date +%s)
 ( $NICE make ARCH=x86_64 -j2 bzImage > lab-build.log 2>&1 ) &
 bpid=$!
@@ -89,5 +89,12 @@ while kill -0 $bpid 2>/dev/null; do
     kill -0 $bpid 2>/dev/null && log "  $flavor: $(( $(date +%s) - start ))s, $(grep -c '^  CC' lab-build.log || true) files compiled"
 done
 if ! wait $bpid; then tail -30 lab-build.log >&2; echo "lab: $flavor build failed" >&2; exit 1; fi
-log "$flavor kernel built in $(( $(date +%s) - start ))s"
+# The BPF source needs the kernel's BTF (/sys/kernel/btf/vmlinux in the guest): pahole (dwarves)
+# writes it into vmlinux's .BTF section; a build without a working pahole has none.
+if ! readelf -S vmlinux | grep -q '\.BTF '; then
+    echo "lab: $flavor vmlinux has no .BTF section (pahole from Debian's dwarves missing or too old?)" >&2
+    exit 1
+fi
+btf_hex=$(readelf -S -W vmlinux | awk '{for (i = 1; i < NF; i++) if ($i == ".BTF") print $(i + 4)}')
+log "$flavor kernel built in $(( $(date +%s) - start ))s; BTF: $(( 16#$btf_hex )) bytes"
 echo "$want" > "$stamp"

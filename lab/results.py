@@ -1,12 +1,16 @@
 #!/usr/bin/env python3
 """Turn the lab's guest outputs (lab/build/run-<kernel>/out) into lab/results/ and tests/data/lab-*.
 
-Per kernel and workload: throughput (TCG) without and with mmlockd, mmlockd's fault outcomes for
-the workload process (from its SQLite database), the kernel's counters over the workload's life
-(/proc/vmstat deltas read by the workload itself, its getrusage() fault counts), mmap_lock
-contentions (mmlockd's, and the kernel's own count from a tracefs hist trigger on
-lock:contention_begin keyed by lock address), and the error of each mmlockd outcome against the
-kernel counter it should match. Also re-makes the seeds' two tables from the bare runs.
+Per kernel and workload: throughput (TCG) without and with mmlockd, and for each source mmlockd ran
+on (a `perf` run with --source perf and a `bpf` run with --source bpf, the same collectors, the
+workload run again for each): mmlockd's fault outcomes and fallbacks for the workload process (from
+its SQLite database), the kernel's counters over the workload's life (/proc/vmstat deltas read by
+the workload itself, its getrusage() fault counts), mmap_lock contentions (mmlockd's, and the
+kernel's own count from a tracefs hist trigger on lock:contention_begin keyed by lock address), and
+the error of each mmlockd outcome against the kernel counter it should match, perf and bpf rows
+next to each other. Also re-makes the seeds' two tables from the bare runs.
+Guest outputs of one run: <workload>.<source>.{out,db,log,vmstat_before,vmstat_after,hist_*,
+status.json}; an earlier layout's single <workload>.mmlockd.* run (perf) is read as source perf.
 """
 import argparse
 import json
@@ -20,7 +24,9 @@ import sys
 OUTCOMES = ["faults", "faults_vma", "faults_vma_retry", "faults_mmap_retry", "faults_mmap_abort",
             "faults_mmap_unknown", "faults_mmap_lock_retries", "faults_mmap_lock_wait_ns",
             "mmap_lock_read", "mmap_lock_write", "mmap_lock_waits", "mmap_lock_wait_ns",
-            "mmap_lock_contended", "mmap_lock_by_fault", "mmap_lock_by_fault_other"]
+            "mmap_lock_contended", "mmap_lock_by_fault", "mmap_lock_by_fault_other",
+            "fallback_locks", "fallback_lock_waits"]
+SOURCES = ["perf", "bpf"]
 VM = ["pgfault", "pgmajfault", "vma_lock_success", "vma_lock_abort", "vma_lock_retry",
       "vma_lock_miss", "pswpin", "pswpout"]
 
@@ -108,22 +114,49 @@ def mmlockd_db(path, comm="labload"):
     db = sqlite3.connect(path)
     cols = [r[1] for r in db.execute("PRAGMA table_info(process_stats)")]
     sel = ", ".join(f"coalesce(sum({c}),0)" if c in cols else "0" for c in OUTCOMES)
-    row = db.execute(f"SELECT {sel}, count(DISTINCT pid) FROM process_stats WHERE comm = ?",
-                     (comm,)).fetchone()
+    # The workload process by pid and start time, whatever it was called in a window: its first
+    # window may hold the faults of the shell before exec (getrusage counts them too).
+    row = db.execute(f"SELECT {sel}, count(DISTINCT pid) FROM process_stats WHERE (pid, start_time) IN "
+                     "(SELECT pid, start_time FROM process_stats WHERE comm = ?)", (comm,)).fetchone()
     d = dict(zip(OUTCOMES + ["pids"], row))
-    row = db.execute(f"SELECT {sel} FROM process_stats").fetchone()
+    # All processes and the kernel over the same windows, from the workload's first window on: the
+    # daemon's start-up (the BPF programs attach before the perf rings are mapped and touched, and
+    # before the vmstat collector's first reading) stays out of both sides.
+    # ... and up to its last window: the guest's wget of the API 2 s after the workload and the
+    # daemon's final flush (the BPF source's last reading, not the vmstat collector's) stay out too.
+    # One window more at the end, so that the workload's exit burst is inside on both sides
+    # whichever window each side put it in; none at the start: the window before the workload's
+    # first may be where the BPF source settles the processes that exited while the daemon
+    # started (the guest's wget polling, unknown to the host then: up to 3 ticks late).
+    first, last = db.execute("SELECT coalesce(min(ts_end), 0), coalesce(max(ts_end), 0) FROM "
+                             "process_stats WHERE comm = ?", (comm,)).fetchone()
+    last = db.execute("SELECT coalesce(min(ts_end), ?) FROM windows WHERE ts_end > ?",
+                      (last, last)).fetchone()[0]
+    d["from_ts"], d["to_ts"] = first, last
+    # Nameless entries (comm 'pid-N') are processes the BPF source settled after they exited
+    # unknown to the host: those that ran while the daemon started (the guest's wget polling),
+    # their counts delivered up to 3 ticks late, into the workload's first windows; they ran
+    # before the range, so they stay out of it.
+    row = db.execute(f"SELECT {sel} FROM process_stats WHERE ts_end BETWEEN ? AND ? AND "
+                     "comm NOT GLOB 'pid-[0-9]*'", (first, last)).fetchone()
     d["all"] = dict(zip(OUTCOMES, row))
     d["faults_all_processes"] = d["all"]["faults"]
     # the other processes, by name (mmlockd itself, the shell): where their faults went
     d["others"] = {c: dict(zip(["faults", "vma", "mmap_retry", "mmap_abort", "unknown"], r)) for c, *r in
                    db.execute("SELECT comm, sum(faults), sum(faults_vma), sum(faults_mmap_retry), "
                               "sum(faults_mmap_abort), sum(faults_mmap_unknown) FROM process_stats "
-                              "WHERE comm != ? GROUP BY comm ORDER BY 2 DESC LIMIT 5", (comm,))}
+                              "WHERE comm != ? AND ts_end BETWEEN ? AND ? AND comm NOT GLOB 'pid-[0-9]*' "
+                              "GROUP BY comm ORDER BY 2 DESC "
+                              "LIMIT 5", (comm, first, last))}
     ev = db.execute("SELECT event, sum(samples), sum(lost) FROM event_windows GROUP BY event").fetchall()
     d["events"] = {e: {"samples": s, "lost": l} for e, s, l in ev}
     d["lost_total"] = sum(l for _, _, l in ev)
-    g = db.execute("SELECT family || ':' || name, sum(value) FROM global_windows GROUP BY 1").fetchall()
+    g = db.execute("SELECT family || ':' || name, sum(value) FROM global_windows JOIN windows w ON "
+                   "w.id = window_id WHERE w.ts_end BETWEEN ? AND ? GROUP BY 1", (first, last)).fetchall()
     d["global"] = {k: v for k, v in g if "vma_lock" in k or "pgfault" in k or "pgmajfault" in k}
+    # what the BPF source could not count (full maps, lost exits, unpaired events), when non-zero
+    d["bpf_events"] = {n: v for n, v in db.execute(
+        "SELECT name, sum(value) FROM global_windows WHERE family = 'bpf_events' GROUP BY 1") if v}
     return d
 
 
@@ -158,6 +191,31 @@ def expected(kernel, vm):
                                                    "faults_mmap_unknown"), None)]
 
 
+def parse_status(path):
+    """Which source each collector ran on, from /api/v1/status: {name: (source, note)}."""
+    try:
+        st = json.load(open(path))
+    except (OSError, ValueError):
+        return {}
+    return {c.get("name"): (c.get("source") or "", c.get("source_note") or "")
+            for c in st.get("collectors", []) if c.get("state") != "disabled"}
+
+
+def bpf_log_lines(path):
+    """The daemon's lines about the BPF source (loaded, refused and why, fallbacks to perf)."""
+    if not os.path.exists(path):
+        return []
+    return [l.strip() for l in open(path, errors="replace") if "BPF" in l][:6]
+
+
+def run_files(p, src):
+    """File prefix and database of one mmlockd run; the earlier layout had one perf run,
+    <workload>.mmlockd.* with the database <workload>.db."""
+    if src == "perf" and not os.path.exists(f"{p}.perf.out") and os.path.exists(f"{p}.mmlockd.out"):
+        return f"{p}.mmlockd", f"{p}.db", f"{p}.status.json"
+    return f"{p}.{src}", f"{p}.{src}.db", f"{p}.{src}.status.json"
+
+
 def collect(build, kernels):
     data = {}
     for k in kernels:
@@ -175,10 +233,16 @@ def collect(build, kernels):
         kd["mmlockd_sha"] = open(sh).read().strip() if os.path.exists(sh) else "?"
         for n in names:
             p = os.path.join(out, n)
-            w = {"bare": parse_out(p + ".bare.out"), "mmlockd": parse_out(p + ".mmlockd.out"),
-                 "record": parse_out(p + ".record.out"), "db": mmlockd_db(p + ".db")}
-            w["vmstat_mmlockd_run"] = vm_delta(p + ".mmlockd.vmstat_before", p + ".mmlockd.vmstat_after")
-            w["kernel_mmap_contention"], w["mmap_lock_offsets"] = kernel_mmap_contention(p + ".mmlockd")
+            w = {"bare": parse_out(p + ".bare.out"), "record": parse_out(p + ".record.out"), "runs": {}}
+            for src in SOURCES:
+                pre, dbf, stf = run_files(p, src)
+                if not os.path.exists(pre + ".out"):
+                    continue
+                r = {"out": parse_out(pre + ".out"), "db": mmlockd_db(dbf),
+                     "vmstat_run": vm_delta(pre + ".vmstat_before", pre + ".vmstat_after"),
+                     "sources": parse_status(stf), "bpf_log": bpf_log_lines(pre + ".log")}
+                r["kernel_mmap_contention"], r["mmap_lock_offsets"] = kernel_mmap_contention(pre)
+                w["runs"][src] = r
             w["rec"] = p + ".rec" if os.path.exists(p + ".rec") else None
             # bare throughput of every boot of this kernel (rep 1 = this one, then run-K-rN)
             w["bare_reps"] = [f0(w["bare"].get("result", {}).get("reads_per_s"))]
@@ -192,6 +256,23 @@ def collect(build, kernels):
             kd[n] = w
         data[k] = kd
     return data
+
+
+def runs_of(data, names, kernels):
+    """(kernel, workload, source, workload dict, run dict) in table order: perf and bpf together."""
+    for n in names:
+        for k in kernels:
+            w = data.get(k, {}).get(n)
+            if not w:
+                continue
+            for src in SOURCES:
+                if src in w["runs"]:
+                    yield k, n, src, w, w["runs"][src]
+
+
+def on(run, collector):
+    """The source a collector ran on in this run ('' when it was not enabled)."""
+    return run["sources"].get(collector, ("", ""))[0] if run["sources"] else "perf"
 
 
 def median(v):
@@ -217,45 +298,54 @@ def workload_names(data):
     return sorted(names, key=lambda s: (s.split("-")[0], int(re.sub(r"\D", "", s) or 0)))
 
 
+def cell(run, collector, v):
+    """A count, or '-' when the collector that makes it did not run."""
+    return v if on(run, collector) else "-"
+
+
 def report(data, kernels):
     L = []
     L.append("# Kernel lab results: vanilla vs patched Linux 6.12 (RFC v4 port), mmlockd vs the kernel\n")
     L.append("Generated by `lab/results.py` from `lab/build/run-*/out` (`make lab`). Throughput is "
              "measured under **qemu TCG** (2 vCPUs, 2 GiB, no hardware virtualization): compare the "
              "two kernels with each other, never with hardware numbers. Counts are exact kernel "
-             "counts. `labload` is `lab/workloads/labload.c`.\n")
+             "counts. `labload` is `lab/workloads/labload.c`. Each workload runs once per source: "
+             "`perf` = `mmlockd --source perf`, `bpf` = `mmlockd --source bpf`, the same `--collectors`; "
+             "each run has its own kernel counters.\n")
     names = workload_names(data)
     # main table
     L.append("## Per kernel and workload\n")
     L.append("reads/s: the workload's random page reads per second in the measured phase "
              "(`bare`: without mmlockd; `+mmlockd`: with the daemon collecting). mmlockd columns: "
-             "outcomes of the workload process's faults (its database, all windows). Kernel columns: "
-             "`/proc/vmstat` deltas over the workload process's life (read by the workload itself), "
-             "`faults(k)` = its getrusage minflt+majflt. `cont`: contentions on the workload's "
-             "mmap_lock, mmlockd (`mmap_lock_contended`) / kernel (hist trigger on "
-             "`lock:contention_begin`); `wait ms`: mmlockd's summed mmap_lock wait of the workload.\n")
-    L.append("| kernel | workload | reads/s bare (TCG, median of boots) | reads/s +mmlockd (TCG) | faults | faults(k) | majflt(k) | vma | vma_retry | mmap_retry | mmap_abort | unknown | k:success | k:retry | k:abort | k:miss | pgfault | pgmajfault | cont mmlockd/kernel | wait ms | lost |")
-    L.append("|" + "---|" * 21)
-    for n in names:
-        for k in kernels:
-            w = data.get(k, {}).get(n)
-            if not w:
-                continue
-            db = w["db"] or {}
-            vm = w["mmlockd"].get("vmstat_whole", {})
-            res = w["mmlockd"].get("result", {})
-            fk = int(res.get("minflt", 0)) + int(res.get("majflt", 0))
-            kc = w["kernel_mmap_contention"]
-            reps = "/".join(f"{x:.0f}" for x in w["bare_reps"])
-            L.append(f"| {k} | {n} | {w['bare_median']:.0f} ({reps}) | "
-                     f"{f0(res.get('reads_per_s')):.0f} | {db.get('faults', '')} | {fk} | {res.get('majflt', '')} | "
-                     f"{db.get('faults_vma', '')} | {db.get('faults_vma_retry', '')} | "
-                     f"{db.get('faults_mmap_retry', '')} | {db.get('faults_mmap_abort', '')} | "
-                     f"{db.get('faults_mmap_unknown', '')} | {vm.get('vma_lock_success', '')} | "
-                     f"{vm.get('vma_lock_retry', '')} | {vm.get('vma_lock_abort', '')} | "
-                     f"{vm.get('vma_lock_miss', '')} | {vm.get('pgfault', '')} | {vm.get('pgmajfault', '')} | "
-                     f"{db.get('mmap_lock_contended', '')}/{'' if kc is None else kc} | "
-                     f"{db.get('mmap_lock_wait_ns', 0) / 1e6:.1f} | {lost_str(db)} |")
+             "outcomes of the workload process's faults (its database, all windows; `-`: the `faults` "
+             "collector did not run), `fallbacks` = its `fallback_locks` (the `fallbacks` collector). "
+             "Kernel columns: `/proc/vmstat` deltas over the workload process's life (read by the "
+             "workload itself), `faults(k)` = its getrusage minflt+majflt. `cont`: contentions on the "
+             "workload's mmap_lock, mmlockd (`mmap_lock_contended`) / kernel (hist trigger on "
+             "`lock:contention_begin`); `wait ms`: mmlockd's summed mmap_lock wait of the workload. "
+             "`on`: the source each tracing collector ran on in that run (`/api/v1/status`).\n")
+    L.append("| kernel | workload | source | reads/s bare (TCG, median of boots) | reads/s +mmlockd (TCG) | faults | faults(k) | majflt(k) | vma | vma_retry | mmap_retry | mmap_abort | unknown | fallbacks | k:success | k:retry | k:abort | k:miss | pgfault | pgmajfault | cont mmlockd/kernel | wait ms | lost | on |")
+    L.append("|" + "---|" * 24)
+    for k, n, src, w, r in runs_of(data, names, kernels):
+        db = r["db"] or {}
+        vm = r["out"].get("vmstat_whole", {})
+        res = r["out"].get("result", {})
+        fk = int(res.get("minflt", 0)) + int(res.get("majflt", 0))
+        kc = r["kernel_mmap_contention"]
+        reps = "/".join(f"{x:.0f}" for x in w["bare_reps"])
+        srcs = " ".join(f"{c}:{v[0]}" for c, v in sorted(r["sources"].items())
+                        if c in ("faults", "mmaplock", "fallbacks", "contention"))
+        L.append(f"| {k} | {n} | {src} | {w['bare_median']:.0f} ({reps}) | "
+                 f"{f0(res.get('reads_per_s')):.0f} | {db.get('faults', '')} | {fk} | {res.get('majflt', '')} | "
+                 + " | ".join(str(cell(r, "faults", db.get(c, ""))) for c in (
+                     "faults_vma", "faults_vma_retry", "faults_mmap_retry", "faults_mmap_abort",
+                     "faults_mmap_unknown"))
+                 + f" | {cell(r, 'fallbacks', db.get('fallback_locks', ''))} | "
+                 f"{vm.get('vma_lock_success', '')} | "
+                 f"{vm.get('vma_lock_retry', '')} | {vm.get('vma_lock_abort', '')} | "
+                 f"{vm.get('vma_lock_miss', '')} | {vm.get('pgfault', '')} | {vm.get('pgmajfault', '')} | "
+                 f"{db.get('mmap_lock_contended', '')}/{'' if kc is None else kc} | "
+                 f"{db.get('mmap_lock_wait_ns', 0) / 1e6:.1f} | {lost_str(db)} | {srcs} |")
     # bare runs: the kernel alone
     L.append("\n## The kernel's own counters without mmlockd (bare runs, rep 1)\n")
     L.append("`/proc/vmstat` deltas over the workload's life (read by labload itself), nothing else running "
@@ -276,9 +366,13 @@ def report(data, kernels):
                      f"{F - v.get('vma_lock_success', 0) - v.get('vma_lock_abort', 0)} | {v.get('pgfault')} |")
     # errors
     L.append("\n## Error of each mmlockd outcome against the kernel's counter\n")
-    L.append("All processes, summed over mmlockd's windows, against the `/proc/vmstat` deltas of the same "
-             "windows (mmlockd's `vmstat` collector stores them in `global_windows`), so neither side misses "
-             "a process. With F = faults (page_fault_user; equal to getrusage per process, first column), "
+    L.append("All processes, summed over mmlockd's windows from labload's first to the one after its "
+             "last, against the `/proc/vmstat` deltas of the same windows (mmlockd's `vmstat` "
+             "collector stores them in `global_windows`), so neither side misses a process. Window edges "
+             "are not exact: a short-lived process's counts reach a window when its exit is settled "
+             "(BPF: up to 3 ticks later; perf: when its records are read), the vmstat reading at the close, "
+             "so a burst near the range's ends (labload's exec and thread start) can sit inside on one "
+             "side only: a few hundred faults, which under a slow TCG run is several percent. With F = faults (page_fault_user; equal to getrusage per process, first column), "
              "S/R/A = `vma_lock_success/retry/abort`, every user fault either completes under the VMA lock "
              "(counted once in S, retried or not) or falls back to mmap_lock, so the kernel's numbers for "
              "each outcome are: `vma + vma_retry` = S; fallbacks after a retry (`mmap_retry`) = F - S - A; "
@@ -286,51 +380,67 @@ def report(data, kernels):
              "`mmap_abort` = A. `unknown` should be 0 (the kernel knows every fallback's reason). "
              "Last column: labload alone, faults that the kernel retried (`majflt`: with MADV_RANDOM each "
              "major filemap fault drops the lock for its read and retries) vs mmlockd's retried outcomes.\n")
-    L.append("| kernel | workload | faults vs getrusage (labload) | vma+vma_retry vs S | vma_retry vs R-(F-S-A) | "
-             "mmap_retry vs F-S-A | mmap_abort vs A | unknown | labload: vma_retry+mmap_retry vs majflt |")
-    L.append("|---|---|---|---|---|---|---|---|---|")
-    for n in names:
-        for k in kernels:
-            w = data.get(k, {}).get(n)
-            if not w or not w["db"]:
-                continue
-            db, a, g = w["db"], w["db"]["all"], w["db"]["global"]
-            res = w["mmlockd"].get("result", {})
-            fk = int(res.get("minflt", 0)) + int(res.get("majflt", 0))
-            F = a["faults"]
-            S, R, A = (g.get("vmstat:vma_lock_" + x, 0) for x in ("success", "retry", "abort"))
-            fb = F - S - A
-            rv = R - fb
-            mret = db["faults_vma_retry"] + db["faults_mmap_retry"]
-            mj = int(res.get("majflt", 0))
-            L.append(f"| {k} | {n} | {db['faults']} vs {fk} ({err(db['faults'], fk)}) | "
-                     f"{a['faults_vma'] + a['faults_vma_retry']} vs {S} ({err(a['faults_vma'] + a['faults_vma_retry'], S)}) | "
-                     f"{a['faults_vma_retry']} vs {rv} ({err(a['faults_vma_retry'], rv)}) | "
-                     f"{a['faults_mmap_retry']} vs {fb} ({err(a['faults_mmap_retry'], fb)}) | "
-                     f"{a['faults_mmap_abort']} vs {A} ({err(a['faults_mmap_abort'], A)}) | "
-                     f"{a['faults_mmap_unknown']} ({100.0 * a['faults_mmap_unknown'] / max(F, 1):.1f}% of F) | "
-                     + (f"{mret} vs {mj} ({err(mret, mj)}) |" if n.startswith("filemap") else "n/a (swap-ins: see note) |"))
+    L.append("`faults all vs k:pgfault`: page_fault_user of every process against the kernel's "
+             "`pgfault`, which also counts faults taken in kernel mode (`copy_to_user()`) and by "
+             "`get_user_pages()`. `fallbacks`: `fallback_locks` of every process (the `fallbacks` "
+             "collector: read acquisitions in `lock_mm_and_find_vma()`) against F - S - A; kernel-mode "
+             "faults take that path too (x86 sends them straight to `mmap_lock`) and a fault retried "
+             "under `mmap_lock` takes it twice, so it may exceed F - S - A by those. `cont`: labload's "
+             "`mmap_lock_contended` vs the kernel's hist trigger. `-`: the collector did not run. "
+             "Rows `perf` and `bpf` are two runs of the same workload, each against its own kernel "
+             "counters.\n")
+    L.append("| kernel | workload | source | faults vs getrusage (labload) | faults all vs k:pgfault | "
+             "fallbacks vs F-S-A | vma+vma_retry vs S | vma_retry vs R-(F-S-A) | mmap_retry vs F-S-A | "
+             "mmap_abort vs A | unknown | labload: vma_retry+mmap_retry vs majflt | cont vs hist |")
+    L.append("|" + "---|" * 13)
+    for k, n, src, w, r in runs_of(data, names, kernels):
+        if not r["db"]:
+            continue
+        db, a, g = r["db"], r["db"]["all"], r["db"]["global"]
+        res = r["out"].get("result", {})
+        fk = int(res.get("minflt", 0)) + int(res.get("majflt", 0))
+        F = a["faults"]
+        S, R, A = (g.get("vmstat:vma_lock_" + x, 0) for x in ("success", "retry", "abort"))
+        pg = g.get("vmstat:pgfault", 0)
+        fb = F - S - A
+        rv = R - fb
+        mret = db["faults_vma_retry"] + db["faults_mmap_retry"]
+        mj = int(res.get("majflt", 0))
+        kc = r["kernel_mmap_contention"]
+
+        def vs(collector, m, kern):
+            return f"{m} vs {kern} ({err(m, kern)})" if on(r, collector) else "-"
+
+        retried = "n/a (swap-ins: see note)" if not n.startswith("filemap") else \
+            vs("faults", mret, mj)
+        unknown = (f"{a['faults_mmap_unknown']} ({100.0 * a['faults_mmap_unknown'] / max(F, 1):.1f}% of F)"
+                   if on(r, "faults") else "-")
+        L.append(f"| {k} | {n} | {src} | {db['faults']} vs {fk} ({err(db['faults'], fk)}) | "
+                 f"{F} vs {pg} ({err(F, pg)}) | {vs('fallbacks', a['fallback_locks'], fb)} | "
+                 f"{vs('faults', a['faults_vma'] + a['faults_vma_retry'], S)} | "
+                 f"{vs('faults', a['faults_vma_retry'], rv)} | {vs('faults', a['faults_mmap_retry'], fb)} | "
+                 f"{vs('faults', a['faults_mmap_abort'], A)} | {unknown} | {retried} | "
+                 f"{vs('mmaplock', db['mmap_lock_contended'], kc or 0)} |")
     # all processes vs the kernel over exactly mmlockd's windows
     L.append("\n## All processes over mmlockd's windows vs the kernel's counters over the same windows\n")
     L.append("mmlockd's `vmstat` collector stores the `/proc/vmstat` deltas of each window next to the "
              "per-process rows (`global_windows`), so the sum over every process and every window can be "
              "checked against the kernel without the workload/other split. `others`: the processes "
              "other than labload with most faults (faults/vma/mmap_retry/mmap_abort/unknown).\n")
-    L.append("| kernel | workload | faults all | vma | vma_retry | mmap_retry | mmap_abort | unknown | "
-             "k:pgfault | k:success | k:retry | k:abort | others |")
-    L.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
-    for n in names:
-        for k in kernels:
-            w = data.get(k, {}).get(n)
-            if not w or not w["db"]:
-                continue
-            a, g = w["db"]["all"], w["db"]["global"]
-            oth = "; ".join(f"{c}: {o['faults']}/{o['vma']}/{o['mmap_retry']}/{o['mmap_abort']}/{o['unknown']}"
-                            for c, o in w["db"]["others"].items())
-            L.append(f"| {k} | {n} | {a['faults']} | {a['faults_vma']} | {a['faults_vma_retry']} | "
-                     f"{a['faults_mmap_retry']} | {a['faults_mmap_abort']} | {a['faults_mmap_unknown']} | "
-                     f"{g.get('vmstat:pgfault', '')} | {g.get('vmstat:vma_lock_success', '')} | "
-                     f"{g.get('vmstat:vma_lock_retry', '')} | {g.get('vmstat:vma_lock_abort', '')} | {oth} |")
+    L.append("| kernel | workload | source | faults all | vma | vma_retry | mmap_retry | mmap_abort | unknown | "
+             "fallbacks | k:pgfault | k:success | k:retry | k:abort | others |")
+    L.append("|" + "---|" * 15)
+    for k, n, src, w, r in runs_of(data, names, kernels):
+        if not r["db"]:
+            continue
+        a, g = r["db"]["all"], r["db"]["global"]
+        oth = "; ".join(f"{c}: {o['faults']}/{o['vma']}/{o['mmap_retry']}/{o['mmap_abort']}/{o['unknown']}"
+                        for c, o in r["db"]["others"].items())
+        L.append(f"| {k} | {n} | {src} | {a['faults']} | {a['faults_vma']} | {a['faults_vma_retry']} | "
+                 f"{a['faults_mmap_retry']} | {a['faults_mmap_abort']} | {a['faults_mmap_unknown']} | "
+                 f"{a['fallback_locks']} | "
+                 f"{g.get('vmstat:pgfault', '')} | {g.get('vmstat:vma_lock_success', '')} | "
+                 f"{g.get('vmstat:vma_lock_retry', '')} | {g.get('vmstat:vma_lock_abort', '')} | {oth} |")
     # seed tables
     L.append("\n## The seeds' tables, re-made (bare runs, TCG)\n")
     fm = [n for n in names if n.startswith("filemap")]
@@ -350,17 +460,24 @@ def report(data, kernels):
             L.append(f"| {data['vanilla'][n]['bare'].get('params', {}).get('threads', n)} | {v:.1f} /s | "
                      f"{p:.1f} /s | {('%+.1f%%' % (100 * (p - v) / v)) if v else 'n/a'} |")
         L.append("\nmmap_lock contention count (lower is better; kernel hist trigger on "
-                 "`lock:contention_begin` for the workload's mmap_lock during the +mmlockd run; "
-                 "mmlockd's `mmap_lock_contended` in brackets):\n")
+                 "`lock:contention_begin` for the workload's mmap_lock during each +mmlockd run, "
+                 "perf run / bpf run; mmlockd's `mmap_lock_contended` of that run in brackets):\n")
         L.append("| Threads | Vanilla | Patched | Reduction |")
         L.append("|---|---|---|---|")
+
+        def cont(k, n):
+            runs = data[k][n]["runs"]
+            ks = [runs[x]["kernel_mmap_contention"] or 0 for x in SOURCES if x in runs]
+            txt = " / ".join(f"{runs[x]['kernel_mmap_contention'] or 0:,} "
+                             f"({(runs[x]['db'] or {}).get('mmap_lock_contended', 0):,})"
+                             for x in SOURCES if x in runs)
+            return (ks[0] if ks else 0), txt
+
         for n in fm:
-            v = data["vanilla"][n]["kernel_mmap_contention"] or 0
-            p = data["patched"][n]["kernel_mmap_contention"] or 0
-            vm_ = (data["vanilla"][n]["db"] or {}).get("mmap_lock_contended", 0)
-            pm_ = (data["patched"][n]["db"] or {}).get("mmap_lock_contended", 0)
-            L.append(f"| {data['vanilla'][n]['bare'].get('params', {}).get('threads', n)} | {v:,} ({vm_:,}) | "
-                     f"{p:,} ({pm_:,}) | {('%+.1f%%' % (100 * (p - v) / v)) if v else 'n/a'} |")
+            v, vt = cont("vanilla", n)
+            p, pt = cont("patched", n)
+            L.append(f"| {data['vanilla'][n]['bare'].get('params', {}).get('threads', n)} | {vt} | "
+                     f"{pt} | {('%+.1f%%' % (100 * (p - v) / v)) if v else 'n/a'} |")
     if sw and all(k in data for k in ("vanilla", "patched")):
         L.append("\nSeed 000 (swap-in under memcg pressure with mmap writer threads; seed: 12 readers, "
                  "128 MB, 0/2/4 writers; here 4 readers, 64 MiB in a 24 MiB memcg, swap on a virtio "
@@ -383,6 +500,29 @@ def report(data, kernels):
                 cells.append(f"{t:.1f} /s" if i == 0 or not base else f"{t:.1f} /s ({100 * (t - base) / base:+.1f}%)")
             L.append(f"| {k.capitalize()} | " + " | ".join(cells) + " |")
     # mmlockd run overhead and lost events
+    # which source each collector ran on, and what the daemon said about the BPF source
+    L.append("\n## Sources: where each collector ran\n")
+    L.append("From `/api/v1/status` of each run (the first workload; the others agree unless listed) "
+             "and the daemon's log lines about BPF.\n")
+    L.append("| kernel | run | collector: source (note) | BPF log | bpf_events (all workloads) |")
+    L.append("|---|---|---|---|---|")
+    for k in kernels:
+        for src in SOURCES:
+            seen, ev = {}, {}
+            for n in names:
+                r = data.get(k, {}).get(n, {}).get("runs", {}).get(src)
+                if not r:
+                    continue
+                key = json.dumps(sorted(r["sources"].items()))
+                seen.setdefault(key, (n, r))
+                for e, v in ((r["db"] or {}).get("bpf_events") or {}).items():
+                    ev[e] = ev.get(e, 0) + v
+            for key, (n, r) in seen.items():
+                cols = "; ".join(f"{c}: {v[0]}" + (f" ({v[1]})" if v[1] else "")
+                                 for c, v in sorted(r["sources"].items()) if v[0])
+                logs = " / ".join(l.replace("|", "\\|") for l in r["bpf_log"][:3])
+                evs = ", ".join(f"{e}={v}" for e, v in sorted(ev.items()))
+                L.append(f"| {k} | {src}{'' if len(seen) == 1 else ' (' + n + ')'} | {cols} | {logs} | {evs} |")
     L.append("\n## Environment\n")
     for k in kernels:
         if k in data:
@@ -437,21 +577,22 @@ def quote_into_readme(readme, md):
 
     rows = [l.split("|")[1:-1] for l in tables(section("## Per kernel and workload")).splitlines()]
     hdr = [c.strip() for c in rows[0]]
-    want = ["kernel", "workload", "reads/s bare (TCG, median of boots)", "faults", "majflt(k)", "vma",
-            "vma_retry", "mmap_retry", "mmap_abort", "unknown", "k:success", "k:retry", "k:abort",
-            "k:miss", "cont mmlockd/kernel", "wait ms", "lost"]
+    want = ["kernel", "workload", "source", "reads/s bare (TCG, median of boots)", "faults", "majflt(k)",
+            "vma", "vma_retry", "mmap_retry", "mmap_abort", "unknown", "fallbacks", "k:success",
+            "k:retry", "k:abort", "k:miss", "cont mmlockd/kernel", "wait ms", "lost"]
     idx = [hdr.index(w) for w in want]
     out = ["| " + " | ".join(want).replace("reads/s bare (TCG, median of boots)", "reads/s (TCG, median (boots))") + " |",
            "|" + "---|" * len(want)]
     out += ["| " + " | ".join(r[i].strip() for i in idx) + " |" for r in rows[2:]]
     seeds = section("## The seeds' tables").split("\n", 1)[1].strip()
-    block = f"""### Per kernel and workload (+mmlockd run; `k:` = `/proc/vmstat` over labload's life, system-wide)
+    block = f"""### Per kernel and workload (+mmlockd runs, `perf` = `--source perf`, `bpf` = `--source bpf`; `k:` = `/proc/vmstat` over labload's life, system-wide)
 
 {chr(10).join(out)}
 
-`cont`: contentions on labload's `mmap_lock`, mmlockd / the kernel's hist trigger. `wait ms`: mmlockd's
-summed `mmap_lock` wait of labload. `lost`: samples mmlockd lost (ring overflow). The `k:` columns
-include mmlockd's own faults (see below), which is why `k:success`/`k:retry` exceed labload's `faults`.
+`fallbacks`: labload's `fallback_locks`. `cont`: contentions on labload's `mmap_lock`, mmlockd / the
+kernel's hist trigger. `wait ms`: mmlockd's summed `mmap_lock` wait of labload. `lost`: samples
+mmlockd lost (ring overflow). `-`: the collector did not run. The `k:` columns include mmlockd's own
+faults (see below), which is why `k:success`/`k:retry` exceed labload's `faults`.
 
 ### The kernel alone (bare runs, no mmlockd): the series does what it says
 
@@ -493,9 +634,7 @@ def main():
         slim[k] = {"boot_seconds": kd.get("boot_seconds")}
         for n, w in kd.items():
             if isinstance(w, dict) and "bare" in w:
-                slim[k][n] = {kk: w[kk] for kk in ("bare", "bare_reps", "bare_median", "mmlockd", "record", "db",
-                                                   "vmstat_mmlockd_run", "kernel_mmap_contention",
-                                                   "mmap_lock_offsets")}
+                slim[k][n] = {kk: w[kk] for kk in ("bare", "bare_reps", "bare_median", "record", "runs")}
                 # keep the record run's table (mmlockd record prints it) next to the data
                 if w.get("record_table"):
                     open(os.path.join(a.results, f"{k}-{n}.record.txt"), "w").write(w["record_table"])

@@ -13,7 +13,8 @@
 # LAB_RING_PAGES (mmlockd's perf ring pages per event per CPU in the guest, default 4096),
 # LAB_REPS (boots per kernel: the first runs the whole plan, the others only the bare
 # throughput runs, interleaved vanilla/patched; default 3),
-# LAB_KERNELS ("vanilla patched"), LAB_PLAN (plan file, default lab/initramfs/plan).
+# LAB_KERNELS ("vanilla patched"), LAB_PLAN (plan file, default lab/initramfs/plan),
+# LAB_COLLECTORS (mmlockd's --collectors in the plan's perf and bpf runs, default all).
 # Everything heavy runs under `nice -n 19 ionice -c3`; kernels build with -j2.
 set -euo pipefail
 LAB=$(cd "$(dirname "$0")" && pwd)
@@ -27,6 +28,7 @@ RING=${LAB_RING_PAGES:-4096}
 REPS=${LAB_REPS:-3}
 KERNELS=${LAB_KERNELS:-vanilla patched}
 PLAN=${LAB_PLAN:-$LAB/initramfs/plan}
+COLLECTORS=${LAB_COLLECTORS:-all}
 MMLOCKD=$TOP/build/mmlockd
 log() { echo "[lab $(date +%H:%M:%S)] $*"; }
 
@@ -64,7 +66,8 @@ initramfs() {
     cp /bin/busybox "$R/bin/busybox"
     $NICE gcc -static -O2 -Wall -Wextra -pthread -o "$R/bin/labload" "$LAB/workloads/labload.c"
     cp "$MMLOCKD" "$R/bin/mmlockd"
-    # mmlockd is dynamic (libtraceevent, sqlite3, libmicrohttpd): copy its libraries and loader
+    # mmlockd is dynamic (libtraceevent, sqlite3, libmicrohttpd, libbpf with libelf and zlib for the
+    # BPF source): copy its libraries and loader
     ldd "$MMLOCKD" | awk '/=> \//{print $3} /^\t\/lib/{print $1}' | while read -r l; do
         mkdir -p "$R$(dirname "$l")"; cp -L "$l" "$R$l"
     done
@@ -81,6 +84,7 @@ initramfs() {
 boot_key() { # KERNEL REP
     { cat "$B/$1/.lab-stamp"; cat "$LAB/initramfs/init" "$PLAN" "$LAB/workloads/labload.c";
       [ "$2" -eq 1 ] && cat "$B/initramfs/bin/mmlockd";
+      [ "$2" -eq 1 ] && echo "collectors=$COLLECTORS";
       echo "$SECONDS_RUN $WARMUP $RECSEC $RING $2"; } | sha256sum | cut -c1-16
 }
 
@@ -105,7 +109,7 @@ boot() { # KERNEL [REP]: rep 1 runs the whole plan in run-KERNEL, rep N>1 only t
     local start=$(date +%s)
     $NICE timeout 5400 qemu-system-x86_64 -accel tcg,thread=multi -cpu max -smp 2 -m 2G \
         -kernel "$B/$k/arch/x86/boot/bzImage" -initrd "$B/initramfs.cpio.gz" \
-        -append "console=ttyS0 panic=-1 loglevel=4 lab.kernel=$k lab.seconds=$SECONDS_RUN lab.warmup=$WARMUP lab.recsec=$RECSEC lab.ring=$RING ${only:+lab.only=$only}" \
+        -append "console=ttyS0 panic=-1 loglevel=4 lab.kernel=$k lab.seconds=$SECONDS_RUN lab.warmup=$WARMUP lab.recsec=$RECSEC lab.ring=$RING lab.collectors=$COLLECTORS ${only:+lab.only=$only}" \
         -drive file="$D/data.img",if=virtio,format=raw -drive file="$D/swap.img",if=virtio,format=raw \
         -display none -monitor none -serial file:"$D/console.log" -no-reboot &
     local qpid=$! seen=0
@@ -140,11 +144,11 @@ results() {
 all() {
     local t0=$(date +%s)
     deps
-    log "step 1/4: kernels (cached when built; cold ~15 min each)"
+    log "step 1/4: kernels (cached when built; cold 25-40 min each with BTF on a shared 2-core host)"
     kernels
     log "step 2/4: initramfs"
     initramfs
-    log "step 3/4: boots ($REPS per kernel, interleaved; ~4 min for a full one, ~2 min for a bare one)"
+    log "step 3/4: boots ($REPS per kernel, interleaved; ~9 min for a full one (bare, perf, bpf, record), ~2 min for a bare one)"
     for rep in $(seq 1 "$REPS"); do
         for k in $KERNELS; do boot "$k" "$rep"; done
     done

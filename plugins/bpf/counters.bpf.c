@@ -273,6 +273,30 @@ static __always_inline void open_window(struct thread *t, unsigned long address)
 #endif
 }
 
+/* The mmap_lock tracepoints' arguments after mm. Up to 6.12 they pass the memcg path second
+ * (`(mm, memcg_path, write[, success])`), since 6.13 not (`(mm, write[, success])`); the host's
+ * BTF, which vmlinux.h and BPF_PROG's argument list come from, is the newer one, and a tp_btf
+ * program reading 6.12's memcg_path pointer as `write` loads fine and counts every lock as a
+ * write. The record's __data_loc_memcg_path field is there exactly when the argument is (CO-RE
+ * against the running kernel's BTF). Each load is its own asm with a constant offset: plain C
+ * lets clang select the offset and add it to ctx, which the verifier refuses ("dereference of
+ * modified ctx ptr"). */
+struct trace_event_raw_mmap_lock___memcg_path {
+	__u32 __data_loc_memcg_path;
+} __attribute__((preserve_access_index));
+
+#define CTX_ARG(ctx, i)                                                                            \
+	({                                                                                         \
+		__u64 v_;                                                                          \
+		asm volatile("%0 = *(u64 *)(%1 + %2)" : "=r"(v_) : "r"(ctx), "i"((i) * 8));        \
+		v_;                                                                                \
+	})
+#define MMAP_LOCK_ARG(ctx, i)                                                                      \
+	(bpf_core_field_exists(struct trace_event_raw_mmap_lock___memcg_path,                      \
+			       __data_loc_memcg_path)                                              \
+		 ? CTX_ARG(ctx, (i) + 1)                                                           \
+		 : CTX_ARG(ctx, i))
+
 static __always_inline bool own_mm(struct mm_struct *mm)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
@@ -355,8 +379,10 @@ int on_fault_done(struct bpf_perf_event_data *ctx)
 }
 
 SEC("tp_btf/mmap_lock_start_locking")
-int BPF_PROG(on_start, struct mm_struct *mm, bool write)
+int on_start(unsigned long long *ctx)
 {
+	struct mm_struct *mm = (void *)ctx[0];
+	bool write = (bool)MMAP_LOCK_ARG(ctx, 1);
 	struct thread *t = thread(true);
 	if (!t)
 		return 0;
@@ -466,8 +492,10 @@ static __always_inline void fault_acquired(struct thread *t, struct mm_struct *m
 }
 
 SEC("tp_btf/mmap_lock_acquire_returned")
-int BPF_PROG(on_acquired, struct mm_struct *mm, bool write, bool success)
+int on_acquired(unsigned long long *ctx)
 {
+	struct mm_struct *mm = (void *)ctx[0];
+	bool write = (bool)MMAP_LOCK_ARG(ctx, 1), success = (bool)MMAP_LOCK_ARG(ctx, 2);
 	__u64 now = bpf_ktime_get_ns();
 	struct mm_bpf_counts *c = NULL;
 	if (count_mmaplock) {
@@ -537,8 +565,10 @@ int BPF_PROG(on_acquired, struct mm_struct *mm, bool write, bool success)
 }
 
 SEC("tp_btf/mmap_lock_released")
-int BPF_PROG(on_released, struct mm_struct *mm, bool write)
+int on_released(unsigned long long *ctx)
 {
+	struct mm_struct *mm = (void *)ctx[0];
+	bool write = (bool)MMAP_LOCK_ARG(ctx, 1);
 	if (!count_mmaplock || !write)
 		return 0;
 	struct thread *t = thread(false);
