@@ -36,13 +36,13 @@ struct mm_proc {
 	char comm[MM_COMM_LEN];
 	char cgroup[MM_CGROUP_LEN];
 	bool exited;
-	struct mm_proc_stats window; /* the open window */
-	struct mm_proc_stats closed; /* sum of closed windows */
-	struct mm_proc_stats *carry; /* for the next window: see mm_proctable_counts() */
-	struct mm_split_acc split;   /* the open window's bursts (split.h), reset with it */
+	struct mm_proc_stats window;	    /* the open window */
+	struct mm_proc_stats closed;	    /* sum of closed windows */
+	struct mm_proc_stats *carry;	    /* for the next window: see mm_proctable_counts() */
+	struct mm_split_acc split;	    /* the open window's bursts (split.h), reset with it */
 	uint64_t split_life[MM_SPLIT_NOUT]; /* raw outcome counts of its closed windows' bursts */
-	struct mm_proc *hnext;	     /* pid index chain (live entries only) */
-	struct mm_proc *next;	     /* list of all entries */
+	struct mm_proc *hnext;		    /* pid index chain (live entries only) */
+	struct mm_proc *next;		    /* list of all entries */
 };
 
 struct mm_proctable;

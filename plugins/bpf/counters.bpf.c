@@ -288,7 +288,7 @@ struct trace_event_raw_mmap_lock___memcg_path {
 #define CTX_ARG(ctx, i)                                                                            \
 	({                                                                                         \
 		__u64 v_;                                                                          \
-		asm volatile("%0 = *(u64 *)(%1 + %2)" : "=r"(v_) : "r"(ctx), "i"((i) * 8));        \
+		asm volatile("%0 = *(u64 *)(%1 + %2)" : "=r"(v_) : "r"(ctx), "i"((i)*8));          \
 		v_;                                                                                \
 	})
 #define MMAP_LOCK_ARG(ctx, i)                                                                      \

@@ -173,7 +173,7 @@ static void test_counts_of_a_process_born_after_the_closing_window_go_to_the_nex
 	c->minflt = 12;
 	CHECK(mm_proctable_counts(p, 4000) == c);
 	mm_proctable_exit(t, 7);
-	mm_proctable_roll(t, 4500); /* the window ending at 4000 closes without it, */
+	mm_proctable_roll(t, 4500);	/* the window ending at 4000 closes without it, */
 	CHECK_U64(p->window.minflt, 0); /* and so does the next one, ending before its start */
 	CHECK(p->carry == c);
 	mm_proctable_roll(t, 5500);

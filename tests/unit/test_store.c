@@ -1013,9 +1013,10 @@ static void test_unwritable_places_give_eacces(void)
 	CHECK_U64(WEXITSTATUS(status), 0);
 }
 
-/* In a child with its own mount namespace, a 320 KiB tmpfs fills up (192 KiB held no window once schema 006 came): the write that does not fit
- * gives -ENOSPC and leaves no trace; the windows before it stay. Exit 77 when the child cannot
- * mount (not root, or no CAP_SYS_ADMIN in a container). */
+/* In a child with its own mount namespace, a 320 KiB tmpfs fills up (192 KiB held no window once
+ * schema 006 came): the write that does not fit gives -ENOSPC and leaves no trace; the windows
+ * before it stay. Exit 77 when the child cannot mount (not root, or no CAP_SYS_ADMIN in a
+ * container). */
 static int disk_full_child(const char *dir)
 {
 	struct mm_store *st = NULL;
