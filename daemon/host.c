@@ -606,10 +606,10 @@ static uint64_t counts_end_ms(const struct mm_host *h)
 	return h->closing_end_ms ? h->closing_end_ms : h->clock.end_ms;
 }
 
-struct mm_proc_stats *mm_host_proc(struct mm_host *h, uint32_t pid)
+/* @p's counts for now (mm_proctable_counts), or the overflow record (counted) when there is no
+ * entry or no room for its carry. */
+static struct mm_proc_stats *counts_of(struct mm_host *h, struct mm_proc *p)
 {
-	uint64_t fallback = h->window_start_ms;
-	struct mm_proc *p = mm_proctable_get(h->procs, pid, fallback);
 	struct mm_proc_stats *s = p ? mm_proctable_counts(p, counts_end_ms(h)) : NULL;
 	if (!s) {
 		h->overflow_samples++;
@@ -618,13 +618,15 @@ struct mm_proc_stats *mm_host_proc(struct mm_host *h, uint32_t pid)
 	return s;
 }
 
+struct mm_proc_stats *mm_host_proc(struct mm_host *h, uint32_t pid)
+{
+	return counts_of(h, mm_proctable_get(h->procs, pid, h->window_start_ms));
+}
+
 struct mm_proc_stats *mm_host_proc_known(struct mm_host *h, uint32_t pid)
 {
 	struct mm_proc *p = mm_proctable_find(h->procs, pid);
-	struct mm_proc_stats *s = p ? mm_proctable_counts(p, counts_end_ms(h)) : NULL;
-	if (p && !s)
-		h->overflow_samples++;
-	return s ? s : p ? &h->overflow : NULL;
+	return p ? counts_of(h, p) : NULL;
 }
 
 int mm_host_global(struct mm_host *h, const char *family, const char *name, const char *help)
