@@ -26,7 +26,10 @@
  *          memory cgroup whose limit is below the anonymous memory it then writes, so the
  *          cgroup's reclaim swaps pages out; reading them back faults them in from swap. A fault
  *          that must wait for the swap read drops the per-VMA lock, waits, and is retried under
- *          mmap_lock without any event showing the first attempt (mmap_unknown).
+ *          mmap_lock without any event showing the first attempt (mmap_unknown). How much
+ *          the cgroup's reclaim writes out before the read-back varies with the machine's
+ *          state (one CI run saw 37 swap-in retries where 500 are usual), so it goes on, round
+ *          after round (at most MAX_SWAP_ROUNDS), until --min-swapins faults read from swap.
  *   exec   Faults of freshly exec'd processes: forks --children children that each exec
  *          --exec (default /bin/true); fork also holds two mmap_locks at once.
  *
@@ -57,17 +60,19 @@
 #include <sys/types.h>
 #include <sys/wait.h>
 
-#define WRITER_PAGES 16 /* pages per writer mapping (file: window; anon: region) */
+#define WRITER_PAGES	16 /* pages per writer mapping (file: window; anon: region) */
+#define MAX_SWAP_ROUNDS 16 /* swap: rounds at most while short of --min-swapins */
 
 enum mode { M_FILE, M_ANON, M_SWAP, M_EXEC };
 static const char *const mode_names[] = {"file", "anon", "swap", "exec"};
 
 struct opts {
 	enum mode mode;
-	unsigned threads;     /* fault threads */
-	unsigned writers;     /* writer threads (file, anon) */
-	unsigned long rounds; /* per fault thread */
-	unsigned long pages;  /* faults per fault thread per round (file) */
+	unsigned threads;	   /* fault threads */
+	unsigned writers;	   /* writer threads (file, anon) */
+	unsigned long rounds;	   /* per fault thread */
+	unsigned long min_swapins; /* swap: more rounds until this many majflt */
+	unsigned long pages;	   /* faults per fault thread per round (file) */
 	unsigned long file_mb, anon_mb, mem_limit_mb, swap_mb;
 	unsigned long writer_delay_us;
 	unsigned long tail_pages; /* anon: pages of the mapping only writer 0 uses */
@@ -681,6 +686,12 @@ static int mode_anon(const struct opts *o, struct shared *sh, unsigned long *tou
 	return ret;
 }
 
+static long majflt_now(void)
+{
+	struct rusage ru;
+	return getrusage(RUSAGE_SELF, &ru) ? 0 : ru.ru_majflt;
+}
+
 static int mode_swap(const struct opts *o, struct shared *sh, unsigned long *touched,
 		     unsigned long *cycles)
 {
@@ -696,7 +707,11 @@ static int mode_swap(const struct opts *o, struct shared *sh, unsigned long *tou
 		return -1;
 	}
 	madvise(a, len, MADV_NOHUGEPAGE);
-	for (unsigned long r = 0; r < o->rounds && !stopping(); r++) {
+	long majflt0 = majflt_now(), swapins = 0;
+	for (unsigned long r = 0;
+	     (r < o->rounds || (swapins < (long)o->min_swapins && r < MAX_SWAP_ROUNDS)) &&
+	     !stopping();
+	     r++) {
 		/* Write all: more than the cgroup may hold, so the oldest pages go to swap. */
 		for (i = 0; i < len && !stopping(); i += sh->page) {
 			a[i] = (char)(i / sh->page + r);
@@ -708,8 +723,13 @@ static int mode_swap(const struct opts *o, struct shared *sh, unsigned long *tou
 			(*touched)++;
 		}
 		(*cycles)++;
+		swapins = majflt_now() - majflt0;
 	}
 	munmap(a, len);
+	if (swapins < (long)o->min_swapins && !stopping())
+		fprintf(stderr,
+			"outcome_workload: only %ld swap-ins (majflt) in %lu rounds, %lu wanted\n",
+			swapins, *cycles, o->min_swapins);
 	if (bad)
 		fprintf(stderr, "outcome_workload: %lu pages read back wrong\n", bad);
 	else
@@ -780,6 +800,8 @@ static void usage(FILE *f, const char *argv0)
 		"  --anon-mb MB       anonymous memory (anon: default 1; swap: default 16)\n"
 		"  --mem-limit-mb MB  memory cgroup limit (file: default 8; swap: default 6)\n"
 		"  --swap-mb MB       swap file size (swap; default 48, at least 2 x --anon-mb)\n"
+		"  --min-swapins N    swap: more rounds (up to 16) until N faults read from swap\n"
+		"                     (majflt; default 256, 0 for exactly --rounds)\n"
 		"  --dir DIR          where the temporary file and swap file go (default $TMPDIR\n"
 		"                     or /var/tmp); must be a disk file system, not tmpfs\n"
 		"  --cgroup NAME      name of the memory cgroup to create (default\n"
@@ -816,6 +838,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		O_ANON_MB,
 		O_LIMIT_MB,
 		O_SWAP_MB,
+		O_MIN_SWAPINS,
 		O_DIR,
 		O_CGROUP,
 		O_SWAP_FILE,
@@ -839,6 +862,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		{"anon-mb", required_argument, NULL, O_ANON_MB},
 		{"mem-limit-mb", required_argument, NULL, O_LIMIT_MB},
 		{"swap-mb", required_argument, NULL, O_SWAP_MB},
+		{"min-swapins", required_argument, NULL, O_MIN_SWAPINS},
 		{"dir", required_argument, NULL, O_DIR},
 		{"cgroup", required_argument, NULL, O_CGROUP},
 		{"swap-file", required_argument, NULL, O_SWAP_FILE},
@@ -853,7 +877,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
-	long writers = -1, wdelay = -1, rounds = -1, anon = -1, limit = -1;
+	long writers = -1, wdelay = -1, rounds = -1, anon = -1, limit = -1, min_swapins = -1;
 	unsigned long v;
 	int c;
 
@@ -901,6 +925,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		case O_ANON_MB:
 		case O_LIMIT_MB:
 		case O_SWAP_MB:
+		case O_MIN_SWAPINS:
 		case O_CHILDREN:
 		case O_SEED:
 			if (parse_ulong(optarg, 1ul << 30, &v)) {
@@ -928,6 +953,8 @@ static int parse_args(int argc, char **argv, struct opts *o)
 				limit = (long)v;
 			else if (c == O_SWAP_MB)
 				o->swap_mb = v;
+			else if (c == O_MIN_SWAPINS)
+				min_swapins = (long)v;
 			else if (c == O_CHILDREN)
 				o->children = (unsigned)v;
 			else
@@ -985,6 +1012,9 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		    : o->mode == M_SWAP ? 1
 					: 2;
 	o->anon_mb = anon >= 0 ? (unsigned long)anon : o->mode == M_SWAP ? 16 : 1;
+	o->min_swapins = min_swapins >= 0    ? (unsigned long)min_swapins
+			 : o->mode == M_SWAP ? 256
+					     : 0;
 	o->mem_limit_mb = limit >= 0 ? (unsigned long)limit : o->mode == M_SWAP ? 6 : 8;
 	if ((o->mode == M_FILE || o->mode == M_ANON) && !o->threads) {
 		fprintf(stderr, "%s: --threads must be > 0\n", argv[0]);
