@@ -13,6 +13,7 @@
 
 #include <inttypes.h>
 #include <stddef.h>
+#include <stdio.h>
 
 #include "locktable.h"
 
@@ -88,6 +89,18 @@ static void put_stats(struct json *parent, const char *key, const struct mm_proc
 		const struct mm_hist *hh = (const void *)((const char *)st + lat[i].offset);
 		put_u64(&j, lat[i].name, mm_hist_quantile_ns(hh, lat[i].q));
 	}
+	/* and by outcome (faults collector on the BPF source): fault_ns_outcome_vma_p50 ... */
+	static const char *const outcome[MM_FAULT_OUTCOMES] = {"vma", "vma_retry", "mmap_retry",
+							       "mmap_abort", "mmap_unknown"};
+	for (unsigned o = 0; o < MM_FAULT_OUTCOMES; o++)
+		for (unsigned q = 0; q < 2; q++) {
+			char name[48];
+			snprintf(name, sizeof(name), "fault_ns_outcome_%s_p%s", outcome[o],
+				 q ? "99" : "50");
+			put_u64(&j, name,
+				mm_hist_quantile_ns(&st->fault_ns_outcome_hist[o],
+						    q ? 0.99 : 0.50));
+		}
 	mm_buf_puts(j.out, "}");
 }
 

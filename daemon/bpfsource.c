@@ -9,8 +9,9 @@
  * leaves every collector on the perf rings with one log line saying why; with `source = bpf` it
  * is fatal instead.
  *
- * Reading: at each tick the per-CPU process map is walked; each entry's CPUs are summed and the
- * growth since the previous reading (kept here per pid) is added to the process's open window
+ * Reading: at each tick the process map is walked (threads flush their counts into it as they
+ * leave the CPU, exit, or every 20 ms while running: counters.bpf.c); the growth of each entry
+ * since the previous reading (kept here per pid) is added to the process's open window
  * through mm_host_proc(), field by field into the same struct mm_proc_stats members the perf
  * collectors fill. Exits come from the ring buffer (one record per process, when its last thread
  * exits): the final growth is added to the entry the host still holds for the process
@@ -56,6 +57,7 @@
 #define MAX_CPUS     1024
 
 _Static_assert(MM_BPF_HIST_BUCKETS == MM_HIST_BUCKETS, "histograms must have the same buckets");
+_Static_assert(MM_BPF_NOUTCOMES == MM_FAULT_OUTCOMES, "one latency histogram per outcome");
 
 /* What was already delivered for the process a pid belongs to. */
 struct track {
@@ -250,16 +252,10 @@ static int on_exit_record(void *ctx, void *data, size_t size)
 	return 0;
 }
 
-/* Sums one map value's CPUs into @sum. Returns false when the entry is gone. */
+/* Reads one process's counters into @sum. Returns false when the entry is gone. */
 static bool read_counts(struct mm_bpfsrc *b, const struct mm_bpf_key *key, __u64 *sum)
 {
-	if (bpf_map_lookup_elem(bpf_map__fd(b->skel->maps.procs), key, b->values) < 0)
-		return false;
-	memset(sum, 0, NCOUNTERS * sizeof(*sum));
-	for (int c = 0; c < b->ncpus; c++)
-		for (size_t i = 0; i < NCOUNTERS; i++)
-			sum[i] += b->values[(size_t)c * NCOUNTERS + i];
-	return true;
+	return bpf_map_lookup_elem(bpf_map__fd(b->skel->maps.procs), key, sum) == 0;
 }
 
 /* Adds @sum's growth over t->last to the process. Returns false when an exited process is
@@ -422,6 +418,7 @@ static void register_globals(struct mm_bpfsrc *b, struct mm_host *h)
 		[MM_BPF_WIN_KERNEL_FAULT] = "fault_windows_closed_by_kernel_fault",
 		[MM_BPF_WIN_SYSCALL] = "fault_windows_closed_by_syscall",
 		[MM_BPF_WIN_EXIT] = "fault_windows_closed_by_exit",
+		[MM_BPF_FLUSHES] = "thread_flushes",
 	};
 	for (unsigned i = 0; i < MM_BPF_NSTATS; i++)
 		b->g_stats[i] = mm_host_global(
@@ -462,7 +459,7 @@ static void attach_completions(struct mm_bpfsrc *b)
 				.size = sizeof(attr),
 				.config = k ? PERF_COUNT_SW_PAGE_FAULTS_MAJ
 					    : PERF_COUNT_SW_PAGE_FAULTS_MIN,
-				.sample_period = 1,
+				.sample_period = MM_BPF_COMPLETION_PERIOD,
 				.disabled = 1,
 			};
 			int fd = (int)syscall(SYS_perf_event_open, &attr, -1, (int)cpu, -1,
@@ -484,8 +481,7 @@ static void attach_completions(struct mm_bpfsrc *b)
 	}
 	if (failed)
 		log_warning("BPF source: fault completion events on %d of %ld CPUs could not be "
-			    "attached (%s): fault latencies, and swap-in vma_retry of the "
-			    "faults collector, are incomplete",
+			    "attached (%s): fault latencies are incomplete",
 			    failed, 2 * ncpus, strerror(err));
 }
 
@@ -589,7 +585,6 @@ static int load(struct mm_bpfsrc *b, bool *want, const struct mm_symbols *syms, 
 	bpf_program__set_autoload(s->progs.on_contention, want[W_MMAPLOCK]);
 	/* The faults collector's evidence: nothing of it runs for the others. */
 	bpf_program__set_autoload(s->progs.on_fault_kernel, want[W_FAULTS]);
-	bpf_program__set_autoload(s->progs.on_switch, want[W_FAULTS]);
 	bpf_program__set_autoload(s->progs.on_filemap_fault, want[W_FAULTS]);
 	bpf_program__set_autoload(s->progs.on_map_pages, want[W_FAULTS]);
 	bpf_program__set_autoload(s->progs.on_added, want[W_FAULTS]);
@@ -716,6 +711,10 @@ int mm_bpfsrc_open(struct mm_host *h, const struct mm_config *cfg, const struct 
 		TO(faults_mmap_lock_retries);
 		TO(faults_mmap_lock_wait_ns);
 		TO(faults_pages_reread);
+		for (size_t o = 0; o < MM_BPF_NOUTCOMES; o++)
+			for (size_t i = 0; i < MM_BPF_HIST_BUCKETS; i++)
+				TO2(fault_ns_outcome_hist[o][i],
+				    fault_ns_outcome_hist[o].bucket[i]);
 		TO(mmap_lock_by_fault);
 		TO(mmap_lock_by_fault_other);
 		TO(mmap_lock_by_fault_kernel);

@@ -139,11 +139,11 @@ void mm_stats_add(struct mm_proc_stats *dst, const struct mm_proc_stats *src)
 		uint64_t *d = (uint64_t *)((char *)dst + mm_proc_fields[i].offset);
 		*d += mm_field_get(src, &mm_proc_fields[i]);
 	}
-	for (unsigned i = 0; i < MM_HIST_BUCKETS; i++) {
-		dst->mmap_lock_wait_hist.bucket[i] += src->mmap_lock_wait_hist.bucket[i];
-		dst->fault_ns_vma_hist.bucket[i] += src->fault_ns_vma_hist.bucket[i];
-		dst->fault_ns_mmap_hist.bucket[i] += src->fault_ns_mmap_hist.bucket[i];
-	}
+	struct mm_hist *dh = &dst->mmap_lock_wait_hist;
+	const struct mm_hist *sh = &src->mmap_lock_wait_hist;
+	for (size_t h = 0; h < MM_PROC_NHISTS; h++)
+		for (unsigned i = 0; i < MM_HIST_BUCKETS; i++)
+			dh[h].bucket[i] += sh[h].bucket[i];
 }
 
 int mm_stats_is_zero(const struct mm_proc_stats *s)
@@ -151,10 +151,11 @@ int mm_stats_is_zero(const struct mm_proc_stats *s)
 	for (size_t i = 0; i < mm_proc_nfields; i++)
 		if (mm_field_get(s, &mm_proc_fields[i]))
 			return 0;
-	for (unsigned i = 0; i < MM_HIST_BUCKETS; i++)
-		if (s->mmap_lock_wait_hist.bucket[i] || s->fault_ns_vma_hist.bucket[i] ||
-		    s->fault_ns_mmap_hist.bucket[i])
-			return 0;
+	const struct mm_hist *hs = &s->mmap_lock_wait_hist;
+	for (size_t h = 0; h < MM_PROC_NHISTS; h++)
+		for (unsigned i = 0; i < MM_HIST_BUCKETS; i++)
+			if (hs[h].bucket[i])
+				return 0;
 	return 1;
 }
 

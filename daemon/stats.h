@@ -20,6 +20,9 @@ struct mm_hist {
 	uint64_t bucket[MM_HIST_BUCKETS];
 };
 
+/* faults_vma, faults_vma_retry, faults_mmap_retry, faults_mmap_abort, faults_mmap_unknown. */
+#define MM_FAULT_OUTCOMES 5
+
 /* Members are grouped by the collector that fills them, in this order: mmaplock (faults ..
  * mmap_lock_contended), faults (faults_vma .. split_err), totals (minflt, majflt),
  * fallbacks (fallback_locks, fallback_lock_waits); stats.c derives mm_field.collector from it. */
@@ -85,7 +88,16 @@ struct mm_proc_stats {
 	 * completion (mm_account_fault's software event), by whether it fell back: */
 	struct mm_hist fault_ns_vma_hist;  /* completed without an mmap_lock fallback */
 	struct mm_hist fault_ns_mmap_hist; /* completed after one */
+	/* and by the fault's outcome (faults collector on the BPF source), in the order of
+	 * faults_vma .. faults_mmap_unknown; only completed faults have a latency. Histograms
+	 * come last: mm_stats_add() walks them from mmap_lock_wait_hist on. */
+	struct mm_hist fault_ns_outcome_hist[MM_FAULT_OUTCOMES];
 };
+
+/* The histograms of struct mm_proc_stats, mmap_lock_wait_hist .. the end, as an array. */
+#define MM_PROC_NHISTS                                                                             \
+	((sizeof(struct mm_proc_stats) - offsetof(struct mm_proc_stats, mmap_lock_wait_hist)) /    \
+	 sizeof(struct mm_hist))
 
 enum mm_field_kind {
 	MM_FIELD_COUNT, /* a plain counter */

@@ -125,6 +125,9 @@ const FIELDS = ["minflt", "majflt", "faults", "fallback_locks", "fallback_lock_w
 	"faults_mmap_fallback", "faults_mmap_lock_wait_ns", "mmap_lock_waits", "mmap_lock_wait_ns",
 	"mmap_lock_write_hold_ns", "split_estimated", "split_faults_seen", "split_err"].join(",");
 
+/* The fault outcomes, as the API names their latency quantiles (fault_ns_outcome_O_p50). */
+const OUTCOMES = ["vma", "vma_retry", "mmap_retry", "mmap_abort", "mmap_unknown"];
+
 /* GET /api/v1/series or /api/v1/top with @params and the page's counters. */
 function api(route, params) { return getJSON("api/v1/" + route + "?" + qs({...params, fields: FIELDS})); }
 
@@ -565,14 +568,21 @@ async function viewProcess(v, id) {
 		if (running("totals")) stats.append(stat("faults in the open window", "pending", "pending", "arrive when the window closes"));
 		if (running("fallbacks")) stats.append(stat("fallbacks so far in the open window", fmtNum(live.window.fallback_locks)));
 	}
-	/* Fault latency: the BPF source's histograms, live since mmlockd started (not stored). */
-	if (live && (live.total.fault_ns_vma_p50 || live.total.fault_ns_mmap_p50)) {
-		const lt = live.total;
+	/* Fault latency: the BPF source's histograms, live since mmlockd started (not stored), a
+	 * sample of 1 in 8 completed faults; by outcome when the faults collector runs there. */
+	const latTitle = "upper bounds of log2 buckets; a sample of 1 in 8 completed faults";
+	const lt = live ? live.total : null;
+	const byOutcome = lt ? OUTCOMES.filter((o) => lt["fault_ns_outcome_" + o + "_p50"]) : [];
+	if (byOutcome.length) {
+		for (const o of byOutcome)
+			stats.append(stat("fault latency, " + o + ", p50 / p99 since start",
+				fmtNs(lt["fault_ns_outcome_" + o + "_p50"]) + " / " + fmtNs(lt["fault_ns_outcome_" + o + "_p99"]), "", latTitle));
+	} else if (lt && (lt.fault_ns_vma_p50 || lt.fault_ns_mmap_p50)) {
 		stats.append(stat("fault latency under the VMA lock, p50 / p99 since start",
-			fmtNs(lt.fault_ns_vma_p50) + " / " + fmtNs(lt.fault_ns_vma_p99), "", "upper bounds of log2 buckets"));
+			fmtNs(lt.fault_ns_vma_p50) + " / " + fmtNs(lt.fault_ns_vma_p99), "", latTitle));
 		if (lt.fault_ns_mmap_p50)
 			stats.append(stat("fault latency under mmap_lock, p50 / p99 since start",
-				fmtNs(lt.fault_ns_mmap_p50) + " / " + fmtNs(lt.fault_ns_mmap_p99), "", "upper bounds of log2 buckets"));
+				fmtNs(lt.fault_ns_mmap_p50) + " / " + fmtNs(lt.fault_ns_mmap_p99), "", latTitle));
 	}
 	const grid = el("div", null, "grid");
 	v.replaceChildren(head, stats, grid);

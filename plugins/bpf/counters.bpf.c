@@ -3,9 +3,18 @@
  * counters.bpf.c: the in-kernel half of the BPF source (daemon/bpfsource.c loads it). It counts,
  * per process, what the mmaplock, fallbacks and faults collectors count from perf samples, on the
  * same tracepoints, without writing a sample: per-thread state lives in task storage, per-process
- * counters in a per-CPU hash keyed by (tgid, group leader's start_boottime) that user space reads
- * once per tick; when the last thread of a process exits, its key goes through a ring buffer so
- * the loader settles it once and deletes it (the map stays bounded by live processes).
+ * counters in a hash keyed by (tgid, group leader's start_boottime) that user space reads once per
+ * tick; when the last thread of a process exits, its key goes through a ring buffer so the loader
+ * settles it once and deletes it (the map stays bounded by live processes).
+ *
+ * Cost: the events count into the thread's own task storage (struct thread.acc, no map lookup),
+ * which is flushed into the process's entry with atomic adds when the thread leaves the CPU
+ * (sched_switch), exits, or has run FLUSH_NS since its last flush (checked at its faults and
+ * mmap_lock acquisitions): one hash lookup per flush instead of one or more per event, one value
+ * per process instead of one per CPU. So a running thread's counts reach the map at most FLUSH_NS
+ * late (a window's counts end up to FLUSH_NS before it is read), a sleeping or exited thread's
+ * are all there. The thread's key is read once, when its storage is made; kernel memory is read
+ * by direct (BTF) loads, not bpf_probe_read helper calls.
  *
  * Attached (tp_btf: typed arguments, no record format to parse):
  *   exceptions:page_fault_user            faults; opens the thread's fault window
@@ -16,19 +25,25 @@
  *                                         holds begin (a read acquisition ends one: downgrade)
  *   mmap_lock:mmap_lock_released          write holds end
  *   lock:contention_begin                 a sleeping rwsem wait between start and acquired
- *   sched:sched_process_exit              a thread exits (its window closes); the last thread of
- *                                         a process: its counts are final
+ *   sched:sched_process_exit              a thread exits (its window closes, its counts are
+ *                                         flushed); the last thread of a process: its counts are
+ *                                         final
+ *   sched:sched_switch                    the thread leaves the CPU: its counts are flushed; for
+ *                                         the faults collector, a voluntary sleep in a window is
+ *                                         an attempt under the VMA lock; inside
+ *                                         __folio_lock_or_retry(): a retry
  * and for the faults collector only:
  *   exceptions:page_fault_kernel          the user fault is over; the next fallback is this one's
- *   sched:sched_switch                    a voluntary sleep in a window: an attempt under the VMA
- *                                         lock; inside __folio_lock_or_retry(): a retry
  *   filemap:mm_filemap_fault, _map_pages  attempts on the faulting page (as plugins/faults.c)
  *   filemap:mm_filemap_add_to_page_cache  pages read twice in one window
- * and, as perf_event programs, the minor-faults and major-faults software events on every CPU:
- * mm_account_fault() fires one of them when a fault completes (not on VM_FAULT_RETRY or an
- * error; a retried fault is major), so page_fault_user -> that event is the fault's latency,
- * kept in one of two log2 histograms per process: with or without an mmap_lock fallback (a read
- * start at the fallback site) in between; for the faults collector it closes the window.
+ * and, as perf_event programs, the minor-faults and major-faults software events on every CPU,
+ * sampled (1 in MM_BPF_COMPLETION_PERIOD faults of a CPU: running a program on every fault cost
+ * mix ~15 points): mm_account_fault() fires one of them when a fault completes (not on
+ * VM_FAULT_RETRY or an error; a retried fault is major), so page_fault_user -> that event is the
+ * fault's latency, kept in one of two log2 histograms per process: with or without an mmap_lock
+ * fallback (a read start at the fallback site) in between; for the faults collector it closes
+ * the window, and the latency also goes to the histogram of the fault's outcome. Unsampled
+ * faults' windows close at the thread's next event that ends them (outcome.h, "completed").
  * The rules are those of plugins/mmaplock.c, plugins/fallbacks.c and plugins/faults.c, event for
  * event; where they differ it is in what the perf path could not see: sites (the fallback, the
  * anon_vma trylock, __folio_lock_or_retry) are found in short kernel stacks (MAX_FRAMES frames,
@@ -61,6 +76,7 @@ char LICENSE[] SEC("license") = "GPL";
 #define RWSEM_WRITER_LOCKED (1UL << 0) /* kernel/locking/rwsem.c */
 
 #define MAX_FRAMES	 8
+#define FLUSH_NS	 (20 * 1000 * 1000) /* a running thread's counts, at most this late */
 #define MAX_SLEEP_FRAMES 12 /* sched_switch: __schedule, schedule, io_schedule, ... first */
 
 const volatile bool count_mmaplock = false;
@@ -77,9 +93,13 @@ const volatile __u64 vdso_below = 0, vdso_above = 0;
 const volatile __u64 reject_for_test = 0;
 
 struct thread {
-	__u64 fault_start_ns; /* page_fault_user of a fault not completed yet, else 0 */
-	__u8 fault_fellback;  /* that fault fell back to mmap_lock */
-	__u64 wait_start_ns;  /* mmap_lock_start_locking, while waiting */
+	struct mm_bpf_key key; /* the process's, read when the storage was made */
+	__u64 flushed_ns;      /* when acc was last flushed */
+	__u16 dirty;	       /* DIRTY_* groups of acc with counts */
+	__u8 fault_outcome;    /* outcome of the last closed window, for the latency (faults) */
+	__u64 fault_start_ns;  /* page_fault_user of a fault not completed yet, else 0 */
+	__u8 fault_fellback;   /* that fault fell back to mmap_lock */
+	__u64 wait_start_ns;   /* mmap_lock_start_locking, while waiting */
 	__u64 wait_mm;
 	__u8 waiting;	   /* between start_locking and acquire_returned */
 	__u8 contended;	   /* a sleeping rwsem contention in that wait */
@@ -96,7 +116,12 @@ struct thread {
 	struct {
 		__u64 mapping, index;
 	} added[MM_BPF_MAX_ADDED]; /* pages added to the page cache in the window */
+	struct mm_bpf_counts acc;  /* counted since the last flush */
 };
+
+#define DIRTY_SCALARS 1u
+#define DIRTY_HIST(i) (2u << (i)) /* i-th histogram, from mmap_lock_wait_hist on */
+_Static_assert(MM_BPF_NHISTS <= 15, "the dirty bits fit in a __u16");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
@@ -106,7 +131,7 @@ struct {
 } threads SEC(".maps");
 
 struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__uint(max_entries, 16384); /* the loader may resize before load */
 	__type(key, struct mm_bpf_key);
@@ -142,38 +167,99 @@ static __always_inline void stat_add(__u32 idx)
 
 static __always_inline void key_of(struct task_struct *task, struct mm_bpf_key *key)
 {
-	key->pid = BPF_CORE_READ(task, tgid);
+	key->pid = task->tgid;
 	key->pad = 0;
-	key->start_boottime_ns = BPF_CORE_READ(task, group_leader, start_boottime);
+	key->start_boottime_ns = task->group_leader->start_boottime;
 }
 
-/* The current process's counters (this CPU's copy), created on first use; NULL when the map is
- * full (counted). */
-static __always_inline struct mm_bpf_counts *counts(void)
+/* @t's counts since its last flush: the scalars. */
+static __always_inline struct mm_bpf_counts *counts(struct thread *t)
 {
-	struct mm_bpf_key key;
-	key_of(bpf_get_current_task_btf(), &key);
-	struct mm_bpf_counts *c = bpf_map_lookup_elem(&procs, &key);
-	if (c)
-		return c;
-	__u32 z = 0;
-	struct mm_bpf_counts *init = bpf_map_lookup_elem(&zero, &z);
-	if (!init)
-		return NULL;
-	bpf_map_update_elem(&procs, &key, init, BPF_NOEXIST);
-	c = bpf_map_lookup_elem(&procs, &key);
-	if (!c)
-		stat_add(MM_BPF_PROCS_DROPPED);
-	return c;
+	t->dirty |= DIRTY_SCALARS;
+	return &t->acc;
 }
 
+/* Counts @ns in bucket of the @i-th histogram of @t's counts (@h: its buckets). */
+static __always_inline void hist_count(struct thread *t, unsigned i, __u64 *h, unsigned b)
+{
+	asm volatile("" : "+r"(b));
+	if (b >= MM_BPF_HIST_BUCKETS)
+		return;
+	h[b]++;
+	t->dirty |= DIRTY_HIST(i);
+}
+
+#define NSCALARS (offsetof(struct mm_bpf_counts, mmap_lock_wait_hist) / sizeof(__u64))
+
+/* Adds @t's counts to its process's entry (made on first use; atomic adds: the process's other
+ * threads flush on other CPUs) and zeroes them. A full map's refusal is counted and the counts
+ * wait for a later flush. */
+static __noinline void flush(struct thread *t, __u64 now)
+{
+	t->flushed_ns = now;
+	__u16 dirty = t->dirty;
+	if (!dirty)
+		return;
+	t->dirty = 0;
+	struct mm_bpf_counts *c = bpf_map_lookup_elem(&procs, &t->key);
+	if (!c) {
+		__u32 z = 0;
+		struct mm_bpf_counts *init = bpf_map_lookup_elem(&zero, &z);
+		if (init)
+			bpf_map_update_elem(&procs, &t->key, init, BPF_NOEXIST);
+		c = bpf_map_lookup_elem(&procs, &t->key);
+	}
+	if (!c) {
+		t->dirty = dirty; /* kept for a later flush, when the map has room */
+		stat_add(MM_BPF_PROCS_DROPPED);
+		return;
+	}
+	__u64 *src = (__u64 *)&t->acc, *dst = (__u64 *)c;
+	if (dirty & DIRTY_SCALARS) {
+		for (unsigned i = 0; i < NSCALARS; i++) {
+			__u64 v = src[i];
+			if (!v)
+				continue;
+			src[i] = 0;
+			__sync_fetch_and_add(&dst[i], v);
+		}
+	}
+	for (unsigned h = 0; h < MM_BPF_NHISTS; h++) {
+		if (!(dirty & DIRTY_HIST(h)))
+			continue;
+		for (unsigned i = 0; i < MM_BPF_HIST_BUCKETS; i++) {
+			unsigned k = NSCALARS + h * MM_BPF_HIST_BUCKETS + i;
+			__u64 v = src[k];
+			if (!v)
+				continue;
+			src[k] = 0;
+			__sync_fetch_and_add(&dst[k], v);
+		}
+	}
+	stat_add(MM_BPF_FLUSHES);
+}
+
+/* The current thread's state; with @create made on first use (its key read then). */
 static __always_inline struct thread *thread(bool create)
 {
-	struct thread *t = bpf_task_storage_get(&threads, bpf_get_current_task_btf(), 0,
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct thread *t = bpf_task_storage_get(&threads, task, 0,
 						create ? BPF_LOCAL_STORAGE_GET_F_CREATE : 0);
-	if (!t && create)
-		stat_add(MM_BPF_NO_THREAD_STORAGE);
+	if (!t) {
+		if (create)
+			stat_add(MM_BPF_NO_THREAD_STORAGE);
+		return NULL;
+	}
+	if (!t->key.pid && !t->key.start_boottime_ns)
+		key_of(task, &t->key);
 	return t;
+}
+
+/* Flushes @t when it has run FLUSH_NS since its last flush. */
+static __always_inline void flush_if_due(struct thread *t, __u64 now)
+{
+	if (now - t->flushed_ns > FLUSH_NS)
+		flush(t, now);
 }
 
 static __always_inline unsigned hist_bucket(__u64 ns)
@@ -223,7 +309,7 @@ static __always_inline __u32 lock_seq(struct mm_struct *mm)
 	struct mm_struct___seqcount *m = (void *)mm;
 	if (!bpf_core_field_exists(m->mm_lock_seq.sequence))
 		return 0;
-	return BPF_CORE_READ(m, mm_lock_seq.sequence);
+	return m->mm_lock_seq.sequence;
 }
 
 _Static_assert(__builtin_offsetof(struct mm_bpf_counts, faults_mmap_unknown) -
@@ -231,24 +317,29 @@ _Static_assert(__builtin_offsetof(struct mm_bpf_counts, faults_mmap_unknown) -
 		       MM_BPF_MMAP_UNKNOWN * sizeof(__u64),
 	       "faults_vma .. faults_mmap_unknown must follow enum mm_bpf_outcome");
 
-/* Adds the closed window's outcome to the process (the caller runs in the window's thread). */
-static __always_inline void close_window(struct thread *t, enum mm_bpf_stat why)
+_Static_assert(MM_BPF_MMAP_UNKNOWN + 1 == MM_BPF_NOUTCOMES, "one histogram per outcome");
+
+/* Adds the closed window's outcome to the thread's counts and returns it; -1 if no window was
+ * open. */
+static __always_inline int close_window(struct thread *t, enum mm_bpf_stat why)
 {
 	if (!t->win.open)
-		return;
+		return -1;
 	t->win.open = 0;
+	if (why != MM_BPF_WIN_EXIT)
+		t->win.completed = 1; /* the thread went on after the fault (outcome.h) */
 	stat_add(why);
-	struct mm_bpf_counts *c = counts();
-	if (!c)
-		return;
+	struct mm_bpf_counts *c = counts(t);
 	unsigned o = mm_bpf_outcome_of(&t->win);
 	asm volatile("" : "+r"(o)); /* bounded below, whatever register clang keeps it in */
-	if (o <= MM_BPF_MMAP_UNKNOWN)
-		(&c->faults_vma)[o]++; /* the outcome counters follow enum mm_bpf_outcome */
+	if (o > MM_BPF_MMAP_UNKNOWN)
+		return -1;
+	(&c->faults_vma)[o]++; /* the outcome counters follow enum mm_bpf_outcome */
 	if (t->win.fallbacks) {
 		c->faults_mmap_fallback++;
 		c->faults_mmap_lock_retries += t->win.fallbacks - 1;
 	}
+	return (int)o;
 }
 
 /* Opens the faults collector's window of a user fault at @address. */
@@ -259,14 +350,16 @@ static __always_inline void open_window(struct thread *t, unsigned long address)
 	t->nadded = 0;
 	t->win.open = 1;
 	struct task_struct *task = bpf_get_current_task_btf();
-	struct mm_struct *mm = BPF_CORE_READ(task, mm);
+	struct mm_struct *mm = task->mm;
+	if (!mm)
+		return;
 	t->win.seq = lock_seq(mm);
 	t->win.writer = t->win.seq & 1;
 	if (!t->win.seq) /* or no mm_lock_seq in this kernel: the rwsem's writer bit */
-		t->win.writer = BPF_CORE_READ(mm, mmap_lock.count.counter) & RWSEM_WRITER_LOCKED;
+		t->win.writer = mm->mmap_lock.count.counter & RWSEM_WRITER_LOCKED;
 #if defined(__TARGET_ARCH_x86)
 	if (vdso_above) {
-		__u64 vdso = (__u64)BPF_CORE_READ(mm, context.vdso);
+		__u64 vdso = (__u64)mm->context.vdso;
 		t->win.special =
 			vdso && address + vdso_below >= vdso && address < vdso + vdso_above;
 	}
@@ -300,7 +393,7 @@ struct trace_event_raw_mmap_lock___memcg_path {
 static __always_inline bool own_mm(struct mm_struct *mm)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
-	return (__u64)BPF_CORE_READ(task, mm) == (__u64)mm;
+	return (__u64)task->mm == (__u64)mm;
 }
 
 SEC("tp_btf/page_fault_user")
@@ -311,16 +404,16 @@ int BPF_PROG(on_fault, unsigned long address, struct pt_regs *regs, unsigned lon
 	if (!count_mmaplock && !count_faults)
 		return 0;
 	__u64 now = bpf_ktime_get_ns();
-	struct mm_bpf_counts *c = counts();
-	if (c)
-		c->faults++;
 	struct thread *t = thread(true);
 	if (!t)
 		return 0;
+	if (count_mmaplock)
+		counts(t)->faults++;
 	t->fault_start_ns = now;
 	t->fault_fellback = 0;
 	if (count_faults)
 		open_window(t, address);
+	flush_if_due(t, now);
 	return 0;
 }
 
@@ -332,7 +425,7 @@ int BPF_PROG(on_fault_kernel, unsigned long address, struct pt_regs *regs, unsig
 {
 	/* With page faults disabled (a user-stack unwind in an NMI during the user fault,
 	 * copy_from_user_nofault) the kernel does not handle it: bad_area_nosemaphore(). */
-	if (BPF_CORE_READ(bpf_get_current_task_btf(), pagefault_disabled))
+	if (bpf_get_current_task_btf()->pagefault_disabled)
 		return 0;
 	struct thread *t = thread(false);
 	if (t)
@@ -356,25 +449,28 @@ int on_fault_done(struct bpf_perf_event_data *ctx)
 	struct thread *t = thread(false);
 	if (!t)
 		return 0;
+	int o = -1;
 	if (count_faults && t->win.open) {
 		t->win.completed = 1;
-		close_window(t, MM_BPF_WIN_COMPLETED);
+		o = close_window(t, MM_BPF_WIN_COMPLETED);
 	}
-	if (!count_mmaplock || !t->fault_start_ns)
+	if (!t->fault_start_ns)
 		return 0;
 	__u64 start = t->fault_start_ns;
 	t->fault_start_ns = 0;
-	struct mm_bpf_counts *c = counts();
-	if (!c || now < start)
+	if (now < start)
 		return 0;
 	unsigned b = hist_bucket(now - start);
-	asm volatile("" : "+r"(b));
-	if (b >= MM_BPF_HIST_BUCKETS)
-		return 0;
-	if (t->fault_fellback)
-		c->fault_ns_mmap_hist[b]++;
-	else
-		c->fault_ns_vma_hist[b]++;
+	struct mm_bpf_counts *c = &t->acc;
+	if (count_mmaplock) {
+		if (t->fault_fellback)
+			hist_count(t, 2, c->fault_ns_mmap_hist, b);
+		else
+			hist_count(t, 1, c->fault_ns_vma_hist, b);
+	}
+	asm volatile("" : "+r"(o));
+	if (o >= 0 && o < MM_BPF_NOUTCOMES)
+		hist_count(t, 3 + (unsigned)o, c->fault_ns_outcome_hist[o], b);
 	return 0;
 }
 
@@ -428,9 +524,7 @@ int on_start(unsigned long long *ctx)
 		return 0;
 	/* As plugins/fallbacks.c: a start not right after a failed attempt is a new fallback. */
 	if (!t->fb_failed) {
-		struct mm_bpf_counts *c = counts();
-		if (c)
-			c->fallback_locks++;
+		counts(t)->fallback_locks++;
 		t->fb_waited = 0;
 	}
 	t->fb_failed = 0;
@@ -446,8 +540,9 @@ static __always_inline unsigned held_index(unsigned i)
 
 _Static_assert((MM_BPF_MAX_HELD & (MM_BPF_MAX_HELD - 1)) == 0, "a power of two");
 
-/* Ends @t's write hold of @mm, adding its time to @c. Returns false if @t did not hold it. */
-static __always_inline bool end_hold(struct thread *t, __u64 mm, __u64 now, struct mm_bpf_counts *c)
+/* Ends @t's write hold of @mm, adding its time to @t's counts. Returns false if @t did not hold
+ * it. */
+static __always_inline bool end_hold(struct thread *t, __u64 mm, __u64 now)
 {
 	unsigned n = t->nheld;
 	if (!n || n > MM_BPF_MAX_HELD)
@@ -456,8 +551,8 @@ static __always_inline bool end_hold(struct thread *t, __u64 mm, __u64 now, stru
 	for (unsigned i = 0; i < MM_BPF_MAX_HELD; i++) {
 		if (i >= n || t->held[i].mm != mm)
 			continue;
-		if (c && now >= t->held[i].since_ns)
-			c->mmap_lock_write_hold_ns += now - t->held[i].since_ns;
+		if (now >= t->held[i].since_ns)
+			counts(t)->mmap_lock_write_hold_ns += now - t->held[i].since_ns;
 		unsigned last = held_index(n - 1);
 		t->held[i] = t->held[last];
 		t->nheld = n - 1;
@@ -469,14 +564,11 @@ static __always_inline bool end_hold(struct thread *t, __u64 mm, __u64 now, stru
 /* A read acquisition on the fault path returned (faults collector): a fallback of the open user
  * fault, or of a fault taken in kernel mode (no window open), or a lock inside the fault. */
 static __always_inline void fault_acquired(struct thread *t, struct mm_struct *mm, __u64 now,
-					   bool success, struct mm_bpf_counts *c)
+					   bool success)
 {
 	if (!success)
 		return;
-	if (!c)
-		c = counts();
-	if (!c)
-		return;
+	struct mm_bpf_counts *c = counts(t);
 	if (t->pending_site != MM_BPF_SITE_FALLBACK) {
 		c->mmap_lock_by_fault_other++;
 		return;
@@ -497,32 +589,26 @@ int on_acquired(unsigned long long *ctx)
 	struct mm_struct *mm = (void *)ctx[0];
 	bool write = (bool)MMAP_LOCK_ARG(ctx, 1), success = (bool)MMAP_LOCK_ARG(ctx, 2);
 	__u64 now = bpf_ktime_get_ns();
-	struct mm_bpf_counts *c = NULL;
-	if (count_mmaplock) {
-		c = counts();
-		if (c) {
-			if (!success)
-				c->mmap_lock_trylock_fail++;
-			else if (write)
-				c->mmap_lock_write++;
-			else
-				c->mmap_lock_read++;
-		}
-	}
-	struct thread *t = thread(count_mmaplock && success && write);
+	struct thread *t = thread(count_mmaplock);
 	if (!t)
 		return 0;
+	if (count_mmaplock) {
+		struct mm_bpf_counts *c = counts(t);
+		if (!success)
+			c->mmap_lock_trylock_fail++;
+		else if (write)
+			c->mmap_lock_write++;
+		else
+			c->mmap_lock_read++;
+	}
 	if (count_faults && !write && t->pending_site < MM_BPF_NSITES)
-		fault_acquired(t, mm, now, success, c);
+		fault_acquired(t, mm, now, success);
 	t->pending_site = MM_BPF_SITE_NONE;
 	if (count_fallbacks && !write) {
 		/* A failed attempt right after a start at the fallback site: it waits. */
 		if (!success && t->at_site) {
-			if (!t->fb_waited) {
-				struct mm_bpf_counts *f = c ? c : counts();
-				if (f)
-					f->fallback_lock_waits++;
-			}
+			if (!t->fb_waited)
+				counts(t)->fallback_lock_waits++;
 			t->fb_waited = 1;
 			t->fb_failed = 1;
 		}
@@ -533,23 +619,19 @@ int on_acquired(unsigned long long *ctx)
 	if (t->waiting) {
 		if (t->wait_mm == (__u64)mm && now >= t->wait_start_ns) {
 			__u64 wait = now - t->wait_start_ns;
-			if (c) {
-				c->mmap_lock_waits++;
-				c->mmap_lock_wait_ns += wait;
-				unsigned b = hist_bucket(wait);
-				asm volatile("" : "+r"(b));
-				if (b < MM_BPF_HIST_BUCKETS)
-					c->mmap_lock_wait_hist[b]++;
-				if (t->contended)
-					c->mmap_lock_contended++;
-			}
+			struct mm_bpf_counts *c = counts(t);
+			c->mmap_lock_waits++;
+			c->mmap_lock_wait_ns += wait;
+			hist_count(t, 0, c->mmap_lock_wait_hist, hist_bucket(wait));
+			if (t->contended)
+				c->mmap_lock_contended++;
 		} else {
 			stat_add(MM_BPF_ACQUIRE_WITHOUT_START);
 		}
 		t->waiting = 0;
 	}
 	if (!write && success)
-		end_hold(t, (__u64)mm, now, c); /* mmap_write_downgrade() */
+		end_hold(t, (__u64)mm, now); /* mmap_write_downgrade() */
 	if (write && success) {
 		unsigned n = t->nheld;
 		if (n < MM_BPF_MAX_HELD) {
@@ -561,6 +643,7 @@ int on_acquired(unsigned long long *ctx)
 			stat_add(MM_BPF_HOLDS_TOO_NESTED);
 		}
 	}
+	flush_if_due(t, now);
 	return 0;
 }
 
@@ -572,7 +655,7 @@ int on_released(unsigned long long *ctx)
 	if (!count_mmaplock || !write)
 		return 0;
 	struct thread *t = thread(false);
-	if (!t || !end_hold(t, (__u64)mm, bpf_ktime_get_ns(), counts()))
+	if (!t || !end_hold(t, (__u64)mm, bpf_ktime_get_ns()))
 		stat_add(MM_BPF_RELEASE_WITHOUT_ACQUIRE);
 	return 0;
 }
@@ -588,24 +671,30 @@ int BPF_PROG(on_contention, void *lock, unsigned int flags)
 	return 0;
 }
 
-/* A voluntary sleep of a thread in a fault window before any fallback: handle_mm_fault() runs
- * under the VMA lock (lock_vma_under_rcu() and what precedes it never sleep). Where it sleeps,
- * from a short stack taken only here: inside __folio_lock_or_retry() a VM_FAULT_RETRY follows;
- * elsewhere (reclaim, allocation, writeback) the fault goes on. Involuntary switches
- * (preemption, prev_state TASK_RUNNING) say nothing. */
+/* The thread leaves the CPU (it is still current here): its counts are flushed, so a sleeping
+ * thread's are all in the map. For the faults collector, a voluntary sleep of a thread in a fault
+ * window before any fallback: handle_mm_fault() runs under the VMA lock (lock_vma_under_rcu()
+ * and what precedes it never sleep). Where it sleeps, from a short stack taken only here: inside
+ * __folio_lock_or_retry() a VM_FAULT_RETRY follows; elsewhere (reclaim, allocation, writeback)
+ * the fault goes on. Involuntary switches (preemption, prev_state TASK_RUNNING) say nothing. */
 SEC("tp_btf/sched_switch")
 int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
 	     unsigned int prev_state)
 {
-	if (preempt || !prev_state)
-		return 0;
 	struct thread *t = thread(false);
-	if (!t || !t->win.open || t->win.falling_back)
+	if (!t)
 		return 0;
-	t->win.attempt = 1;
-	if (!t->win.retry_sleep && site_of(ctx, MM_BPF_SITE_LOCK_RETRY, MM_BPF_SITE_LOCK_RETRY,
-					   MAX_SLEEP_FRAMES) == MM_BPF_SITE_LOCK_RETRY)
-		t->win.retry_sleep = 1;
+	if (count_faults && !preempt && prev_state && t->win.open && !t->win.falling_back) {
+		t->win.attempt = 1;
+		if (!t->win.retry_sleep && t->win.sleeps < MM_BPF_SLEEP_STACKS) {
+			t->win.sleeps++;
+			if (site_of(ctx, MM_BPF_SITE_LOCK_RETRY, MM_BPF_SITE_LOCK_RETRY,
+				    MAX_SLEEP_FRAMES) == MM_BPF_SITE_LOCK_RETRY)
+				t->win.retry_sleep = 1;
+		}
+	}
+	if (t->dirty)
+		flush(t, bpf_ktime_get_ns());
 	return 0;
 }
 
@@ -651,16 +740,14 @@ int BPF_PROG(on_added, struct folio *folio)
 	struct thread *t = thread(false);
 	if (!t || !t->win.open)
 		return 0;
-	__u64 mapping = (__u64)BPF_CORE_READ(folio, mapping), index = BPF_CORE_READ(folio, index);
+	__u64 mapping = (__u64)folio->mapping, index = folio->index;
 	unsigned n = t->nadded;
 	bool again = false;
 	for (unsigned i = 0; i < MM_BPF_MAX_ADDED && i < n; i++)
 		again |= t->added[i].mapping == mapping && t->added[i].index == index;
-	if (again) {
-		struct mm_bpf_counts *c = counts();
-		if (c)
-			c->faults_pages_reread++;
-	} else if (n < MM_BPF_MAX_ADDED) {
+	if (again)
+		counts(t)->faults_pages_reread++;
+	else if (n < MM_BPF_MAX_ADDED) {
 		unsigned k = n & (MM_BPF_MAX_ADDED - 1);
 		t->added[k].mapping = mapping;
 		t->added[k].index = index;
@@ -671,18 +758,21 @@ int BPF_PROG(on_added, struct folio *folio)
 
 _Static_assert((MM_BPF_MAX_ADDED & (MM_BPF_MAX_ADDED - 1)) == 0, "a power of two");
 
-/* A thread exits (its open fault is over); for the last thread of a process, the process's
- * counters are final: 6.12 passes only the task, 6.18 also group_dead; signal->live reached 0 in
- * do_exit() before this tracepoint on both. */
+/* A thread exits (its open fault is over, its counts are flushed); for the last thread of a
+ * process, the process's counters are final: 6.12 passes only the task, 6.18 also group_dead;
+ * signal->live reached 0 in do_exit() before this tracepoint on both. (Another thread of the
+ * process that is past that point but not yet here flushes after the notification: its counts
+ * since its last flush make a new entry, which the loader finds gone at its next sweep.) */
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(on_exit, struct task_struct *p)
 {
-	if (count_faults) {
-		struct thread *t = thread(false);
-		if (t)
+	struct thread *t = thread(false);
+	if (t) {
+		if (count_faults)
 			close_window(t, MM_BPF_WIN_EXIT);
+		flush(t, bpf_ktime_get_ns());
 	}
-	if (BPF_CORE_READ(p, signal, live.counter) != 0)
+	if (p->signal->live.counter != 0)
 		return 0;
 	struct mm_bpf_exit *e = bpf_ringbuf_reserve(&exits, sizeof(*e), 0);
 	if (!e) {

@@ -22,6 +22,16 @@ struct mm_bpf_key {
 	__u64 start_boottime_ns;
 };
 
+/* The fault-completion software events (minor-faults, major-faults) run the program on every
+ * MM_BPF_COMPLETION_PERIOD-th fault of a CPU: the latency histograms are a sample of 1 in that
+ * many completed faults. At 1 (every fault) they cost mix about 15 points of its throughput; at 8
+ * about as much as none (bench, session 5). */
+#define MM_BPF_COMPLETION_PERIOD 8
+
+/* Outcomes of enum mm_bpf_outcome (outcome.h): the per-outcome latency histograms. */
+#define MM_BPF_NOUTCOMES 5
+
+/* Scalars first, then the histograms (the program flushes them in these two groups). */
 struct mm_bpf_counts {
 	/* mmaplock collector */
 	__u64 faults;
@@ -35,10 +45,6 @@ struct mm_bpf_counts {
 	/* fallbacks collector */
 	__u64 fallback_locks;
 	__u64 fallback_lock_waits;
-	__u64 mmap_lock_wait_hist[MM_BPF_HIST_BUCKETS];
-	/* user-fault latency, page_fault_user to the fault's completion, log2 ns buckets */
-	__u64 fault_ns_vma_hist[MM_BPF_HIST_BUCKETS];  /* no mmap_lock fallback in the fault */
-	__u64 fault_ns_mmap_hist[MM_BPF_HIST_BUCKETS]; /* completed after a fallback */
 	/* faults collector: the outcomes in the order of enum mm_bpf_outcome (outcome.h), */
 	__u64 faults_vma;
 	__u64 faults_vma_retry;
@@ -53,7 +59,17 @@ struct mm_bpf_counts {
 	__u64 mmap_lock_by_fault;
 	__u64 mmap_lock_by_fault_other;
 	__u64 mmap_lock_by_fault_kernel;
+	/* log2 ns histograms: mmap_lock waits (mmaplock), */
+	__u64 mmap_lock_wait_hist[MM_BPF_HIST_BUCKETS];
+	/* user-fault latency, page_fault_user to the fault's completion (mmaplock), */
+	__u64 fault_ns_vma_hist[MM_BPF_HIST_BUCKETS];  /* no mmap_lock fallback in the fault */
+	__u64 fault_ns_mmap_hist[MM_BPF_HIST_BUCKETS]; /* completed after a fallback */
+	/* and by outcome (faults collector) */
+	__u64 fault_ns_outcome_hist[MM_BPF_NOUTCOMES][MM_BPF_HIST_BUCKETS];
 };
+
+/* The histograms of struct mm_bpf_counts, from mmap_lock_wait_hist on. */
+#define MM_BPF_NHISTS (3 + MM_BPF_NOUTCOMES)
 
 /* Kernel functions the programs look for in short stacks, [lo, hi) each from /proc/kallsyms
  * (the loader fills .rodata sites[]); names in daemon/bpfsource.c. */
@@ -70,10 +86,10 @@ enum mm_bpf_site {
 
 /* Indices of the per-CPU array of global counters. */
 enum mm_bpf_stat {
-	MM_BPF_PROCS_DROPPED,	      /* events of a process the full process map had no room for */
-	MM_BPF_EXITS_LOST,	      /* exit notifications the full ring buffer refused */
-	MM_BPF_NO_THREAD_STORAGE,     /* events whose thread got no task storage */
-	MM_BPF_ACQUIRE_WITHOUT_START, /* a wait ended on another mm than it started on */
+	MM_BPF_PROCS_DROPPED,	  /* flushes the full process map refused (counts kept for later) */
+	MM_BPF_EXITS_LOST,	  /* exit notifications the full ring buffer refused */
+	MM_BPF_NO_THREAD_STORAGE, /* events whose thread got no task storage */
+	MM_BPF_ACQUIRE_WITHOUT_START,	/* a wait ended on another mm than it started on */
 	MM_BPF_RELEASE_WITHOUT_ACQUIRE, /* a write release with no write hold seen */
 	MM_BPF_HOLDS_TOO_NESTED,	/* write holds beyond MM_BPF_MAX_HELD */
 	/* faults collector: how fault windows closed */
@@ -82,6 +98,7 @@ enum mm_bpf_stat {
 	MM_BPF_WIN_KERNEL_FAULT, /* a fault in kernel mode (uaccess in a system call) */
 	MM_BPF_WIN_SYSCALL,	 /* an mmap_lock acquisition not on the fault path */
 	MM_BPF_WIN_EXIT,	 /* thread exit */
+	MM_BPF_FLUSHES,		 /* a thread's counts added to its process's (map updates) */
 	MM_BPF_NSTATS
 };
 

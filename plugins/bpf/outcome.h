@@ -27,10 +27,19 @@
  *                fallback): lock_vma_under_rcu() fails on a VMA that a writer has marked
  *   no_vma       the fallback took mmap_lock for write (stack expansion): no VMA contained the
  *                address, so lock_vma_under_rcu() had failed
- *   completed    the fault completed (mm_account_fault's software event, user mode)
+ *   completed    the fault completed: its completion event came (mm_account_fault's software
+ *                event in user mode, sampled: 1 in MM_BPF_COMPLETION_PERIOD), or the window
+ *                closed on the thread's next fault, a fault in kernel mode or a system call's
+ *                mmap_lock, i.e. the thread went on after the fault (a fault interrupted by a
+ *                non-fatal signal counts as completed; one whose thread exits does not)
+ *   sleeps       voluntary sleeps seen in the window (the stack is taken for the first
+ *                MM_BPF_SLEEP_STACKS only: without a completion event for every fault, a window
+ *                stays open into the system calls after it)
  */
 #ifndef MM_BPF_OUTCOME_H
 #define MM_BPF_OUTCOME_H
+
+#define MM_BPF_SLEEP_STACKS 3
 
 struct mm_bpf_window {
 	__u8 open;
@@ -43,7 +52,8 @@ struct mm_bpf_window {
 	__u8 completed;
 	__u8 have_page;
 	__u8 falling_back; /* a read start at the fallback site came: what follows is no attempt */
-	__u8 pad[2];
+	__u8 sleeps;
+	__u8 pad;
 	__u32 fallbacks;
 	__u32 seq; /* mm->mm_lock_seq at page_fault_user */
 	__u32 pad2;

@@ -120,8 +120,22 @@ static bool valid_json(const char *s)
 }
 
 /* The fault latency quantiles that follow the counters in every stats object. */
-static const char *const latency_keys[] = {"fault_ns_vma_p50", "fault_ns_vma_p99",
-					   "fault_ns_mmap_p50", "fault_ns_mmap_p99"};
+static const char *const latency_keys[] = {
+	"fault_ns_vma_p50",
+	"fault_ns_vma_p99",
+	"fault_ns_mmap_p50",
+	"fault_ns_mmap_p99",
+	"fault_ns_outcome_vma_p50",
+	"fault_ns_outcome_vma_p99",
+	"fault_ns_outcome_vma_retry_p50",
+	"fault_ns_outcome_vma_retry_p99",
+	"fault_ns_outcome_mmap_retry_p50",
+	"fault_ns_outcome_mmap_retry_p99",
+	"fault_ns_outcome_mmap_abort_p50",
+	"fault_ns_outcome_mmap_abort_p99",
+	"fault_ns_outcome_mmap_unknown_p50",
+	"fault_ns_outcome_mmap_unknown_p99",
+};
 #define NLATENCY (sizeof(latency_keys) / sizeof(latency_keys[0]))
 
 /* Checks that the object starting at @obj ("{...}", values are numbers) has exactly the keys of
@@ -171,6 +185,8 @@ static struct mm_snapshot *snap(void)
 	/* 98 faults in [2048, 4096) ns and 2 in [2^20, 2^21): p50 4096, p99 2^21 */
 	s->procs[0].total.fault_ns_vma_hist.bucket[11] = 98;
 	s->procs[0].total.fault_ns_vma_hist.bucket[20] = 2;
+	/* mmap_retry faults: all in [2^16, 2^17) ns */
+	s->procs[0].total.fault_ns_outcome_hist[2].bucket[16] = 7;
 	s->procs[1].pid = 7;
 	s->procs[1].exited = true;
 	strcpy(s->procs[1].comm, "odd");
@@ -288,6 +304,10 @@ static void test_process_keys_equal_field_names(void)
 		CHECK(check_stats_object(strstr(p0, "\"total\":") + 8, "mmap_lock_wait_ns") ==
 		      123456789);
 		CHECK(check_stats_object(strstr(p0, "\"total\":") + 8, "fault_ns_vma_p50") == 4096);
+		CHECK(check_stats_object(strstr(p0, "\"total\":") + 8,
+					 "fault_ns_outcome_mmap_retry_p99") == 131072);
+		CHECK(check_stats_object(strstr(p0, "\"total\":") + 8,
+					 "fault_ns_outcome_vma_p50") == 0);
 		CHECK(check_stats_object(strstr(p0, "\"total\":") + 8, "fault_ns_vma_p99") ==
 		      2097152);
 		CHECK(check_stats_object(strstr(p0, "\"total\":") + 8, "fault_ns_mmap_p99") == 0);
