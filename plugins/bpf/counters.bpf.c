@@ -95,8 +95,7 @@ const volatile __u64 reject_for_test = 0;
 struct thread {
 	struct mm_bpf_key key; /* the process's, read when the storage was made */
 	__u64 flushed_ns;      /* when acc was last flushed */
-	__u16 dirty;	       /* DIRTY_* groups of acc with counts */
-	__u8 fault_outcome;    /* outcome of the last closed window, for the latency (faults) */
+	__u8 dirty;	       /* DIRTY_* groups of acc with counts */
 	__u64 fault_start_ns;  /* page_fault_user of a fault not completed yet, else 0 */
 	__u8 fault_fellback;   /* that fault fell back to mmap_lock */
 	__u64 wait_start_ns;   /* mmap_lock_start_locking, while waiting */
@@ -117,11 +116,12 @@ struct thread {
 		__u64 mapping, index;
 	} added[MM_BPF_MAX_ADDED]; /* pages added to the page cache in the window */
 	struct mm_bpf_counts acc;  /* counted since the last flush */
+	__u64 hmask[MM_BPF_NHISTS]; /* buckets of each histogram of acc with counts */
 };
 
 #define DIRTY_SCALARS 1u
-#define DIRTY_HIST(i) (2u << (i)) /* i-th histogram, from mmap_lock_wait_hist on */
-_Static_assert(MM_BPF_NHISTS <= 15, "the dirty bits fit in a __u16");
+#define DIRTY_HISTS   2u
+_Static_assert(MM_BPF_HIST_BUCKETS <= 64, "a bucket mask is a __u64");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
@@ -186,7 +186,10 @@ static __always_inline void hist_count(struct thread *t, unsigned i, __u64 *h, u
 	if (b >= MM_BPF_HIST_BUCKETS)
 		return;
 	h[b]++;
-	t->dirty |= DIRTY_HIST(i);
+	asm volatile("" : "+r"(i));
+	if (i < MM_BPF_NHISTS)
+		t->hmask[i] |= 1ull << b;
+	t->dirty |= DIRTY_HISTS;
 }
 
 #define NSCALARS (offsetof(struct mm_bpf_counts, mmap_lock_wait_hist) / sizeof(__u64))
@@ -197,7 +200,7 @@ static __always_inline void hist_count(struct thread *t, unsigned i, __u64 *h, u
 static __noinline void flush(struct thread *t, __u64 now)
 {
 	t->flushed_ns = now;
-	__u16 dirty = t->dirty;
+	__u8 dirty = t->dirty;
 	if (!dirty)
 		return;
 	t->dirty = 0;
@@ -224,14 +227,14 @@ static __noinline void flush(struct thread *t, __u64 now)
 			__sync_fetch_and_add(&dst[i], v);
 		}
 	}
-	for (unsigned h = 0; h < MM_BPF_NHISTS; h++) {
-		if (!(dirty & DIRTY_HIST(h)))
-			continue;
-		for (unsigned i = 0; i < MM_BPF_HIST_BUCKETS; i++) {
+	for (unsigned h = 0; h < MM_BPF_NHISTS && (dirty & DIRTY_HISTS); h++) {
+		__u64 m = t->hmask[h];
+		t->hmask[h] = 0;
+		for (unsigned i = 0; i < MM_BPF_HIST_BUCKETS && (m >> i); i++) {
+			if (!((m >> i) & 1))
+				continue;
 			unsigned k = NSCALARS + h * MM_BPF_HIST_BUCKETS + i;
 			__u64 v = src[k];
-			if (!v)
-				continue;
 			src[k] = 0;
 			__sync_fetch_and_add(&dst[k], v);
 		}

@@ -28,9 +28,10 @@
  *          that must wait for the swap read drops the per-VMA lock, waits, and is retried under
  *          mmap_lock without any event showing the first attempt (mmap_unknown). How much
  *          the cgroup's reclaim writes out before the read-back varies with the machine's
- *          state (one CI run saw 37 swap-in retries where 500 are usual), so it goes on, round
- *          after round (at most MAX_SWAP_ROUNDS), until --min-swapins faults read from swap.
- *   exec   Faults of freshly exec'd processes: forks --children children that each exec
+ *          state (one CI run saw 37 swap-in retries where 500 are usual: how many reads a fault
+ * waits for varies too), so it goes on, round after round (at most MAX_SWAP_ROUNDS), until
+ * --min-swapins faults read from swap. exec   Faults of freshly exec'd processes: forks --children
+ * children that each exec
  *          --exec (default /bin/true); fork also holds two mmap_locks at once.
  *
  * Everything it creates (file, cgroup, swap file) is removed at exit, also after SIGINT, SIGTERM
@@ -801,7 +802,7 @@ static void usage(FILE *f, const char *argv0)
 		"  --mem-limit-mb MB  memory cgroup limit (file: default 8; swap: default 6)\n"
 		"  --swap-mb MB       swap file size (swap; default 48, at least 2 x --anon-mb)\n"
 		"  --min-swapins N    swap: more rounds (up to 16) until N faults read from swap\n"
-		"                     (majflt; default 256, 0 for exactly --rounds)\n"
+		"                     (majflt; default 1024, 0 for exactly --rounds)\n"
 		"  --dir DIR          where the temporary file and swap file go (default $TMPDIR\n"
 		"                     or /var/tmp); must be a disk file system, not tmpfs\n"
 		"  --cgroup NAME      name of the memory cgroup to create (default\n"
@@ -1013,7 +1014,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 					: 2;
 	o->anon_mb = anon >= 0 ? (unsigned long)anon : o->mode == M_SWAP ? 16 : 1;
 	o->min_swapins = min_swapins >= 0    ? (unsigned long)min_swapins
-			 : o->mode == M_SWAP ? 256
+			 : o->mode == M_SWAP ? 1024
 					     : 0;
 	o->mem_limit_mb = limit >= 0 ? (unsigned long)limit : o->mode == M_SWAP ? 6 : 8;
 	if ((o->mode == M_FILE || o->mode == M_ANON) && !o->threads) {

@@ -37,7 +37,9 @@
 #                                     mmap_lock_by_fault_kernel (the fallbacks collector's count)
 #   BPF mmap_unknown                  under 1% of faults
 #   swap                              perf's mmap_unknown (it cannot tell these) is at least 90% of
-#                                     the fallbacks, BPF's mmap_retry at least 99%
+#                                     the fallbacks, BPF's mmap_retry at least 99%, of at least 20
+#                                     (how many swap-ins wait for their read varies: 37 to 515 in
+#                                     runs of the same workload, with 500+ faults read from swap)
 #
 # Failure paths, each a daemon with --source auto that must log one "BPF source unavailable"
 # line with the reason, show source "perf" and the reason for mmaplock in /api/v1/status, and
@@ -368,13 +370,13 @@ compare_outcomes() {
 	fi
 	[ "$kind" = swap ] || return 0
 	local f=${b[faults_mmap_fallback]}
-	if [ "$f" -ge 100 ] && [ $((p[faults_mmap_unknown] * 10)) -ge $((f * 9)) ] &&
+	if [ "$f" -ge 20 ] && [ $((p[faults_mmap_unknown] * 10)) -ge $((f * 9)) ] &&
 		[ $((b[faults_mmap_retry] * 100)) -ge $((f * 99)) ]; then
 		pass "$label swap-in retries: of $f fallbacks perf calls ${p[faults_mmap_unknown]}" \
 			"mmap_unknown, bpf ${b[faults_mmap_retry]} mmap_retry (sleeps in" \
 			"__folio_lock_or_retry)"
 	else
-		fail "$label swap-in retries: of $f fallbacks (at least 100 wanted) perf" \
+		fail "$label swap-in retries: of $f fallbacks (at least 20 wanted) perf" \
 			"${p[faults_mmap_unknown]} mmap_unknown (90% wanted), bpf" \
 			"${b[faults_mmap_retry]} mmap_retry (99% wanted)"
 	fi
@@ -384,10 +386,11 @@ compare_outcomes "outcome_workload anon" "$ANON_PID" "$LOST"
 compare_outcomes "outcome_workload file" "$FILE_PID" "$LOST"
 compare_outcomes "outcome_workload swap" "$SWAP_PID" "$LOST" swap
 
-# Fault latency (BPF only, page_fault_user to the completion event): the live process's
-# quantiles, which must be there and ordered, under-VMA-lock faults between 256 ns and 1 ms at
-# the median, and faults that fell back (fault_workload's map thread has some) slower than the
-# median of those that did not.
+# Fault latency (BPF only, page_fault_user to the completion event, sampled 1 in 8 per CPU): the
+# live process's quantiles, which must be there and ordered, under-VMA-lock faults between 256 ns
+# and 1 ms at the median, the same faults by outcome (vma) there too; and faults that fell back
+# slower than the median of those that did not, when fault_workload's map thread made enough of
+# them for a sample (64: some 8 sampled; a quiet run makes 2-9 in all, a busy one thousands).
 if lat=$(python3 - "$TMP/bpf.processes.json" "$FAULT_PID" <<'EOF'
 import json, sys
 d = json.load(open(sys.argv[1]))
@@ -396,13 +399,16 @@ if not p:
     sys.exit("pid not listed")
 t = p[0]["total"]
 q = [t[k] for k in ("fault_ns_vma_p50", "fault_ns_vma_p99", "fault_ns_mmap_p50",
-                    "fault_ns_mmap_p99")]
-print(*q)
-ok = 256 <= q[0] <= 1000000 and q[0] <= q[1] and 0 < q[2] <= q[3] and q[2] > q[0]
+                    "fault_ns_mmap_p99", "fault_ns_outcome_vma_p50", "fault_ns_outcome_vma_p99")]
+fb = t["faults_mmap_fallback"]
+print(*q, "of", fb, "fallbacks")
+ok = 256 <= q[0] <= 1000000 and q[0] <= q[1] and 256 <= q[4] <= q[5]
+if fb >= 64:
+    ok = ok and 0 < q[2] <= q[3] and q[2] > q[0]
 sys.exit(0 if ok else "quantiles out of order or range: %r" % q)
 EOF
 ); then
-	pass "fault latency quantiles (vma p50 p99, mmap p50 p99, ns): $lat"
+	pass "fault latency quantiles (vma p50 p99, mmap p50 p99, outcome vma p50 p99, ns): $lat"
 else
 	fail "fault latency quantiles: $lat"
 fi
