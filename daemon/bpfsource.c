@@ -418,6 +418,7 @@ static void register_globals(struct mm_bpfsrc *b, struct mm_host *h)
 		[MM_BPF_WIN_KERNEL_FAULT] = "fault_windows_closed_by_kernel_fault",
 		[MM_BPF_WIN_SYSCALL] = "fault_windows_closed_by_syscall",
 		[MM_BPF_WIN_EXIT] = "fault_windows_closed_by_exit",
+		[MM_BPF_WIN_LEFT] = "fault_windows_closed_outside_the_fault",
 		[MM_BPF_FLUSHES] = "thread_flushes",
 	};
 	for (unsigned i = 0; i < MM_BPF_NSTATS; i++)

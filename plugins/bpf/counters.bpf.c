@@ -93,12 +93,13 @@ const volatile __u64 vdso_below = 0, vdso_above = 0;
 const volatile __u64 reject_for_test = 0;
 
 struct thread {
-	struct mm_bpf_key key; /* the process's, read when the storage was made */
-	__u64 flushed_ns;      /* when acc was last flushed */
-	__u8 dirty;	       /* DIRTY_* groups of acc with counts */
-	__u64 fault_start_ns;  /* page_fault_user of a fault not completed yet, else 0 */
-	__u8 fault_fellback;   /* that fault fell back to mmap_lock */
-	__u64 wait_start_ns;   /* mmap_lock_start_locking, while waiting */
+	struct mm_bpf_key key;	  /* the process's, read when the storage was made */
+	__u64 flushed_ns;	  /* when acc was last flushed */
+	__u8 dirty;		  /* DIRTY_* groups of acc with counts */
+	__u64 fault_start_ns;	  /* page_fault_user of a fault not completed yet, else 0 */
+	__u64 fault_ip, fault_sp; /* its user registers (the exception frame) */
+	__u8 fault_fellback;	  /* that fault fell back to mmap_lock */
+	__u64 wait_start_ns;	  /* mmap_lock_start_locking, while waiting */
 	__u64 wait_mm;
 	__u8 waiting;	   /* between start_locking and acquire_returned */
 	__u8 contended;	   /* a sleeping rwsem contention in that wait */
@@ -114,8 +115,8 @@ struct thread {
 	struct mm_bpf_window win; /* the faults collector's evidence of the open fault */
 	struct {
 		__u64 mapping, index;
-	} added[MM_BPF_MAX_ADDED]; /* pages added to the page cache in the window */
-	struct mm_bpf_counts acc;  /* counted since the last flush */
+	} added[MM_BPF_MAX_ADDED];  /* pages added to the page cache in the window */
+	struct mm_bpf_counts acc;   /* counted since the last flush */
 	__u64 hmask[MM_BPF_NHISTS]; /* buckets of each histogram of acc with counts */
 };
 
@@ -413,6 +414,8 @@ int BPF_PROG(on_fault, unsigned long address, struct pt_regs *regs, unsigned lon
 	if (count_mmaplock)
 		counts(t)->faults++;
 	t->fault_start_ns = now;
+	t->fault_ip = regs->ip;
+	t->fault_sp = regs->sp;
 	t->fault_fellback = 0;
 	if (count_faults)
 		open_window(t, address);
@@ -680,6 +683,20 @@ int BPF_PROG(on_contention, void *lock, unsigned int flags)
  * and what precedes it never sleep). Where it sleeps, from a short stack taken only here: inside
  * __folio_lock_or_retry() a VM_FAULT_RETRY follows; elsewhere (reclaim, allocation, writeback)
  * the fault goes on. Involuntary switches (preemption, prev_state TASK_RUNNING) say nothing. */
+/* Closes @t's window when the thread is no longer in that fault: the user registers at the top
+ * of its kernel stack are not the fault's (a system call after it, or the next kernel entry).
+ * Without a completion event for every fault (1 in MM_BPF_COMPLETION_PERIOD) a window stays open
+ * after its fault until something closes it; this keeps a sleep in a later system call from
+ * counting as the fault's (and from costing a stack walk). */
+static __always_inline void close_if_left(struct thread *t)
+{
+	if (!t->win.open)
+		return;
+	struct pt_regs *r = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
+	if (r->ip != t->fault_ip || r->sp != t->fault_sp)
+		close_window(t, MM_BPF_WIN_LEFT);
+}
+
 SEC("tp_btf/sched_switch")
 int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
 	     unsigned int prev_state)
@@ -687,6 +704,8 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 	struct thread *t = thread(false);
 	if (!t)
 		return 0;
+	if (count_faults && !preempt && prev_state)
+		close_if_left(t);
 	if (count_faults && !preempt && prev_state && t->win.open && !t->win.falling_back) {
 		t->win.attempt = 1;
 		if (!t->win.retry_sleep && t->win.sleeps < MM_BPF_SLEEP_STACKS) {
@@ -741,7 +760,10 @@ SEC("tp_btf/mm_filemap_add_to_page_cache")
 int BPF_PROG(on_added, struct folio *folio)
 {
 	struct thread *t = thread(false);
-	if (!t || !t->win.open)
+	if (!t)
+		return 0;
+	close_if_left(t); /* read() and readahead in system calls add pages too */
+	if (!t->win.open)
 		return 0;
 	__u64 mapping = (__u64)folio->mapping, index = folio->index;
 	unsigned n = t->nadded;

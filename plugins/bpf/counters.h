@@ -98,6 +98,7 @@ enum mm_bpf_stat {
 	MM_BPF_WIN_KERNEL_FAULT, /* a fault in kernel mode (uaccess in a system call) */
 	MM_BPF_WIN_SYSCALL,	 /* an mmap_lock acquisition not on the fault path */
 	MM_BPF_WIN_EXIT,	 /* thread exit */
+	MM_BPF_WIN_LEFT,	 /* a sleep or page-cache add outside the fault (its regs) */
 	MM_BPF_FLUSHES,		 /* a thread's counts added to its process's (map updates) */
 	MM_BPF_NSTATS
 };
