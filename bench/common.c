@@ -67,16 +67,19 @@ unsigned long bench_sum(struct bench_counter *c, unsigned n)
 	return s;
 }
 
-unsigned bench_start(struct bench_worker *w, void *sh, unsigned kinds, const unsigned *n,
-		     void *(*const *fn)(void *), const char *name)
+/* Starts, for each kind k of @t, t[k].n threads running t[k].fn, each with its struct bench_worker
+ * of @w (which holds them all) as argument. Returns how many started: all unless pthread_create
+ * failed (said on stderr, prefixed @name); those are to be joined. */
+static unsigned start_threads(struct bench_worker *w, void *sh, const struct bench_threads *t,
+			      unsigned kinds, const char *name)
 {
 	unsigned started = 0;
 
 	for (unsigned k = 0; k < kinds; k++) {
-		for (unsigned i = 0; i < n[k]; i++, started++) {
+		for (unsigned i = 0; i < t[k].n; i++, started++) {
 			w[started].sh = sh;
 			w[started].index = i;
-			if (pthread_create(&w[started].tid, NULL, fn[k], &w[started])) {
+			if (pthread_create(&w[started].tid, NULL, t[k].fn, &w[started])) {
 				fprintf(stderr, "%s: pthread_create failed\n", name);
 				return started;
 			}
@@ -85,11 +88,29 @@ unsigned bench_start(struct bench_worker *w, void *sh, unsigned kinds, const uns
 	return started;
 }
 
-void bench_stop(atomic_bool *stop, struct bench_worker *w, unsigned n)
+int bench_run(const sigset_t *sigs, const struct bench_common *c, void *sh, atomic_bool *stop,
+	      const struct bench_threads *t, unsigned kinds, const struct bench_counters k[3],
+	      struct bench_measure *m, const char *name)
 {
+	struct bench_worker *w;
+	unsigned total = 0, started;
+	int r = -1;
+
+	for (unsigned i = 0; i < kinds; i++)
+		total += t[i].n;
+	w = calloc(total ? total : 1, sizeof(*w));
+	if (!w) {
+		fprintf(stderr, "%s: out of memory\n", name);
+		return -1;
+	}
+	started = start_threads(w, sh, t, kinds, name);
+	if (started == total)
+		r = bench_measure(sigs, c, k, m);
 	atomic_store(stop, true);
-	for (unsigned i = 0; i < n; i++)
+	for (unsigned i = 0; i < started; i++)
 		pthread_join(w[i].tid, NULL);
+	free(w);
+	return r;
 }
 
 void bench_mmap_loop(const atomic_bool *stop, size_t pages, unsigned long rate,
@@ -162,9 +183,9 @@ void bench_result_end(void)
 
 int bench_failed(const char *name, int sig)
 {
-	if (sig)
+	if (sig > 0)
 		fprintf(stderr, "%s: interrupted by signal %d, cleaned up\n", name, sig);
-	return sig ? 128 + sig : 1;
+	return sig > 0 ? 128 + sig : 1;
 }
 
 void bench_common_defaults(struct bench_common *c, double seconds, double warmup,

@@ -151,15 +151,6 @@ struct bench_worker {
 	unsigned index;
 };
 
-/* Starts, for each of @kinds kinds k, @n[k] threads running @fn[k] with their struct bench_worker
- * of @w (which holds the sum of @n) as argument, all with @sh. Returns how many started: all
- * unless pthread_create failed (said on stderr, prefixed @name); those are to be joined. */
-unsigned bench_start(struct bench_worker *w, void *sh, unsigned kinds, const unsigned *n,
-		     void *(*const *fn)(void *), const char *name);
-
-/* Sets @stop and joins the first @n threads of @w. */
-void bench_stop(atomic_bool *stop, struct bench_worker *w, unsigned n);
-
 /* A thread's loop that maps and unmaps @pages anonymous pages until @stop, at @rate pairs per
  * second (0: flat out), counting the pairs in @count: the mmap_lock writer of several workloads. */
 void bench_mmap_loop(const atomic_bool *stop, size_t pages, unsigned long rate,
@@ -185,6 +176,20 @@ struct bench_measure {
 int bench_measure(const sigset_t *sigs, const struct bench_common *c,
 		  const struct bench_counters k[3], struct bench_measure *m);
 
+/* One kind of workload thread: how many, and what they run (with their struct bench_worker). */
+struct bench_threads {
+	unsigned n;
+	void *(*fn)(void *);
+};
+
+/* Starts the threads of @t[0..kinds), each with its struct bench_worker (@sh and its index among
+ * its kind), runs the protocol's phases (bench_measure(), into @m) once all started, then sets
+ * @stop and joins them. Returns 0, the stop signal that cut the phases short, or -1 after saying
+ * on stderr (prefixed @name) that memory ran out or a thread could not be created. */
+int bench_run(const sigset_t *sigs, const struct bench_common *c, void *sh, atomic_bool *stop,
+	      const struct bench_threads *t, unsigned kinds, const struct bench_counters k[3],
+	      struct bench_measure *m, const char *name);
+
 /* Counter set @k of @m per second. */
 double bench_rate(const struct bench_measure *m, unsigned k);
 
@@ -194,8 +199,8 @@ double bench_rate(const struct bench_measure *m, unsigned k);
 void bench_result(const struct bench_measure *m);
 void bench_result_end(void);
 
-/* The exit status of a workload that did not finish (@sig: the stop signal that ended it, or 0
- * after a failure already reported): says so for a signal, 128 + @sig, else 1. */
+/* The exit status of a workload that did not finish (@sig: the stop signal that ended it, or 0 or
+ * -1 after a failure already reported): says so for a signal, 128 + @sig, else 1. */
 int bench_failed(const char *name, int sig);
 
 /* A small fast PRNG (xorshift64*), per thread. */

@@ -119,13 +119,10 @@ int main(int argc, char **argv)
 	struct opts o;
 	struct shared sh;
 	struct bench_env env = {0};
-	struct bench_worker *w;
 	struct bench_measure m;
 	sigset_t sigs;
-	unsigned n = 0;
 	unsigned long bad, errors;
-	int sig = 0;
-	bool ok = false;
+	int sig = -1;
 
 	bench_block_signals(&sigs);
 	if (parse_args(argc, argv, &o))
@@ -140,8 +137,7 @@ int main(int argc, char **argv)
 	sh.bad = calloc(o.threads, sizeof(*sh.bad));
 	sh.errors = calloc(o.threads, sizeof(*sh.errors));
 	sh.unmaps = calloc(o.munmappers + 1, sizeof(*sh.unmaps));
-	w = calloc(o.threads + o.munmappers, sizeof(*w));
-	if (!sh.rounds || !sh.bad || !sh.errors || !sh.unmaps || !w) {
+	if (!sh.rounds || !sh.bad || !sh.errors || !sh.unmaps) {
 		fprintf(stderr, "filemap: out of memory\n");
 		return 1;
 	}
@@ -157,21 +153,18 @@ int main(int argc, char **argv)
 	    bench_spawn(&env, &sigs, "filemap"))
 		goto out;
 
-	const unsigned counts[] = {o.threads, o.munmappers};
-	void *(*const fns[])(void *) = {fault_thread, munmap_thread};
-	n = bench_start(w, &sh, 2, counts, fns, "filemap");
-	ok = n == o.threads + o.munmappers;
-	if (ok)
-		sig = bench_measure(&sigs, &o.c,
-				    (const struct bench_counters[3]){{sh.rounds, o.threads},
-								     {sh.unmaps, o.munmappers}},
-				    &m);
-	bench_stop(&sh.stop, w, n);
+	sig = bench_run(
+		&sigs, &o.c, &sh, &sh.stop,
+		(const struct bench_threads[]){{o.threads, fault_thread},
+					       {o.munmappers, munmap_thread}},
+		2,
+		(const struct bench_counters[3]){{sh.rounds, o.threads}, {sh.unmaps, o.munmappers}},
+		&m, "filemap");
 out:
 	if (sh.fd >= 0)
 		close(sh.fd);
 	bench_env_cleanup(&env);
-	if (!ok || sig)
+	if (sig)
 		return bench_failed("filemap", sig);
 	bad = bench_sum(sh.bad, o.threads);
 	errors = bench_sum(sh.errors, o.threads);

@@ -140,13 +140,11 @@ int main(int argc, char **argv)
 	struct opts o;
 	struct shared sh;
 	struct bench_env env = {0};
-	struct bench_worker *w;
 	struct bench_measure m;
 	sigset_t sigs;
-	unsigned n = 0, nthreads;
+	unsigned nthreads;
 	unsigned long errors;
-	int sig = 0;
-	bool ok = false;
+	int sig = -1;
 
 	bench_block_signals(&sigs);
 	if (parse_args(argc, argv, &o))
@@ -159,8 +157,7 @@ int main(int argc, char **argv)
 	sh.rounds = calloc(o.readers, sizeof(*sh.rounds));
 	sh.cycles = calloc(o.writers + 1, sizeof(*sh.cycles));
 	sh.errors = calloc(nthreads, sizeof(*sh.errors));
-	w = calloc(nthreads, sizeof(*w));
-	if (!sh.rounds || !sh.cycles || !sh.errors || !w) {
+	if (!sh.rounds || !sh.cycles || !sh.errors) {
 		fprintf(stderr, "mix: out of memory\n");
 		return 1;
 	}
@@ -175,21 +172,16 @@ int main(int argc, char **argv)
 	}
 	madvise(sh.region, sh.len, MADV_NOHUGEPAGE);
 
-	const unsigned counts[] = {o.readers, o.writers};
-	void *(*const fns[])(void *) = {reader, writer};
-	n = bench_start(w, &sh, 2, counts, fns, "mix");
-	ok = n == nthreads;
-	if (ok)
-		sig = bench_measure(&sigs, &o.c,
-				    (const struct bench_counters[3]){{sh.rounds, o.readers},
-								     {sh.cycles, o.writers}},
-				    &m);
-	bench_stop(&sh.stop, w, n);
+	sig = bench_run(
+		&sigs, &o.c, &sh, &sh.stop,
+		(const struct bench_threads[]){{o.readers, reader}, {o.writers, writer}}, 2,
+		(const struct bench_counters[3]){{sh.rounds, o.readers}, {sh.cycles, o.writers}},
+		&m, "mix");
 out:
 	if (sh.region)
 		munmap(sh.region, sh.len);
 	bench_env_cleanup(&env);
-	if (!ok || sig)
+	if (sig)
 		return bench_failed("mix", sig);
 	errors = bench_sum(sh.errors, nthreads);
 	printf("params: workload=mix readers=%u writers=%u anon_mb=%lu chunk_pages=%lu "

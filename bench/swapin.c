@@ -148,13 +148,10 @@ int main(int argc, char **argv)
 	struct opts o;
 	struct shared sh;
 	struct bench_env env = {0};
-	struct bench_worker *w = NULL;
 	struct bench_measure m;
 	sigset_t sigs;
-	unsigned n = 0, nthreads;
 	unsigned long bad;
-	int sig = 0;
-	bool ok = false;
+	int sig = -1;
 
 	bench_block_signals(&sigs);
 	if (parse_args(argc, argv, &o))
@@ -163,13 +160,10 @@ int main(int argc, char **argv)
 	sh.o = &o;
 	sh.page = (size_t)sysconf(_SC_PAGESIZE);
 	sh.len = o.map_mb << 20;
-	/* The pressure thread is one more, unless --pressure-kb 0. */
-	nthreads = o.readers + o.writers + (o.pressure_kb ? 1 : 0);
 	sh.rounds = calloc(o.readers, sizeof(*sh.rounds));
 	sh.bad = calloc(o.readers, sizeof(*sh.bad));
 	sh.writes = calloc(o.writers + 1, sizeof(*sh.writes));
-	w = calloc(nthreads, sizeof(*w));
-	if (!sh.rounds || !sh.bad || !sh.writes || !w) {
+	if (!sh.rounds || !sh.bad || !sh.writes) {
 		fprintf(stderr, "swapin: out of memory\n");
 		return 1;
 	}
@@ -192,22 +186,20 @@ int main(int argc, char **argv)
 			goto out;
 	}
 
-	const unsigned counts[] = {o.readers, o.writers, o.pressure_kb ? 1 : 0};
-	void *(*const fns[])(void *) = {reader, writer, pressure};
-	n = bench_start(w, &sh, 3, counts, fns, "swapin");
-	ok = n == nthreads;
-	if (ok)
-		sig = bench_measure(&sigs, &o.c,
-				    (const struct bench_counters[3]){{sh.rounds, o.readers},
-								     {sh.writes, o.writers},
-								     {&sh.pageouts, 1}},
-				    &m);
-	bench_stop(&sh.stop, w, n);
+	/* The pressure thread is one more, unless --pressure-kb 0. */
+	sig = bench_run(&sigs, &o.c, &sh, &sh.stop,
+			(const struct bench_threads[]){{o.readers, reader},
+						       {o.writers, writer},
+						       {o.pressure_kb ? 1 : 0, pressure}},
+			3,
+			(const struct bench_counters[3]){
+				{sh.rounds, o.readers}, {sh.writes, o.writers}, {&sh.pageouts, 1}},
+			&m, "swapin");
 out:
 	if (sh.map)
 		munmap(sh.map, sh.len);
 	bench_env_cleanup(&env);
-	if (!ok || sig)
+	if (sig)
 		return bench_failed("swapin", sig);
 	bad = bench_sum(sh.bad, o.readers);
 	printf("params: workload=swapin readers=%u writers=%u map_mb=%lu limit_mb=%lu swap_mb=%lu "
