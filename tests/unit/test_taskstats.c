@@ -561,57 +561,62 @@ static struct mm_taskstats *open_live(const char *test, size_t rcvbuf)
 	return t;
 }
 
-/* What a live test of one child sees: the taskstats socket (4 MiB buffer) open before the child
- * ran @body, the child's messages in @f (f->want of them awaited), its own getrusage() in @ru.
- * Returns the socket, or NULL when @test skips (see open_live()). */
-static struct mm_taskstats *live_child(const char *test, void (*body)(void), struct find *f,
-				       uint64_t ru[2], pid_t *ret_child)
+/* What a live test of one child sees: its pid, its messages (f.want of them awaited), and its own
+ * getrusage() minflt and majflt. */
+struct live {
+	pid_t child;
+	struct find f;
+	uint64_t ru[2];
+};
+
+/* Opens the taskstats socket (4 MiB buffer), runs a child that does @body, and fills @l. Returns
+ * the socket, or NULL when @test skips (see open_live()). */
+static struct mm_taskstats *live_child(const char *test, void (*body)(void), struct live *l)
 {
 	struct mm_taskstats *t = open_live(test, 4u << 20);
 
 	if (!t)
 		return NULL;
-	*ret_child = run_child(body, ru);
-	f->tgid = (uint32_t)*ret_child;
-	drain_until_found(t, f);
+	l->child = run_child(body, l->ru);
+	l->f.tgid = (uint32_t)l->child;
+	drain_until_found(t, &l->f);
 	return t;
 }
 
 static void test_live_child_fault_count(void)
 {
-	struct find f = {0};
-	uint64_t ru[2];
-	pid_t child;
-	struct mm_taskstats *t = live_child(__func__, child_faults, &f, ru, &child);
+	struct live l = {0};
+	struct mm_taskstats *t = live_child(__func__, child_faults, &l);
+	const struct mm_task_exit *e = &l.f.e;
 
 	if (!t)
 		return;
-	CHECK_U64(f.matches, 1);
-	CHECK_U64(f.e.pid, (uint32_t)child);
-	CHECK(f.e.minflt >= CHILD_PAGES);
-	CHECK(ru[0] + ru[1] <= f.e.minflt + f.e.majflt);
+	CHECK_U64(l.f.matches, 1);
+	CHECK_U64(e->pid, (uint32_t)l.child);
+	CHECK(e->minflt >= CHILD_PAGES);
+	CHECK(l.ru[0] + l.ru[1] <= e->minflt + e->majflt);
 	/* Measured: equal. Nothing runs in user space between getrusage() and _exit(), and the
 	 * kernel fills the message in do_exit() before exit_mm(), where the last user-memory
 	 * accesses (clear_child_tid, robust futexes) happen. Under AddressSanitizer something does:
 	 * its write() interceptor reads the buffer's shadow, which can fault a shadow page in. */
 #if defined(__SANITIZE_ADDRESS__) || TASKSTATS_TEST_ASAN
-	CHECK(f.e.minflt + f.e.majflt <= ru[0] + ru[1] + 2);
+	CHECK(e->minflt + e->majflt <= l.ru[0] + l.ru[1] + 2);
 #else
-	CHECK_U64(f.e.minflt + f.e.majflt, ru[0] + ru[1]);
-	CHECK_U64(f.e.minflt, ru[0]);
+	CHECK_U64(e->minflt + e->majflt, l.ru[0] + l.ru[1]);
+	CHECK_U64(e->minflt, l.ru[0]);
 #endif
-	CHECK(f.e.version >= 12);
+	CHECK(e->version >= 12);
 	char comm[17] = "";
 	prctl(PR_GET_NAME, comm); /* the child inherited ours */
-	CHECK_STR(f.e.comm, comm);
+	CHECK_STR(e->comm, comm);
 	time_t now = time(NULL);
-	CHECK(f.e.btime_s + 10 >= (uint64_t)now && f.e.btime_s <= (uint64_t)now);
+	CHECK(e->btime_s + 10 >= (uint64_t)now && e->btime_s <= (uint64_t)now);
 	printf("live: child %d: taskstats minflt %" PRIu64 " majflt %" PRIu64
 	       ", getrusage minflt %" PRIu64 " majflt %" PRIu64
 	       "; struct taskstats version %u, %u bytes (header: version %d, %zu bytes); "
 	       "rcvbuf %zu; %ld exits seen, %" PRIu64 " overflows\n",
-	       (int)child, f.e.minflt, f.e.majflt, ru[0], ru[1], f.e.version, f.e.stats_len,
-	       TASKSTATS_VERSION, sizeof(struct taskstats), mm_taskstats_rcvbuf(t), f.exits,
+	       (int)l.child, e->minflt, e->majflt, l.ru[0], l.ru[1], e->version, e->stats_len,
+	       TASKSTATS_VERSION, sizeof(struct taskstats), mm_taskstats_rcvbuf(t), l.f.exits,
 	       mm_taskstats_overflows(t));
 	mm_taskstats_close(t);
 }
@@ -639,21 +644,19 @@ static void child_thread_faults(void)
  * last one, and the per-thread counts add up to what getrusage(RUSAGE_SELF) saw. */
 static void test_live_threads_one_call_each(void)
 {
-	struct find f = {.want = 2};
-	uint64_t ru[2];
-	pid_t child;
-	struct mm_taskstats *t = live_child(__func__, child_thread_faults, &f, ru, &child);
+	struct live l = {.f.want = 2};
+	struct mm_taskstats *t = live_child(__func__, child_thread_faults, &l);
 
 	if (!t)
 		return;
-	CHECK_U64(f.matches, 2);
-	CHECK(f.pids[0] != f.pids[1]);
-	CHECK(f.pids[0] == (uint32_t)child || f.pids[1] == (uint32_t)child);
-	CHECK(f.minflt >= THREAD_PAGES + CHILD_PAGES);
-	CHECK_U64(f.minflt + f.majflt, ru[0] + ru[1]);
+	CHECK_U64(l.f.matches, 2);
+	CHECK(l.f.pids[0] != l.f.pids[1]);
+	CHECK(l.f.pids[0] == (uint32_t)l.child || l.f.pids[1] == (uint32_t)l.child);
+	CHECK(l.f.minflt >= THREAD_PAGES + CHILD_PAGES);
+	CHECK_U64(l.f.minflt + l.f.majflt, l.ru[0] + l.ru[1]);
 	printf("live: two-thread child %d: %d messages, summed minflt %" PRIu64 " majflt %" PRIu64
 	       ", getrusage minflt %" PRIu64 " majflt %" PRIu64 "\n",
-	       (int)child, f.matches, f.minflt, f.majflt, ru[0], ru[1]);
+	       (int)l.child, l.f.matches, l.f.minflt, l.f.majflt, l.ru[0], l.ru[1]);
 	mm_taskstats_close(t);
 }
 
