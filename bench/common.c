@@ -201,12 +201,31 @@ void bench_common_defaults(struct bench_common *c, double seconds, double warmup
 	c->swappiness = 100;
 }
 
+/* One line of --help for @o, "  --NAME META" in a column of 21, wrapped at 82 columns. */
+static void print_opt(const struct bench_num_opt *o)
+{
+	enum { COL = 21, WIDTH = 82 };
+	char text[512], head[64];
+	int at;
+
+	snprintf(head, sizeof(head), "  --%s %s", o->name, o->meta);
+	snprintf(text, sizeof(text), "%s (default %lu%s%s)", o->help, o->def,
+		 o->zero ? "; 0: " : "", o->zero ? o->zero : "");
+	at = printf("%-*s", COL - 1, head);
+	for (char *w = strtok(text, " "); w; w = strtok(NULL, " ")) {
+		if (at + 1 + (int)strlen(w) > WIDTH)
+			at = printf("\n%*s", COL - 1, "") - 1;
+		at += printf(" %s", w);
+	}
+	putchar('\n');
+}
+
 static void usage(const char *argv0, const struct bench_common *c, const struct bench_num_opt *opts,
 		  const char *about)
 {
 	printf("Usage: %s [OPTIONS]\n%s\n\n", argv0, about);
 	for (size_t i = 0; opts[i].name; i++)
-		fputs(opts[i].help, stdout);
+		print_opt(&opts[i]);
 	printf("  --seconds S        measured phase (default %.0f)\n"
 	       "  --warmup S         unmeasured phase before it (default %.0f)\n"
 	       "  --dir DIR          where data and swap files go (default /var/tmp)\n"

@@ -73,14 +73,17 @@ struct bench_env {
 		"swappiness", required_argument, NULL, BENCH_OPT_BASE + 7                          \
 	}
 
-/* A workload's own numeric option: --NAME N, a whole number 0..2^24, stored in *ul or *u (set
- * exactly one), @def until the command line says otherwise; @help is its --help text. */
+/* A workload's own numeric option: --NAME META, a whole number 0..2^24, stored in *ul or *u (set
+ * exactly one), @def until the command line says otherwise. --help prints it as "--NAME META
+ * HELP (default DEF)", with "; 0: ZERO" inside the parentheses when @zero says what 0 means. */
 struct bench_num_opt {
 	const char *name;
+	const char *meta;
 	unsigned long *ul;
 	unsigned *u;
 	unsigned long def;
 	const char *help;
+	const char *zero;
 };
 
 /* Parses the command line: the workload's numeric options @opts (ending with name == NULL; their

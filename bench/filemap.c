@@ -88,19 +88,15 @@ static const char about[] =
 static int parse_args(int argc, char **argv, struct opts *o)
 {
 	const struct bench_num_opt opts[] = {
-		{"threads", NULL, &o->threads, 8,
-		 "  --threads T        fault threads (default 8)\n"},
-		{"munmap-threads", NULL, &o->munmappers, 1,
-		 "  --munmap-threads M threads looping mmap/munmap of a small region (default "
-		 "1)\n"},
-		{"file-mb", &o->file_mb, NULL, 512,
-		 "  --file-mb MB       the data file (default 512)\n"},
-		{"window-kb", &o->window_kb, NULL, 1024,
-		 "  --window-kb KB     window mapped and read per round (default 1024)\n"},
-		{"munmap-rate", &o->munmap_rate, NULL, 20000,
-		 "  --munmap-rate R    mmap/munmap pairs per second per munmap thread (default\n"
-		 "                     20000; 0: as fast as they can)\n"},
-		{NULL, NULL, NULL, 0, NULL},
+		{"threads", "T", NULL, &o->threads, 8, "fault threads", NULL},
+		{"munmap-threads", "M", NULL, &o->munmappers, 1,
+		 "threads looping mmap/munmap of a small region", NULL},
+		{"file-mb", "MB", &o->file_mb, NULL, 512, "the data file", NULL},
+		{"window-kb", "KB", &o->window_kb, NULL, 1024, "window mapped and read per round",
+		 NULL},
+		{"munmap-rate", "R", &o->munmap_rate, NULL, 20000,
+		 "mmap/munmap pairs per second per munmap thread", "as fast as they can"},
+		{NULL, NULL, NULL, NULL, 0, NULL, NULL},
 	};
 
 	bench_common_defaults(&o->c, 8, 2, 128, 0);

@@ -110,18 +110,14 @@ static const char about[] =
 static int parse_args(int argc, char **argv, struct opts *o)
 {
 	const struct bench_num_opt opts[] = {
-		{"readers", NULL, &o->readers, 2,
-		 "  --readers N        fault reader threads (default 2)\n"},
-		{"writers", NULL, &o->writers, 2,
-		 "  --writers M        mmap/mprotect/munmap writer threads (default 2)\n"},
-		{"anon-mb", &o->anon_mb, NULL, 64,
-		 "  --anon-mb MB       the readers' anonymous region (default 64)\n"},
-		{"chunk-pages", &o->chunk_pages, NULL, 64,
-		 "  --chunk-pages P    pages written per reader round (default 64)\n"},
-		{"writer-rate", &o->writer_rate, NULL, 1000,
-		 "  --writer-rate R    cycles per second per writer (default 1000; 0: as fast as\n"
-		 "                     they can)\n"},
-		{NULL, NULL, NULL, 0, NULL},
+		{"readers", "N", NULL, &o->readers, 2, "fault reader threads", NULL},
+		{"writers", "M", NULL, &o->writers, 2, "mmap/mprotect/munmap writer threads", NULL},
+		{"anon-mb", "MB", &o->anon_mb, NULL, 64, "the readers' anonymous region", NULL},
+		{"chunk-pages", "P", &o->chunk_pages, NULL, 64, "pages written per reader round",
+		 NULL},
+		{"writer-rate", "R", &o->writer_rate, NULL, 1000, "cycles per second per writer",
+		 "as fast as they can"},
+		{NULL, NULL, NULL, NULL, 0, NULL, NULL},
 	};
 
 	bench_common_defaults(&o->c, 8, 2, 0, 0);

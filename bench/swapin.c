@@ -111,25 +111,19 @@ static const char about[] =
 static int parse_args(int argc, char **argv, struct opts *o)
 {
 	const struct bench_num_opt opts[] = {
-		{"readers", NULL, &o->readers, 4,
-		 "  --readers N        reader threads (default 4)\n"},
-		{"writers", NULL, &o->writers, 2,
-		 "  --writers M        mmap/munmap writer threads (default 2)\n"},
-		{"map-mb", &o->map_mb, NULL, 128,
-		 "  --map-mb MB        the anonymous mapping (default 128)\n"},
-		{"chunk-pages", &o->chunk_pages, NULL, 16,
-		 "  --chunk-pages P    pages read per reader round (default 16)\n"},
-		{"pressure-kb", &o->pressure_kb, NULL, 1024,
-		 "  --pressure-kb KB   chunk the pressure thread pages out each step (default "
-		 "1024;\n"
-		 "                     0: no pressure thread, the cgroup limit alone)\n"},
-		{"pressure-us", &o->pressure_us, NULL, 2000,
-		 "  --pressure-us US   pause between its steps (default 2000)\n"},
-		{"writer-rate", &o->writer_rate, NULL, 20000,
-		 "  --writer-rate R    mmap/munmap pairs per second per writer (default 20000; 0: "
-		 "as\n"
-		 "                     fast as they can, which on 2 cores starves the readers)\n"},
-		{NULL, NULL, NULL, 0, NULL},
+		{"readers", "N", NULL, &o->readers, 4, "reader threads", NULL},
+		{"writers", "M", NULL, &o->writers, 2, "mmap/munmap writer threads", NULL},
+		{"map-mb", "MB", &o->map_mb, NULL, 128, "the anonymous mapping", NULL},
+		{"chunk-pages", "P", &o->chunk_pages, NULL, 16, "pages read per reader round",
+		 NULL},
+		{"pressure-kb", "KB", &o->pressure_kb, NULL, 1024,
+		 "chunk the pressure thread pages out each step",
+		 "no pressure thread, the cgroup limit alone"},
+		{"pressure-us", "US", &o->pressure_us, NULL, 2000, "pause between its steps", NULL},
+		{"writer-rate", "R", &o->writer_rate, NULL, 20000,
+		 "mmap/munmap pairs per second per writer",
+		 "as fast as they can, which on 2 cores starves the readers"},
+		{NULL, NULL, NULL, NULL, 0, NULL, NULL},
 	};
 
 	bench_common_defaults(&o->c, 8, 2, 96, 512);
