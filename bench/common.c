@@ -77,7 +77,7 @@ static unsigned start_threads(struct bench_worker *w, void *sh, const struct ben
 
 	for (unsigned k = 0; k < kinds; k++) {
 		for (unsigned i = 0; i < t[k].n; i++, started++) {
-			w[started].sh = sh;
+			w[started].sh = t[k].sh ? t[k].sh : sh;
 			w[started].index = i;
 			if (pthread_create(&w[started].tid, NULL, t[k].fn, &w[started])) {
 				fprintf(stderr, "%s: pthread_create failed\n", name);
@@ -113,23 +113,32 @@ int bench_run(const sigset_t *sigs, const struct bench_common *c, void *sh, atom
 	return r;
 }
 
-void bench_mmap_loop(const atomic_bool *stop, size_t pages, unsigned long rate,
-		     struct bench_counter *count)
+static void mmap_loop(const atomic_bool *stop, size_t pages, unsigned long rate,
+		      struct bench_counter *count)
 {
 	size_t len = pages * (size_t)sysconf(_SC_PAGESIZE);
 	struct bench_pace pace;
 
 	bench_pace_init(&pace, rate);
-	while (!atomic_load_explicit(stop, memory_order_relaxed)) {
+	while (!bench_stopped(stop)) {
 		void *m =
 			mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 
 		if (m == MAP_FAILED)
 			continue;
 		munmap(m, len);
-		atomic_fetch_add_explicit(&count->v, 1, memory_order_relaxed);
+		bench_count(count, 1);
 		bench_pace_tick(&pace);
 	}
+}
+
+void *bench_mmap_thread(void *arg)
+{
+	const struct bench_worker *w = arg;
+	const struct bench_mmap_writer *mw = w->sh;
+
+	mmap_loop(mw->stop, mw->pages, mw->rate, &mw->counts[w->index]);
+	return NULL;
 }
 
 int bench_measure(const sigset_t *sigs, const struct bench_common *c,

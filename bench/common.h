@@ -133,6 +133,18 @@ int bench_data_file(const char *dir, unsigned long mb, const sigset_t *sigs);
 /* Prints a line and flushes stdout. */
 void bench_phase(const char *phase);
 
+/* Adds @n to @c, a counter of the calling thread: relaxed, nothing is ordered by it. */
+static inline void bench_count(struct bench_counter *c, unsigned long n)
+{
+	atomic_fetch_add_explicit(&c->v, n, memory_order_relaxed);
+}
+
+/* Whether @stop is set, checked by a thread between its rounds. */
+static inline bool bench_stopped(const atomic_bool *stop)
+{
+	return atomic_load_explicit(stop, memory_order_relaxed);
+}
+
 /* Sum of @n counters. */
 unsigned long bench_sum(struct bench_counter *c, unsigned n);
 
@@ -154,10 +166,17 @@ struct bench_worker {
 	unsigned index;
 };
 
-/* A thread's loop that maps and unmaps @pages anonymous pages until @stop, at @rate pairs per
- * second (0: flat out), counting the pairs in @count: the mmap_lock writer of several workloads. */
-void bench_mmap_loop(const atomic_bool *stop, size_t pages, unsigned long rate,
-		     struct bench_counter *count);
+/* The mmap_lock writer of several workloads: a thread (struct bench_threads .fn, with this as its
+ * .sh) that maps and unmaps @pages anonymous pages until @stop, at @rate pairs per second (0: flat
+ * out), counting the pairs in counts[its index]. */
+struct bench_mmap_writer {
+	const atomic_bool *stop;
+	size_t pages;
+	unsigned long rate;
+	struct bench_counter *counts;
+};
+
+void *bench_mmap_thread(void *arg);
 
 /* Counter sets a workload reads at the edges of the measured phase: set 0 its rounds, set 1 its
  * writers' operations, set 2 one more (may be empty). */
@@ -179,10 +198,12 @@ struct bench_measure {
 int bench_measure(const sigset_t *sigs, const struct bench_common *c,
 		  const struct bench_counters k[3], struct bench_measure *m);
 
-/* One kind of workload thread: how many, and what they run (with their struct bench_worker). */
+/* One kind of workload thread: how many, and what they run (with their struct bench_worker, whose
+ * sh is @sh, or bench_run()'s when NULL). */
 struct bench_threads {
 	unsigned n;
 	void *(*fn)(void *);
+	void *sh;
 };
 
 /* Starts the threads of @t[0..kinds), each with its struct bench_worker (@sh and its index among

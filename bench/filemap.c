@@ -52,32 +52,23 @@ static void *fault_thread(void *arg)
 	size_t nwin = sh->file_len / sh->window;
 	uint64_t seed = 0x9e3779b97f4a7c15ull * (w->index + 1);
 
-	while (!atomic_load_explicit(&sh->stop, memory_order_relaxed)) {
+	while (!bench_stopped(&sh->stop)) {
 		size_t win = bench_rand(&seed) % nwin, off = win * sh->window;
 		const volatile unsigned char *p;
 		unsigned long bad = 0;
 
 		p = mmap(NULL, sh->window, PROT_READ, MAP_SHARED, sh->fd, (off_t)off);
 		if (p == MAP_FAILED) {
-			atomic_fetch_add_explicit(&sh->errors[w->index].v, 1, memory_order_relaxed);
+			bench_count(&sh->errors[w->index], 1);
 			continue;
 		}
 		for (size_t i = 0; i < sh->window; i += sh->page)
 			bad += p[i] != (unsigned char)(((off + i) >> 20) % 251 + 1);
 		munmap((void *)p, sh->window);
 		if (bad)
-			atomic_fetch_add_explicit(&sh->bad[w->index].v, bad, memory_order_relaxed);
-		atomic_fetch_add_explicit(&sh->rounds[w->index].v, 1, memory_order_relaxed);
+			bench_count(&sh->bad[w->index], bad);
+		bench_count(&sh->rounds[w->index], 1);
 	}
-	return NULL;
-}
-
-static void *munmap_thread(void *arg)
-{
-	struct bench_worker *w = arg;
-	struct shared *sh = w->sh;
-
-	bench_mmap_loop(&sh->stop, 4, sh->o->munmap_rate, &sh->unmaps[w->index]);
 	return NULL;
 }
 
@@ -116,6 +107,7 @@ int main(int argc, char **argv)
 	struct shared sh;
 	struct bench_env env = {0};
 	struct bench_measure m;
+	struct bench_mmap_writer unmappers;
 	sigset_t sigs;
 	unsigned long bad, errors;
 	int sig = -1;
@@ -149,10 +141,11 @@ int main(int argc, char **argv)
 	    bench_spawn(&env, &sigs, "filemap"))
 		goto out;
 
+	unmappers = (struct bench_mmap_writer){&sh.stop, 4, o.munmap_rate, sh.unmaps};
 	sig = bench_run(
 		&sigs, &o.c, &sh, &sh.stop,
-		(const struct bench_threads[]){{o.threads, fault_thread},
-					       {o.munmappers, munmap_thread}},
+		(const struct bench_threads[]){{o.threads, fault_thread, NULL},
+					       {o.munmappers, bench_mmap_thread, &unmappers}},
 		2,
 		(const struct bench_counters[3]){{sh.rounds, o.threads}, {sh.unmaps, o.munmappers}},
 		&m, "filemap");

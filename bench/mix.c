@@ -55,14 +55,14 @@ static void *reader(void *arg)
 	char *base = sh->region + w->index * slice;
 	uint64_t seed = 0x9e3779b97f4a7c15ull * (w->index + 1);
 
-	while (!atomic_load_explicit(&sh->stop, memory_order_relaxed)) {
+	while (!bench_stopped(&sh->stop)) {
 		char *p = base + (bench_rand(&seed) % nchunks) * chunk;
 
 		for (size_t off = 0; off < chunk; off += sh->page)
 			p[off] = (char)off;
 		if (madvise(p, chunk, MADV_DONTNEED))
-			atomic_fetch_add_explicit(&sh->errors[w->index].v, 1, memory_order_relaxed);
-		atomic_fetch_add_explicit(&sh->rounds[w->index].v, 1, memory_order_relaxed);
+			bench_count(&sh->errors[w->index], 1);
+		bench_count(&sh->rounds[w->index], 1);
 	}
 	return NULL;
 }
@@ -78,7 +78,7 @@ static void *writer(void *arg)
 	struct bench_pace pace;
 
 	bench_pace_init(&pace, sh->o->writer_rate);
-	while (!atomic_load_explicit(&sh->stop, memory_order_relaxed)) {
+	while (!bench_stopped(&sh->stop)) {
 		char *m =
 			mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 		char *r = sh->region + (bench_rand(&seed) % nchunks) * chunk;
@@ -95,11 +95,10 @@ static void *writer(void *arg)
 		/* Readers keep write access throughout: only PROT_EXEC changes. */
 		errors += !!mprotect(r, chunk, PROT_READ | PROT_WRITE | PROT_EXEC);
 		errors += !!mprotect(r, chunk, PROT_READ | PROT_WRITE);
-		atomic_fetch_add_explicit(&sh->cycles[w->index].v, 1, memory_order_relaxed);
+		bench_count(&sh->cycles[w->index], 1);
 		bench_pace_tick(&pace);
 	}
-	atomic_fetch_add_explicit(&sh->errors[sh->o->readers + w->index].v, errors,
-				  memory_order_relaxed);
+	bench_count(&sh->errors[sh->o->readers + w->index], errors);
 	return NULL;
 }
 
@@ -170,8 +169,9 @@ int main(int argc, char **argv)
 
 	sig = bench_run(
 		&sigs, &o.c, &sh, &sh.stop,
-		(const struct bench_threads[]){{o.readers, reader}, {o.writers, writer}}, 2,
-		(const struct bench_counters[3]){{sh.rounds, o.readers}, {sh.cycles, o.writers}},
+		(const struct bench_threads[]){{o.readers, reader, NULL},
+					       {o.writers, writer, NULL}},
+		2, (const struct bench_counters[3]){{sh.rounds, o.readers}, {sh.cycles, o.writers}},
 		&m, "mix");
 out:
 	if (sh.region)

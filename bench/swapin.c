@@ -63,7 +63,7 @@ static void *reader(void *arg)
 	size_t chunk = sh->o->chunk_pages * sh->page, nchunks = sh->len / chunk;
 	uint64_t seed = 0x9e3779b97f4a7c15ull * (w->index + 1);
 
-	while (!atomic_load_explicit(&sh->stop, memory_order_relaxed)) {
+	while (!bench_stopped(&sh->stop)) {
 		const volatile unsigned char *p = sh->map + (bench_rand(&seed) % nchunks) * chunk;
 		unsigned long zero = 0;
 
@@ -72,18 +72,9 @@ static void *reader(void *arg)
 		/* Out again at once: whichever reader picks this chunk next faults it back. */
 		madvise((void *)p, chunk, MADV_PAGEOUT);
 		if (zero)
-			atomic_fetch_add_explicit(&sh->bad[w->index].v, zero, memory_order_relaxed);
-		atomic_fetch_add_explicit(&sh->rounds[w->index].v, 1, memory_order_relaxed);
+			bench_count(&sh->bad[w->index], zero);
+		bench_count(&sh->rounds[w->index], 1);
 	}
-	return NULL;
-}
-
-static void *writer(void *arg)
-{
-	struct bench_worker *w = arg;
-	struct shared *sh = w->sh;
-
-	bench_mmap_loop(&sh->stop, 4, sh->o->writer_rate, &sh->writes[w->index]);
 	return NULL;
 }
 
@@ -95,9 +86,9 @@ static void *pressure(void *arg)
 	struct timespec pause = {0, (long)sh->o->pressure_us * 1000};
 	uint64_t seed = 0x2545f4914f6cdd1dull;
 
-	while (!atomic_load_explicit(&sh->stop, memory_order_relaxed)) {
+	while (!bench_stopped(&sh->stop)) {
 		madvise(sh->map + (bench_rand(&seed) % nchunks) * chunk, chunk, MADV_PAGEOUT);
-		atomic_fetch_add_explicit(&sh->pageouts.v, 1, memory_order_relaxed);
+		bench_count(&sh->pageouts, 1);
 		if (sh->o->pressure_us)
 			nanosleep(&pause, NULL);
 	}
@@ -143,6 +134,7 @@ int main(int argc, char **argv)
 	struct shared sh;
 	struct bench_env env = {0};
 	struct bench_measure m;
+	struct bench_mmap_writer writers;
 	sigset_t sigs;
 	unsigned long bad;
 	int sig = -1;
@@ -180,11 +172,12 @@ int main(int argc, char **argv)
 			goto out;
 	}
 
+	writers = (struct bench_mmap_writer){&sh.stop, 4, o.writer_rate, sh.writes};
 	/* The pressure thread is one more, unless --pressure-kb 0. */
 	sig = bench_run(&sigs, &o.c, &sh, &sh.stop,
-			(const struct bench_threads[]){{o.readers, reader},
-						       {o.writers, writer},
-						       {o.pressure_kb ? 1 : 0, pressure}},
+			(const struct bench_threads[]){{o.readers, reader, NULL},
+						       {o.writers, bench_mmap_thread, &writers},
+						       {o.pressure_kb ? 1 : 0, pressure, NULL}},
 			3,
 			(const struct bench_counters[3]){
 				{sh.rounds, o.readers}, {sh.writes, o.writers}, {&sh.pageouts, 1}},
