@@ -287,9 +287,11 @@ static int check_columns(struct mm_store *st, const char *table, const char *con
 
 /* The two views of the history, process_stats (one row per process per window) and cgroup_stats
  * (those summed per cgroup per window), have one column per counter of mm_proc_fields[], in its
- * order. They are written here from that table, not in each migration: a migration adds the
- * columns of process_windows, and the views follow. The text is what migrations 001-006 used to
- * write in full, so a database of any version ends with the same schema. */
+ * order. They are written here from that table, not in each migration: 001 and 005 create them
+ * as they first were, a later migration only adds the columns of process_windows, and the views
+ * follow. The text is what the migrations up to 006 used to write in full, so a database of any
+ * version ends with the same schema (and a migration that still drops and recreates a view finds
+ * it there). */
 static const struct view {
 	const char *name;
 	const char *head;    /* the columns before the counters */

@@ -1,9 +1,9 @@
 -- 001_initial.sql: the first mmlockd schema. It holds one row per closed collection window, the
 -- processes seen (identified by pid AND start time, so a reused pid never merges two processes),
 -- each process's counters for each window in which it did anything, and the global and
--- per-tracepoint counters of each window. The VIEW process_stats (columns at the end) is the
--- interface for people who open the database with `sqlite3`; the tables under it may change in
--- later migrations, the view's columns only grow.
+-- per-tracepoint counters of each window. The VIEW process_stats at the end is the interface for
+-- people who open the database with `sqlite3`; the tables under it may change in later
+-- migrations, the view's columns only grow.
 --
 -- How migrations work (daemon/store.c): the files schema/NNN_name.sql are compiled in and applied
 -- in order; file NNN brings the database to PRAGMA user_version = NNN. Each file runs inside one
@@ -12,10 +12,11 @@
 -- that ends the transaction) and cannot rely on PRAGMA foreign_keys (a no-op inside a
 -- transaction). Never change what a released migration does to the tables; add a new file.
 --
--- The views process_stats and cgroup_stats (005) have one column per counter of mm_proc_fields[]
--- (daemon/stats.c), in its order; store.c writes them from that table at the end of the
--- migrations (with the last one), so no migration repeats them. Adding a per-process counter: a
--- member in daemon/stats.h, a row in mm_proc_fields[], and a new migration doing
+-- The views process_stats (here) and cgroup_stats (005) have one column per counter of
+-- mm_proc_fields[] (daemon/stats.c), in its order. 001 and 005 create them as they were then;
+-- store.c writes them again from that table with the last migration, so no later migration
+-- repeats them. Adding a per-process counter: a member in daemon/stats.h, a row in
+-- mm_proc_fields[], and a new migration doing
 --   ALTER TABLE process_windows ADD COLUMN <name> INTEGER NOT NULL DEFAULT 0 CHECK (<name> >= 0);
 -- store.c checks at open that every mm_proc_fields[] name is a column of process_windows and of
 -- process_stats, and refuses to start otherwise.
@@ -133,3 +134,22 @@ CREATE TABLE event_windows (
 --   mmap_lock_write_hold_ns  INTEGER  summed time mmap_lock was held for write (acquire ->
 --                                     release), nanoseconds
 --   mmap_lock_contended      INTEGER  acquisitions that hit lock:contention_begin, count
+CREATE VIEW process_stats AS
+SELECT
+	w.ts_start AS ts_start,
+	w.ts_end AS ts_end,
+	p.pid AS pid,
+	p.start_time AS start_time,
+	pw.comm AS comm,
+	p.cgroup AS cgroup,
+	pw.faults AS faults,
+	pw.mmap_lock_read AS mmap_lock_read,
+	pw.mmap_lock_write AS mmap_lock_write,
+	pw.mmap_lock_trylock_fail AS mmap_lock_trylock_fail,
+	pw.mmap_lock_waits AS mmap_lock_waits,
+	pw.mmap_lock_wait_ns AS mmap_lock_wait_ns,
+	pw.mmap_lock_write_hold_ns AS mmap_lock_write_hold_ns,
+	pw.mmap_lock_contended AS mmap_lock_contended
+FROM process_windows AS pw
+JOIN windows AS w ON w.id = pw.window_id
+JOIN processes AS p ON p.id = pw.process_id;
