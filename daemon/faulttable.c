@@ -29,8 +29,10 @@ struct col {
 	size_t off;
 };
 
-/* The last two fields of a column that shows counter @member of struct mm_proc_stats as is. */
+/* The last two fields of a column: it shows counter @member of struct mm_proc_stats as is, or
+ * num() computes it. */
 #define COUNTER(member) true, offsetof(struct mm_proc_stats, member)
+#define COMPUTED	false, 0
 
 enum {
 	C_PID,
@@ -57,12 +59,12 @@ enum {
 };
 
 static const struct col cols[C_N] = {
-	[C_PID] = {"pid", "pid", K_INT, G_ID, M_PROC},
-	[C_PROCS] = {"processes", "procs", K_INT, G_ID, M_UNIT},
-	[C_FAULTS] = {"faults", "faults", K_INT, G_ALWAYS, M_BOTH},
+	[C_PID] = {"pid", "pid", K_INT, G_ID, M_PROC, COMPUTED},
+	[C_PROCS] = {"processes", "procs", K_INT, G_ID, M_UNIT, COMPUTED},
+	[C_FAULTS] = {"faults", "faults", K_INT, G_ALWAYS, M_BOTH, COMPUTED},
 	[C_MAJOR] = {"major", "major", K_INT, G_TOTALS, M_BOTH, COUNTER(majflt)},
-	[C_FALLBACKS] = {"fallbacks", "fallbacks", K_INT, G_ALWAYS, M_BOTH},
-	[C_FB_PCT] = {"fallback_pct", "fb%", K_PCT, G_ALWAYS, M_BOTH},
+	[C_FALLBACKS] = {"fallbacks", "fallbacks", K_INT, G_ALWAYS, M_BOTH, COMPUTED},
+	[C_FB_PCT] = {"fallback_pct", "fb%", K_PCT, G_ALWAYS, M_BOTH, COMPUTED},
 	[C_WAITS] = {"waits", "waits", K_INT, G_FALLBACKS, M_BOTH, COUNTER(fallback_lock_waits)},
 	[C_VMA] = {"vma", "vma", K_INT, G_SPLIT, M_BOTH, COUNTER(faults_vma)},
 	[C_VMA_RETRY] = {"vma_retry", "vma_retry", K_INT, G_SPLIT, M_BOTH,
@@ -74,14 +76,14 @@ static const struct col cols[C_N] = {
 	[C_MMAP_UNKNOWN] = {"mmap_unknown", "mmap_unknown", K_INT, G_SPLIT, M_BOTH,
 			    COUNTER(faults_mmap_unknown)},
 	[C_SPLIT_ERR] = {"split_err", "+-err", K_INT, G_ESTIMATE, M_BOTH, COUNTER(split_err)},
-	[C_COVERAGE] = {"split_coverage_pct", "cov%", K_PCT, G_ESTIMATE, M_BOTH},
-	[C_FB_WAIT] = {"fb_wait_ms", "fb wait ms", K_MS, G_SPLIT, M_BOTH},
+	[C_COVERAGE] = {"split_coverage_pct", "cov%", K_PCT, G_ESTIMATE, M_BOTH, COMPUTED},
+	[C_FB_WAIT] = {"fb_wait_ms", "fb wait ms", K_MS, G_SPLIT, M_BOTH, COMPUTED},
 	[C_LOCK_WAITS] = {"lock_waits", "lock waits", K_INT, G_LOCK, M_BOTH,
 			  COUNTER(mmap_lock_waits)},
-	[C_WAIT] = {"wait_ms", "wait ms", K_MS, G_LOCK, M_BOTH},
-	[C_AVG_WAIT] = {"avg_wait_us", "avg wait us", K_US, G_LOCK, M_BOTH},
-	[C_COMM] = {"comm", "comm", K_TEXT, G_ID, M_PROC},
-	[C_CGROUP] = {"cgroup", "cgroup", K_TEXT, G_ID, M_BOTH},
+	[C_WAIT] = {"wait_ms", "wait ms", K_MS, G_LOCK, M_BOTH, COMPUTED},
+	[C_AVG_WAIT] = {"avg_wait_us", "avg wait us", K_US, G_LOCK, M_BOTH, COMPUTED},
+	[C_COMM] = {"comm", "comm", K_TEXT, G_ID, M_PROC, COMPUTED},
+	[C_CGROUP] = {"cgroup", "cgroup", K_TEXT, G_ID, M_BOTH, COMPUTED},
 };
 
 /* What the rows' data has, decided once over all of them (see faulttable.h). */
