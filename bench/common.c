@@ -67,16 +67,19 @@ unsigned long bench_sum(struct bench_counter *c, unsigned n)
 	return s;
 }
 
-unsigned bench_start(struct bench_worker *w, void *sh, unsigned kinds, const unsigned *n,
-		     void *(*const *fn)(void *), const char *name)
+/* Starts, for each kind k of @t, t[k].n threads running t[k].fn, each with its struct bench_worker
+ * of @w (which holds them all) as argument. Returns how many started: all unless pthread_create
+ * failed (said on stderr, prefixed @name); those are to be joined. */
+static unsigned start_threads(struct bench_worker *w, void *sh, const struct bench_threads *t,
+			      unsigned kinds, const char *name)
 {
 	unsigned started = 0;
 
 	for (unsigned k = 0; k < kinds; k++) {
-		for (unsigned i = 0; i < n[k]; i++, started++) {
-			w[started].sh = sh;
+		for (unsigned i = 0; i < t[k].n; i++, started++) {
+			w[started].sh = t[k].sh ? t[k].sh : sh;
 			w[started].index = i;
-			if (pthread_create(&w[started].tid, NULL, fn[k], &w[started])) {
+			if (pthread_create(&w[started].tid, NULL, t[k].fn, &w[started])) {
 				fprintf(stderr, "%s: pthread_create failed\n", name);
 				return started;
 			}
@@ -85,30 +88,57 @@ unsigned bench_start(struct bench_worker *w, void *sh, unsigned kinds, const uns
 	return started;
 }
 
-void bench_stop(atomic_bool *stop, struct bench_worker *w, unsigned n)
+int bench_run(const sigset_t *sigs, const struct bench_common *c, void *sh, atomic_bool *stop,
+	      const struct bench_threads *t, unsigned kinds, const struct bench_counters k[3],
+	      struct bench_measure *m, const char *name)
 {
+	struct bench_worker *w;
+	unsigned total = 0, started;
+	int r = -1;
+
+	for (unsigned i = 0; i < kinds; i++)
+		total += t[i].n;
+	w = calloc(total ? total : 1, sizeof(*w));
+	if (!w) {
+		fprintf(stderr, "%s: out of memory\n", name);
+		return -1;
+	}
+	started = start_threads(w, sh, t, kinds, name);
+	if (started == total)
+		r = bench_measure(sigs, c, k, m);
 	atomic_store(stop, true);
-	for (unsigned i = 0; i < n; i++)
+	for (unsigned i = 0; i < started; i++)
 		pthread_join(w[i].tid, NULL);
+	free(w);
+	return r;
 }
 
-void bench_mmap_loop(const atomic_bool *stop, size_t pages, unsigned long rate,
-		     struct bench_counter *count)
+static void mmap_loop(const atomic_bool *stop, size_t pages, unsigned long rate,
+		      struct bench_counter *count)
 {
 	size_t len = pages * (size_t)sysconf(_SC_PAGESIZE);
 	struct bench_pace pace;
 
 	bench_pace_init(&pace, rate);
-	while (!atomic_load_explicit(stop, memory_order_relaxed)) {
+	while (!bench_stopped(stop)) {
 		void *m =
 			mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 
 		if (m == MAP_FAILED)
 			continue;
 		munmap(m, len);
-		atomic_fetch_add_explicit(&count->v, 1, memory_order_relaxed);
+		bench_count(count, 1);
 		bench_pace_tick(&pace);
 	}
+}
+
+void *bench_mmap_thread(void *arg)
+{
+	const struct bench_worker *w = arg;
+	const struct bench_mmap_writer *mw = w->sh;
+
+	mmap_loop(mw->stop, mw->pages, mw->rate, &mw->counts[w->index]);
+	return NULL;
 }
 
 int bench_measure(const sigset_t *sigs, const struct bench_common *c,
@@ -162,9 +192,9 @@ void bench_result_end(void)
 
 int bench_failed(const char *name, int sig)
 {
-	if (sig)
+	if (sig > 0)
 		fprintf(stderr, "%s: interrupted by signal %d, cleaned up\n", name, sig);
-	return sig ? 128 + sig : 1;
+	return sig > 0 ? 128 + sig : 1;
 }
 
 void bench_common_defaults(struct bench_common *c, double seconds, double warmup,
@@ -180,12 +210,31 @@ void bench_common_defaults(struct bench_common *c, double seconds, double warmup
 	c->swappiness = 100;
 }
 
+/* One line of --help for @o, "  --NAME META" in a column of 21, wrapped at 82 columns. */
+static void print_opt(const struct bench_num_opt *o)
+{
+	enum { COL = 21, WIDTH = 82 };
+	char text[512], head[64];
+	int at;
+
+	snprintf(head, sizeof(head), "  --%s %s", o->name, o->meta);
+	snprintf(text, sizeof(text), "%s (default %lu%s%s)", o->help, o->def,
+		 o->zero ? "; 0: " : "", o->zero ? o->zero : "");
+	at = printf("%-*s", COL - 1, head);
+	for (char *w = strtok(text, " "); w; w = strtok(NULL, " ")) {
+		if (at + 1 + (int)strlen(w) > WIDTH)
+			at = printf("\n%*s", COL - 1, "") - 1;
+		at += printf(" %s", w);
+	}
+	putchar('\n');
+}
+
 static void usage(const char *argv0, const struct bench_common *c, const struct bench_num_opt *opts,
 		  const char *about)
 {
 	printf("Usage: %s [OPTIONS]\n%s\n\n", argv0, about);
 	for (size_t i = 0; opts[i].name; i++)
-		fputs(opts[i].help, stdout);
+		print_opt(&opts[i]);
 	printf("  --seconds S        measured phase (default %.0f)\n"
 	       "  --warmup S         unmeasured phase before it (default %.0f)\n"
 	       "  --dir DIR          where data and swap files go (default /var/tmp)\n"

@@ -73,14 +73,17 @@ struct bench_env {
 		"swappiness", required_argument, NULL, BENCH_OPT_BASE + 7                          \
 	}
 
-/* A workload's own numeric option: --NAME N, a whole number 0..2^24, stored in *ul or *u (set
- * exactly one), @def until the command line says otherwise; @help is its --help text. */
+/* A workload's own numeric option: --NAME META, a whole number 0..2^24, stored in *ul or *u (set
+ * exactly one), @def until the command line says otherwise. --help prints it as "--NAME META
+ * HELP (default DEF)", with "; 0: ZERO" inside the parentheses when @zero says what 0 means. */
 struct bench_num_opt {
 	const char *name;
+	const char *meta;
 	unsigned long *ul;
 	unsigned *u;
 	unsigned long def;
 	const char *help;
+	const char *zero;
 };
 
 /* Parses the command line: the workload's numeric options @opts (ending with name == NULL; their
@@ -130,6 +133,18 @@ int bench_data_file(const char *dir, unsigned long mb, const sigset_t *sigs);
 /* Prints a line and flushes stdout. */
 void bench_phase(const char *phase);
 
+/* Adds @n to @c, a counter of the calling thread: relaxed, nothing is ordered by it. */
+static inline void bench_count(struct bench_counter *c, unsigned long n)
+{
+	atomic_fetch_add_explicit(&c->v, n, memory_order_relaxed);
+}
+
+/* Whether @stop is set, checked by a thread between its rounds. */
+static inline bool bench_stopped(const atomic_bool *stop)
+{
+	return atomic_load_explicit(stop, memory_order_relaxed);
+}
+
 /* Sum of @n counters. */
 unsigned long bench_sum(struct bench_counter *c, unsigned n);
 
@@ -151,19 +166,17 @@ struct bench_worker {
 	unsigned index;
 };
 
-/* Starts, for each of @kinds kinds k, @n[k] threads running @fn[k] with their struct bench_worker
- * of @w (which holds the sum of @n) as argument, all with @sh. Returns how many started: all
- * unless pthread_create failed (said on stderr, prefixed @name); those are to be joined. */
-unsigned bench_start(struct bench_worker *w, void *sh, unsigned kinds, const unsigned *n,
-		     void *(*const *fn)(void *), const char *name);
+/* The mmap_lock writer of several workloads: a thread (struct bench_threads .fn, with this as its
+ * .sh) that maps and unmaps @pages anonymous pages until @stop, at @rate pairs per second (0: flat
+ * out), counting the pairs in counts[its index]. */
+struct bench_mmap_writer {
+	const atomic_bool *stop;
+	size_t pages;
+	unsigned long rate;
+	struct bench_counter *counts;
+};
 
-/* Sets @stop and joins the first @n threads of @w. */
-void bench_stop(atomic_bool *stop, struct bench_worker *w, unsigned n);
-
-/* A thread's loop that maps and unmaps @pages anonymous pages until @stop, at @rate pairs per
- * second (0: flat out), counting the pairs in @count: the mmap_lock writer of several workloads. */
-void bench_mmap_loop(const atomic_bool *stop, size_t pages, unsigned long rate,
-		     struct bench_counter *count);
+void *bench_mmap_thread(void *arg);
 
 /* Counter sets a workload reads at the edges of the measured phase: set 0 its rounds, set 1 its
  * writers' operations, set 2 one more (may be empty). */
@@ -185,6 +198,22 @@ struct bench_measure {
 int bench_measure(const sigset_t *sigs, const struct bench_common *c,
 		  const struct bench_counters k[3], struct bench_measure *m);
 
+/* One kind of workload thread: how many, and what they run (with their struct bench_worker, whose
+ * sh is @sh, or bench_run()'s when NULL). */
+struct bench_threads {
+	unsigned n;
+	void *(*fn)(void *);
+	void *sh;
+};
+
+/* Starts the threads of @t[0..kinds), each with its struct bench_worker (@sh and its index among
+ * its kind), runs the protocol's phases (bench_measure(), into @m) once all started, then sets
+ * @stop and joins them. Returns 0, the stop signal that cut the phases short, or -1 after saying
+ * on stderr (prefixed @name) that memory ran out or a thread could not be created. */
+int bench_run(const sigset_t *sigs, const struct bench_common *c, void *sh, atomic_bool *stop,
+	      const struct bench_threads *t, unsigned kinds, const struct bench_counters k[3],
+	      struct bench_measure *m, const char *name);
+
 /* Counter set @k of @m per second. */
 double bench_rate(const struct bench_measure *m, unsigned k);
 
@@ -194,8 +223,8 @@ double bench_rate(const struct bench_measure *m, unsigned k);
 void bench_result(const struct bench_measure *m);
 void bench_result_end(void);
 
-/* The exit status of a workload that did not finish (@sig: the stop signal that ended it, or 0
- * after a failure already reported): says so for a signal, 128 + @sig, else 1. */
+/* The exit status of a workload that did not finish (@sig: the stop signal that ended it, or 0 or
+ * -1 after a failure already reported): says so for a signal, 128 + @sig, else 1. */
 int bench_failed(const char *name, int sig);
 
 /* A small fast PRNG (xorshift64*), per thread. */

@@ -52,32 +52,23 @@ static void *fault_thread(void *arg)
 	size_t nwin = sh->file_len / sh->window;
 	uint64_t seed = 0x9e3779b97f4a7c15ull * (w->index + 1);
 
-	while (!atomic_load_explicit(&sh->stop, memory_order_relaxed)) {
+	while (!bench_stopped(&sh->stop)) {
 		size_t win = bench_rand(&seed) % nwin, off = win * sh->window;
 		const volatile unsigned char *p;
 		unsigned long bad = 0;
 
 		p = mmap(NULL, sh->window, PROT_READ, MAP_SHARED, sh->fd, (off_t)off);
 		if (p == MAP_FAILED) {
-			atomic_fetch_add_explicit(&sh->errors[w->index].v, 1, memory_order_relaxed);
+			bench_count(&sh->errors[w->index], 1);
 			continue;
 		}
 		for (size_t i = 0; i < sh->window; i += sh->page)
 			bad += p[i] != (unsigned char)(((off + i) >> 20) % 251 + 1);
 		munmap((void *)p, sh->window);
 		if (bad)
-			atomic_fetch_add_explicit(&sh->bad[w->index].v, bad, memory_order_relaxed);
-		atomic_fetch_add_explicit(&sh->rounds[w->index].v, 1, memory_order_relaxed);
+			bench_count(&sh->bad[w->index], bad);
+		bench_count(&sh->rounds[w->index], 1);
 	}
-	return NULL;
-}
-
-static void *munmap_thread(void *arg)
-{
-	struct bench_worker *w = arg;
-	struct shared *sh = w->sh;
-
-	bench_mmap_loop(&sh->stop, 4, sh->o->munmap_rate, &sh->unmaps[w->index]);
 	return NULL;
 }
 
@@ -88,19 +79,15 @@ static const char about[] =
 static int parse_args(int argc, char **argv, struct opts *o)
 {
 	const struct bench_num_opt opts[] = {
-		{"threads", NULL, &o->threads, 8,
-		 "  --threads T        fault threads (default 8)\n"},
-		{"munmap-threads", NULL, &o->munmappers, 1,
-		 "  --munmap-threads M threads looping mmap/munmap of a small region (default "
-		 "1)\n"},
-		{"file-mb", &o->file_mb, NULL, 512,
-		 "  --file-mb MB       the data file (default 512)\n"},
-		{"window-kb", &o->window_kb, NULL, 1024,
-		 "  --window-kb KB     window mapped and read per round (default 1024)\n"},
-		{"munmap-rate", &o->munmap_rate, NULL, 20000,
-		 "  --munmap-rate R    mmap/munmap pairs per second per munmap thread (default\n"
-		 "                     20000; 0: as fast as they can)\n"},
-		{NULL, NULL, NULL, 0, NULL},
+		{"threads", "T", NULL, &o->threads, 8, "fault threads", NULL},
+		{"munmap-threads", "M", NULL, &o->munmappers, 1,
+		 "threads looping mmap/munmap of a small region", NULL},
+		{"file-mb", "MB", &o->file_mb, NULL, 512, "the data file", NULL},
+		{"window-kb", "KB", &o->window_kb, NULL, 1024, "window mapped and read per round",
+		 NULL},
+		{"munmap-rate", "R", &o->munmap_rate, NULL, 20000,
+		 "mmap/munmap pairs per second per munmap thread", "as fast as they can"},
+		{NULL, NULL, NULL, NULL, 0, NULL, NULL},
 	};
 
 	bench_common_defaults(&o->c, 8, 2, 128, 0);
@@ -119,13 +106,11 @@ int main(int argc, char **argv)
 	struct opts o;
 	struct shared sh;
 	struct bench_env env = {0};
-	struct bench_worker *w;
 	struct bench_measure m;
+	struct bench_mmap_writer unmappers;
 	sigset_t sigs;
-	unsigned n = 0;
 	unsigned long bad, errors;
-	int sig = 0;
-	bool ok = false;
+	int sig = -1;
 
 	bench_block_signals(&sigs);
 	if (parse_args(argc, argv, &o))
@@ -140,8 +125,7 @@ int main(int argc, char **argv)
 	sh.bad = calloc(o.threads, sizeof(*sh.bad));
 	sh.errors = calloc(o.threads, sizeof(*sh.errors));
 	sh.unmaps = calloc(o.munmappers + 1, sizeof(*sh.unmaps));
-	w = calloc(o.threads + o.munmappers, sizeof(*w));
-	if (!sh.rounds || !sh.bad || !sh.errors || !sh.unmaps || !w) {
+	if (!sh.rounds || !sh.bad || !sh.errors || !sh.unmaps) {
 		fprintf(stderr, "filemap: out of memory\n");
 		return 1;
 	}
@@ -157,21 +141,19 @@ int main(int argc, char **argv)
 	    bench_spawn(&env, &sigs, "filemap"))
 		goto out;
 
-	const unsigned counts[] = {o.threads, o.munmappers};
-	void *(*const fns[])(void *) = {fault_thread, munmap_thread};
-	n = bench_start(w, &sh, 2, counts, fns, "filemap");
-	ok = n == o.threads + o.munmappers;
-	if (ok)
-		sig = bench_measure(&sigs, &o.c,
-				    (const struct bench_counters[3]){{sh.rounds, o.threads},
-								     {sh.unmaps, o.munmappers}},
-				    &m);
-	bench_stop(&sh.stop, w, n);
+	unmappers = (struct bench_mmap_writer){&sh.stop, 4, o.munmap_rate, sh.unmaps};
+	sig = bench_run(
+		&sigs, &o.c, &sh, &sh.stop,
+		(const struct bench_threads[]){{o.threads, fault_thread, NULL},
+					       {o.munmappers, bench_mmap_thread, &unmappers}},
+		2,
+		(const struct bench_counters[3]){{sh.rounds, o.threads}, {sh.unmaps, o.munmappers}},
+		&m, "filemap");
 out:
 	if (sh.fd >= 0)
 		close(sh.fd);
 	bench_env_cleanup(&env);
-	if (!ok || sig)
+	if (sig)
 		return bench_failed("filemap", sig);
 	bad = bench_sum(sh.bad, o.threads);
 	errors = bench_sum(sh.errors, o.threads);

@@ -55,14 +55,14 @@ static void *reader(void *arg)
 	char *base = sh->region + w->index * slice;
 	uint64_t seed = 0x9e3779b97f4a7c15ull * (w->index + 1);
 
-	while (!atomic_load_explicit(&sh->stop, memory_order_relaxed)) {
+	while (!bench_stopped(&sh->stop)) {
 		char *p = base + (bench_rand(&seed) % nchunks) * chunk;
 
 		for (size_t off = 0; off < chunk; off += sh->page)
 			p[off] = (char)off;
 		if (madvise(p, chunk, MADV_DONTNEED))
-			atomic_fetch_add_explicit(&sh->errors[w->index].v, 1, memory_order_relaxed);
-		atomic_fetch_add_explicit(&sh->rounds[w->index].v, 1, memory_order_relaxed);
+			bench_count(&sh->errors[w->index], 1);
+		bench_count(&sh->rounds[w->index], 1);
 	}
 	return NULL;
 }
@@ -78,7 +78,7 @@ static void *writer(void *arg)
 	struct bench_pace pace;
 
 	bench_pace_init(&pace, sh->o->writer_rate);
-	while (!atomic_load_explicit(&sh->stop, memory_order_relaxed)) {
+	while (!bench_stopped(&sh->stop)) {
 		char *m =
 			mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 		char *r = sh->region + (bench_rand(&seed) % nchunks) * chunk;
@@ -95,11 +95,10 @@ static void *writer(void *arg)
 		/* Readers keep write access throughout: only PROT_EXEC changes. */
 		errors += !!mprotect(r, chunk, PROT_READ | PROT_WRITE | PROT_EXEC);
 		errors += !!mprotect(r, chunk, PROT_READ | PROT_WRITE);
-		atomic_fetch_add_explicit(&sh->cycles[w->index].v, 1, memory_order_relaxed);
+		bench_count(&sh->cycles[w->index], 1);
 		bench_pace_tick(&pace);
 	}
-	atomic_fetch_add_explicit(&sh->errors[sh->o->readers + w->index].v, errors,
-				  memory_order_relaxed);
+	bench_count(&sh->errors[sh->o->readers + w->index], errors);
 	return NULL;
 }
 
@@ -110,18 +109,14 @@ static const char about[] =
 static int parse_args(int argc, char **argv, struct opts *o)
 {
 	const struct bench_num_opt opts[] = {
-		{"readers", NULL, &o->readers, 2,
-		 "  --readers N        fault reader threads (default 2)\n"},
-		{"writers", NULL, &o->writers, 2,
-		 "  --writers M        mmap/mprotect/munmap writer threads (default 2)\n"},
-		{"anon-mb", &o->anon_mb, NULL, 64,
-		 "  --anon-mb MB       the readers' anonymous region (default 64)\n"},
-		{"chunk-pages", &o->chunk_pages, NULL, 64,
-		 "  --chunk-pages P    pages written per reader round (default 64)\n"},
-		{"writer-rate", &o->writer_rate, NULL, 1000,
-		 "  --writer-rate R    cycles per second per writer (default 1000; 0: as fast as\n"
-		 "                     they can)\n"},
-		{NULL, NULL, NULL, 0, NULL},
+		{"readers", "N", NULL, &o->readers, 2, "fault reader threads", NULL},
+		{"writers", "M", NULL, &o->writers, 2, "mmap/mprotect/munmap writer threads", NULL},
+		{"anon-mb", "MB", &o->anon_mb, NULL, 64, "the readers' anonymous region", NULL},
+		{"chunk-pages", "P", &o->chunk_pages, NULL, 64, "pages written per reader round",
+		 NULL},
+		{"writer-rate", "R", &o->writer_rate, NULL, 1000, "cycles per second per writer",
+		 "as fast as they can"},
+		{NULL, NULL, NULL, NULL, 0, NULL, NULL},
 	};
 
 	bench_common_defaults(&o->c, 8, 2, 0, 0);
@@ -140,13 +135,11 @@ int main(int argc, char **argv)
 	struct opts o;
 	struct shared sh;
 	struct bench_env env = {0};
-	struct bench_worker *w;
 	struct bench_measure m;
 	sigset_t sigs;
-	unsigned n = 0, nthreads;
+	unsigned nthreads;
 	unsigned long errors;
-	int sig = 0;
-	bool ok = false;
+	int sig = -1;
 
 	bench_block_signals(&sigs);
 	if (parse_args(argc, argv, &o))
@@ -159,8 +152,7 @@ int main(int argc, char **argv)
 	sh.rounds = calloc(o.readers, sizeof(*sh.rounds));
 	sh.cycles = calloc(o.writers + 1, sizeof(*sh.cycles));
 	sh.errors = calloc(nthreads, sizeof(*sh.errors));
-	w = calloc(nthreads, sizeof(*w));
-	if (!sh.rounds || !sh.cycles || !sh.errors || !w) {
+	if (!sh.rounds || !sh.cycles || !sh.errors) {
 		fprintf(stderr, "mix: out of memory\n");
 		return 1;
 	}
@@ -175,21 +167,17 @@ int main(int argc, char **argv)
 	}
 	madvise(sh.region, sh.len, MADV_NOHUGEPAGE);
 
-	const unsigned counts[] = {o.readers, o.writers};
-	void *(*const fns[])(void *) = {reader, writer};
-	n = bench_start(w, &sh, 2, counts, fns, "mix");
-	ok = n == nthreads;
-	if (ok)
-		sig = bench_measure(&sigs, &o.c,
-				    (const struct bench_counters[3]){{sh.rounds, o.readers},
-								     {sh.cycles, o.writers}},
-				    &m);
-	bench_stop(&sh.stop, w, n);
+	sig = bench_run(
+		&sigs, &o.c, &sh, &sh.stop,
+		(const struct bench_threads[]){{o.readers, reader, NULL},
+					       {o.writers, writer, NULL}},
+		2, (const struct bench_counters[3]){{sh.rounds, o.readers}, {sh.cycles, o.writers}},
+		&m, "mix");
 out:
 	if (sh.region)
 		munmap(sh.region, sh.len);
 	bench_env_cleanup(&env);
-	if (!ok || sig)
+	if (sig)
 		return bench_failed("mix", sig);
 	errors = bench_sum(sh.errors, nthreads);
 	printf("params: workload=mix readers=%u writers=%u anon_mb=%lu chunk_pages=%lu "

@@ -63,7 +63,7 @@ static void *reader(void *arg)
 	size_t chunk = sh->o->chunk_pages * sh->page, nchunks = sh->len / chunk;
 	uint64_t seed = 0x9e3779b97f4a7c15ull * (w->index + 1);
 
-	while (!atomic_load_explicit(&sh->stop, memory_order_relaxed)) {
+	while (!bench_stopped(&sh->stop)) {
 		const volatile unsigned char *p = sh->map + (bench_rand(&seed) % nchunks) * chunk;
 		unsigned long zero = 0;
 
@@ -72,18 +72,9 @@ static void *reader(void *arg)
 		/* Out again at once: whichever reader picks this chunk next faults it back. */
 		madvise((void *)p, chunk, MADV_PAGEOUT);
 		if (zero)
-			atomic_fetch_add_explicit(&sh->bad[w->index].v, zero, memory_order_relaxed);
-		atomic_fetch_add_explicit(&sh->rounds[w->index].v, 1, memory_order_relaxed);
+			bench_count(&sh->bad[w->index], zero);
+		bench_count(&sh->rounds[w->index], 1);
 	}
-	return NULL;
-}
-
-static void *writer(void *arg)
-{
-	struct bench_worker *w = arg;
-	struct shared *sh = w->sh;
-
-	bench_mmap_loop(&sh->stop, 4, sh->o->writer_rate, &sh->writes[w->index]);
 	return NULL;
 }
 
@@ -95,9 +86,9 @@ static void *pressure(void *arg)
 	struct timespec pause = {0, (long)sh->o->pressure_us * 1000};
 	uint64_t seed = 0x2545f4914f6cdd1dull;
 
-	while (!atomic_load_explicit(&sh->stop, memory_order_relaxed)) {
+	while (!bench_stopped(&sh->stop)) {
 		madvise(sh->map + (bench_rand(&seed) % nchunks) * chunk, chunk, MADV_PAGEOUT);
-		atomic_fetch_add_explicit(&sh->pageouts.v, 1, memory_order_relaxed);
+		bench_count(&sh->pageouts, 1);
 		if (sh->o->pressure_us)
 			nanosleep(&pause, NULL);
 	}
@@ -111,25 +102,19 @@ static const char about[] =
 static int parse_args(int argc, char **argv, struct opts *o)
 {
 	const struct bench_num_opt opts[] = {
-		{"readers", NULL, &o->readers, 4,
-		 "  --readers N        reader threads (default 4)\n"},
-		{"writers", NULL, &o->writers, 2,
-		 "  --writers M        mmap/munmap writer threads (default 2)\n"},
-		{"map-mb", &o->map_mb, NULL, 128,
-		 "  --map-mb MB        the anonymous mapping (default 128)\n"},
-		{"chunk-pages", &o->chunk_pages, NULL, 16,
-		 "  --chunk-pages P    pages read per reader round (default 16)\n"},
-		{"pressure-kb", &o->pressure_kb, NULL, 1024,
-		 "  --pressure-kb KB   chunk the pressure thread pages out each step (default "
-		 "1024;\n"
-		 "                     0: no pressure thread, the cgroup limit alone)\n"},
-		{"pressure-us", &o->pressure_us, NULL, 2000,
-		 "  --pressure-us US   pause between its steps (default 2000)\n"},
-		{"writer-rate", &o->writer_rate, NULL, 20000,
-		 "  --writer-rate R    mmap/munmap pairs per second per writer (default 20000; 0: "
-		 "as\n"
-		 "                     fast as they can, which on 2 cores starves the readers)\n"},
-		{NULL, NULL, NULL, 0, NULL},
+		{"readers", "N", NULL, &o->readers, 4, "reader threads", NULL},
+		{"writers", "M", NULL, &o->writers, 2, "mmap/munmap writer threads", NULL},
+		{"map-mb", "MB", &o->map_mb, NULL, 128, "the anonymous mapping", NULL},
+		{"chunk-pages", "P", &o->chunk_pages, NULL, 16, "pages read per reader round",
+		 NULL},
+		{"pressure-kb", "KB", &o->pressure_kb, NULL, 1024,
+		 "chunk the pressure thread pages out each step",
+		 "no pressure thread, the cgroup limit alone"},
+		{"pressure-us", "US", &o->pressure_us, NULL, 2000, "pause between its steps", NULL},
+		{"writer-rate", "R", &o->writer_rate, NULL, 20000,
+		 "mmap/munmap pairs per second per writer",
+		 "as fast as they can, which on 2 cores starves the readers"},
+		{NULL, NULL, NULL, NULL, 0, NULL, NULL},
 	};
 
 	bench_common_defaults(&o->c, 8, 2, 96, 512);
@@ -148,13 +133,11 @@ int main(int argc, char **argv)
 	struct opts o;
 	struct shared sh;
 	struct bench_env env = {0};
-	struct bench_worker *w = NULL;
 	struct bench_measure m;
+	struct bench_mmap_writer writers;
 	sigset_t sigs;
-	unsigned n = 0, nthreads;
 	unsigned long bad;
-	int sig = 0;
-	bool ok = false;
+	int sig = -1;
 
 	bench_block_signals(&sigs);
 	if (parse_args(argc, argv, &o))
@@ -163,13 +146,10 @@ int main(int argc, char **argv)
 	sh.o = &o;
 	sh.page = (size_t)sysconf(_SC_PAGESIZE);
 	sh.len = o.map_mb << 20;
-	/* The pressure thread is one more, unless --pressure-kb 0. */
-	nthreads = o.readers + o.writers + (o.pressure_kb ? 1 : 0);
 	sh.rounds = calloc(o.readers, sizeof(*sh.rounds));
 	sh.bad = calloc(o.readers, sizeof(*sh.bad));
 	sh.writes = calloc(o.writers + 1, sizeof(*sh.writes));
-	w = calloc(nthreads, sizeof(*w));
-	if (!sh.rounds || !sh.bad || !sh.writes || !w) {
+	if (!sh.rounds || !sh.bad || !sh.writes) {
 		fprintf(stderr, "swapin: out of memory\n");
 		return 1;
 	}
@@ -192,22 +172,21 @@ int main(int argc, char **argv)
 			goto out;
 	}
 
-	const unsigned counts[] = {o.readers, o.writers, o.pressure_kb ? 1 : 0};
-	void *(*const fns[])(void *) = {reader, writer, pressure};
-	n = bench_start(w, &sh, 3, counts, fns, "swapin");
-	ok = n == nthreads;
-	if (ok)
-		sig = bench_measure(&sigs, &o.c,
-				    (const struct bench_counters[3]){{sh.rounds, o.readers},
-								     {sh.writes, o.writers},
-								     {&sh.pageouts, 1}},
-				    &m);
-	bench_stop(&sh.stop, w, n);
+	writers = (struct bench_mmap_writer){&sh.stop, 4, o.writer_rate, sh.writes};
+	/* The pressure thread is one more, unless --pressure-kb 0. */
+	sig = bench_run(&sigs, &o.c, &sh, &sh.stop,
+			(const struct bench_threads[]){{o.readers, reader, NULL},
+						       {o.writers, bench_mmap_thread, &writers},
+						       {o.pressure_kb ? 1 : 0, pressure, NULL}},
+			3,
+			(const struct bench_counters[3]){
+				{sh.rounds, o.readers}, {sh.writes, o.writers}, {&sh.pageouts, 1}},
+			&m, "swapin");
 out:
 	if (sh.map)
 		munmap(sh.map, sh.len);
 	bench_env_cleanup(&env);
-	if (!ok || sig)
+	if (sig)
 		return bench_failed("swapin", sig);
 	bad = bench_sum(sh.bad, o.readers);
 	printf("params: workload=swapin readers=%u writers=%u map_mb=%lu limit_mb=%lu swap_mb=%lu "

@@ -492,28 +492,36 @@ int mm_config_load(struct mm_config *c, const char *path, char *err, size_t errl
 	return r;
 }
 
-/* Option values index options[] for the flags that take a key, so a getopt result (or optopt
- * after a missing argument) names its option. */
-#define OPT_BASE   0x100
-#define OPT_CONFIG OPT_BASE
+#define NKEYS (sizeof(keys) / sizeof(keys[0]))
 
-static const struct option options[] = {
-	{"config", required_argument, NULL, OPT_BASE + 0},
-	{"db", required_argument, NULL, OPT_BASE + 1},
-	{"listen", required_argument, NULL, OPT_BASE + 2},
-	{"interval", required_argument, NULL, OPT_BASE + 3},
-	{"retention", required_argument, NULL, OPT_BASE + 4},
-	{"top", required_argument, NULL, OPT_BASE + 5},
-	{"ring-pages", required_argument, NULL, OPT_BASE + 6},
-	{"log-level", required_argument, NULL, OPT_BASE + 7},
-	{"collectors", required_argument, NULL, OPT_BASE + 8},
-	{"cgroup-top", required_argument, NULL, OPT_BASE + 9},
-	{"source", required_argument, NULL, OPT_BASE + 10},
-	{"split-duty", required_argument, NULL, OPT_BASE + 11},
-	{"help", no_argument, NULL, 'h'},
-	{"version", no_argument, NULL, 'V'},
-	{NULL, 0, NULL, 0},
+/* The flags: --config, one per key of keys[] (its name spelled with '-', "ring-pages"), --help and
+ * --version. A flag that takes a key has the value OPT_KEY + its index in keys[], so a getopt
+ * result (or optopt after a missing argument) names its key. */
+#define OPT_CONFIG 0x100
+#define OPT_KEY	   (OPT_CONFIG + 1)
+
+struct flags {
+	struct option opt[1 + NKEYS + 3];
+	char name[NKEYS][32];
 };
+
+static void make_flags(struct flags *f)
+{
+	size_t n = 0;
+
+	f->opt[n++] = (struct option){"config", required_argument, NULL, OPT_CONFIG};
+	for (size_t i = 0; i < NKEYS; i++) {
+		snprintf(f->name[i], sizeof(f->name[i]), "%s", keys[i].name);
+		for (char *p = f->name[i]; *p; p++)
+			if (*p == '_')
+				*p = '-';
+		f->opt[n++] =
+			(struct option){f->name[i], required_argument, NULL, OPT_KEY + (int)i};
+	}
+	f->opt[n++] = (struct option){"help", no_argument, NULL, 'h'};
+	f->opt[n++] = (struct option){"version", no_argument, NULL, 'V'};
+	f->opt[n] = (struct option){NULL, 0, NULL, 0};
+}
 
 /* '+': stop at the first non-option (so argv is never permuted and a stray word is reported);
  * ':': report a missing argument as ':' rather than printing. */
@@ -524,12 +532,14 @@ static const struct option options[] = {
 static int scan(int argc, char **argv, struct mm_config *c, const char **ret_config,
 		enum mm_command *ret_cmd, char *err, size_t errlen)
 {
-	char label[32];
+	struct flags flags;
+	char label[40];
 	int o;
 
+	make_flags(&flags);
 	/* 0, not 1: makes GNU getopt reinitialise, so this works more than once per process. */
 	optind = 0;
-	while ((o = getopt_long(argc, argv, SHORT_OPTS, options, NULL)) != -1) {
+	while ((o = getopt_long(argc, argv, SHORT_OPTS, flags.opt, NULL)) != -1) {
 		switch (o) {
 		case 'h':
 			*ret_cmd = MM_CMD_HELP;
@@ -542,9 +552,9 @@ static int scan(int argc, char **argv, struct mm_config *c, const char **ret_con
 			*ret_config = optarg;
 			break;
 		case ':':
-			if (optopt >= OPT_BASE && optopt < OPT_BASE + 12)
+			if (optopt >= OPT_CONFIG && optopt < OPT_KEY + (int)NKEYS)
 				mm_set_err(err, errlen, "option --%s needs an argument",
-					   options[optopt - OPT_BASE].name);
+					   flags.opt[optopt - OPT_CONFIG].name);
 			else
 				mm_set_err(err, errlen, "option '%s' needs an argument",
 					   argv[optind - 1]);
@@ -553,7 +563,7 @@ static int scan(int argc, char **argv, struct mm_config *c, const char **ret_con
 			if (optopt == 'h' || optopt == 'V')
 				mm_set_err(err, errlen, "option '%s' does not take an argument",
 					   argv[optind - 1]);
-			else if (optopt > 0 && optopt < OPT_BASE)
+			else if (optopt > 0 && optopt < OPT_CONFIG)
 				mm_set_err(err, errlen, "unknown option '-%c'; see --help", optopt);
 			else
 				mm_set_err(err, errlen,
@@ -563,9 +573,8 @@ static int scan(int argc, char **argv, struct mm_config *c, const char **ret_con
 		default:
 			if (!c)
 				break;
-			snprintf(label, sizeof(label), "--%s", options[o - OPT_BASE].name);
-			if (apply(c, find_key(options[o - OPT_BASE].name), label, optarg, err,
-				  errlen) < 0)
+			snprintf(label, sizeof(label), "--%s", flags.name[o - OPT_KEY]);
+			if (apply(c, &keys[o - OPT_KEY], label, optarg, err, errlen) < 0)
 				return -EINVAL;
 			break;
 		}

@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -24,7 +25,14 @@ struct col {
 	enum kind kind;
 	enum group group;
 	unsigned modes;
+	bool counter; /* the column is one counter of the row's sum, at offset @off */
+	size_t off;
 };
+
+/* The last two fields of a column: it shows counter @member of struct mm_proc_stats as is, or
+ * num() computes it. */
+#define COUNTER(member) true, offsetof(struct mm_proc_stats, member)
+#define COMPUTED	false, 0
 
 enum {
 	C_PID,
@@ -51,26 +59,31 @@ enum {
 };
 
 static const struct col cols[C_N] = {
-	[C_PID] = {"pid", "pid", K_INT, G_ID, M_PROC},
-	[C_PROCS] = {"processes", "procs", K_INT, G_ID, M_UNIT},
-	[C_FAULTS] = {"faults", "faults", K_INT, G_ALWAYS, M_BOTH},
-	[C_MAJOR] = {"major", "major", K_INT, G_TOTALS, M_BOTH},
-	[C_FALLBACKS] = {"fallbacks", "fallbacks", K_INT, G_ALWAYS, M_BOTH},
-	[C_FB_PCT] = {"fallback_pct", "fb%", K_PCT, G_ALWAYS, M_BOTH},
-	[C_WAITS] = {"waits", "waits", K_INT, G_FALLBACKS, M_BOTH},
-	[C_VMA] = {"vma", "vma", K_INT, G_SPLIT, M_BOTH},
-	[C_VMA_RETRY] = {"vma_retry", "vma_retry", K_INT, G_SPLIT, M_BOTH},
-	[C_MMAP_RETRY] = {"mmap_retry", "mmap_retry", K_INT, G_SPLIT, M_BOTH},
-	[C_MMAP_ABORT] = {"mmap_abort", "mmap_abort", K_INT, G_SPLIT, M_BOTH},
-	[C_MMAP_UNKNOWN] = {"mmap_unknown", "mmap_unknown", K_INT, G_SPLIT, M_BOTH},
-	[C_SPLIT_ERR] = {"split_err", "+-err", K_INT, G_ESTIMATE, M_BOTH},
-	[C_COVERAGE] = {"split_coverage_pct", "cov%", K_PCT, G_ESTIMATE, M_BOTH},
-	[C_FB_WAIT] = {"fb_wait_ms", "fb wait ms", K_MS, G_SPLIT, M_BOTH},
-	[C_LOCK_WAITS] = {"lock_waits", "lock waits", K_INT, G_LOCK, M_BOTH},
-	[C_WAIT] = {"wait_ms", "wait ms", K_MS, G_LOCK, M_BOTH},
-	[C_AVG_WAIT] = {"avg_wait_us", "avg wait us", K_US, G_LOCK, M_BOTH},
-	[C_COMM] = {"comm", "comm", K_TEXT, G_ID, M_PROC},
-	[C_CGROUP] = {"cgroup", "cgroup", K_TEXT, G_ID, M_BOTH},
+	[C_PID] = {"pid", "pid", K_INT, G_ID, M_PROC, COMPUTED},
+	[C_PROCS] = {"processes", "procs", K_INT, G_ID, M_UNIT, COMPUTED},
+	[C_FAULTS] = {"faults", "faults", K_INT, G_ALWAYS, M_BOTH, COMPUTED},
+	[C_MAJOR] = {"major", "major", K_INT, G_TOTALS, M_BOTH, COUNTER(majflt)},
+	[C_FALLBACKS] = {"fallbacks", "fallbacks", K_INT, G_ALWAYS, M_BOTH, COMPUTED},
+	[C_FB_PCT] = {"fallback_pct", "fb%", K_PCT, G_ALWAYS, M_BOTH, COMPUTED},
+	[C_WAITS] = {"waits", "waits", K_INT, G_FALLBACKS, M_BOTH, COUNTER(fallback_lock_waits)},
+	[C_VMA] = {"vma", "vma", K_INT, G_SPLIT, M_BOTH, COUNTER(faults_vma)},
+	[C_VMA_RETRY] = {"vma_retry", "vma_retry", K_INT, G_SPLIT, M_BOTH,
+			 COUNTER(faults_vma_retry)},
+	[C_MMAP_RETRY] = {"mmap_retry", "mmap_retry", K_INT, G_SPLIT, M_BOTH,
+			  COUNTER(faults_mmap_retry)},
+	[C_MMAP_ABORT] = {"mmap_abort", "mmap_abort", K_INT, G_SPLIT, M_BOTH,
+			  COUNTER(faults_mmap_abort)},
+	[C_MMAP_UNKNOWN] = {"mmap_unknown", "mmap_unknown", K_INT, G_SPLIT, M_BOTH,
+			    COUNTER(faults_mmap_unknown)},
+	[C_SPLIT_ERR] = {"split_err", "+-err", K_INT, G_ESTIMATE, M_BOTH, COUNTER(split_err)},
+	[C_COVERAGE] = {"split_coverage_pct", "cov%", K_PCT, G_ESTIMATE, M_BOTH, COMPUTED},
+	[C_FB_WAIT] = {"fb_wait_ms", "fb wait ms", K_MS, G_SPLIT, M_BOTH, COMPUTED},
+	[C_LOCK_WAITS] = {"lock_waits", "lock waits", K_INT, G_LOCK, M_BOTH,
+			  COUNTER(mmap_lock_waits)},
+	[C_WAIT] = {"wait_ms", "wait ms", K_MS, G_LOCK, M_BOTH, COMPUTED},
+	[C_AVG_WAIT] = {"avg_wait_us", "avg wait us", K_US, G_LOCK, M_BOTH, COMPUTED},
+	[C_COMM] = {"comm", "comm", K_TEXT, G_ID, M_PROC, COMPUTED},
+	[C_CGROUP] = {"cgroup", "cgroup", K_TEXT, G_ID, M_BOTH, COMPUTED},
 };
 
 /* What the rows' data has, decided once over all of them (see faulttable.h). */
@@ -130,10 +143,19 @@ static double ratio(double a, double b)
 	return b > 0 ? a / b : 0;
 }
 
+/* The counter that column @c shows (cols[c].counter). */
+static uint64_t counter(const struct mm_fault_row *r, int c)
+{
+	return *(const uint64_t *)((const char *)&r->sum + cols[c].off);
+}
+
 /* Column @c of @r as a number (text columns: 0). */
 static double num(const struct mm_fault_row *r, int c, const struct sources *src)
 {
 	const struct mm_proc_stats *s = &r->sum;
+
+	if (cols[c].counter)
+		return (double)counter(r, c);
 	switch (c) {
 	case C_PID:
 		return r->pid;
@@ -141,26 +163,10 @@ static double num(const struct mm_fault_row *r, int c, const struct sources *src
 		return (double)r->processes;
 	case C_FAULTS:
 		return (double)row_faults(r, src);
-	case C_MAJOR:
-		return (double)s->majflt;
 	case C_FALLBACKS:
 		return (double)row_fallbacks(r, src);
 	case C_FB_PCT:
 		return 100.0 * ratio((double)row_fallbacks(r, src), (double)row_faults(r, src));
-	case C_WAITS:
-		return (double)s->fallback_lock_waits;
-	case C_VMA:
-		return (double)s->faults_vma;
-	case C_VMA_RETRY:
-		return (double)s->faults_vma_retry;
-	case C_MMAP_RETRY:
-		return (double)s->faults_mmap_retry;
-	case C_MMAP_ABORT:
-		return (double)s->faults_mmap_abort;
-	case C_MMAP_UNKNOWN:
-		return (double)s->faults_mmap_unknown;
-	case C_SPLIT_ERR:
-		return (double)s->split_err;
 	case C_COVERAGE:
 		/* Rows with exact outcomes (continuous) classified every fault. */
 		return s->split_estimated ? 100.0 * ratio((double)s->split_faults_seen,
@@ -168,8 +174,6 @@ static double num(const struct mm_fault_row *r, int c, const struct sources *src
 					  : 100.0;
 	case C_FB_WAIT:
 		return (double)s->faults_mmap_lock_wait_ns / 1e6;
-	case C_LOCK_WAITS:
-		return (double)s->mmap_lock_waits;
 	case C_WAIT:
 		return (double)s->mmap_lock_wait_ns / 1e6;
 	case C_AVG_WAIT:
@@ -181,6 +185,8 @@ static double num(const struct mm_fault_row *r, int c, const struct sources *src
 /* Counters are printed from the integers, not through the double (exact beyond 2^53). */
 static uint64_t num_int(const struct mm_fault_row *r, int c, const struct sources *src)
 {
+	if (cols[c].counter)
+		return counter(r, c);
 	switch (c) {
 	case C_FAULTS:
 		return row_faults(r, src);
@@ -188,8 +194,6 @@ static uint64_t num_int(const struct mm_fault_row *r, int c, const struct source
 		return row_fallbacks(r, src);
 	case C_PROCS:
 		return r->processes;
-	case C_SPLIT_ERR:
-		return r->sum.split_err;
 	default:
 		return (uint64_t)num(r, c, src);
 	}

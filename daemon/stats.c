@@ -5,16 +5,21 @@
 
 #include <stddef.h>
 
-/* One source of mmap_lock acquisitions: member mmap_lock_by_<src>, label source="<src>". */
-#define SRC(src)                                                                                   \
-	F(mmap_lock_by_##src, "mmap_lock_acquisitions_by_source_total", "source=\"" #src "\"",     \
-	  SRC_HELP, MM_FIELD_COUNT)
-#define F(member, prom_, label_, help_, kind_)                                                     \
+/* A row of mm_proc_fields[]: F, a count; NS, nanoseconds (exported as seconds); L, a count that is
+ * one labelled series ("key=\"value\"") of a family shared with other rows. */
+#define ROW(member, prom_, label_, help_, kind_)                                                   \
 	{                                                                                          \
 		.name = #member, .prom = prom_, .prom_label = label_, .help = help_,               \
 		.kind = kind_, .offset = offsetof(struct mm_proc_stats, member),                   \
 		.collector = field_collector(offsetof(struct mm_proc_stats, member))               \
 	}
+#define F(member, prom_, help_)		ROW(member, prom_, NULL, help_, MM_FIELD_COUNT)
+#define NS(member, prom_, help_)	ROW(member, prom_, NULL, help_, MM_FIELD_NS)
+#define L(member, prom_, label_, help_) ROW(member, prom_, label_, help_, MM_FIELD_COUNT)
+/* One source of mmap_lock acquisitions: member mmap_lock_by_<src>, label source="<src>". */
+#define SRC(src)                                                                                   \
+	L(mmap_lock_by_##src, "mmap_lock_acquisitions_by_source_total", "source=\"" #src "\"",     \
+	  SRC_HELP)
 
 /* The collector that fills a member, by where it sits in struct mm_proc_stats (stats.h groups the
  * members by collector): /metrics exports a family only while its collector runs. */
@@ -40,45 +45,35 @@
 	"fallback, a fault under the VMA lock, or a system call / kernel path."
 
 const struct mm_field mm_proc_fields[] = {
-	F(faults, "user_page_faults_total", NULL, "User page faults (exceptions:page_fault_user).",
-	  MM_FIELD_COUNT),
-	F(mmap_lock_read, "mmap_lock_acquisitions_total", "mode=\"read\"",
-	  "Successful mmap_lock acquisitions, by mode.", MM_FIELD_COUNT),
-	F(mmap_lock_write, "mmap_lock_acquisitions_total", "mode=\"write\"",
-	  "Successful mmap_lock acquisitions, by mode.", MM_FIELD_COUNT),
-	F(mmap_lock_trylock_fail, "mmap_lock_failed_acquisitions_total", NULL,
-	  "mmap_lock acquisitions that returned without the lock (failed trylock or killed wait).",
-	  MM_FIELD_COUNT),
-	F(mmap_lock_waits, "mmap_lock_waits_total", NULL,
+	F(faults, "user_page_faults_total", "User page faults (exceptions:page_fault_user)."),
+	L(mmap_lock_read, "mmap_lock_acquisitions_total", "mode=\"read\"",
+	  "Successful mmap_lock acquisitions, by mode."),
+	L(mmap_lock_write, "mmap_lock_acquisitions_total", "mode=\"write\"",
+	  "Successful mmap_lock acquisitions, by mode."),
+	F(mmap_lock_trylock_fail, "mmap_lock_failed_acquisitions_total",
+	  "mmap_lock acquisitions that returned without the lock (failed trylock or killed wait)."),
+	F(mmap_lock_waits, "mmap_lock_waits_total",
 	  "Blocking mmap_lock acquisitions whose wait (start_locking to acquire_returned) was "
-	  "timed.",
-	  MM_FIELD_COUNT),
-	F(mmap_lock_wait_ns, "mmap_lock_wait_seconds_total", NULL,
-	  "Time spent waiting for mmap_lock (start_locking to acquire_returned).", MM_FIELD_NS),
-	F(mmap_lock_write_hold_ns, "mmap_lock_write_hold_seconds_total", NULL,
-	  "Time mmap_lock was held for write (acquire_returned to released).", MM_FIELD_NS),
-	F(mmap_lock_contended, "mmap_lock_contended_total", NULL,
-	  "mmap_lock acquisitions that were contended (lock:contention_begin while waiting).",
-	  MM_FIELD_COUNT),
-	F(faults_vma, "page_faults_total", "outcome=\"vma\"", OUT_HELP, MM_FIELD_COUNT),
-	F(faults_vma_retry, "page_faults_total", "outcome=\"vma_retry\"", OUT_HELP, MM_FIELD_COUNT),
-	F(faults_mmap_retry, "page_faults_total", "outcome=\"mmap_retry\"", OUT_HELP,
-	  MM_FIELD_COUNT),
-	F(faults_mmap_abort, "page_faults_total", "outcome=\"mmap_abort\"", OUT_HELP,
-	  MM_FIELD_COUNT),
-	F(faults_mmap_unknown, "page_faults_total", "outcome=\"mmap_unknown\"", OUT_HELP,
-	  MM_FIELD_COUNT),
-	F(faults_mmap_fallback, "page_fault_fallbacks_total", NULL,
-	  "User page faults that fell back to mmap_lock (mmap_retry + mmap_abort + mmap_unknown).",
-	  MM_FIELD_COUNT),
-	F(faults_mmap_lock_retries, "page_fault_mmap_lock_retries_total", NULL,
-	  "Extra mmap_lock acquisitions inside one fault (retries under mmap_lock).",
-	  MM_FIELD_COUNT),
-	F(faults_mmap_lock_wait_ns, "page_fault_mmap_lock_wait_seconds_total", NULL,
-	  "mmap_lock wait of page faults that fell back to mmap_lock.", MM_FIELD_NS),
-	F(faults_pages_reread, "page_fault_pages_reread_total", NULL,
-	  "Pages added to the page cache twice within one fault (I/O repeated by a retry).",
-	  MM_FIELD_COUNT),
+	  "timed."),
+	NS(mmap_lock_wait_ns, "mmap_lock_wait_seconds_total",
+	   "Time spent waiting for mmap_lock (start_locking to acquire_returned)."),
+	NS(mmap_lock_write_hold_ns, "mmap_lock_write_hold_seconds_total",
+	   "Time mmap_lock was held for write (acquire_returned to released)."),
+	F(mmap_lock_contended, "mmap_lock_contended_total",
+	  "mmap_lock acquisitions that were contended (lock:contention_begin while waiting)."),
+	L(faults_vma, "page_faults_total", "outcome=\"vma\"", OUT_HELP),
+	L(faults_vma_retry, "page_faults_total", "outcome=\"vma_retry\"", OUT_HELP),
+	L(faults_mmap_retry, "page_faults_total", "outcome=\"mmap_retry\"", OUT_HELP),
+	L(faults_mmap_abort, "page_faults_total", "outcome=\"mmap_abort\"", OUT_HELP),
+	L(faults_mmap_unknown, "page_faults_total", "outcome=\"mmap_unknown\"", OUT_HELP),
+	F(faults_mmap_fallback, "page_fault_fallbacks_total",
+	  "User page faults that fell back to mmap_lock (mmap_retry + mmap_abort + mmap_unknown)."),
+	F(faults_mmap_lock_retries, "page_fault_mmap_lock_retries_total",
+	  "Extra mmap_lock acquisitions inside one fault (retries under mmap_lock)."),
+	NS(faults_mmap_lock_wait_ns, "page_fault_mmap_lock_wait_seconds_total",
+	   "mmap_lock wait of page faults that fell back to mmap_lock."),
+	F(faults_pages_reread, "page_fault_pages_reread_total",
+	  "Pages added to the page cache twice within one fault (I/O repeated by a retry)."),
 	SRC(fault),
 	SRC(fault_other),
 	SRC(fault_kernel),
@@ -96,30 +91,25 @@ const struct mm_field mm_proc_fields[] = {
 	SRC(remote),
 	SRC(other),
 	SRC(unknown),
-	F(split_estimated, "page_fault_split_estimated_windows_total", NULL,
+	F(split_estimated, "page_fault_split_estimated_windows_total",
 	  "Process windows whose page_faults_total outcome counts are estimates: the shares "
-	  "classified in bursts (split_duty) applied to the exact fault and fallback counts.",
-	  MM_FIELD_COUNT),
-	F(split_observed_ns, "page_fault_split_observed_seconds_total", NULL,
-	  "Time of the process windows during which faults were classified (bursts).", MM_FIELD_NS),
-	F(split_faults_seen, "page_fault_split_classified_total", "kind=\"faults\"", SPLIT_HELP,
-	  MM_FIELD_COUNT),
-	F(split_fallbacks_seen, "page_fault_split_classified_total", "kind=\"fallbacks\"",
-	  SPLIT_HELP, MM_FIELD_COUNT),
-	F(split_err, "page_fault_split_error_bound_total", NULL,
+	  "classified in bursts (split_duty) applied to the exact fault and fallback counts."),
+	NS(split_observed_ns, "page_fault_split_observed_seconds_total",
+	   "Time of the process windows during which faults were classified (bursts)."),
+	L(split_faults_seen, "page_fault_split_classified_total", "kind=\"faults\"", SPLIT_HELP),
+	L(split_fallbacks_seen, "page_fault_split_classified_total", "kind=\"fallbacks\"",
+	  SPLIT_HELP),
+	F(split_err, "page_fault_split_error_bound_total",
 	  "95% error bound, in faults, on each estimated outcome count of a window (the largest "
-	  "of the five), summed over windows: a bound on the summed estimates.",
-	  MM_FIELD_COUNT),
-	F(minflt, "page_faults_accounted_total", "type=\"minor\"", KFLT_HELP, MM_FIELD_COUNT),
-	F(majflt, "page_faults_accounted_total", "type=\"major\"", KFLT_HELP, MM_FIELD_COUNT),
-	F(fallback_locks, "fault_fallback_locks_total", NULL,
+	  "of the five), summed over windows: a bound on the summed estimates."),
+	L(minflt, "page_faults_accounted_total", "type=\"minor\"", KFLT_HELP),
+	L(majflt, "page_faults_accounted_total", "type=\"major\"", KFLT_HELP),
+	F(fallback_locks, "fault_fallback_locks_total",
 	  "mmap_lock read acquisitions by page-fault fallbacks (lock_mm_and_find_vma, user or "
 	  "kernel mode; a fault retried under mmap_lock counts again), from the tracepoint's "
-	  "IP.",
-	  MM_FIELD_COUNT),
-	F(fallback_lock_waits, "fault_fallback_lock_waits_total", NULL,
-	  "Fault fallbacks that found mmap_lock taken (an attempt failed before the acquisition).",
-	  MM_FIELD_COUNT),
+	  "IP."),
+	F(fallback_lock_waits, "fault_fallback_lock_waits_total",
+	  "Fault fallbacks that found mmap_lock taken (an attempt failed before the acquisition)."),
 };
 
 const size_t mm_proc_nfields = sizeof(mm_proc_fields) / sizeof(mm_proc_fields[0]);

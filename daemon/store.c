@@ -282,6 +282,105 @@ static int check_not_newer(struct mm_store *st, int version)
 			       st->path, version, mm_schema_sql_count);
 }
 
+static int check_columns(struct mm_store *st, const char *table, const char *const *head,
+			 size_t nhead);
+
+/* The two views of the history, process_stats (one row per process per window) and cgroup_stats
+ * (those summed per cgroup per window), have one column per counter of mm_proc_fields[], in its
+ * order. They are written here from that table, not in each migration: 001 and 005 create them
+ * as they first were, a later migration only adds the columns of process_windows, and the views
+ * follow. The text is what the migrations up to 006 used to write in full, so a database of any
+ * version ends with the same schema (and a migration that still drops and recreates a view finds
+ * it there). */
+static const struct view {
+	const char *name;
+	const char *head;    /* the columns before the counters */
+	const char *counter; /* one counter column, printf with its name twice */
+	const char *tail;
+} views[] = {
+	{
+		.name = "process_stats",
+		.head = "\tw.ts_start AS ts_start,\n\tw.ts_end AS ts_end,\n\tp.pid AS pid,\n"
+			"\tp.start_time AS start_time,\n\tpw.comm AS comm,\n\tp.cgroup AS cgroup",
+		.counter = ",\n\tpw.%s AS %s",
+		.tail = "",
+	},
+	{
+		.name = "cgroup_stats",
+		.head = "\tw.ts_start AS ts_start,\n\tw.ts_end AS ts_end,\n\tw.kernel AS kernel,\n"
+			"\tp.cgroup AS cgroup,\n\tcount(*) AS processes",
+		.counter = ",\n\tsum(pw.%s) AS %s",
+		.tail = "\nGROUP BY pw.window_id, p.cgroup",
+	},
+};
+
+static void view_sql(const struct view *v, struct mm_buf *sql)
+{
+	mm_buf_printf(sql, "CREATE VIEW %s AS\nSELECT\n%s", v->name, v->head);
+	for (size_t i = 0; i < mm_proc_nfields; i++)
+		mm_buf_printf(sql, v->counter, mm_proc_fields[i].name, mm_proc_fields[i].name);
+	mm_buf_printf(sql,
+		      "\nFROM process_windows AS pw\nJOIN windows AS w ON w.id = pw.window_id\n"
+		      "JOIN processes AS p ON p.id = pw.process_id%s",
+		      v->tail);
+}
+
+/* Inside the caller's transaction: leaves the views as view_sql() writes them. When one differs
+ * (or is missing), all are dropped and created again in order, so that their order in
+ * sqlite_schema does not depend on the version the file came from. Returns 0 or the logged
+ * -errno. */
+static int define_views(struct mm_store *st)
+{
+	struct mm_buf sql[sizeof(views) / sizeof(views[0])] = {MM_BUF_INIT, MM_BUF_INIT};
+	size_t nviews = sizeof(views) / sizeof(views[0]);
+	bool same = true;
+	int r;
+
+	/* A counter without its column would fail as CREATE VIEW's "no such column". */
+	r = check_columns(st, "process_windows", NULL, 0);
+	if (r < 0)
+		return r;
+	for (size_t k = 0; k < nviews; k++) {
+		char *q;
+		int n = 0;
+
+		view_sql(&views[k], &sql[k]);
+		if (mm_buf_failed(&sql[k])) {
+			r = log_error_errno(ENOMEM, "database %s: out of memory", st->path);
+			goto out;
+		}
+		q = sqlite3_mprintf("SELECT count(*) FROM sqlite_schema WHERE type = 'view' "
+				    "AND name = %Q AND sql = %Q",
+				    views[k].name, sql[k].data);
+		if (!q) {
+			r = log_error_errno(ENOMEM, "database %s: out of memory", st->path);
+			goto out;
+		}
+		r = query_int(st, q, "reading the views", &n);
+		sqlite3_free(q);
+		if (r < 0)
+			goto out;
+		same = same && n == 1;
+	}
+	for (size_t k = 0; !same && k < nviews; k++) {
+		char drop[64];
+
+		snprintf(drop, sizeof(drop), "DROP VIEW IF EXISTS %s", views[k].name);
+		r = exec_sql(st, drop, "dropping a view");
+		if (r < 0)
+			goto out;
+	}
+	for (size_t k = 0; !same && k < nviews; k++) {
+		r = exec_sql(st, sql[k].data, "creating a view");
+		if (r < 0)
+			goto out;
+	}
+out:
+	for (size_t k = 0; k < nviews; k++)
+		mm_buf_free(&sql[k]);
+	return r;
+}
+
 /* Applies the missing migrations, each with its user_version in one IMMEDIATE transaction. The
  * version is read inside the transaction, so two daemons racing on one file cannot both apply a
  * migration. */
@@ -315,6 +414,13 @@ static int migrate(struct mm_store *st)
 					    st->path, mm_schema_sql_names[version]);
 			goto fail;
 		}
+		/* The views with the last migration: a reader never sees this version with the
+		 * views of an older one. */
+		if (version + 1 == want) {
+			r = define_views(st);
+			if (r < 0)
+				goto fail;
+		}
 		snprintf(sql, sizeof(sql), "PRAGMA user_version = %d", version + 1);
 		r = exec_sql(st, sql, "setting the schema version");
 		if (r < 0)
@@ -325,6 +431,11 @@ static int migrate(struct mm_store *st)
 		log_info("database %s: applied schema migration %s", st->path,
 			 mm_schema_sql_names[version]);
 	}
+	/* At this version: a file whose views are already view_sql()'s (every file an earlier
+	 * mmlockd migrated to this version) is only read here. */
+	r = define_views(st);
+	if (r < 0)
+		goto fail;
 	return run(st, st->commit, "ending the migration check");
 fail:
 	rollback(st);

@@ -449,48 +449,42 @@ def report(data, kernels):
     def thr(k, n):
         return f0(data.get(k, {}).get(n, {}).get("bare_median"))
 
-    if fm and all(k in data for k in ("vanilla", "patched")):
-        L.append("Seed 001 (filemap faults under memcg pressure with parallel munmap; seed: 40/60/80 "
-                 "threads on 20 cores; here 4/8/16 reader threads and one mmap/munmap thread on 2 "
-                 "TCG vCPUs, 64 MiB file, 16 MiB memcg). Throughput (reads/s, higher is better):\n")
-        L.append("| Threads | Vanilla | Patched | Improvement |")
+    def param(n, key):
+        return data['vanilla'][n]['bare'].get('params', {}).get(key, n)
+
+    def change(v, p):
+        return ('%+.1f%%' % (100 * (p - v) / v)) if v else 'n/a'
+
+    def throughput(ns, head, key):
+        L.append(f"| {head} | Vanilla | Patched | Improvement |")
         L.append("|---|---|---|---|")
-        for n in fm:
+        for n in ns:
             v, p = thr("vanilla", n), thr("patched", n)
-            L.append(f"| {data['vanilla'][n]['bare'].get('params', {}).get('threads', n)} | {v:.1f} /s | "
-                     f"{p:.1f} /s | {('%+.1f%%' % (100 * (p - v) / v)) if v else 'n/a'} |")
+            L.append(f"| {param(n, key)} | {v:.1f} /s | {p:.1f} /s | {change(v, p)} |")
+
+    def contention(k, n):
+        runs = data[k][n]["runs"]
+        ks = [runs[x]["kernel_mmap_contention"] or 0 for x in SOURCES if x in runs]
+        txt = " / ".join(f"{runs[x]['kernel_mmap_contention'] or 0:,} "
+                         f"({(runs[x]['db'] or {}).get('mmap_lock_contended', 0):,})"
+                         for x in SOURCES if x in runs)
+        return (ks[0] if ks else 0), txt
+
+    def contention_table():
         L.append("\nmmap_lock contention count (lower is better; kernel hist trigger on "
                  "`lock:contention_begin` for the workload's mmap_lock during each +mmlockd run, "
                  "perf run / bpf run; mmlockd's `mmap_lock_contended` of that run in brackets):\n")
         L.append("| Threads | Vanilla | Patched | Reduction |")
         L.append("|---|---|---|---|")
-
-        def cont(k, n):
-            runs = data[k][n]["runs"]
-            ks = [runs[x]["kernel_mmap_contention"] or 0 for x in SOURCES if x in runs]
-            txt = " / ".join(f"{runs[x]['kernel_mmap_contention'] or 0:,} "
-                             f"({(runs[x]['db'] or {}).get('mmap_lock_contended', 0):,})"
-                             for x in SOURCES if x in runs)
-            return (ks[0] if ks else 0), txt
-
         for n in fm:
-            v, vt = cont("vanilla", n)
-            p, pt = cont("patched", n)
-            L.append(f"| {data['vanilla'][n]['bare'].get('params', {}).get('threads', n)} | {vt} | "
-                     f"{pt} | {('%+.1f%%' % (100 * (p - v) / v)) if v else 'n/a'} |")
-    if sw and all(k in data for k in ("vanilla", "patched")):
-        L.append("\nSeed 000 (swap-in under memcg pressure with mmap writer threads; seed: 12 readers, "
-                 "128 MB, 0/2/4 writers; here 4 readers, 64 MiB in a 24 MiB memcg, swap on a virtio "
-                 "disk, page-cluster 0). Throughput at the same writer pressure (reads/s):\n")
-        L.append("| mmap writers | Vanilla | Patched | Improvement |")
-        L.append("|---|---|---|---|")
-        for n in sw:
-            v, p = thr("vanilla", n), thr("patched", n)
-            L.append(f"| {data['vanilla'][n]['bare'].get('params', {}).get('writers', n)} | {v:.1f} /s | "
-                     f"{p:.1f} /s | {('%+.1f%%' % (100 * (p - v) / v)) if v else 'n/a'} |")
+            v, vt = contention("vanilla", n)
+            p, pt = contention("patched", n)
+            L.append(f"| {param(n, 'threads')} | {vt} | {pt} | {change(v, p)} |")
+
+    def pressure_table():
         L.append("\nThroughput under increasing writer pressure (relative to 0 writers):\n")
         L.append("| Kernel | " + " | ".join(
-            f"{data['vanilla'][n]['bare'].get('params', {}).get('writers', n)} mmap writers" for n in sw) + " |")
+            f"{param(n, 'writers')} mmap writers" for n in sw) + " |")
         L.append("|---|" + "---|" * len(sw))
         for k in ("vanilla", "patched"):
             base = thr(k, sw[0])
@@ -499,6 +493,24 @@ def report(data, kernels):
                 t = thr(k, n)
                 cells.append(f"{t:.1f} /s" if i == 0 or not base else f"{t:.1f} /s ({100 * (t - base) / base:+.1f}%)")
             L.append(f"| {k.capitalize()} | " + " | ".join(cells) + " |")
+
+    # Each seed: its runs, what it was and how it is scaled here, its throughput table (by the
+    # workload parameter it varies), then its own second table.
+    seeds = [
+        (fm, "Seed 001 (filemap faults under memcg pressure with parallel munmap; seed: 40/60/80 "
+             "threads on 20 cores; here 4/8/16 reader threads and one mmap/munmap thread on 2 "
+             "TCG vCPUs, 64 MiB file, 16 MiB memcg). Throughput (reads/s, higher is better):\n",
+         "Threads", "threads", contention_table),
+        (sw, "\nSeed 000 (swap-in under memcg pressure with mmap writer threads; seed: 12 readers, "
+             "128 MB, 0/2/4 writers; here 4 readers, 64 MiB in a 24 MiB memcg, swap on a virtio "
+             "disk, page-cluster 0). Throughput at the same writer pressure (reads/s):\n",
+         "mmap writers", "writers", pressure_table),
+    ]
+    for ns, intro, head, key, more in seeds:
+        if ns and all(k in data for k in ("vanilla", "patched")):
+            L.append(intro)
+            throughput(ns, head, key)
+            more()
     # mmlockd run overhead and lost events
     # which source each collector ran on, and what the daemon said about the BPF source
     L.append("\n## Sources: where each collector ran\n")

@@ -10,12 +10,14 @@
 -- transaction that store.c opens (BEGIN IMMEDIATE) and commits together with the user_version
 -- update, with foreign_keys=ON. So a migration must not contain BEGIN/COMMIT (store.c refuses one
 -- that ends the transaction) and cannot rely on PRAGMA foreign_keys (a no-op inside a
--- transaction). Never edit a released migration; add a new file.
+-- transaction). Never change what a released migration does to the tables; add a new file.
 --
--- Adding a per-process counter: a member in daemon/stats.h, a row in mm_proc_fields[]
--- (daemon/stats.c), and a new migration doing
---   ALTER TABLE process_windows ADD COLUMN <name> INTEGER NOT NULL DEFAULT 0;
---   DROP VIEW process_stats; CREATE VIEW process_stats AS ... (with the new column);
+-- The views process_stats (here) and cgroup_stats (005) have one column per counter of
+-- mm_proc_fields[] (daemon/stats.c), in its order. 001 and 005 create them as they were then;
+-- store.c writes them again from that table with the last migration, so no later migration
+-- repeats them. Adding a per-process counter: a member in daemon/stats.h, a row in
+-- mm_proc_fields[], and a new migration doing
+--   ALTER TABLE process_windows ADD COLUMN <name> INTEGER NOT NULL DEFAULT 0 CHECK (<name> >= 0);
 -- store.c checks at open that every mm_proc_fields[] name is a column of process_windows and of
 -- process_stats, and refuses to start otherwise.
 --

@@ -208,6 +208,60 @@ print(s.getsockname()[1])
 s.close()'
 }
 
+# status_lines KIND FILE [PID]: the JSON answer in FILE as lines for awk and read. KIND events
+# ("name open samples lost error" per event of /api/v1/status), collectors ("name state reason"),
+# globals ("family.name total"), or proc PID (of /api/v1/processes: "taken faults read write
+# trylock_fail" summed over PID's entries, or "taken none").
+status_lines() {
+	python3 - "$@" <<'EOF'
+import json, sys
+
+def named(doc, key):
+    v = doc.get(key, [])
+    if isinstance(v, dict):  # tolerate {"name": {...}}
+        v = [dict(x, name=k) for k, x in v.items()]
+    return v
+
+cmd = sys.argv[1]
+with open(sys.argv[2]) as f:
+    doc = json.load(f)
+if cmd == "events":
+    for e in named(doc, "events"):
+        print(e.get("name", "?"),
+              "true" if e.get("open", True) else "false",
+              int(e.get("samples", 0) or 0), int(e.get("lost", 0) or 0),
+              (e.get("error") or "-").replace(" ", "_"))
+elif cmd == "collectors":
+    for c in named(doc, "collectors"):
+        print(c.get("name", "?"), c.get("state", "?"),
+              (c.get("reason") or "-").replace(" ", "_"))
+elif cmd == "globals":
+    for g in doc.get("globals", []):
+        print("%s.%s" % (g.get("family", "?"), g.get("name", "?")), int(g.get("total", 0) or 0))
+elif cmd == "proc":
+    pid = int(sys.argv[3])
+    keys = ["faults", "mmap_lock_read", "mmap_lock_write", "mmap_lock_trylock_fail"]
+    found = [p for p in doc.get("processes", []) if int(p.get("pid", -1)) == pid]
+    taken = doc.get("taken", "-")
+    if not found:
+        print(taken, "none")
+    else:
+        print(taken, " ".join(str(sum(int(p.get("total", {}).get(k, 0) or 0) for p in found))
+                              for k in keys))
+else:
+    sys.exit("status_lines: unknown kind " + cmd)
+EOF
+}
+
+# expect_zero N PASS_MESSAGE FAIL_MESSAGE: passes when N is 0, else fails.
+expect_zero() {
+	if [ "$1" -eq 0 ]; then
+		pass "$2"
+	else
+		fail "$3"
+	fi
+}
+
 # http_get PATH OUTFILE: GET http://127.0.0.1:$PORT$PATH into OUTFILE; fails on HTTP errors.
 http_get() {
 	curl -fsS --noproxy '*' --max-time 5 -o "$2" "http://127.0.0.1:$PORT$1" 2>/dev/null

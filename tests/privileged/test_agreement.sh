@@ -64,42 +64,6 @@ make_tmp agreement
 
 empty_conf
 
-# JSON helpers (python3 is a build dependency anyway).
-cat >"$TMP/parse_json.py" <<'EOF'
-import json, sys
-
-def load(path):
-    with open(path) as f:
-        return json.load(f)
-
-def events(doc):
-    ev = doc.get("events", [])
-    if isinstance(ev, dict):  # tolerate {"name": {...}}
-        ev = [dict(v, name=k) for k, v in ev.items()]
-    return ev
-
-cmd = sys.argv[1]
-doc = load(sys.argv[2])
-if cmd == "events":
-    # name open samples lost error, one line per event
-    for e in events(doc):
-        print(e.get("name", "?"),
-              "true" if e.get("open", True) else "false",
-              int(e.get("samples", 0) or 0), int(e.get("lost", 0) or 0),
-              (e.get("error") or "-").replace(" ", "_"))
-elif cmd == "proc":
-    # "taken faults read write trylock_fail" of the pid (summed over its entries), or "taken none"
-    pid = int(sys.argv[3])
-    keys = ["faults", "mmap_lock_read", "mmap_lock_write", "mmap_lock_trylock_fail"]
-    found = [p for p in doc.get("processes", []) if int(p.get("pid", -1)) == pid]
-    taken = doc.get("taken", "-")
-    if not found:
-        print(taken, "none")
-    else:
-        print(taken, " ".join(str(sum(int(p.get("total", {}).get(k, 0) or 0) for p in found))
-                              for k in keys))
-EOF
-
 # --- start the daemon -------------------------------------------------------------------------
 start_mmlockd --ring-pages 1024 --collectors all
 
@@ -152,7 +116,7 @@ api_prev=
 api_taken=
 for _ in $(seq 60); do # up to ~15 s
 	if http_get /api/v1/processes "$TMP/processes.json" &&
-		cur=$(python3 "$TMP/parse_json.py" proc "$TMP/processes.json" "$WPID" \
+		cur=$(status_lines proc "$TMP/processes.json" "$WPID" \
 			2>"$TMP/parse.err"); then
 		read -r taken counts <<<"$cur"
 		if [ "$counts" != none ] && [ "$taken" != "$api_taken" ]; then
@@ -265,7 +229,7 @@ sleep "$(awk -v t0="$T_EXIT" -v now="$(date +%s.%N)" 'BEGIN { d = 3 - (now - t0)
 # --- lost events ---------------------------------------------------------------------------------
 log ""
 if http_get /api/v1/status "$TMP/status.json" &&
-	python3 "$TMP/parse_json.py" events "$TMP/status.json" >"$TMP/events.txt"; then
+	status_lines events "$TMP/status.json" >"$TMP/events.txt"; then
 	log "mmlockd events (/api/v1/status):"
 	awk '{ printf "  %-44s open %-5s samples %12s lost %s\n", $1, $2, $3, $4 }' "$TMP/events.txt"
 	lost=$(awk '($1 == "exceptions:page_fault_user" ||
@@ -324,11 +288,8 @@ if ev_rows=$(sqlite3 -batch -readonly -noheader -separator ' ' "$DB" \
 	db_lost=$(awk '($1 == "exceptions:page_fault_user" ||
 			$1 == "mmap_lock:mmap_lock_acquire_returned") { s += $3 } END { print s + 0 }' \
 		<<<"$ev_rows")
-	if [ "$db_lost" -eq 0 ]; then
-		pass "no lost events on the compared tracepoints in event_windows"
-	else
-		fail "event_windows records $db_lost lost events on the compared tracepoints"
-	fi
+	expect_zero "$db_lost" "no lost events on the compared tracepoints in event_windows" \
+		"event_windows records $db_lost lost events on the compared tracepoints"
 else
 	log "note: cannot read event_windows: $(head -n 1 "$TMP/sqlite.err")"
 fi

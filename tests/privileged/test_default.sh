@@ -89,40 +89,6 @@ rm -f "$TMP/probe.data"
 
 empty_conf
 
-# JSON helpers (python3 is a build dependency anyway).
-cat >"$TMP/parse_json.py" <<'EOF'
-import json, sys
-
-def load(path):
-    with open(path) as f:
-        return json.load(f)
-
-def named(doc, key):
-    v = doc.get(key, [])
-    if isinstance(v, dict):  # tolerate {"name": {...}}
-        v = [dict(x, name=k) for k, x in v.items()]
-    return v
-
-cmd = sys.argv[1]
-doc = load(sys.argv[2])
-if cmd == "collectors":
-    # name state reason, one line per collector
-    for c in named(doc, "collectors"):
-        print(c.get("name", "?"), c.get("state", "?"),
-              (c.get("reason") or "-").replace(" ", "_"))
-elif cmd == "events":
-    # name open samples lost error, one line per event
-    for e in named(doc, "events"):
-        print(e.get("name", "?"),
-              "true" if e.get("open", True) else "false",
-              int(e.get("samples", 0) or 0), int(e.get("lost", 0) or 0),
-              (e.get("error") or "-").replace(" ", "_"))
-elif cmd == "globals":
-    # family.name total, one line per global counter
-    for g in doc.get("globals", []):
-        print("%s.%s" % (g.get("family", "?"), g.get("name", "?")), int(g.get("total", 0) or 0))
-EOF
-
 # --- start the daemon, with its defaults ---------------------------------------------------------
 # The default collectors on the perf rings: with the BPF source (the default where BPF loads),
 # its program on the mmap_lock tracepoints makes perf record's sample IP the tracepoint
@@ -138,7 +104,7 @@ fi
 pass "mmap_lock:mmap_lock_acquire_returned is open in mmlockd"
 
 # --- 1. the default collectors ----------------------------------------------------------------
-if python3 "$TMP/parse_json.py" collectors "$TMP/status.json" >"$TMP/collectors.txt" \
+if status_lines collectors "$TMP/status.json" >"$TMP/collectors.txt" \
 	2>"$TMP/parse.err"; then
 	log "collectors (/api/v1/status):"
 	awk '{ printf "  %-12s %-9s %s\n", $1, $2, $3 }' "$TMP/collectors.txt"
@@ -221,8 +187,8 @@ perf_stopped
 mmlockd_alive
 status_ok=0
 if http_get /api/v1/status "$TMP/status.json" &&
-	python3 "$TMP/parse_json.py" events "$TMP/status.json" >"$TMP/events.txt" 2>"$TMP/parse.err" &&
-	python3 "$TMP/parse_json.py" globals "$TMP/status.json" >"$TMP/globals.txt" 2>>"$TMP/parse.err"; then
+	status_lines events "$TMP/status.json" >"$TMP/events.txt" 2>"$TMP/parse.err" &&
+	status_lines globals "$TMP/status.json" >"$TMP/globals.txt" 2>>"$TMP/parse.err"; then
 	status_ok=1
 fi
 sigterm_mmlockd
@@ -238,11 +204,8 @@ if [ "$status_ok" -eq 1 ]; then
 	log "mmlockd events (/api/v1/status):"
 	awk '{ printf "  %-44s open %-5s samples %12s lost %s\n", $1, $2, $3, $4 }' "$TMP/events.txt"
 	lost=$(awk '{ s += $4 } END { print s + 0 }' "$TMP/events.txt")
-	if [ "$lost" -eq 0 ]; then
-		pass "no record lost on any of mmlockd's streams (/api/v1/status)"
-	else
-		fail "$lost records lost on mmlockd's streams (/api/v1/status): the counts are floors"
-	fi
+	expect_zero "$lost" "no record lost on any of mmlockd's streams (/api/v1/status)" \
+		"$lost records lost on mmlockd's streams (/api/v1/status): the counts are floors"
 	overflows=$(awk '$1 == "totals_events.exit_overflows" { print $2 }' "$TMP/globals.txt")
 	exits=$(awk '$1 == "totals_events.exit_messages" { print $2 }' "$TMP/globals.txt")
 	if [ -z "$overflows" ]; then
@@ -257,11 +220,8 @@ else
 	fail "/api/v1/status did not answer after the workload"
 fi
 if db_lost=$(sql "SELECT coalesce(sum(lost), 0) FROM event_windows;") && [ -n "$db_lost" ]; then
-	if [ "$db_lost" -eq 0 ]; then
-		pass "no record lost in event_windows"
-	else
-		fail "event_windows records $db_lost lost records"
-	fi
+	expect_zero "$db_lost" "no record lost in event_windows" \
+		"event_windows records $db_lost lost records"
 else
 	fail "cannot read event_windows: $(head -n 1 "$TMP/sqlite.err")"
 fi
@@ -269,11 +229,8 @@ fi
 perf_lost=$(perf report -i "$TMP/perf.data" --stats 2>/dev/null |
 	awk '$1 == "Aggregated" { agg = 1; next } / stats:$/ { agg = 0 }
 		agg && $1 ~ /^LOST/ { s += $3 } END { print s + 0 }')
-if [ "$perf_lost" -eq 0 ]; then
-	pass "no record lost by perf"
-else
-	fail "perf lost $perf_lost records: its counts are floors (raise perf record -m?)"
-fi
+expect_zero "$perf_lost" "no record lost by perf" \
+	"perf lost $perf_lost records: its counts are floors (raise perf record -m?)"
 
 # --- 2. faults ------------------------------------------------------------------------------------
 if ! row=$(sql "SELECT count(*), count(DISTINCT start_time), coalesce(sum(minflt), 0),

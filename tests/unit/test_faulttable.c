@@ -172,21 +172,24 @@ static void test_per_unit_rows_show_processes_and_no_pid(void)
 
 static void test_change_and_thousands_read_as_in_the_seeds(void)
 {
+	static const struct {
+		double from, to;
+		const char *want;
+	} changes[] = {
+		{1069.34, 1404.47, "+31.3%"},
+		{3187336, 68490, "-97.9%"},
+		{6256, 3, "-99.95%"},
+		{5, 0, "-100.0%"},
+		{0, 3, "n/a"},
+		{0, 0, ""},
+		{100000, 100001, "0.0%"},
+	};
 	char b[32];
-	mm_fault_change(b, sizeof(b), 1069.34, 1404.47);
-	CHECK_STR(b, "+31.3%");
-	mm_fault_change(b, sizeof(b), 3187336, 68490);
-	CHECK_STR(b, "-97.9%");
-	mm_fault_change(b, sizeof(b), 6256, 3);
-	CHECK_STR(b, "-99.95%");
-	mm_fault_change(b, sizeof(b), 5, 0);
-	CHECK_STR(b, "-100.0%");
-	mm_fault_change(b, sizeof(b), 0, 3);
-	CHECK_STR(b, "n/a");
-	mm_fault_change(b, sizeof(b), 0, 0);
-	CHECK_STR(b, "");
-	mm_fault_change(b, sizeof(b), 100000, 100001);
-	CHECK_STR(b, "0.0%");
+
+	for (size_t i = 0; i < sizeof(changes) / sizeof(changes[0]); i++) {
+		mm_fault_change(b, sizeof(b), changes[i].from, changes[i].to);
+		CHECK_STR(b, changes[i].want);
+	}
 	mm_fault_thousands(b, sizeof(b), 3187336);
 	CHECK_STR(b, "3,187,336");
 	mm_fault_thousands(b, sizeof(b), 999);

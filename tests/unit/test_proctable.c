@@ -34,10 +34,25 @@ static int fake(void *ctx, uint32_t pid, struct mm_proc_ident *ret)
 	return 0;
 }
 
-static void test_lookup_happens_once_per_process(void)
+/* A table whose lookups are fake()'s, counted from 0. */
+static struct mm_proctable *fake_table(void)
 {
 	fake_calls = 0;
-	struct mm_proctable *t = mm_proctable_new(fake, NULL);
+	return mm_proctable_new(fake, NULL);
+}
+
+/* The entry of @pid in @t, with @faults in its open window. */
+static struct mm_proc *with_faults(struct mm_proctable *t, uint32_t pid, uint64_t faults)
+{
+	struct mm_proc *p = mm_proctable_get(t, pid, 0);
+
+	p->window.faults = faults;
+	return p;
+}
+
+static void test_lookup_happens_once_per_process(void)
+{
+	struct mm_proctable *t = fake_table();
 	struct mm_proc *a = mm_proctable_get(t, 5, 0);
 	struct mm_proc *b = mm_proctable_get(t, 5, 0);
 	CHECK(a == b);
@@ -87,10 +102,8 @@ static void test_exec_reads_the_cgroup_again(void)
 
 static void test_fork_of_a_reused_pid_retires_the_old_entry(void)
 {
-	fake_calls = 0;
-	struct mm_proctable *t = mm_proctable_new(fake, NULL);
-	struct mm_proc *old = mm_proctable_get(t, 5, 0);
-	old->window.faults = 9;
+	struct mm_proctable *t = fake_table();
+	struct mm_proc *old = with_faults(t, 5, 9);
 	mm_proctable_fork(t, 5, 0); /* its EXIT was lost */
 	struct mm_proc *now = mm_proctable_get(t, 5, 0);
 	CHECK(now != old);
@@ -143,10 +156,8 @@ static void test_fork_of_a_process_seen_early_keeps_its_entry(void)
 
 static void test_roll_moves_window_into_closed(void)
 {
-	fake_calls = 0;
-	struct mm_proctable *t = mm_proctable_new(fake, NULL);
-	struct mm_proc *p = mm_proctable_get(t, 7, 0);
-	p->window.faults = 4;
+	struct mm_proctable *t = fake_table();
+	struct mm_proc *p = with_faults(t, 7, 4);
 	mm_proctable_roll(t, 0);
 	CHECK_U64(p->window.faults, 0);
 	CHECK_U64(p->closed.faults, 4);

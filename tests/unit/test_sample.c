@@ -15,6 +15,17 @@ struct rec {
 	};
 };
 
+/* The identity of a parsed sample: its stream id, task, time and cpu. */
+static void check_ids(const struct mm_sample *s, uint64_t id, uint32_t pid, uint32_t tid,
+		      uint64_t time_ns, uint32_t cpu)
+{
+	CHECK_U64(s->id, id);
+	CHECK_U64(s->pid, pid);
+	CHECK_U64(s->tid, tid);
+	CHECK_U64(s->time_ns, time_ns);
+	CHECK_U64(s->cpu, cpu);
+}
+
 static void test_full_layout_is_walked_in_kernel_order(void)
 {
 	struct rec r = {0};
@@ -44,11 +55,7 @@ static void test_full_layout_is_walked_in_kernel_order(void)
 
 	struct mm_sample s;
 	CHECK(mm_sample_parse(&r.hdr, type, &s) == 0);
-	CHECK_U64(s.id, 77);
-	CHECK_U64(s.pid, 100);
-	CHECK_U64(s.tid, 101);
-	CHECK_U64(s.time_ns, 123456789);
-	CHECK_U64(s.cpu, 3);
+	check_ids(&s, 77, 100, 101, 123456789, 3);
 	CHECK_U64(s.nr_ips, 2);
 	CHECK_U64(s.ips[1], 0xffffffff81234567ull);
 	CHECK_U64(s.raw_size, 12);
@@ -106,11 +113,7 @@ static void test_sample_id_trailer_of_exit_record(void)
 	r.hdr.size = 8 * 8;
 	struct mm_sample s;
 	CHECK(mm_sample_id_parse(&r.hdr, type, &s) == 0);
-	CHECK_U64(s.pid, 5);
-	CHECK_U64(s.tid, 6);
-	CHECK_U64(s.time_ns, 999);
-	CHECK_U64(s.cpu, 1);
-	CHECK_U64(s.id, 4242);
+	check_ids(&s, 4242, 5, 6, 999, 1);
 	CHECK_U64(mm_record_time(&r.hdr, type), 999);
 	CHECK_U64(mm_record_time(&r.hdr, PERF_SAMPLE_TID), 0);
 }

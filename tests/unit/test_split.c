@@ -54,25 +54,35 @@ static void test_phase_follows_the_bursts(void)
 	CHECK_U64(next, mm_split_burst_of(&c, 5001).on_ms);
 }
 
+/* Estimates @ps as a window whose bursts observed 200 ms, and checks what every estimate keeps:
+ * the exact counts, and the observed time. */
+static void estimate_200ms(struct mm_proc_stats *ps)
+{
+	const struct mm_proc_stats exact = *ps;
+
+	mm_split_estimate(ps, NULL, 200, NULL);
+	CHECK_U64(ps->minflt, exact.minflt);
+	CHECK_U64(ps->majflt, exact.majflt);
+	CHECK_U64(ps->fallback_locks, exact.fallback_locks);
+	CHECK_U64(ps->split_observed_ns, 200000000ull);
+}
+
 static void test_estimate_applies_shares_to_exact_totals(void)
 {
-	struct mm_proc_stats ps = {0};
-	ps.minflt = 90000;
-	ps.majflt = 10000;
-	ps.fallback_locks = 20000;
-	ps.faults_vma = 800;
-	ps.faults_mmap_retry = 150;
-	ps.faults_mmap_unknown = 50;
-	ps.mmap_lock_by_fault = 200;
-	ps.faults_mmap_lock_wait_ns = 12345;
-	mm_split_estimate(&ps, NULL, 200, NULL);
-	CHECK_U64(ps.minflt, 90000);
-	CHECK_U64(ps.majflt, 10000);
-	CHECK_U64(ps.fallback_locks, 20000);
+	/* Exact totals, the bursts' classified outcomes, and two counters the estimate zeroes. */
+	struct mm_proc_stats ps = {.minflt = 90000,
+				   .majflt = 10000,
+				   .fallback_locks = 20000,
+				   .faults_vma = 800,
+				   .faults_mmap_retry = 150,
+				   .faults_mmap_unknown = 50,
+				   .mmap_lock_by_fault = 200,
+				   .faults_mmap_lock_wait_ns = 12345};
+
+	estimate_200ms(&ps);
 	CHECK_U64(ps.split_estimated, 1);
 	CHECK_U64(ps.split_faults_seen, 1000);
 	CHECK_U64(ps.split_fallbacks_seen, 200);
-	CHECK_U64(ps.split_observed_ns, 200000000ull);
 	CHECK_U64(ps.faults_vma, 80000); /* all of the 100000 - 20000 that did not fall back */
 	CHECK_U64(ps.faults_mmap_retry, 15000);	 /* 75% of 20000 fallbacks */
 	CHECK_U64(ps.faults_mmap_unknown, 5000); /* 25% */
@@ -87,15 +97,12 @@ static void test_estimate_applies_shares_to_exact_totals(void)
 
 static void test_process_without_classified_faults_keeps_exact_counts_only(void)
 {
-	struct mm_proc_stats ps = {0};
-	ps.minflt = 110;
-	ps.fallback_locks = 6;
-	mm_split_estimate(&ps, NULL, 200, NULL);
+	struct mm_proc_stats ps = {.minflt = 110, .fallback_locks = 6};
+
+	estimate_200ms(&ps);
 	CHECK_U64(ps.split_estimated, 0);
 	CHECK_U64(ps.faults_vma, 0);
 	CHECK_U64(ps.faults_mmap_fallback, 0);
-	CHECK_U64(ps.minflt, 110);
-	CHECK_U64(ps.split_observed_ns, 200000000ull);
 
 	/* A window with nothing stays empty (the snapshot counts on it), prior or not. */
 	struct mm_proc_stats empty = {0};

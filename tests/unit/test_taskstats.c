@@ -157,6 +157,18 @@ static long parse_copy(const void *buf, size_t len, struct got *g)
 	return r;
 }
 
+/* An exit as parsed: its ids, its fault counts and (unless NULL) its name. */
+static void check_exit(const struct mm_task_exit *e, uint32_t pid, uint32_t tgid, uint64_t minflt,
+		       uint64_t majflt, const char *comm)
+{
+	CHECK_U64(e->pid, pid);
+	CHECK_U64(e->tgid, tgid);
+	CHECK_U64(e->minflt, minflt);
+	CHECK_U64(e->majflt, majflt);
+	if (comm)
+		CHECK_STR(e->comm, comm);
+}
+
 /* ---- pure tests ---- */
 
 static void test_one_message(void)
@@ -167,14 +179,11 @@ static void test_one_message(void)
 	struct got g = {0};
 	CHECK_U64(parse_copy(nb.b, nb.len, &g), 1);
 	CHECK_U64(g.n, 1);
-	CHECK_U64(g.e[0].pid, 4242);
-	CHECK_U64(g.e[0].tgid, 4200);
-	CHECK_U64(g.e[0].minflt, 1000);
-	CHECK_U64(g.e[0].majflt, 7);
+	/* 15 characters and the NUL */
+	check_exit(&g.e[0], 4242, 4200, 1000, 7, "a-very-long-thr");
 	CHECK_U64(g.e[0].btime_s, 1700000000u);
 	CHECK_U64(g.e[0].version, TASKSTATS_VERSION);
 	CHECK_U64(g.e[0].stats_len, sizeof(ts));
-	CHECK_STR(g.e[0].comm, "a-very-long-thr"); /* 15 characters and the NUL */
 	/* The struct sits 4 bytes off an 8-byte boundary here, as it does in the kernel's buffer.
 	 */
 	CHECK_U64((NLMSG_HDRLEN + GENL_HDRLEN + 2 * NLA_HDRLEN + 4 + NLA_HDRLEN) % 8, 4);
@@ -189,13 +198,8 @@ static void test_two_messages_in_one_buffer(void)
 	struct got g = {0};
 	CHECK_U64(parse_copy(nb.b, nb.len, &g), 2);
 	CHECK_U64(g.n, 2);
-	CHECK_U64(g.e[0].pid, 10);
-	CHECK_U64(g.e[0].minflt, 1);
-	CHECK_STR(g.e[0].comm, "a");
-	CHECK_U64(g.e[1].pid, 11);
-	CHECK_U64(g.e[1].tgid, 10);
-	CHECK_U64(g.e[1].majflt, 4);
-	CHECK_STR(g.e[1].comm, "b");
+	check_exit(&g.e[0], 10, 10, 1, 2, "a");
+	check_exit(&g.e[1], 11, 10, 3, 4, "b");
 }
 
 static void test_tgid_aggregate_is_not_a_second_exit(void)
@@ -207,11 +211,7 @@ static void test_tgid_aggregate_is_not_a_second_exit(void)
 	struct got g = {0};
 	CHECK_U64(parse_copy(nb.b, nb.len, &g), 1);
 	CHECK_U64(g.n, 1);
-	CHECK_U64(g.e[0].pid, 501);
-	CHECK_U64(g.e[0].tgid, 500);
-	CHECK_U64(g.e[0].minflt, 30);
-	CHECK_U64(g.e[0].majflt, 1);
-	CHECK_STR(g.e[0].comm, "worker");
+	check_exit(&g.e[0], 501, 500, 30, 1, "worker");
 }
 
 static void test_old_short_struct(void)
@@ -224,10 +224,7 @@ static void test_old_short_struct(void)
 	add_exit(&nb, &ts, offsetof(struct taskstats, ac_tgid), NULL);
 	struct got g = {0};
 	CHECK_U64(parse_copy(nb.b, nb.len, &g), 1);
-	CHECK_U64(g.e[0].pid, 77);
-	CHECK_U64(g.e[0].tgid, 0);
-	CHECK_U64(g.e[0].minflt, 5);
-	CHECK_U64(g.e[0].majflt, 6);
+	check_exit(&g.e[0], 77, 0, 5, 6, "old");
 	CHECK_U64(g.e[0].btime_s, 1700000000u); /* ac_btime64 */
 	CHECK_U64(g.e[0].version, 11);
 	CHECK_U64(g.e[0].stats_len, offsetof(struct taskstats, ac_tgid));
@@ -275,10 +272,7 @@ static void test_newer_larger_struct_and_null_padding(void)
 	msg_end(&nb, m);
 	struct got g = {0};
 	CHECK_U64(parse_copy(nb.b, nb.len, &g), 1);
-	CHECK_U64(g.e[0].pid, 90);
-	CHECK_U64(g.e[0].tgid, 89);
-	CHECK_U64(g.e[0].minflt, 11);
-	CHECK_U64(g.e[0].majflt, 12);
+	check_exit(&g.e[0], 90, 89, 11, 12, "new");
 	CHECK_U64(g.e[0].version, TASKSTATS_VERSION + 3);
 	CHECK_U64(g.e[0].stats_len, sizeof(ts) + 40);
 }
@@ -494,6 +488,51 @@ static void reap_child(pid_t child, int pfd[2], uint64_t ru[2])
 	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 }
 
+/* Forks a child that runs @body (its faults), then child_report_and_exit(), and reaps it (its own
+ * minflt and majflt into @ru). Returns its pid. */
+static pid_t run_child(void (*body)(void), uint64_t ru[2])
+{
+	int pfd[2];
+	pid_t child;
+
+	CHECK(pipe(pfd) == 0);
+	child = fork();
+	if (child == 0) {
+		body();
+		child_report_and_exit(pfd[1]);
+	}
+	reap_child(child, pfd, ru);
+	return child;
+}
+
+/* In a child: @pages anonymous pages, without huge pages (one fault per page); exits 1 if the
+ * mapping fails. */
+static unsigned char *child_map(size_t pages)
+{
+	size_t size = pages * (size_t)sysconf(_SC_PAGESIZE);
+	unsigned char *m =
+		mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (m == MAP_FAILED)
+		_exit(1);
+	madvise(m, size, MADV_NOHUGEPAGE);
+	return m;
+}
+
+/* Writes one byte of each page @from..@to of @m: one fault each. */
+static void touch_pages(unsigned char *m, size_t from, size_t to)
+{
+	long pg = sysconf(_SC_PAGESIZE);
+
+	for (size_t i = from; i < to; i++)
+		m[i * (size_t)pg] = 1;
+}
+
+static void child_faults(void)
+{
+	touch_pages(child_map(CHILD_PAGES), 0, CHILD_PAGES);
+}
+
 /* AddressSanitizer, as gcc (__SANITIZE_ADDRESS__) and clang (__has_feature) say it. */
 #if defined(__has_feature)
 #if __has_feature(address_sanitizer)
@@ -522,57 +561,62 @@ static struct mm_taskstats *open_live(const char *test, size_t rcvbuf)
 	return t;
 }
 
+/* What a live test of one child sees: its pid, its messages (f.want of them awaited), and its own
+ * getrusage() minflt and majflt. */
+struct live {
+	pid_t child;
+	struct find f;
+	uint64_t ru[2];
+};
+
+/* Opens the taskstats socket (4 MiB buffer), runs a child that does @body, and fills @l. Returns
+ * the socket, or NULL when @test skips (see open_live()). */
+static struct mm_taskstats *live_child(const char *test, void (*body)(void), struct live *l)
+{
+	struct mm_taskstats *t = open_live(test, 4u << 20);
+
+	if (!t)
+		return NULL;
+	l->child = run_child(body, l->ru);
+	l->f.tgid = (uint32_t)l->child;
+	drain_until_found(t, &l->f);
+	return t;
+}
+
 static void test_live_child_fault_count(void)
 {
-	struct mm_taskstats *t = open_live("test_live_child_fault_count", 4u << 20);
+	struct live l = {0};
+	struct mm_taskstats *t = live_child(__func__, child_faults, &l);
+	const struct mm_task_exit *e = &l.f.e;
 
 	if (!t)
 		return;
-	int pfd[2];
-	CHECK(pipe(pfd) == 0);
-	pid_t child = fork();
-	if (child == 0) {
-		long pg = sysconf(_SC_PAGESIZE);
-		unsigned char *m = mmap(NULL, CHILD_PAGES * (size_t)pg, PROT_READ | PROT_WRITE,
-					MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-		if (m == MAP_FAILED)
-			_exit(1);
-		madvise(m, CHILD_PAGES * (size_t)pg, MADV_NOHUGEPAGE); /* one fault per page */
-		for (int i = 0; i < CHILD_PAGES; i++)
-			m[(size_t)i * (size_t)pg] = 1;
-		child_report_and_exit(pfd[1]);
-	}
-	uint64_t ru[2];
-	reap_child(child, pfd, ru);
-
-	struct find f = {.tgid = (uint32_t)child};
-	drain_until_found(t, &f);
-	CHECK_U64(f.matches, 1);
-	CHECK_U64(f.e.pid, (uint32_t)child);
-	CHECK(f.e.minflt >= CHILD_PAGES);
-	CHECK(ru[0] + ru[1] <= f.e.minflt + f.e.majflt);
+	CHECK_U64(l.f.matches, 1);
+	CHECK_U64(e->pid, (uint32_t)l.child);
+	CHECK(e->minflt >= CHILD_PAGES);
+	CHECK(l.ru[0] + l.ru[1] <= e->minflt + e->majflt);
 	/* Measured: equal. Nothing runs in user space between getrusage() and _exit(), and the
 	 * kernel fills the message in do_exit() before exit_mm(), where the last user-memory
 	 * accesses (clear_child_tid, robust futexes) happen. Under AddressSanitizer something does:
 	 * its write() interceptor reads the buffer's shadow, which can fault a shadow page in. */
 #if defined(__SANITIZE_ADDRESS__) || TASKSTATS_TEST_ASAN
-	CHECK(f.e.minflt + f.e.majflt <= ru[0] + ru[1] + 2);
+	CHECK(e->minflt + e->majflt <= l.ru[0] + l.ru[1] + 2);
 #else
-	CHECK_U64(f.e.minflt + f.e.majflt, ru[0] + ru[1]);
-	CHECK_U64(f.e.minflt, ru[0]);
+	CHECK_U64(e->minflt + e->majflt, l.ru[0] + l.ru[1]);
+	CHECK_U64(e->minflt, l.ru[0]);
 #endif
-	CHECK(f.e.version >= 12);
+	CHECK(e->version >= 12);
 	char comm[17] = "";
 	prctl(PR_GET_NAME, comm); /* the child inherited ours */
-	CHECK_STR(f.e.comm, comm);
+	CHECK_STR(e->comm, comm);
 	time_t now = time(NULL);
-	CHECK(f.e.btime_s + 10 >= (uint64_t)now && f.e.btime_s <= (uint64_t)now);
+	CHECK(e->btime_s + 10 >= (uint64_t)now && e->btime_s <= (uint64_t)now);
 	printf("live: child %d: taskstats minflt %" PRIu64 " majflt %" PRIu64
 	       ", getrusage minflt %" PRIu64 " majflt %" PRIu64
 	       "; struct taskstats version %u, %u bytes (header: version %d, %zu bytes); "
 	       "rcvbuf %zu; %ld exits seen, %" PRIu64 " overflows\n",
-	       (int)child, f.e.minflt, f.e.majflt, ru[0], ru[1], f.e.version, f.e.stats_len,
-	       TASKSTATS_VERSION, sizeof(struct taskstats), mm_taskstats_rcvbuf(t), f.exits,
+	       (int)l.child, e->minflt, e->majflt, l.ru[0], l.ru[1], e->version, e->stats_len,
+	       TASKSTATS_VERSION, sizeof(struct taskstats), mm_taskstats_rcvbuf(t), l.f.exits,
 	       mm_taskstats_overflows(t));
 	mm_taskstats_close(t);
 }
@@ -581,52 +625,38 @@ static void test_live_child_fault_count(void)
 
 static void *thread_faults(void *arg)
 {
-	long pg = sysconf(_SC_PAGESIZE);
-	unsigned char *m = arg;
-	for (int i = 0; i < THREAD_PAGES; i++)
-		m[(size_t)i * (size_t)pg] = 1;
+	touch_pages(arg, 0, THREAD_PAGES);
 	return NULL;
+}
+
+/* RUSAGE_SELF includes the dead thread's faults. */
+static void child_thread_faults(void)
+{
+	unsigned char *m = child_map(THREAD_PAGES + CHILD_PAGES);
+	pthread_t th;
+
+	if (pthread_create(&th, NULL, thread_faults, m) != 0 || pthread_join(th, NULL) != 0)
+		_exit(3);
+	touch_pages(m, THREAD_PAGES, THREAD_PAGES + CHILD_PAGES);
 }
 
 /* A two-thread child: one message per thread, none for the process sum the kernel appends to the
  * last one, and the per-thread counts add up to what getrusage(RUSAGE_SELF) saw. */
 static void test_live_threads_one_call_each(void)
 {
-	struct mm_taskstats *t = open_live("test_live_threads_one_call_each", 4u << 20);
+	struct live l = {.f.want = 2};
+	struct mm_taskstats *t = live_child(__func__, child_thread_faults, &l);
 
 	if (!t)
 		return;
-	int pfd[2];
-	CHECK(pipe(pfd) == 0);
-	pid_t child = fork();
-	if (child == 0) {
-		long pg = sysconf(_SC_PAGESIZE);
-		size_t size = (THREAD_PAGES + CHILD_PAGES) * (size_t)pg;
-		unsigned char *m = mmap(NULL, size, PROT_READ | PROT_WRITE,
-					MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-		if (m == MAP_FAILED)
-			_exit(1);
-		madvise(m, size, MADV_NOHUGEPAGE);
-		pthread_t th;
-		if (pthread_create(&th, NULL, thread_faults, m) != 0 || pthread_join(th, NULL) != 0)
-			_exit(3);
-		for (int i = THREAD_PAGES; i < THREAD_PAGES + CHILD_PAGES; i++)
-			m[(size_t)i * (size_t)pg] = 1;
-		child_report_and_exit(pfd[1]); /* RUSAGE_SELF includes the dead thread's faults */
-	}
-	uint64_t ru[2];
-	reap_child(child, pfd, ru);
-
-	struct find f = {.tgid = (uint32_t)child, .want = 2};
-	drain_until_found(t, &f);
-	CHECK_U64(f.matches, 2);
-	CHECK(f.pids[0] != f.pids[1]);
-	CHECK(f.pids[0] == (uint32_t)child || f.pids[1] == (uint32_t)child);
-	CHECK(f.minflt >= THREAD_PAGES + CHILD_PAGES);
-	CHECK_U64(f.minflt + f.majflt, ru[0] + ru[1]);
+	CHECK_U64(l.f.matches, 2);
+	CHECK(l.f.pids[0] != l.f.pids[1]);
+	CHECK(l.f.pids[0] == (uint32_t)l.child || l.f.pids[1] == (uint32_t)l.child);
+	CHECK(l.f.minflt >= THREAD_PAGES + CHILD_PAGES);
+	CHECK_U64(l.f.minflt + l.f.majflt, l.ru[0] + l.ru[1]);
 	printf("live: two-thread child %d: %d messages, summed minflt %" PRIu64 " majflt %" PRIu64
 	       ", getrusage minflt %" PRIu64 " majflt %" PRIu64 "\n",
-	       (int)child, f.matches, f.minflt, f.majflt, ru[0], ru[1]);
+	       (int)l.child, l.f.matches, l.f.minflt, l.f.majflt, l.ru[0], l.ru[1]);
 	mm_taskstats_close(t);
 }
 
