@@ -91,7 +91,10 @@ done
 if ! wait $bpid; then tail -30 lab-build.log >&2; echo "lab: $flavor build failed" >&2; exit 1; fi
 # The BPF source needs the kernel's BTF (/sys/kernel/btf/vmlinux in the guest): pahole (dwarves)
 # writes it into vmlinux's .BTF section; a build without a working pahole has none.
-if ! readelf -S vmlinux | grep -q '\.BTF '; then
+# (The section list is read whole first: grep -q exits at its match, and under pipefail the
+# SIGPIPE it leaves readelf made a kernel with BTF fail this check, at random.)
+sections=$(readelf -S vmlinux)
+if ! grep -q '\.BTF ' <<<"$sections"; then
     echo "lab: $flavor vmlinux has no .BTF section (pahole from Debian's dwarves missing or too old?)" >&2
     exit 1
 fi
