@@ -205,6 +205,12 @@ for label, av, an, bv, bn in (
         # A bound this wide cannot fail: say so instead of counting it as a pass.
         print(f"INFO: {name}: {msg} (too few classified to check)")
         continue
+    if "of fallbacks" in label and a["fbseen"] < 200:
+        # The README: a fallback split wants a few hundred classified fallbacks. anon's come in
+        # clusters (writer 0's mprotect phases) that 10 ms bursts catch whole or not at all, so
+        # with ~100 the stated bound missed by 30 points once in a fresh-clone run.
+        print(f"INFO: {name}: {msg} (only {a['fbseen']} fallbacks classified, 200 wanted)")
+        continue
     say(abs(sa - sb) <= allowed, msg)
 # B's fallbacks are on the perf rings: under a foreign BPF program they count nothing.
 for key in ("T",) if b["F"] == 0 else ("T", "F"):
