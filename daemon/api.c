@@ -13,7 +13,6 @@
 
 #include <inttypes.h>
 #include <stddef.h>
-#include <stdio.h>
 
 #include "locktable.h"
 
@@ -66,6 +65,13 @@ static void put_bool(struct json *j, const char *key, bool v)
 	mm_buf_puts(member(j, key), v ? "true" : "false");
 }
 
+/* The p50 and p99 rows of histogram @member, keys NAME_p50 and NAME_p99. */
+#define LATENCY(name, member)                                                                      \
+	{name "_p50", offsetof(struct mm_proc_stats, member), 0.50},                               \
+	{                                                                                          \
+		name "_p99", offsetof(struct mm_proc_stats, member), 0.99                          \
+	}
+
 /* "key":{"faults":N,...}: every field of mm_proc_fields[], in table order. */
 static void put_stats(struct json *parent, const char *key, const struct mm_proc_stats *st)
 {
@@ -80,27 +86,19 @@ static void put_stats(struct json *parent, const char *key, const struct mm_proc
 		size_t offset;
 		double q;
 	} lat[] = {
-		{"fault_ns_vma_p50", offsetof(struct mm_proc_stats, fault_ns_vma_hist), 0.50},
-		{"fault_ns_vma_p99", offsetof(struct mm_proc_stats, fault_ns_vma_hist), 0.99},
-		{"fault_ns_mmap_p50", offsetof(struct mm_proc_stats, fault_ns_mmap_hist), 0.50},
-		{"fault_ns_mmap_p99", offsetof(struct mm_proc_stats, fault_ns_mmap_hist), 0.99},
+		LATENCY("fault_ns_vma", fault_ns_vma_hist),
+		LATENCY("fault_ns_mmap", fault_ns_mmap_hist),
+		/* and by outcome (faults collector on the BPF source) */
+		LATENCY("fault_ns_outcome_vma", fault_ns_outcome_hist[0]),
+		LATENCY("fault_ns_outcome_vma_retry", fault_ns_outcome_hist[1]),
+		LATENCY("fault_ns_outcome_mmap_retry", fault_ns_outcome_hist[2]),
+		LATENCY("fault_ns_outcome_mmap_abort", fault_ns_outcome_hist[3]),
+		LATENCY("fault_ns_outcome_mmap_unknown", fault_ns_outcome_hist[4]),
 	};
 	for (size_t i = 0; i < sizeof(lat) / sizeof(lat[0]); i++) {
 		const struct mm_hist *hh = (const void *)((const char *)st + lat[i].offset);
 		put_u64(&j, lat[i].name, mm_hist_quantile_ns(hh, lat[i].q));
 	}
-	/* and by outcome (faults collector on the BPF source): fault_ns_outcome_vma_p50 ... */
-	static const char *const outcome[MM_FAULT_OUTCOMES] = {"vma", "vma_retry", "mmap_retry",
-							       "mmap_abort", "mmap_unknown"};
-	for (unsigned o = 0; o < MM_FAULT_OUTCOMES; o++)
-		for (unsigned q = 0; q < 2; q++) {
-			char name[48];
-			snprintf(name, sizeof(name), "fault_ns_outcome_%s_p%s", outcome[o],
-				 q ? "99" : "50");
-			put_u64(&j, name,
-				mm_hist_quantile_ns(&st->fault_ns_outcome_hist[o],
-						    q ? 0.99 : 0.50));
-		}
 	mm_buf_puts(j.out, "}");
 }
 

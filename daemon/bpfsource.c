@@ -72,7 +72,7 @@ struct mm_bpfsrc {
 	struct ring_buffer *ring;
 	struct mm_tidmap *tracks; /* pid -> struct track */
 	int ncpus;
-	__u64 *values;		/* ncpus * NCOUNTERS, one map value */
+	__u64 *values; /* a buffer for one map value: a process's counters, or a per-CPU stat */
 	size_t dest[NCOUNTERS]; /* offset in struct mm_proc_stats of each counter */
 	__u64 stats_last[MM_BPF_NSTATS];
 	int g_stats[MM_BPF_NSTATS], g_settled, g_swept, g_map_errors;
@@ -666,7 +666,10 @@ int mm_bpfsrc_open(struct mm_host *h, const struct mm_config *cfg, const struct 
 	}
 	b->ncpus = libbpf_num_possible_cpus();
 	b->tracks = mm_tidmap_new(sizeof(struct track), MAX_PROCS);
-	b->values = b->ncpus > 0 ? calloc((size_t)b->ncpus, sizeof(struct mm_bpf_counts)) : NULL;
+	size_t vsize = (size_t)(b->ncpus > 0 ? b->ncpus : 0) * sizeof(__u64);
+	if (vsize && vsize < sizeof(struct mm_bpf_counts))
+		vsize = sizeof(struct mm_bpf_counts);
+	b->values = vsize ? calloc(1, vsize) : NULL;
 	if (!b->tracks || !b->values) {
 		snprintf(why, sizeof(why), "out of memory");
 		goto fail;

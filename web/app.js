@@ -305,7 +305,7 @@ function seriesCharts(prefix, cols, grid, xr) {
 		]);
 	} else add().append(el("h3", "Fallbacks to mmap_lock"), optIn("fallbacks"));
 
-	const split = ["faults_vma", "faults_vma_retry", "faults_mmap_retry", "faults_mmap_abort", "faults_mmap_unknown"];
+	const split = OUTCOMES.map((o) => "faults_" + o);
 	if (shown("faults", t, split)) {
 		const box = add();
 		drawChart(prefix + "split", box, xr, "Fault split: how faults completed", "faults/s", xs, [

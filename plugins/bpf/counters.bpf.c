@@ -457,7 +457,6 @@ int on_fault_done(struct bpf_perf_event_data *ctx)
 		return 0;
 	int o = -1;
 	if (count_faults && t->win.open) {
-		t->win.completed = 1;
 		o = close_window(t, MM_BPF_WIN_COMPLETED);
 	}
 	if (!t->fault_start_ns)
