@@ -103,6 +103,11 @@ static const char *const site_names[MM_BPF_NSITES] = {
 	[MM_BPF_SITE_LOCK_RETRY] = "__folio_lock_or_retry",
 };
 
+static const char *const trace_text_names[MM_BPF_NTRACE_TEXT] = {
+	[MM_BPF_TRACE_HELPER] = "__mmap_lock_do_trace_start_locking",
+	[MM_BPF_TRACE_ITER] = "__traceiter_mmap_lock_start_locking",
+};
+
 static char *verifier_log;
 static char libbpf_last[256];
 static char failed_prog[64]; /* the program the verifier refused */
@@ -515,6 +520,9 @@ static int configure(struct mm_bpfsrc *b, bool *want, const struct mm_symbols *s
 	for (int k = 0; k < MM_BPF_NSITES; k++)
 		have[k] = function_text(syms, site_names[k], (__u64 *)&s->rodata->sites[k].lo,
 					(__u64 *)&s->rodata->sites[k].hi);
+	for (int k = 0; k < MM_BPF_NTRACE_TEXT; k++)
+		function_text(syms, trace_text_names[k], (__u64 *)&s->rodata->trace_text[k].lo,
+			      (__u64 *)&s->rodata->trace_text[k].hi);
 	if (want[W_FALLBACKS] && !have[MM_BPF_SITE_FALLBACK]) {
 		snprintf(reason, sizeof(reason),
 			 "%s not found in the kernel symbols (/proc/kallsyms)",
@@ -584,8 +592,10 @@ static int load(struct mm_bpfsrc *b, bool *want, const struct mm_symbols *syms, 
 				  want[W_MMAPLOCK] || want[W_FAULTS] || s->rodata->reject_for_test);
 	bpf_program__set_autoload(s->progs.on_released, want[W_MMAPLOCK]);
 	bpf_program__set_autoload(s->progs.on_contention, want[W_MMAPLOCK]);
+	/* A fault in kernel mode: for fallbacks, counters.bpf.c's fallback_site() takes a stack
+	 * at the read start after it. */
+	bpf_program__set_autoload(s->progs.on_fault_kernel, want[W_FAULTS] || want[W_FALLBACKS]);
 	/* The faults collector's evidence: nothing of it runs for the others. */
-	bpf_program__set_autoload(s->progs.on_fault_kernel, want[W_FAULTS]);
 	bpf_program__set_autoload(s->progs.on_filemap_fault, want[W_FAULTS]);
 	bpf_program__set_autoload(s->progs.on_map_pages, want[W_FAULTS]);
 	bpf_program__set_autoload(s->progs.on_added, want[W_FAULTS]);

@@ -32,8 +32,9 @@
  *                                         the faults collector, a voluntary sleep in a window is
  *                                         an attempt under the VMA lock; inside
  *                                         __folio_lock_or_retry(): a retry
+ *   exceptions:page_fault_kernel          the user fault is over; the next fallback may be this
+ *                                         one's (start_site())
  * and for the faults collector only:
- *   exceptions:page_fault_kernel          the user fault is over; the next fallback is this one's
  *   filemap:mm_filemap_fault, _map_pages  attempts on the faulting page (as plugins/faults.c)
  *   filemap:mm_filemap_add_to_page_cache  pages read twice in one window
  * and, as perf_event programs, the minor-faults and major-faults software events on every CPU,
@@ -47,7 +48,9 @@
  * The rules are those of plugins/mmaplock.c, plugins/fallbacks.c and plugins/faults.c, event for
  * event; where they differ it is in what the perf path could not see: sites (the fallback, the
  * anon_vma trylock, __folio_lock_or_retry) are found in short kernel stacks (MAX_FRAMES frames,
- * taken only for read starts on the thread's own mm and for mmap_lock starts in an open window;
+ * taken only for read starts on the thread's own mm and for mmap_lock starts in an open window,
+ * on x86 not in system calls, and from the tracepoint's site: one frame where it is inlined,
+ * start_site();
  * MAX_SLEEP_FRAMES for a voluntary sleep in a window before its fallback) instead of the sample
  * IP, so kernels that fire the tracepoint from the out-of-line trace helper (6.12) are counted
  * too; and the faults collector's outcome uses evidence the ring path could not afford
@@ -76,6 +79,7 @@ char LICENSE[] SEC("license") = "GPL";
 #define RWSEM_WRITER_LOCKED (1UL << 0) /* kernel/locking/rwsem.c */
 
 #define MAX_FRAMES	 8
+#define TRACE_FRAMES	 3 /* iterator, trace helper, the helper's caller */
 #define FLUSH_NS	 (20 * 1000 * 1000) /* a running thread's counts, at most this late */
 #define MAX_SLEEP_FRAMES 12 /* sched_switch: __schedule, schedule, io_schedule, ... first */
 
@@ -86,6 +90,11 @@ const volatile bool count_faults = false;
 const volatile struct {
 	__u64 lo, hi;
 } sites[MM_BPF_NSITES] = {};
+/* The trace helper and iterator (enum mm_bpf_trace_text): a read start's first frame there means
+ * its site is further up (start_site()). */
+const volatile struct {
+	__u64 lo, hi;
+} trace_text[MM_BPF_NTRACE_TEXT] = {};
 /* The vDSO's special mappings: [mm->context.vdso - vdso_below, mm->context.vdso + vdso_above),
  * measured by the loader on its own mappings ([vvar]..., [vdso]); 0: not checked. */
 const volatile __u64 vdso_below = 0, vdso_above = 0;
@@ -108,6 +117,7 @@ struct thread {
 	__u8 fb_waited;	   /* the fallback in progress has counted its wait */
 	__u8 nheld;	   /* mmap_locks held for write (fork nests two) */
 	__u8 pending_site; /* enum mm_bpf_site of the pending read start (faults collector) */
+	__u8 kernel_fault; /* a fault in kernel mode since the last read start (start_site()) */
 	__u8 nadded;	   /* pages of added[] */
 	struct {
 		__u64 mm, since_ns;
@@ -302,6 +312,62 @@ static __always_inline int site_of(void *ctx, int first, int last, const int fra
 	return MM_BPF_SITE_OTHER;
 }
 
+#define PF_EXITING   0x00000004 /* include/linux/sched.h */
+#define PF_IO_WORKER 0x00000010
+#define PF_MEMALLOC  0x00000800
+#define PF_KTHREAD   0x00200000
+
+/* The site of a read start of the thread's own mm (on_start), among the sites [FALLBACK, @last]:
+ * MM_BPF_SITE_OTHER if none.
+ *
+ * On x86 most need no stack. A thread that entered the kernel by a system call (its entry frame's
+ * orig_ax is the call's number; exceptions and interrupts set -1: arch/x86/entry/entry_64.S) is
+ * at none of the sites, unless it took a fault in kernel mode since its last read start (a
+ * copy_to_user() into a fresh page goes to lock_mm_and_find_vma(): on_fault_kernel marks the
+ * thread, and its next read start is decided by the stack). Nor is a thread in direct reclaim (PF_MEMALLOC: MGLRU's walk_mm() trylocks the mm
+ * inside a fault), exiting (PF_EXITING: exit_mm()), or a kernel or io_uring worker thread.
+ *
+ * The rest need the tracepoint's call site. on_start is a classic tracepoint program: perf_trace_*()
+ * fetched its caller's registers for it, so their ip is the site where the kernel inlines the
+ * trace call there (6.18: lock_mm_and_find_vma() in mm/mmap_lock.c), read without unwinding.
+ * Only when it is the out-of-line trace helper (every read start on 6.12, __vmf_anon_prepare()'s
+ * on 6.18) or the tracepoint iterator (another probe on the tracepoint) is a stack taken:
+ * TRACE_FRAMES for the fallback site alone, MAX_FRAMES for the faults collector's, as
+ * plugins/faults.c reads a callchain. (bpf_stats, bench swapin, ~50k read starts a second: a
+ * MAX_FRAMES stack from the tp_btf program this was, which begins in the BPF trampoline, cost
+ * ~2 us; one frame from here ~0.4 us.) */
+static __always_inline int start_site(void *ctx, struct thread *t, const int last)
+{
+#if defined(__TARGET_ARCH_x86)
+	if (!t->kernel_fault) {
+		struct task_struct *task = bpf_get_current_task_btf();
+		if (task->flags & (PF_EXITING | PF_IO_WORKER | PF_MEMALLOC | PF_KTHREAD))
+			return MM_BPF_SITE_OTHER;
+		struct pt_regs *r = (struct pt_regs *)bpf_task_pt_regs(task);
+		if (r->orig_ax != (unsigned long)-1)
+			return MM_BPF_SITE_OTHER;
+	}
+	t->kernel_fault = 0; /* the stack decides (an exiting thread's clear_child_tid fault) */
+#endif
+	/* perf_trace_*() stores its registers' address in the record's first 8 bytes for the
+	 * program (perf_trace_run_bpf_submit()), which the verifier lets it read by helper only. */
+	struct pt_regs *regs = NULL;
+	__u64 ip = 0;
+	if (bpf_probe_read_kernel(&regs, sizeof(regs), ctx) < 0 || !regs ||
+	    bpf_probe_read_kernel(&ip, sizeof(ip), &regs->ip) < 0)
+		return site_of(ctx, MM_BPF_SITE_FALLBACK, last, MAX_FRAMES);
+#pragma unroll
+	for (int k = MM_BPF_SITE_FALLBACK; k <= last; k++)
+		if (ip >= sites[k].lo && ip < sites[k].hi)
+			return k;
+#pragma unroll
+	for (int k = 0; k < MM_BPF_NTRACE_TEXT; k++)
+		if (ip >= trace_text[k].lo && ip < trace_text[k].hi)
+			return site_of(ctx, MM_BPF_SITE_FALLBACK, last,
+				       last == MM_BPF_SITE_FALLBACK ? TRACE_FRAMES : MAX_FRAMES);
+	return MM_BPF_SITE_OTHER;
+}
+
 /* mm->mm_lock_seq: odd while a writer holds mmap_lock (6.12: a seqcount_t begun at every write
  * acquisition, ended at release or downgrade). 0 where the kernel has no such seqcount. */
 struct mm_struct___seqcount {
@@ -433,9 +499,13 @@ int BPF_PROG(on_fault_kernel, unsigned long address, struct pt_regs *regs, unsig
 	 * copy_from_user_nofault) the kernel does not handle it: bad_area_nosemaphore(). */
 	if (bpf_get_current_task_btf()->pagefault_disabled)
 		return 0;
-	struct thread *t = thread(false);
-	if (t)
-		close_window(t, MM_BPF_WIN_KERNEL_FAULT);
+	if ((long)address < 0)
+		return 0; /* a kernel address: do_kern_addr_fault(), no mmap_lock */
+	struct thread *t = thread(true);
+	if (!t)
+		return 0;
+	t->kernel_fault = 1;
+	close_window(t, MM_BPF_WIN_KERNEL_FAULT);
 	return 0;
 }
 
@@ -479,24 +549,29 @@ int on_fault_done(struct bpf_perf_event_data *ctx)
 	return 0;
 }
 
-SEC("tp_btf/mmap_lock_start_locking")
-int on_start(unsigned long long *ctx)
+/* A classic tracepoint program returns whether perf may go on to deliver the record to the perf
+ * events open on the tracepoint (perf_trace_run_bpf_submit()): 0 would hide every read start
+ * from the perf path and from any other tracer. */
+#define KEEP_RECORD 1
+
+/* A classic tracepoint program, not tp_btf: see start_site(). Fields by CO-RE (6.12's record has
+ * a memcg path before write). */
+SEC("tracepoint/mmap_lock/mmap_lock_start_locking")
+int on_start(struct trace_event_raw_mmap_lock *ctx)
 {
-	struct mm_struct *mm = (void *)ctx[0];
-	bool write = (bool)MMAP_LOCK_ARG(ctx, 1);
+	struct mm_struct *mm = ctx->mm;
+	bool write = ctx->write;
 	struct thread *t = thread(true);
 	if (!t)
-		return 0;
+		return KEEP_RECORD;
 	t->waiting = 1;
 	t->contended = 0;
 	t->wait_mm = (__u64)mm;
 	bool own = own_mm(mm), in_window = count_faults && t->win.open;
 	int site = MM_BPF_SITE_NONE;
 	if (own && (in_window || (!write && (count_fallbacks || count_mmaplock || count_faults))))
-		site = count_faults ? site_of(ctx, MM_BPF_SITE_FALLBACK, MM_BPF_SITE_HMF_OUTER,
-					      MAX_FRAMES)
-				    : site_of(ctx, MM_BPF_SITE_FALLBACK, MM_BPF_SITE_FALLBACK,
-					      MAX_FRAMES);
+		site = count_faults ? start_site(ctx, t, MM_BPF_SITE_HMF_OUTER)
+				    : start_site(ctx, t, MM_BPF_SITE_FALLBACK);
 	t->at_site = !write && site == MM_BPF_SITE_FALLBACK;
 	t->pending_site = write ? MM_BPF_SITE_NONE : site;
 	/* After the stack walk: the wait is the lock's, not this program's. */
@@ -512,9 +587,11 @@ int on_start(unsigned long long *ctx)
 			if (own && write)
 				close_window(t, MM_BPF_WIN_SYSCALL);
 		} else if (site == MM_BPF_SITE_FALLBACK) {
+			/* own: mm is current->mm, typed (the record's is a plain number). */
 			if (write)
 				t->win.no_vma = 1; /* the stack expansion's upgrade */
-			else if (!t->win.falling_back && lock_seq(mm) != t->win.seq)
+			else if (!t->win.falling_back &&
+				 lock_seq(bpf_get_current_task_btf()->mm) != t->win.seq)
 				t->win.writer = 1;
 			t->win.falling_back = 1; /* a sleep in its wait is not an attempt */
 		} else if (!t->win.falling_back) {
@@ -522,18 +599,18 @@ int on_start(unsigned long long *ctx)
 		}
 	}
 	if (!t->at_site)
-		return 0;
+		return KEEP_RECORD;
 	if (t->fault_start_ns)
 		t->fault_fellback = 1;
 	if (!count_fallbacks)
-		return 0;
+		return KEEP_RECORD;
 	/* As plugins/fallbacks.c: a start not right after a failed attempt is a new fallback. */
 	if (!t->fb_failed) {
 		counts(t)->fallback_locks++;
 		t->fb_waited = 0;
 	}
 	t->fb_failed = 0;
-	return 0;
+	return KEEP_RECORD;
 }
 
 /* An index the verifier can bound whatever registers clang keeps it in. */

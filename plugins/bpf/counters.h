@@ -84,6 +84,14 @@ enum mm_bpf_site {
 	MM_BPF_SITE_NONE,		   /* no stack taken */
 };
 
+/* Kernel text a read start's first frame may lie in when its site is further up (the loader
+ * fills .rodata trace_text[]; missing ones stay empty). */
+enum mm_bpf_trace_text {
+	MM_BPF_TRACE_HELPER, /* __mmap_lock_do_trace_start_locking: the out-of-line trace call */
+	MM_BPF_TRACE_ITER,   /* __traceiter_mmap_lock_start_locking: more than one probe */
+	MM_BPF_NTRACE_TEXT,
+};
+
 /* Indices of the per-CPU array of global counters. */
 enum mm_bpf_stat {
 	MM_BPF_PROCS_DROPPED,	  /* flushes the full process map refused (counts kept for later) */
