@@ -9,13 +9,15 @@
  *   start, acquired(failed), start, acquired   (the trylock failed; it slept for the lock)
  * The collector samples start_locking filtered in the kernel to write == 0, and
  * acquire_returned filtered to write == 0 && success == 0 (failed attempts only), without
- * callchains, and attributes each sample by its IP: the code that fired the tracepoint, which is
+ * callchains, and attributes each start by its IP: the code that fired the tracepoint, which is
  * lock_mm_and_find_vma itself where the kernel inlines the trace call there (6.18 on the
  * development machine: the function lives in mm/mmap_lock.c next to the trace helpers). Per
- * thread, at that site:
- *   a start not right after a failed attempt  -> fallback_locks += 1
- *   a failed attempt                          -> fallback_lock_waits += 1 (it found the lock
- *                                                taken and waits; the retry's start is skipped)
+ * thread:
+ *   a start at that site not right after a failed attempt -> fallback_locks += 1
+ *   a failed attempt right after a start at the site      -> fallback_lock_waits += 1 (it found
+ *                                   the lock taken and waits; the retry's start is skipped)
+ * (a failed attempt by its thread's last start, not its IP: every attempt traces its start, and
+ * a start elsewhere clears the thread's).
  * Successful acquisitions are not sampled: munmap's mmap_write_downgrade() traces one per call
  * while it holds the lock for write, and sampling those cost ~10% of the swap-in workload's
  * throughput (bench, first rounds). So the default has no wait times: the faults and mmaplock
@@ -168,8 +170,13 @@ static void on_start(void *vst, struct mm_host *h, const struct mm_sample *s)
 	if (!mm_field_read_counted(h, st->g_bad_field, st->start_write, s, &write) || write)
 		return;
 	struct thread *t = at_fallback(st, h, s);
-	if (!t)
+	if (!t) {
+		/* A read start elsewhere: the thread's next failed attempt is not a fallback's. */
+		struct thread *o = mm_tidmap_get(st->threads, s->tid, false);
+		if (o)
+			o->started = o->failed = false;
 		return;
+	}
 	if (!t->failed) {
 		mm_host_proc(h, s->pid)->fallback_locks++;
 		t->waited = false;
@@ -185,14 +192,18 @@ static void on_acquired(void *vst, struct mm_host *h, const struct mm_sample *s)
 	if (!mm_field_read_counted(h, st->g_bad_field, st->acq[0], s, &write) || write ||
 	    !mm_field_read_counted(h, st->g_bad_field, st->acq[1], s, &success) || success)
 		return;
-	struct thread *t = at_fallback(st, h, s);
-	if (!t)
-		return;
-	if (!t->started) {
-		/* A failed trylock with no start before it. */
-		unattributed(st, h, &st->noted_trylock,
-			     "this kernel's mmap_read_trylock traces no start_locking");
-		mm_tidmap_remove(st->threads, s->tid);
+	/* A failed attempt is the fallback's when the thread's last read start was at the site
+	 * (every attempt traces its start first, and every read start is sampled): its own IP is
+	 * not needed, which another probe on this tracepoint would hide (the iterator's). */
+	struct thread *t = mm_tidmap_get(st->threads, s->tid, false);
+	if (!t || !t->started) {
+		if (classify(st, h, s->ip) == SITE_FALLBACK) {
+			/* A failed trylock at the site with no start before it. */
+			unattributed(st, h, &st->noted_trylock,
+				     "this kernel's mmap_read_trylock traces no start_locking");
+			if (t)
+				mm_tidmap_remove(st->threads, s->tid);
+		}
 		return;
 	}
 	if (!t->waited)
