@@ -18,7 +18,9 @@ first or last), --reps rounds, and reports medians:
   perf_lock        `perf lock record -a`
 The "split" suite measures the fault split in the default: none, the default without the split
 (mmlockd_nosplit: --split-duty 0, the default before it had one), the default (bursts of its
-default duty) and mmlockd_split5 (--split-duty 5%), to choose the duty by its cost.
+default duty) and mmlockd_split5 (--split-duty 5%), to choose the duty by its cost;
+mmlockd_default_bpf and mmlockd_nosplit_bpf (--configs) are the default and split-off with
+--source bpf (fallbacks, and the bursts, in the kernel).
 The "breakdown" suite runs mmlockd with one collector at a time and `perf record` of one group of
 tracepoints at a time, to say which collector, tracepoint or callchain costs what.
 
@@ -85,7 +87,10 @@ SUITES = {
 }
 
 # The default with another split duty (the "split" suite).
-SPLIT_ARGS = {"mmlockd_nosplit": ["--split-duty", "0"], "mmlockd_split5": ["--split-duty", "5%"]}
+SPLIT_ARGS = {"mmlockd_nosplit": ["--split-duty", "0"], "mmlockd_split5": ["--split-duty", "5%"],
+              # The same on the BPF source: fallbacks counted in the kernel, the bursts too.
+              "mmlockd_default_bpf": ["--source", "bpf"],
+              "mmlockd_nosplit_bpf": ["--split-duty", "0", "--source", "bpf"]}
 
 LABELS = {
     "none": "no tracing",
@@ -93,6 +98,8 @@ LABELS = {
     "mmlockd_default": "mmlockd default",
     "mmlockd_nosplit": "mmlockd default, --split-duty 0",
     "mmlockd_split5": "mmlockd default, --split-duty 5%",
+    "mmlockd_default_bpf": "mmlockd default, --source bpf",
+    "mmlockd_nosplit_bpf": "mmlockd default, --split-duty 0 --source bpf",
     "mmlockd_all": "mmlockd all (perf)",
     "mmlockd_all_bpf": "mmlockd all (bpf)",
     "perf_record": "perf record -a (same events)",

@@ -42,6 +42,7 @@
 #include <bpf/libbpf.h>
 #include <linux/perf_event.h>
 #include <linux/types.h>
+#include <sys/ioctl.h>
 #include <sys/syscall.h>
 
 #include "counters.h"
@@ -77,7 +78,13 @@ struct mm_bpfsrc {
 	__u64 stats_last[MM_BPF_NSTATS];
 	int g_stats[MM_BPF_NSTATS], g_settled, g_swept, g_map_errors;
 	struct bpf_link *links[2 * MAX_CPUS]; /* the fault-completion perf events */
+	int link_fds[2 * MAX_CPUS];	      /* and their perf events */
 	unsigned nlinks;
+	/* The fault split in bursts (mm_bpfsrc_set_phase): the programs only the faults collector
+	 * needs are attached for a burst only (an attached program costs every event). */
+	bool bursts, opener_bursts; /* opener_bursts: on_fault too (mmaplock not counted) */
+	bool attach_failed;
+	enum mm_split_phase phase;
 	struct mm_bpf_key *settle; /* map entries to delete after the walk */
 	size_t nsettle, settle_cap;
 	struct mm_host *h; /* during collect */
@@ -425,6 +432,8 @@ static void register_globals(struct mm_bpfsrc *b, struct mm_host *h)
 		[MM_BPF_WIN_EXIT] = "fault_windows_closed_by_exit",
 		[MM_BPF_WIN_LEFT] = "fault_windows_closed_outside_the_fault",
 		[MM_BPF_FLUSHES] = "thread_flushes",
+		[MM_BPF_WIN_STALE] = "fault_windows_of_an_earlier_burst",
+		[MM_BPF_SITE_THROUGH_HELPER] = "fallback_site_through_trace_helper",
 	};
 	for (unsigned i = 0; i < MM_BPF_NSTATS; i++)
 		b->g_stats[i] = mm_host_global(
@@ -482,6 +491,7 @@ static void attach_completions(struct mm_bpfsrc *b)
 				failed++;
 				continue;
 			}
+			b->link_fds[b->nlinks] = fd;
 			b->links[b->nlinks++] = l;
 		}
 	}
@@ -489,6 +499,57 @@ static void attach_completions(struct mm_bpfsrc *b)
 		log_warning("BPF source: fault completion events on %d of %ld CPUs could not be "
 			    "attached (%s): fault latencies are incomplete",
 			    failed, 2 * ncpus, strerror(err));
+}
+
+/* Attaches (@on) or detaches a program only the fault split's bursts need; false on failure
+ * (said once by the caller). */
+static bool switch_link(struct bpf_program *prog, struct bpf_link **link, bool on)
+{
+	if (!on) {
+		bpf_link__destroy(*link);
+		*link = NULL;
+		return true;
+	}
+	if (!*link)
+		*link = bpf_program__attach(prog);
+	return *link != NULL;
+}
+
+void mm_bpfsrc_set_phase(struct mm_bpfsrc *b, enum mm_split_phase phase)
+{
+	if (!b || !b->bursts || phase == b->phase)
+		return;
+	struct mm_counters *s = b->skel;
+	bool evidence = phase != MM_SPLIT_OFF, ok = true;
+	/* In: evidence, then a new burst, then the opener. Out: the opener first (split.h). */
+	if (evidence) {
+		ok &= switch_link(s->progs.on_filemap_fault, &s->links.on_filemap_fault, true);
+		ok &= switch_link(s->progs.on_map_pages, &s->links.on_map_pages, true);
+		ok &= switch_link(s->progs.on_added, &s->links.on_added, true);
+		for (unsigned i = 0; b->opener_bursts && i < b->nlinks; i++)
+			ioctl(b->link_fds[i], PERF_EVENT_IOC_ENABLE, 0);
+	}
+	if (phase == MM_SPLIT_ON) {
+		s->bss->split_gen++;
+		s->bss->split_off = 0;
+	} else {
+		s->bss->split_off = 1;
+	}
+	if (b->opener_bursts)
+		ok &= switch_link(s->progs.on_fault, &s->links.on_fault, phase == MM_SPLIT_ON);
+	if (!evidence) {
+		switch_link(s->progs.on_filemap_fault, &s->links.on_filemap_fault, false);
+		switch_link(s->progs.on_map_pages, &s->links.on_map_pages, false);
+		switch_link(s->progs.on_added, &s->links.on_added, false);
+		for (unsigned i = 0; b->opener_bursts && i < b->nlinks; i++)
+			ioctl(b->link_fds[i], PERF_EVENT_IOC_DISABLE, 0);
+	}
+	if (!ok && !b->attach_failed) {
+		b->attach_failed = true;
+		log_warning("BPF source: attaching the fault split's programs for a burst failed "
+			    "(%m): bursts go on with what is attached");
+	}
+	b->phase = phase;
 }
 
 /* Moves @name off BPF (its site is missing), or fails when nothing else would run on it. */
@@ -637,16 +698,15 @@ int mm_bpfsrc_open(struct mm_host *h, const struct mm_config *cfg, const struct 
 			snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s%s",
 				 list[0] ? ", " : "", covered[i].name);
 	}
-	/* The fault split in bursts (split_duty under 100%) stays on the perf rings, whatever the
-	 * source: its bursts switch perf streams (split.h), the BPF programs have no bursts, and
-	 * their continuous cost is not measured yet. source = bpf still counts mmaplock and
-	 * fallbacks in the kernel. */
-	if (want[W_FAULTS] && mm_config_split_duty_pm(cfg) < 1000) {
-		want[W_FAULTS] = false;
-		mm_host_set_source(
-			h, "faults", "perf",
-			"the split in bursts runs on the perf rings (the BPF programs have "
-			"no bursts); --split-duty 100% for the BPF source");
+	/* The fault split in bursts (split_duty under 100%) runs on BPF with source = bpf only
+	 * (mm_bpfsrc_set_phase attaches its programs for each burst); under auto it stays on the
+	 * perf rings, whose bursts' cost is the one measured for the default. */
+	bool bursts = want[W_FAULTS] && mm_config_split_duty_pm(cfg) < 1000;
+	if (bursts && strcmp(cfg->source, "bpf")) {
+		want[W_FAULTS] = bursts = false;
+		mm_host_set_source(h, "faults", "perf",
+				   "source = auto runs the split in bursts on the perf rings; "
+				   "source = bpf in the kernel");
 		any = want[W_MMAPLOCK] || want[W_FALLBACKS];
 	}
 	if (!any)
@@ -689,6 +749,9 @@ int mm_bpfsrc_open(struct mm_host *h, const struct mm_config *cfg, const struct 
 	b->h = NULL;
 	if (r < 0)
 		goto fail;
+	b->bursts = bursts && want[W_FAULTS];
+	b->opener_bursts = b->bursts && !want[W_MMAPLOCK];
+	b->phase = MM_SPLIT_ON; /* everything attached: the loop sets the first phase */
 
 	for (size_t i = 0; i < NCOUNTERS; i++)
 		b->dest[i] = SIZE_MAX;
@@ -781,6 +844,10 @@ int mm_bpfsrc_open(struct mm_host *h, const struct mm_config *cfg, const struct 
 }
 
 void mm_bpfsrc_collect(void *ctx, struct mm_host *h, bool closing)
+{
+}
+
+void mm_bpfsrc_set_phase(struct mm_bpfsrc *b, enum mm_split_phase phase)
 {
 }
 

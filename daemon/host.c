@@ -308,10 +308,9 @@ void mm_host_set_source(struct mm_host *h, const char *name, const char *source,
 			continue;
 		snprintf(sl->source, sizeof(sl->source), "%s", source);
 		snprintf(sl->source_note, sizeof(sl->source_note), "%s", note ? note : "");
+		/* An in-kernel source in bursts (the faults collector on BPF) switches its
+		 * programs itself (mm_bpfsrc_set_phase); its counts come at end_burst(). */
 		sl->external = sl->enabled && strcmp(source, "perf") != 0;
-		/* An in-kernel source counts continuously: it has no bursts (yet). */
-		if (sl->external && sl->burst)
-			sl->burst = h->bursts = false;
 	}
 }
 
@@ -717,8 +716,7 @@ static void split_status(const struct mm_host *h, struct mm_snapshot *s)
 		snprintf(s->split.why, sizeof(s->split.why),
 			 "%s: every fault classified, outcome "
 			 "counts exact",
-			 h->split_duty_pm < 1000 ? "the BPF source has no bursts"
-						 : "split_duty 100%");
+			 "split_duty 100%");
 	} else {
 		snprintf(s->split.mode, sizeof(s->split.mode), "bursts");
 		s->split.burst_ms = h->split.burst_ms;
@@ -904,11 +902,22 @@ enum mm_split_phase mm_host_burst_phase(const struct mm_host *h, uint64_t now_ns
 	return ph;
 }
 
+/* Whether the fault split's classifier runs in bursts outside the perf rings (BPF). */
+static bool split_external(const struct mm_host *h)
+{
+	for (unsigned i = 0; i < h->nslots; i++)
+		if (h->slots[i].burst && h->slots[i].external)
+			return true;
+	return false;
+}
+
 /* A burst's grace ended in event time: no record of it is still to come. The bursted collectors
  * account what they hold (their finish hook), and each process's counts of the burst go to its
  * accumulator (the spread between bursts). */
 static void end_burst(struct mm_host *h, const struct mm_split_burst *b)
 {
+	if (h->counter_fn && split_external(h))
+		h->counter_fn(h->counter_ctx, h, false); /* the burst's counts, from the kernel */
 	for (unsigned i = 0; i < h->nslots; i++) {
 		struct slot *sl = &h->slots[i];
 		if (!sl->burst || !hooked(sl) || !sl->p->finish)
@@ -922,17 +931,19 @@ static void end_burst(struct mm_host *h, const struct mm_split_burst *b)
 	h->split_observed_ms += b->off_ms - b->on_ms;
 }
 
-/* Ends the bursts whose grace is over by wall time @now_ms (a gap in time skips bursts). */
+/* Ends the bursts whose grace is over by wall time @now_ms (a gap in time skips bursts); for a
+ * classifier in the kernel, once its threads have flushed what they counted in it too. */
 static void split_catch_up(struct mm_host *h, uint64_t now_ms)
 {
 	if (!h->bursts)
 		return;
 	uint64_t slot = now_ms / h->split.slot_ms;
+	uint64_t wait_ms = MM_SPLIT_GRACE_MS + (split_external(h) ? MM_SPLIT_FLUSH_MS : 0);
 	if (slot > h->split_done_slot + 4)
 		h->split_done_slot = slot - 4;
 	while (h->split_done_slot <= slot) {
 		struct mm_split_burst b = mm_split_burst_of(&h->split, h->split_done_slot);
-		if (b.off_ms + MM_SPLIT_GRACE_MS > now_ms)
+		if (b.off_ms + wait_ms > now_ms)
 			break;
 		end_burst(h, &b);
 		h->split_done_slot++;

@@ -237,6 +237,7 @@ static void set_burst_streams(struct mm_live *l, enum mm_split_phase phase)
 			if (mm_host_stream_burst(l->host, i) == role)
 				mm_sampler_hold(l->sampler, i, !on);
 	}
+	mm_bpfsrc_set_phase(l->bpf, phase);
 	l->phase = phase;
 }
 

@@ -98,6 +98,17 @@ const volatile struct {
 /* The vDSO's special mappings: [mm->context.vdso - vdso_below, mm->context.vdso + vdso_above),
  * measured by the loader on its own mappings ([vvar]..., [vdso]); 0: not checked. */
 const volatile __u64 vdso_below = 0, vdso_above = 0;
+/* The fault split in bursts (daemon/split.h), written by the loader while the programs run:
+ * split_off set between bursts (no window opens), split_gen the current burst (a window opened
+ * in an earlier one is dropped when it closes: its fault's end was not watched). Both 0 when the
+ * faults collector runs continuously. */
+volatile __u32 split_gen = 0;
+volatile __u8 split_off = 0;
+/* start_site(): a read start's call site was lock_mm_and_find_vma() itself (the kernel traces it
+ * inline); one came through the trace helper all the same (the shortcut is off); helper calls. */
+volatile __u8 site_inline = 0, site_through_helper = 0;
+volatile __u32 helper_starts = 0;
+#define CHECK_EVERY 64
 /* Set by the loader for the rejection test only: makes the verifier refuse the program. */
 const volatile __u64 reject_for_test = 0;
 
@@ -117,7 +128,8 @@ struct thread {
 	__u8 fb_waited;	   /* the fallback in progress has counted its wait */
 	__u8 nheld;	   /* mmap_locks held for write (fork nests two) */
 	__u8 pending_site; /* enum mm_bpf_site of the pending read start (faults collector) */
-	__u8 kernel_fault; /* a fault in kernel mode since the last read start (start_site()) */
+	__u8 kernel_fault; /* a fault in kernel mode, its fallback not acquired yet */
+	__u32 win_gen;	   /* split_gen when the window opened */
 	__u8 nadded;	   /* pages of added[] */
 	struct {
 		__u64 mm, since_ns;
@@ -324,7 +336,8 @@ static __always_inline int site_of(void *ctx, int first, int last, const int fra
  * orig_ax is the call's number; exceptions and interrupts set -1: arch/x86/entry/entry_64.S) is
  * at none of the sites, unless it took a fault in kernel mode since its last read start (a
  * copy_to_user() into a fresh page goes to lock_mm_and_find_vma(): on_fault_kernel marks the
- * thread, and its next read start is decided by the stack). Nor is a thread in direct reclaim (PF_MEMALLOC: MGLRU's walk_mm() trylocks the mm
+ * thread, and its read starts are decided by the stack until one at the site acquires: an
+ * exiting thread's clear_child_tid fault too). Nor is a thread in direct reclaim (PF_MEMALLOC: MGLRU's walk_mm() trylocks the mm
  * inside a fault), exiting (PF_EXITING: exit_mm()), or a kernel or io_uring worker thread.
  *
  * The rest need the tracepoint's call site. on_start is a classic tracepoint program: perf_trace_*()
@@ -347,7 +360,6 @@ static __always_inline int start_site(void *ctx, struct thread *t, const int las
 		if (r->orig_ax != (unsigned long)-1)
 			return MM_BPF_SITE_OTHER;
 	}
-	t->kernel_fault = 0; /* the stack decides (an exiting thread's clear_child_tid fault) */
 #endif
 	/* perf_trace_*() stores its registers' address in the record's first 8 bytes for the
 	 * program (perf_trace_run_bpf_submit()), which the verifier lets it read by helper only. */
@@ -357,15 +369,32 @@ static __always_inline int start_site(void *ctx, struct thread *t, const int las
 	    bpf_probe_read_kernel(&ip, sizeof(ip), &regs->ip) < 0)
 		return site_of(ctx, MM_BPF_SITE_FALLBACK, last, MAX_FRAMES);
 #pragma unroll
-	for (int k = MM_BPF_SITE_FALLBACK; k <= last; k++)
-		if (ip >= sites[k].lo && ip < sites[k].hi)
+	for (int k = MM_BPF_SITE_FALLBACK; k <= last; k++) {
+		if (ip >= sites[k].lo && ip < sites[k].hi) {
+			if (k == MM_BPF_SITE_FALLBACK && !site_inline)
+				site_inline = 1;
 			return k;
+		}
+	}
+	bool through = false;
 #pragma unroll
 	for (int k = 0; k < MM_BPF_NTRACE_TEXT; k++)
-		if (ip >= trace_text[k].lo && ip < trace_text[k].hi)
-			return site_of(ctx, MM_BPF_SITE_FALLBACK, last,
-				       last == MM_BPF_SITE_FALLBACK ? TRACE_FRAMES : MAX_FRAMES);
-	return MM_BPF_SITE_OTHER;
+		through |= ip >= trace_text[k].lo && ip < trace_text[k].hi;
+	if (!through)
+		return MM_BPF_SITE_OTHER;
+	/* Only the fallback site wanted, on a kernel that traces it inline: the helper is another
+	 * caller's, but one in CHECK_EVERY still looks, and the first that finds the site there
+	 * ends the shortcut (stat MM_BPF_SITE_THROUGH_HELPER). */
+	if (last == MM_BPF_SITE_FALLBACK && site_inline && !site_through_helper &&
+	    (++helper_starts % CHECK_EVERY))
+		return MM_BPF_SITE_OTHER;
+	int site = site_of(ctx, MM_BPF_SITE_FALLBACK, last,
+			   last == MM_BPF_SITE_FALLBACK ? TRACE_FRAMES : MAX_FRAMES);
+	if (site == MM_BPF_SITE_FALLBACK && site_inline && !site_through_helper) {
+		site_through_helper = 1;
+		stat_add(MM_BPF_SITE_THROUGH_HELPER);
+	}
+	return site;
 }
 
 /* mm->mm_lock_seq: odd while a writer holds mmap_lock (6.12: a seqcount_t begun at every write
@@ -396,6 +425,10 @@ static __always_inline int close_window(struct thread *t, enum mm_bpf_stat why)
 	if (!t->win.open)
 		return -1;
 	t->win.open = 0;
+	if (t->win_gen != split_gen) {
+		stat_add(MM_BPF_WIN_STALE);
+		return -1;
+	}
 	if (why != MM_BPF_WIN_EXIT)
 		t->win.completed = 1; /* the thread went on after the fault (outcome.h) */
 	stat_add(why);
@@ -419,6 +452,7 @@ static __always_inline void open_window(struct thread *t, unsigned long address)
 	__builtin_memset(&t->win, 0, sizeof(t->win));
 	t->nadded = 0;
 	t->win.open = 1;
+	t->win_gen = split_gen;
 	struct task_struct *task = bpf_get_current_task_btf();
 	struct mm_struct *mm = task->mm;
 	if (!mm)
@@ -483,8 +517,12 @@ int BPF_PROG(on_fault, unsigned long address, struct pt_regs *regs, unsigned lon
 	t->fault_ip = regs->ip;
 	t->fault_sp = regs->sp;
 	t->fault_fellback = 0;
-	if (count_faults)
-		open_window(t, address);
+	if (count_faults) {
+		if (split_off) /* between bursts: the fault still ends the previous window */
+			close_window(t, MM_BPF_WIN_NEXT_FAULT);
+		else
+			open_window(t, address);
+	}
 	flush_if_due(t, now);
 	return 0;
 }
@@ -570,9 +608,16 @@ int on_start(struct trace_event_raw_mmap_lock *ctx)
 	bool own = own_mm(mm), in_window = count_faults && t->win.open;
 	int site = MM_BPF_SITE_NONE;
 	if (own && (in_window || (!write && (count_fallbacks || count_mmaplock || count_faults))))
-		site = count_faults ? start_site(ctx, t, MM_BPF_SITE_HMF_OUTER)
-				    : start_site(ctx, t, MM_BPF_SITE_FALLBACK);
+		/* Between the split's bursts the faults collector's sites are not needed either
+		 * (mmap_lock_by_fault_other counts in bursts only). */
+		site = count_faults && (in_window || !split_off)
+			       ? start_site(ctx, t, MM_BPF_SITE_HMF_OUTER)
+			       : start_site(ctx, t, MM_BPF_SITE_FALLBACK);
 	t->at_site = !write && site == MM_BPF_SITE_FALLBACK;
+	/* A kernel fault's mark lasts until its fallback acquires (a failed trylock's retry
+	 * starts again) or a read start is found elsewhere. */
+	if (!t->at_site && !write)
+		t->kernel_fault = 0;
 	t->pending_site = write ? MM_BPF_SITE_NONE : site;
 	/* After the stack walk: the wait is the lock's, not this program's. */
 	t->wait_start_ns = bpf_ktime_get_ns();
@@ -683,6 +728,8 @@ int on_acquired(unsigned long long *ctx)
 		else
 			c->mmap_lock_read++;
 	}
+	if (!write && success && t->at_site)
+		t->kernel_fault = 0;
 	if (count_faults && !write && t->pending_site < MM_BPF_NSITES)
 		fault_acquired(t, mm, now, success);
 	t->pending_site = MM_BPF_SITE_NONE;

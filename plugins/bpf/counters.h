@@ -108,6 +108,8 @@ enum mm_bpf_stat {
 	MM_BPF_WIN_EXIT,	 /* thread exit */
 	MM_BPF_WIN_LEFT,	 /* a sleep or page-cache add outside the fault (its regs) */
 	MM_BPF_FLUSHES,		 /* a thread's counts added to its process's (map updates) */
+	MM_BPF_WIN_STALE, /* windows of an earlier burst, dropped unclassified (split bursts) */
+	MM_BPF_SITE_THROUGH_HELPER, /* the fallback site traced inline and via the helper both */
 	MM_BPF_NSTATS
 };
 

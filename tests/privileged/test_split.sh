@@ -7,16 +7,17 @@
 # Starts two daemons at once:
 #   B  --collectors totals,fallbacks,vmstat,faults --split-duty 100% --source perf (every fault
 #      classified on the perf rings, as A's bursts are)
-#   A  the defaults (bursts of the default split_duty), --interval 5 (5 bursts a window), on the
-#      perf rings; or, when another program already holds BPF on the mmap_lock tracepoints
-#      (bpftool link; the perf fallbacks collector then cannot attribute, README "The BPF
-#      source"), with --source bpf: fallbacks counted in the kernel, the bursts still on perf
+#   A  the defaults (bursts of the default split_duty), --interval 5 (5 bursts a window), with
+#      --source SPLIT_SOURCE (default perf: the bursts on the perf rings; bpf: fallbacks and the
+#      bursts in the kernel, the programs attached for each burst only); perf becomes bpf when
+#      another program already holds BPF on the mmap_lock tracepoints (bpftool link; the perf
+#      fallbacks collector then cannot attribute, README "The BPF source")
 # Then runs two workloads with steady fallbacks, one after the other: outcome_workload file
 # (random reads of a file larger than its memory cgroup: most faults wait for I/O and retry under
 # mmap_lock, mmap_retry) and outcome_workload anon (fast anonymous faults, writers that mprotect
 # the mapping: a few mmap_abort among many vma), about SECONDS each. Checks, per workload pid,
 # summed over its windows:
-#   1. A's /api/v1/status says split mode "bursts" on perf with the default duty; B's
+#   1. A's /api/v1/status says split mode "bursts" on A's source with the default duty; B's
 #      "continuous".
 #   2. A's rows have split_estimated windows, split_faults_seen > 0, split_err > 0, non-zero
 #      outcome columns (faults_vma, and a fallback outcome for the file workload).
@@ -77,10 +78,11 @@ B_PID=$DAEMON_PID B_PORT=$PORT
 mv "$TMP/mmlockd.log" "$TMP/b.log"
 cp "$TMP/status.json" "$TMP/b_status.json"
 DB=$TMP/a.db
-A_SOURCE=perf
-if command -v bpftool >/dev/null && bpftool link show 2>/dev/null | grep -q "mmap_lock"; then
+A_SOURCE=${SPLIT_SOURCE:-perf}
+if [ "$A_SOURCE" = perf ] && command -v bpftool >/dev/null &&
+	bpftool link show 2>/dev/null | grep -q "mmap_lock"; then
 	A_SOURCE=bpf
-	log "another program holds BPF on the mmap_lock tracepoints: A counts fallbacks on BPF"
+	log "another program holds BPF on the mmap_lock tracepoints: A counts on BPF"
 fi
 start_mmlockd --interval 5 --source "$A_SOURCE"
 A_PORT=$PORT
@@ -95,9 +97,9 @@ print(s["mode"], s["source"], s["duty_permille"], fb["state"], fb["reason"].repl
 read -r a_mode a_src a_duty a_fb a_fbwhy <<<"$(split_of "$TMP/status.json")"
 read -r b_mode b_src _ _ _ <<<"$(split_of "$TMP/b_status.json")"
 log "A: split $a_mode on $a_src, duty $a_duty per mille; B: split $b_mode on $b_src"
-if [ "$a_mode" = bursts ] && [ "$a_src" = perf ] && [ "$a_duty" -gt 0 ] && [ "$a_duty" -lt 1000 ] &&
-	[ "$b_mode" = continuous ]; then
-	pass "status: A splits in bursts on perf, B continuously"
+if [ "$a_mode" = bursts ] && [ "$a_src" = "$A_SOURCE" ] && [ "$a_duty" -gt 0 ] &&
+	[ "$a_duty" -lt 1000 ] && [ "$b_mode" = continuous ]; then
+	pass "status: A splits in bursts on $A_SOURCE, B continuously"
 else
 	fail "status: A '$a_mode' on '$a_src' duty $a_duty, B '$b_mode'"
 fi
