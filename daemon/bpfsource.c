@@ -113,6 +113,7 @@ static const char *const site_names[MM_BPF_NSITES] = {
 static const char *const trace_text_names[MM_BPF_NTRACE_TEXT] = {
 	[MM_BPF_TRACE_HELPER] = "__mmap_lock_do_trace_start_locking",
 	[MM_BPF_TRACE_ITER] = "__traceiter_mmap_lock_start_locking",
+	[MM_BPF_TRACE_CAREFULLY] = "get_mmap_lock_carefully",
 };
 
 static char *verifier_log;
@@ -432,7 +433,7 @@ static void register_globals(struct mm_bpfsrc *b, struct mm_host *h)
 		[MM_BPF_WIN_EXIT] = "fault_windows_closed_by_exit",
 		[MM_BPF_WIN_LEFT] = "fault_windows_closed_outside_the_fault",
 		[MM_BPF_FLUSHES] = "thread_flushes",
-		[MM_BPF_WIN_STALE] = "fault_windows_of_an_earlier_burst",
+		[MM_BPF_WIN_LATE] = "fault_windows_closed_after_their_burst",
 		[MM_BPF_SITE_THROUGH_HELPER] = "fallback_site_through_trace_helper",
 	};
 	for (unsigned i = 0; i < MM_BPF_NSTATS; i++)
@@ -698,31 +699,24 @@ int mm_bpfsrc_open(struct mm_host *h, const struct mm_config *cfg, const struct 
 			snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s%s",
 				 list[0] ? ", " : "", covered[i].name);
 	}
-	/* The fault split in bursts (split_duty under 100%) runs on BPF with source = bpf only
-	 * (mm_bpfsrc_set_phase attaches its programs for each burst); under auto it stays on the
-	 * perf rings, whose bursts' cost is the one measured for the default. */
+	/* The fault split in bursts (split_duty under 100%, the default) runs here too:
+	 * mm_bpfsrc_set_phase attaches its programs for each burst. Chosen by measurement
+	 * (bench/results/split-bpf-20261202.md: the default on BPF no costlier than on the perf
+	 * rings, and its swap-in fallbacks classified where perf leaves 88% mmap_unknown). */
 	bool bursts = want[W_FAULTS] && mm_config_split_duty_pm(cfg) < 1000;
-	if (bursts && strcmp(cfg->source, "bpf")) {
-		want[W_FAULTS] = bursts = false;
-		mm_host_set_source(h, "faults", "perf",
-				   "source = auto runs the split in bursts on the perf rings; "
-				   "source = bpf in the kernel");
-		any = want[W_MMAPLOCK] || want[W_FALLBACKS];
-	}
 	if (!any)
 		return 0;
 	if (!strcmp(cfg->source, "perf")) {
 		note_all(h, want, "perf", "source = perf in the configuration");
 		return 0;
 	}
-	/* The default set (fallbacks without mmaplock) stays on the perf rings under auto: its
-	 * cost there is the one measured for the default (bench/results/main.md), the BPF
-	 * program's is not yet. With mmaplock on BPF, fallbacks must follow: a BPF program on the
-	 * mmap_lock tracepoints moves perf's sample IP to the tracepoint iterator, and the perf
-	 * fallbacks collector attributes by that IP. */
+	/* fallbacks alone (--split-duty 0) stays on the perf rings under auto: the same run
+	 * could not tell the two apart (0.945 / 0.973 / 0.922 perf, 0.938 / 0.895 / 0.977 BPF on
+	 * swapin / filemap / mix). With mmaplock or faults on BPF it follows them (one source,
+	 * shared programs). */
 	if (!want[W_MMAPLOCK] && !want[W_FAULTS] && strcmp(cfg->source, "bpf")) {
 		note_all(h, want, "perf",
-			 "source = auto keeps the default fallbacks on the perf rings; "
+			 "source = auto keeps fallbacks alone on the perf rings; "
 			 "source = bpf counts it in the kernel");
 		return 0;
 	}
