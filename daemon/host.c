@@ -111,6 +111,7 @@ struct mm_host {
 	 * burst ended in event time, and the burst time of the open window. */
 	unsigned split_duty_pm;
 	bool bursts;
+	bool split_external; /* the bursts' classifier counts in the kernel (BPF), set at start */
 	struct mm_split_clock split;
 	uint64_t split_done_slot, split_observed_ms;
 	enum mm_burst_role adding; /* in mm_host_wanted(): the role of streams being added */
@@ -316,6 +317,9 @@ void mm_host_set_source(struct mm_host *h, const char *name, const char *source,
 
 void mm_host_start(struct mm_host *h)
 {
+	for (unsigned i = 0; i < h->nslots; i++)
+		h->split_external |=
+			h->slots[i].burst && h->slots[i].enabled && h->slots[i].external;
 	h->g_outside_burst =
 		h->bursts ? mm_host_global(
 				    h, "split_records", "outside_burst",
@@ -714,9 +718,7 @@ static void split_status(const struct mm_host *h, struct mm_snapshot *s)
 	} else if (!h->bursts) {
 		snprintf(s->split.mode, sizeof(s->split.mode), "continuous");
 		snprintf(s->split.why, sizeof(s->split.why),
-			 "%s: every fault classified, outcome "
-			 "counts exact",
-			 "split_duty 100%");
+			 "split_duty 100%%: every fault classified, outcome counts exact");
 	} else {
 		snprintf(s->split.mode, sizeof(s->split.mode), "bursts");
 		s->split.burst_ms = h->split.burst_ms;
@@ -902,21 +904,12 @@ enum mm_split_phase mm_host_burst_phase(const struct mm_host *h, uint64_t now_ns
 	return ph;
 }
 
-/* Whether the fault split's classifier runs in bursts outside the perf rings (BPF). */
-static bool split_external(const struct mm_host *h)
-{
-	for (unsigned i = 0; i < h->nslots; i++)
-		if (h->slots[i].burst && h->slots[i].external)
-			return true;
-	return false;
-}
-
 /* A burst's grace ended in event time: no record of it is still to come. The bursted collectors
  * account what they hold (their finish hook), and each process's counts of the burst go to its
  * accumulator (the spread between bursts). */
 static void end_burst(struct mm_host *h, const struct mm_split_burst *b)
 {
-	if (h->counter_fn && split_external(h))
+	if (h->counter_fn && h->split_external)
 		h->counter_fn(h->counter_ctx, h, false); /* the burst's counts, from the kernel */
 	for (unsigned i = 0; i < h->nslots; i++) {
 		struct slot *sl = &h->slots[i];
@@ -938,7 +931,7 @@ static void split_catch_up(struct mm_host *h, uint64_t now_ms)
 	if (!h->bursts)
 		return;
 	uint64_t slot = now_ms / h->split.slot_ms;
-	uint64_t wait_ms = MM_SPLIT_GRACE_MS + (split_external(h) ? MM_SPLIT_FLUSH_MS : 0);
+	uint64_t wait_ms = MM_SPLIT_GRACE_MS + (h->split_external ? MM_SPLIT_FLUSH_MS : 0);
 	if (slot > h->split_done_slot + 4)
 		h->split_done_slot = slot - 4;
 	while (h->split_done_slot <= slot) {

@@ -78,8 +78,9 @@ char LICENSE[] SEC("license") = "GPL";
 
 #define RWSEM_WRITER_LOCKED (1UL << 0) /* kernel/locking/rwsem.c */
 
-#define MAX_FRAMES	 8
-#define TRACE_FRAMES	 3 /* iterator, trace helper, the helper's caller */
+#define MAX_FRAMES 8
+/* iterator, trace helper, its caller (get_mmap_lock_carefully() if not inlined), and that one's */
+#define TRACE_FRAMES	 4
 #define FLUSH_NS	 (20 * 1000 * 1000) /* a running thread's counts, at most this late */
 #define MAX_SLEEP_FRAMES 12 /* sched_switch: __schedule, schedule, io_schedule, ... first */
 
@@ -99,9 +100,13 @@ const volatile struct {
  * measured by the loader on its own mappings ([vvar]..., [vdso]); 0: not checked. */
 const volatile __u64 vdso_below = 0, vdso_above = 0;
 /* The fault split in bursts (daemon/split.h), written by the loader while the programs run:
- * split_off set between bursts (no window opens), split_gen the current burst (a window opened
- * in an earlier one is dropped when it closes: its fault's end was not watched). Both 0 when the
- * faults collector runs continuously. */
+ * split_off set between bursts (no window opens), split_gen the current burst. A window opened
+ * in a burst and still open at its end (a slow fault: a retry's I/O) closes at its thread's next
+ * event that ends it, a later burst's fault at the latest, and is counted then (the fallback and
+ * sleep programs stay attached, so its evidence is whole but for the completion event and the
+ * filemap ones): dropping it instead biased the bursts against slow faults (split_bpf: 84% of
+ * classified faults fell back against 92% exact). Both 0 when the faults collector runs
+ * continuously. */
 volatile __u32 split_gen = 0;
 volatile __u8 split_off = 0;
 /* start_site(): a read start's call site was lock_mm_and_find_vma() itself (the kernel traces it
@@ -337,18 +342,22 @@ static __always_inline int site_of(void *ctx, int first, int last, const int fra
  * at none of the sites, unless it took a fault in kernel mode since its last read start (a
  * copy_to_user() into a fresh page goes to lock_mm_and_find_vma(): on_fault_kernel marks the
  * thread, and its read starts are decided by the stack until one at the site acquires: an
- * exiting thread's clear_child_tid fault too). Nor is a thread in direct reclaim (PF_MEMALLOC: MGLRU's walk_mm() trylocks the mm
- * inside a fault), exiting (PF_EXITING: exit_mm()), or a kernel or io_uring worker thread.
+ * exiting thread's clear_child_tid fault too). Nor is a thread in direct reclaim (PF_MEMALLOC:
+ * MGLRU's walk_mm() trylocks the mm inside a fault), exiting (PF_EXITING: exit_mm()), or a kernel
+ * or io_uring worker thread.
  *
- * The rest need the tracepoint's call site. on_start is a classic tracepoint program: perf_trace_*()
- * fetched its caller's registers for it, so their ip is the site where the kernel inlines the
- * trace call there (6.18: lock_mm_and_find_vma() in mm/mmap_lock.c), read without unwinding.
- * Only when it is the out-of-line trace helper (every read start on 6.12, __vmf_anon_prepare()'s
- * on 6.18) or the tracepoint iterator (another probe on the tracepoint) is a stack taken:
+ * The rest need the tracepoint's call site. on_start is a classic tracepoint program:
+ * perf_trace_*() fetched its caller's registers for it, so their ip is the site where the kernel
+ * inlines the trace call there (6.18: lock_mm_and_find_vma() in mm/mmap_lock.c), read without
+ * unwinding. Only when it is the out-of-line trace helper (every read start on 6.12,
+ * __vmf_anon_prepare()'s on 6.18), the tracepoint iterator (another probe on the tracepoint) or a
+ * get_mmap_lock_carefully() the compiler kept apart (enum mm_bpf_trace_text) is a stack taken:
  * TRACE_FRAMES for the fallback site alone, MAX_FRAMES for the faults collector's, as
- * plugins/faults.c reads a callchain. (bpf_stats, bench swapin, ~50k read starts a second: a
- * MAX_FRAMES stack from the tp_btf program this was, which begins in the BPF trampoline, cost
- * ~2 us; one frame from here ~0.4 us.) */
+ * plugins/faults.c reads a callchain; and for the fallback site alone not even then where the
+ * first frame is the helper on a kernel seen to trace the site inline (below). (bpf_stats,
+ * bench swapin, ~50k read starts a second: a MAX_FRAMES stack from the tp_btf program this was,
+ * which begins in the BPF trampoline, cost ~2 us, and any stack from here about as much; the
+ * registers' ip ~0.25 us a run in all.) */
 static __always_inline int start_site(void *ctx, struct thread *t, const int last)
 {
 #if defined(__TARGET_ARCH_x86)
@@ -376,21 +385,23 @@ static __always_inline int start_site(void *ctx, struct thread *t, const int las
 			return k;
 		}
 	}
-	bool through = false;
+	int through = -1;
 #pragma unroll
 	for (int k = 0; k < MM_BPF_NTRACE_TEXT; k++)
-		through |= ip >= trace_text[k].lo && ip < trace_text[k].hi;
-	if (!through)
+		if (ip >= trace_text[k].lo && ip < trace_text[k].hi)
+			through = k;
+	if (through < 0)
 		return MM_BPF_SITE_OTHER;
 	/* Only the fallback site wanted, on a kernel that traces it inline: the helper is another
 	 * caller's, but one in CHECK_EVERY still looks, and the first that finds the site there
 	 * ends the shortcut (stat MM_BPF_SITE_THROUGH_HELPER). */
-	if (last == MM_BPF_SITE_FALLBACK && site_inline && !site_through_helper &&
-	    (++helper_starts % CHECK_EVERY))
+	if (through == MM_BPF_TRACE_HELPER && last == MM_BPF_SITE_FALLBACK && site_inline &&
+	    !site_through_helper && (++helper_starts % CHECK_EVERY))
 		return MM_BPF_SITE_OTHER;
 	int site = site_of(ctx, MM_BPF_SITE_FALLBACK, last,
 			   last == MM_BPF_SITE_FALLBACK ? TRACE_FRAMES : MAX_FRAMES);
-	if (site == MM_BPF_SITE_FALLBACK && site_inline && !site_through_helper) {
+	if (through == MM_BPF_TRACE_HELPER && site == MM_BPF_SITE_FALLBACK && site_inline &&
+	    !site_through_helper) {
 		site_through_helper = 1;
 		stat_add(MM_BPF_SITE_THROUGH_HELPER);
 	}
@@ -425,10 +436,8 @@ static __always_inline int close_window(struct thread *t, enum mm_bpf_stat why)
 	if (!t->win.open)
 		return -1;
 	t->win.open = 0;
-	if (t->win_gen != split_gen) {
-		stat_add(MM_BPF_WIN_STALE);
-		return -1;
-	}
+	if (t->win_gen != split_gen)
+		stat_add(MM_BPF_WIN_LATE); /* counted all the same: see split_gen */
 	if (why != MM_BPF_WIN_EXIT)
 		t->win.completed = 1; /* the thread went on after the fault (outcome.h) */
 	stat_add(why);

@@ -87,8 +87,9 @@ enum mm_bpf_site {
 /* Kernel text a read start's first frame may lie in when its site is further up (the loader
  * fills .rodata trace_text[]; missing ones stay empty). */
 enum mm_bpf_trace_text {
-	MM_BPF_TRACE_HELPER, /* __mmap_lock_do_trace_start_locking: the out-of-line trace call */
-	MM_BPF_TRACE_ITER,   /* __traceiter_mmap_lock_start_locking: more than one probe */
+	MM_BPF_TRACE_HELPER,	/* __mmap_lock_do_trace_start_locking: the out-of-line trace call */
+	MM_BPF_TRACE_ITER,	/* __traceiter_mmap_lock_start_locking: more than one probe */
+	MM_BPF_TRACE_CAREFULLY, /* get_mmap_lock_carefully, where not inlined into the site */
 	MM_BPF_NTRACE_TEXT,
 };
 
@@ -108,7 +109,7 @@ enum mm_bpf_stat {
 	MM_BPF_WIN_EXIT,	 /* thread exit */
 	MM_BPF_WIN_LEFT,	 /* a sleep or page-cache add outside the fault (its regs) */
 	MM_BPF_FLUSHES,		 /* a thread's counts added to its process's (map updates) */
-	MM_BPF_WIN_STALE, /* windows of an earlier burst, dropped unclassified (split bursts) */
+	MM_BPF_WIN_LATE, /* windows closed after their burst (split bursts), counted all the same */
 	MM_BPF_SITE_THROUGH_HELPER, /* the fallback site traced inline and via the helper both */
 	MM_BPF_NSTATS
 };
