@@ -521,14 +521,18 @@ void mm_bpfsrc_set_phase(struct mm_bpfsrc *b, enum mm_split_phase phase)
 	if (!b || !b->bursts || phase == b->phase)
 		return;
 	struct mm_counters *s = b->skel;
+	struct bpf_program *progs[] = {s->progs.on_filemap_fault, s->progs.on_map_pages,
+				       s->progs.on_added};
+	struct bpf_link **links[] = {&s->links.on_filemap_fault, &s->links.on_map_pages,
+				     &s->links.on_added};
 	bool evidence = phase != MM_SPLIT_OFF, ok = true;
 	/* In: evidence, then a new burst, then the opener. Out: the opener first (split.h). */
-	if (evidence) {
-		ok &= switch_link(s->progs.on_filemap_fault, &s->links.on_filemap_fault, true);
-		ok &= switch_link(s->progs.on_map_pages, &s->links.on_map_pages, true);
-		ok &= switch_link(s->progs.on_added, &s->links.on_added, true);
+	if (evidence != (b->phase != MM_SPLIT_OFF)) {
+		for (size_t i = 0; evidence && i < sizeof(progs) / sizeof(progs[0]); i++)
+			ok &= switch_link(progs[i], links[i], true);
 		for (unsigned i = 0; b->opener_bursts && i < b->nlinks; i++)
-			ioctl(b->link_fds[i], PERF_EVENT_IOC_ENABLE, 0);
+			ioctl(b->link_fds[i],
+			      evidence ? PERF_EVENT_IOC_ENABLE : PERF_EVENT_IOC_DISABLE, 0);
 	}
 	if (phase == MM_SPLIT_ON) {
 		s->bss->split_gen++;
@@ -538,13 +542,8 @@ void mm_bpfsrc_set_phase(struct mm_bpfsrc *b, enum mm_split_phase phase)
 	}
 	if (b->opener_bursts)
 		ok &= switch_link(s->progs.on_fault, &s->links.on_fault, phase == MM_SPLIT_ON);
-	if (!evidence) {
-		switch_link(s->progs.on_filemap_fault, &s->links.on_filemap_fault, false);
-		switch_link(s->progs.on_map_pages, &s->links.on_map_pages, false);
-		switch_link(s->progs.on_added, &s->links.on_added, false);
-		for (unsigned i = 0; b->opener_bursts && i < b->nlinks; i++)
-			ioctl(b->link_fds[i], PERF_EVENT_IOC_DISABLE, 0);
-	}
+	for (size_t i = 0; !evidence && i < sizeof(progs) / sizeof(progs[0]); i++)
+		switch_link(progs[i], links[i], false);
 	if (!ok && !b->attach_failed) {
 		b->attach_failed = true;
 		log_warning("BPF source: attaching the fault split's programs for a burst failed "
@@ -654,10 +653,8 @@ static int load(struct mm_bpfsrc *b, bool *want, const struct mm_symbols *syms, 
 				  want[W_MMAPLOCK] || want[W_FAULTS] || s->rodata->reject_for_test);
 	bpf_program__set_autoload(s->progs.on_released, want[W_MMAPLOCK]);
 	bpf_program__set_autoload(s->progs.on_contention, want[W_MMAPLOCK]);
-	/* A fault in kernel mode: for fallbacks, counters.bpf.c's fallback_site() takes a stack
-	 * at the read start after it. */
-	bpf_program__set_autoload(s->progs.on_fault_kernel, want[W_FAULTS] || want[W_FALLBACKS]);
 	/* The faults collector's evidence: nothing of it runs for the others. */
+	bpf_program__set_autoload(s->progs.on_fault_kernel, want[W_FAULTS]);
 	bpf_program__set_autoload(s->progs.on_filemap_fault, want[W_FAULTS]);
 	bpf_program__set_autoload(s->progs.on_map_pages, want[W_FAULTS]);
 	bpf_program__set_autoload(s->progs.on_added, want[W_FAULTS]);

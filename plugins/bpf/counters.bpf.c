@@ -32,9 +32,8 @@
  *                                         the faults collector, a voluntary sleep in a window is
  *                                         an attempt under the VMA lock; inside
  *                                         __folio_lock_or_retry(): a retry
- *   exceptions:page_fault_kernel          the user fault is over; the next fallback may be this
- *                                         one's (start_site())
  * and for the faults collector only:
+ *   exceptions:page_fault_kernel          the user fault is over; the next fallback is this one's
  *   filemap:mm_filemap_fault, _map_pages  attempts on the faulting page (as plugins/faults.c)
  *   filemap:mm_filemap_add_to_page_cache  pages read twice in one window
  * and, as perf_event programs, the minor-faults and major-faults software events on every CPU,
@@ -49,8 +48,7 @@
  * event; where they differ it is in what the perf path could not see: sites (the fallback, the
  * anon_vma trylock, __folio_lock_or_retry) are found in short kernel stacks (MAX_FRAMES frames,
  * taken only for read starts on the thread's own mm and for mmap_lock starts in an open window,
- * on x86 not in system calls, and from the tracepoint's site: one frame where it is inlined,
- * start_site();
+ * and only where the tracepoint's site, from perf's registers, does not tell: start_site();
  * MAX_SLEEP_FRAMES for a voluntary sleep in a window before its fallback) instead of the sample
  * IP, so kernels that fire the tracepoint from the out-of-line trace helper (6.12) are counted
  * too; and the faults collector's outcome uses evidence the ring path could not afford
@@ -133,7 +131,6 @@ struct thread {
 	__u8 fb_waited;	   /* the fallback in progress has counted its wait */
 	__u8 nheld;	   /* mmap_locks held for write (fork nests two) */
 	__u8 pending_site; /* enum mm_bpf_site of the pending read start (faults collector) */
-	__u8 kernel_fault; /* a fault in kernel mode, its fallback not acquired yet */
 	__u32 win_gen;	   /* split_gen when the window opened */
 	__u8 nadded;	   /* pages of added[] */
 	struct {
@@ -329,47 +326,25 @@ static __always_inline int site_of(void *ctx, int first, int last, const int fra
 	return MM_BPF_SITE_OTHER;
 }
 
-#define PF_EXITING   0x00000004 /* include/linux/sched.h */
-#define PF_IO_WORKER 0x00000010
-#define PF_MEMALLOC  0x00000800
-#define PF_KTHREAD   0x00200000
-
 /* The site of a read start of the thread's own mm (on_start), among the sites [FALLBACK, @last]:
  * MM_BPF_SITE_OTHER if none.
  *
- * On x86 most need no stack. A thread that entered the kernel by a system call (its entry frame's
- * orig_ax is the call's number; exceptions and interrupts set -1: arch/x86/entry/entry_64.S) is
- * at none of the sites, unless it took a fault in kernel mode since its last read start (a
- * copy_to_user() into a fresh page goes to lock_mm_and_find_vma(): on_fault_kernel marks the
- * thread, and its read starts are decided by the stack until one at the site acquires: an
- * exiting thread's clear_child_tid fault too). Nor is a thread in direct reclaim (PF_MEMALLOC:
- * MGLRU's walk_mm() trylocks the mm inside a fault), exiting (PF_EXITING: exit_mm()), or a kernel
- * or io_uring worker thread.
- *
- * The rest need the tracepoint's call site. on_start is a classic tracepoint program:
- * perf_trace_*() fetched its caller's registers for it, so their ip is the site where the kernel
- * inlines the trace call there (6.18: lock_mm_and_find_vma() in mm/mmap_lock.c), read without
- * unwinding. Only when it is the out-of-line trace helper (every read start on 6.12,
- * __vmf_anon_prepare()'s on 6.18), the tracepoint iterator (another probe on the tracepoint) or a
+ * on_start is a classic tracepoint program: perf_trace_*() fetched its caller's registers for
+ * it, so their ip is the site where the kernel inlines the trace call there (6.18:
+ * lock_mm_and_find_vma() in mm/mmap_lock.c), read without unwinding. Only when it is the
+ * out-of-line trace helper (every read start on 6.12; system calls' and __vmf_anon_prepare()'s
+ * on 6.18), the tracepoint iterator (another probe on the tracepoint) or a
  * get_mmap_lock_carefully() the compiler kept apart (enum mm_bpf_trace_text) is a stack taken:
  * TRACE_FRAMES for the fallback site alone, MAX_FRAMES for the faults collector's, as
  * plugins/faults.c reads a callchain; and for the fallback site alone not even then where the
  * first frame is the helper on a kernel seen to trace the site inline (below). (bpf_stats,
  * bench swapin, ~50k read starts a second: a MAX_FRAMES stack from the tp_btf program this was,
  * which begins in the BPF trampoline, cost ~2 us, and any stack from here about as much; the
- * registers' ip ~0.25 us a run in all.) */
+ * registers' ip ~0.25 us a run in all.) A cheaper test for system calls first (the entry
+ * frame's orig_ax, with a mark from page_fault_kernel) was tried and dropped: it missed one
+ * fallback of a fault in kernel mode in about one run of test_bpf in three, cause not found. */
 static __always_inline int start_site(void *ctx, struct thread *t, const int last)
 {
-#if defined(__TARGET_ARCH_x86)
-	if (!t->kernel_fault) {
-		struct task_struct *task = bpf_get_current_task_btf();
-		if (task->flags & (PF_EXITING | PF_IO_WORKER | PF_MEMALLOC | PF_KTHREAD))
-			return MM_BPF_SITE_OTHER;
-		struct pt_regs *r = (struct pt_regs *)bpf_task_pt_regs(task);
-		if (r->orig_ax != (unsigned long)-1)
-			return MM_BPF_SITE_OTHER;
-	}
-#endif
 	/* perf_trace_*() stores its registers' address in the record's first 8 bytes for the
 	 * program (perf_trace_run_bpf_submit()), which the verifier lets it read by helper only. */
 	struct pt_regs *regs = NULL;
@@ -546,13 +521,9 @@ int BPF_PROG(on_fault_kernel, unsigned long address, struct pt_regs *regs, unsig
 	 * copy_from_user_nofault) the kernel does not handle it: bad_area_nosemaphore(). */
 	if (bpf_get_current_task_btf()->pagefault_disabled)
 		return 0;
-	if ((long)address < 0)
-		return 0; /* a kernel address: do_kern_addr_fault(), no mmap_lock */
-	struct thread *t = thread(true);
-	if (!t)
-		return 0;
-	t->kernel_fault = 1;
-	close_window(t, MM_BPF_WIN_KERNEL_FAULT);
+	struct thread *t = thread(false);
+	if (t)
+		close_window(t, MM_BPF_WIN_KERNEL_FAULT);
 	return 0;
 }
 
@@ -623,10 +594,6 @@ int on_start(struct trace_event_raw_mmap_lock *ctx)
 			       ? start_site(ctx, t, MM_BPF_SITE_HMF_OUTER)
 			       : start_site(ctx, t, MM_BPF_SITE_FALLBACK);
 	t->at_site = !write && site == MM_BPF_SITE_FALLBACK;
-	/* A kernel fault's mark lasts until its fallback acquires (a failed trylock's retry
-	 * starts again) or a read start is found elsewhere. */
-	if (!t->at_site && !write)
-		t->kernel_fault = 0;
 	t->pending_site = write ? MM_BPF_SITE_NONE : site;
 	/* After the stack walk: the wait is the lock's, not this program's. */
 	t->wait_start_ns = bpf_ktime_get_ns();
@@ -737,8 +704,6 @@ int on_acquired(unsigned long long *ctx)
 		else
 			c->mmap_lock_read++;
 	}
-	if (!write && success && t->at_site)
-		t->kernel_fault = 0;
 	if (count_faults && !write && t->pending_site < MM_BPF_NSITES)
 		fault_acquired(t, mm, now, success);
 	t->pending_site = MM_BPF_SITE_NONE;
