@@ -20,7 +20,8 @@ The "split" suite measures the fault split in the default: none, the default wit
 (mmlockd_nosplit: --split-duty 0, the default before it had one), the default (bursts of its
 default duty) and mmlockd_split5 (--split-duty 5%), to choose the duty by its cost;
 mmlockd_default_bpf and mmlockd_nosplit_bpf (--configs) are the default and split-off with
---source bpf (fallbacks, and the bursts, in the kernel).
+--source bpf (fallbacks, and the bursts, in the kernel), mmlockd_default_perf the default on the
+perf rings.
 The "breakdown" suite runs mmlockd with one collector at a time and `perf record` of one group of
 tracepoints at a time, to say which collector, tracepoint or callchain costs what.
 
@@ -90,6 +91,7 @@ SUITES = {
 SPLIT_ARGS = {"mmlockd_nosplit": ["--split-duty", "0"], "mmlockd_split5": ["--split-duty", "5%"],
               # The same on the BPF source: fallbacks counted in the kernel, the bursts too.
               "mmlockd_default_bpf": ["--source", "bpf"],
+              "mmlockd_default_perf": ["--source", "perf"],
               "mmlockd_nosplit_bpf": ["--split-duty", "0", "--source", "bpf"]}
 
 LABELS = {
@@ -99,6 +101,7 @@ LABELS = {
     "mmlockd_nosplit": "mmlockd default, --split-duty 0",
     "mmlockd_split5": "mmlockd default, --split-duty 5%",
     "mmlockd_default_bpf": "mmlockd default, --source bpf",
+    "mmlockd_default_perf": "mmlockd default, --source perf",
     "mmlockd_nosplit_bpf": "mmlockd default, --split-duty 0 --source bpf",
     "mmlockd_all": "mmlockd all (perf)",
     "mmlockd_all_bpf": "mmlockd all (bpf)",
