@@ -108,10 +108,9 @@ const volatile __u64 vdso_below = 0, vdso_above = 0;
 volatile __u32 split_gen = 0;
 volatile __u8 split_off = 0;
 /* start_site(): a read start's call site was lock_mm_and_find_vma() itself (the kernel traces it
- * inline); one came through the trace helper all the same (the shortcut is off); helper calls. */
+ * inline); one came through the trace helper all the same (the shortcut is off). Each set once. */
 volatile __u8 site_inline = 0, site_through_helper = 0;
-volatile __u32 helper_starts = 0;
-#define CHECK_EVERY 64
+#define CHECK_EVERY 64 /* divides 256: struct thread's helper_starts wraps */
 /* Set by the loader for the rejection test only: makes the verifier refuse the program. */
 const volatile __u64 reject_for_test = 0;
 
@@ -124,15 +123,16 @@ struct thread {
 	__u8 fault_fellback;	  /* that fault fell back to mmap_lock */
 	__u64 wait_start_ns;	  /* mmap_lock_start_locking, while waiting */
 	__u64 wait_mm;
-	__u8 waiting;	   /* between start_locking and acquire_returned */
-	__u8 contended;	   /* a sleeping rwsem contention in that wait */
-	__u8 at_site;	   /* the pending read start is lock_mm_and_find_vma's */
-	__u8 fb_failed;	   /* the last attempt there failed: the next start is its retry */
-	__u8 fb_waited;	   /* the fallback in progress has counted its wait */
-	__u8 nheld;	   /* mmap_locks held for write (fork nests two) */
-	__u8 pending_site; /* enum mm_bpf_site of the pending read start (faults collector) */
-	__u32 win_gen;	   /* split_gen when the window opened */
-	__u8 nadded;	   /* pages of added[] */
+	__u8 waiting;	    /* between start_locking and acquire_returned */
+	__u8 contended;	    /* a sleeping rwsem contention in that wait */
+	__u8 at_site;	    /* the pending read start is lock_mm_and_find_vma's */
+	__u8 fb_failed;	    /* the last attempt there failed: the next start is its retry */
+	__u8 fb_waited;	    /* the fallback in progress has counted its wait */
+	__u8 nheld;	    /* mmap_locks held for write (fork nests two) */
+	__u8 pending_site;  /* enum mm_bpf_site of the pending read start (faults collector) */
+	__u32 win_gen;	    /* split_gen when the window opened */
+	__u8 helper_starts; /* start_site()'s shortcuts taken: per thread, no shared counter */
+	__u8 nadded;	    /* pages of added[] */
 	struct {
 		__u64 mm, since_ns;
 	} held[MM_BPF_MAX_HELD];
@@ -371,7 +371,7 @@ static __always_inline int start_site(void *ctx, struct thread *t, const int las
 	 * caller's, but one in CHECK_EVERY still looks, and the first that finds the site there
 	 * ends the shortcut (stat MM_BPF_SITE_THROUGH_HELPER). */
 	if (through == MM_BPF_TRACE_HELPER && last == MM_BPF_SITE_FALLBACK && site_inline &&
-	    !site_through_helper && (++helper_starts % CHECK_EVERY))
+	    !site_through_helper && (++t->helper_starts % CHECK_EVERY))
 		return MM_BPF_SITE_OTHER;
 	int site = site_of(ctx, MM_BPF_SITE_FALLBACK, last,
 			   last == MM_BPF_SITE_FALLBACK ? TRACE_FRAMES : MAX_FRAMES);
