@@ -47,6 +47,7 @@
 
 #include "counters.h"
 #include "counters.skel.h"
+#include "htab.h"
 #include "symbols.h"
 #include "tidmap.h"
 
@@ -59,6 +60,15 @@
 
 _Static_assert(MM_BPF_HIST_BUCKETS == MM_HIST_BUCKETS, "histograms must have the same buckets");
 _Static_assert(MM_BPF_NOUTCOMES == MM_FAULT_OUTCOMES, "one latency histogram per outcome");
+
+_Static_assert(sizeof(struct mm_bpf_lock_key) % 8 == 0, "an htab key: a multiple of 8, no padding");
+
+/* What was already delivered of a lock row (the contention collector). */
+struct lock_track {
+	struct mm_bpf_lock_key key;
+	__u64 contended, wait_ns;
+	__u32 hist[MM_BPF_HIST_BUCKETS];
+};
 
 /* What was already delivered for the process a pid belongs to. */
 struct track {
@@ -87,6 +97,9 @@ struct mm_bpfsrc {
 	enum mm_split_phase phase;
 	struct mm_bpf_key *settle; /* map entries to delete after the walk */
 	size_t nsettle, settle_cap;
+	/* The contention collector's rows: delivered so far, by key (struct lock_track). */
+	bool locks;
+	struct mm_htab lock_tracks;
 	struct mm_host *h; /* during collect */
 };
 
@@ -97,8 +110,9 @@ static const struct {
 	{"mmaplock"},
 	{"fallbacks"},
 	{"faults"},
+	{"contention"},
 };
-enum { W_MMAPLOCK, W_FALLBACKS, W_FAULTS, W_N };
+enum { W_MMAPLOCK, W_FALLBACKS, W_FAULTS, W_CONTENTION, W_N };
 _Static_assert(W_N == sizeof(covered) / sizeof(covered[0]), "want[] follows covered[]");
 
 /* The functions of enum mm_bpf_site, by index. */
@@ -349,6 +363,91 @@ static bool queued(const struct mm_bpfsrc *b, const struct mm_bpf_key *key)
 	return false;
 }
 
+/* Delivers @sum's growth over @t (what was delivered of the row) to the contention collector. */
+static void deliver_lock_row(struct mm_host *h, const struct mm_bpf_lock_key *key,
+			     const struct mm_bpf_lock_value *sum, struct lock_track *t)
+{
+	if (sum->contended <= t->contended)
+		return;
+	uint64_t hist[MM_BPF_HIST_BUCKETS];
+	for (unsigned i = 0; i < MM_BPF_HIST_BUCKETS; i++)
+		hist[i] = sum->hist[i] >= t->hist[i] ? sum->hist[i] - t->hist[i] : 0;
+	struct mm_lock_wait w = {
+		.pid = key->pid,
+		.flags = key->flags,
+		.mmap = key->kind == MM_BPF_LOCK_MMAP,
+		.lock = key->lock,
+		.ips = (const uint64_t *)key->ips,
+		.nr_ips = MM_BPF_LOCK_FRAMES,
+		.contended = sum->contended - t->contended,
+		.wait_ns = sum->wait_ns >= t->wait_ns ? sum->wait_ns - t->wait_ns : 0,
+		.max_ns = sum->max_ns,
+		.min_ns = sum->min_ns,
+		.hist = hist,
+	};
+	while (w.nr_ips && !key->ips[w.nr_ips - 1])
+		w.nr_ips--;
+	mm_host_waits(h, "contention", &w);
+	t->contended = sum->contended;
+	t->wait_ns = sum->wait_ns;
+	memcpy(t->hist, sum->hist, sizeof(t->hist));
+}
+
+/* The contention collector's rows: each row's growth since its last delivery goes to the
+ * collector (mm_host_waits). At a closing tick the generation flips first, so the rows of the
+ * window being closed stop growing; they are delivered a last time and deleted, and only the
+ * new generation's (waits that ended since the flip) are tracked on. A wait whose program read
+ * the generation just before the flip and adds to its row after the deletion makes the row
+ * again: it is counted in the next window. */
+static void collect_locks(struct mm_bpfsrc *b, struct mm_host *h, bool closing)
+{
+	int fd = bpf_map__fd(b->skel->maps.lock_waits);
+	__u32 old_gen = b->skel->bss->lock_gen;
+	struct mm_htab next;
+	if (closing &&
+	    mm_htab_init(&next, sizeof(struct lock_track), sizeof(struct mm_bpf_lock_key)) < 0)
+		closing = false; /* out of memory: this window's rows go on into the next */
+	if (closing)
+		b->skel->bss->lock_gen = old_gen ^ 1;
+	struct mm_bpf_lock_key key, nkey, *prev = NULL, *gone = NULL;
+	struct mm_bpf_lock_value sum;
+	size_t ngone = 0, gone_cap = 0;
+	for (; bpf_map_get_next_key(fd, prev, &nkey) == 0; prev = &key) {
+		key = nkey;
+		if (bpf_map_lookup_elem(fd, &key, &sum) < 0)
+			continue;
+		struct lock_track none = {.key = key};
+		struct lock_track *t = mm_htab_get(&b->lock_tracks, &key, true, SIZE_MAX);
+		deliver_lock_row(h, &key, &sum, t ? t : &none); /* out of memory: from zero */
+		if (!closing)
+			continue;
+		if (key.gen != old_gen) { /* the new generation's: tracked on */
+			struct lock_track *n = mm_htab_get(&next, &key, true, SIZE_MAX);
+			if (n)
+				*n = t ? *t : none;
+			continue;
+		}
+		if (ngone == gone_cap) {
+			size_t cap = gone_cap ? 2 * gone_cap : 256;
+			struct mm_bpf_lock_key *g = realloc(gone, cap * sizeof(*g));
+			if (!g) {
+				mm_host_global_add(h, b->g_map_errors, 1);
+				continue; /* stays: delivered again from zero, in the next window */
+			}
+			gone = g;
+			gone_cap = cap;
+		}
+		gone[ngone++] = key;
+	}
+	for (size_t i = 0; i < ngone; i++)
+		bpf_map_delete_elem(fd, &gone[i]);
+	free(gone);
+	if (closing) {
+		mm_htab_free(&b->lock_tracks);
+		b->lock_tracks = next;
+	}
+}
+
 void mm_bpfsrc_collect(void *ctx, struct mm_host *h, bool closing)
 {
 	struct mm_bpfsrc *b = ctx;
@@ -406,6 +505,8 @@ void mm_bpfsrc_collect(void *ctx, struct mm_host *h, bool closing)
 	}
 	for (size_t i = 0; i < b->nsettle; i++)
 		bpf_map_delete_elem(fd, &b->settle[i]);
+	if (b->locks)
+		collect_locks(b, h, closing);
 	collect_stats(b, h);
 	b->h = NULL;
 }
@@ -435,6 +536,9 @@ static void register_globals(struct mm_bpfsrc *b, struct mm_host *h)
 		[MM_BPF_FLUSHES] = "thread_flushes",
 		[MM_BPF_WIN_LATE] = "fault_windows_closed_after_their_burst",
 		[MM_BPF_SITE_THROUGH_HELPER] = "fallback_site_through_trace_helper",
+		[MM_BPF_LOCK_BEGIN_NO_END] = "contention_begin_without_end",
+		[MM_BPF_LOCK_END_NO_BEGIN] = "contention_end_without_begin",
+		[MM_BPF_LOCK_ROWS_DROPPED] = "contention_waits_dropped",
 	};
 	for (unsigned i = 0; i < MM_BPF_NSTATS; i++)
 		b->g_stats[i] = mm_host_global(
@@ -456,6 +560,7 @@ void mm_bpfsrc_free(struct mm_bpfsrc *b)
 		bpf_link__destroy(b->links[i]);
 	mm_counters__destroy(b->skel);
 	mm_tidmap_free(b->tracks);
+	mm_htab_free(&b->lock_tracks);
 	free(b->values);
 	free(b->settle);
 	free(b);
@@ -610,6 +715,7 @@ static int configure(struct mm_bpfsrc *b, bool *want, const struct mm_symbols *s
 	s->rodata->count_mmaplock = want[W_MMAPLOCK];
 	s->rodata->count_fallbacks = want[W_FALLBACKS];
 	s->rodata->count_faults = want[W_FAULTS];
+	s->rodata->count_contention = want[W_CONTENTION];
 	return 0;
 }
 
@@ -652,7 +758,13 @@ static int load(struct mm_bpfsrc *b, bool *want, const struct mm_symbols *syms, 
 	bpf_program__set_autoload(s->progs.on_fault,
 				  want[W_MMAPLOCK] || want[W_FAULTS] || s->rodata->reject_for_test);
 	bpf_program__set_autoload(s->progs.on_released, want[W_MMAPLOCK]);
-	bpf_program__set_autoload(s->progs.on_contention, want[W_MMAPLOCK]);
+	bpf_program__set_autoload(s->progs.on_contention, want[W_MMAPLOCK] || want[W_CONTENTION]);
+	bpf_program__set_autoload(s->progs.on_contention_end, want[W_CONTENTION]);
+	/* The per-process counters' programs: nothing of them runs for contention alone. */
+	bool counters = want[W_MMAPLOCK] || want[W_FALLBACKS] || want[W_FAULTS];
+	bpf_program__set_autoload(s->progs.on_start, counters);
+	bpf_program__set_autoload(s->progs.on_acquired, counters);
+	bpf_program__set_autoload(s->progs.on_switch, counters);
 	/* The faults collector's evidence: nothing of it runs for the others. */
 	bpf_program__set_autoload(s->progs.on_fault_kernel, want[W_FAULTS]);
 	bpf_program__set_autoload(s->progs.on_filemap_fault, want[W_FAULTS]);
@@ -711,7 +823,8 @@ int mm_bpfsrc_open(struct mm_host *h, const struct mm_config *cfg, const struct 
 	 * could not tell the two apart (0.945 / 0.973 / 0.922 perf, 0.938 / 0.895 / 0.977 BPF on
 	 * swapin / filemap / mix). With mmaplock or faults on BPF it follows them (one source,
 	 * shared programs). */
-	if (!want[W_MMAPLOCK] && !want[W_FAULTS] && strcmp(cfg->source, "bpf")) {
+	if (!want[W_MMAPLOCK] && !want[W_FAULTS] && !want[W_CONTENTION] &&
+	    strcmp(cfg->source, "bpf")) {
 		note_all(h, want, "perf",
 			 "source = auto keeps fallbacks alone on the perf rings; "
 			 "source = bpf counts it in the kernel");
@@ -731,7 +844,9 @@ int mm_bpfsrc_open(struct mm_host *h, const struct mm_config *cfg, const struct 
 	if (vsize && vsize < sizeof(struct mm_bpf_counts))
 		vsize = sizeof(struct mm_bpf_counts);
 	b->values = vsize ? calloc(1, vsize) : NULL;
-	if (!b->tracks || !b->values) {
+	if (!b->tracks || !b->values ||
+	    mm_htab_init(&b->lock_tracks, sizeof(struct lock_track),
+			 sizeof(struct mm_bpf_lock_key)) < 0) {
 		snprintf(why, sizeof(why), "out of memory");
 		goto fail;
 	}
@@ -741,6 +856,7 @@ int mm_bpfsrc_open(struct mm_host *h, const struct mm_config *cfg, const struct 
 	if (r < 0)
 		goto fail;
 	b->bursts = bursts && want[W_FAULTS];
+	b->locks = want[W_CONTENTION];
 	b->opener_bursts = b->bursts && !want[W_MMAPLOCK];
 	b->phase = MM_SPLIT_ON; /* everything attached: the loop sets the first phase */
 
@@ -822,7 +938,8 @@ int mm_bpfsrc_open(struct mm_host *h, const struct mm_config *cfg, const struct 
 	*ret = NULL;
 	if (!mm_config_collector_enabled(cfg, "mmaplock") &&
 	    !mm_config_collector_enabled(cfg, "fallbacks") &&
-	    !mm_config_collector_enabled(cfg, "faults"))
+	    !mm_config_collector_enabled(cfg, "faults") &&
+	    !mm_config_collector_enabled(cfg, "contention"))
 		return 0;
 	if (!strcmp(cfg->source, "bpf"))
 		return log_error_errno(EOPNOTSUPP, "source = bpf: %s", why);
@@ -831,6 +948,7 @@ int mm_bpfsrc_open(struct mm_host *h, const struct mm_config *cfg, const struct 
 	mm_host_set_source(h, "mmaplock", "perf", why);
 	mm_host_set_source(h, "fallbacks", "perf", why);
 	mm_host_set_source(h, "faults", "perf", why);
+	mm_host_set_source(h, "contention", "perf", why);
 	return 0;
 }
 

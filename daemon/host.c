@@ -52,6 +52,7 @@ struct slot {
 	char reason[256];
 	void *state_ptr;
 	bool external;	       /* filled by an in-kernel source (mm_host_set_source) */
+	bool fed;	       /* hooked, its waits from an in-kernel source (mm_host_waits) */
 	char source[16];       /* "perf", "bpf", "procfs" */
 	char source_note[192]; /* why not BPF */
 	bool burst;	       /* runs in bursts on streams of its own (split.h) */
@@ -183,7 +184,7 @@ void mm_host_free(struct mm_host *h)
 static bool wants(const struct mm_host *h, unsigned i, bool burst)
 {
 	const struct slot *sl = &h->slots[i];
-	return sl->enabled && !sl->external && sl->burst == burst;
+	return sl->enabled && !sl->external && !sl->fed && sl->burst == burst;
 }
 
 /* One pass: the bursted collectors' streams are their own (switched on and off), the others'
@@ -311,8 +312,27 @@ void mm_host_set_source(struct mm_host *h, const char *name, const char *source,
 		snprintf(sl->source_note, sizeof(sl->source_note), "%s", note ? note : "");
 		/* An in-kernel source in bursts (the faults collector on BPF) switches its
 		 * programs itself (mm_bpfsrc_set_phase); its counts come at end_burst(). */
-		sl->external = sl->enabled && strcmp(source, "perf") != 0;
+		bool in_kernel = sl->enabled && strcmp(source, "perf") != 0;
+		sl->fed = in_kernel && sl->p->waits;
+		sl->external = in_kernel && !sl->fed;
 	}
+}
+
+void mm_host_waits(struct mm_host *h, const char *name, const struct mm_lock_wait *w)
+{
+	for (unsigned i = 0; i < h->nslots; i++) {
+		struct slot *sl = &h->slots[i];
+		if (strcmp(sl->p->name, name) || !sl->fed || !hooked(sl))
+			continue;
+		h->cur = (int)i;
+		sl->p->waits(sl->state_ptr, h, w);
+		h->cur = -1;
+	}
+}
+
+bool mm_host_fed(const struct mm_host *h)
+{
+	return h->cur >= 0 && h->slots[h->cur].fed;
 }
 
 void mm_host_start(struct mm_host *h)
@@ -336,7 +356,8 @@ void mm_host_start(struct mm_host *h)
 		}
 		h->cur = (int)i;
 		bool ok = true;
-		for (const struct mm_tp_req *r = sl->p->tracepoints; r && r->system; r++) {
+		for (const struct mm_tp_req *r = sl->p->tracepoints; !sl->fed && r && r->system;
+		     r++) {
 			struct stream *st = find_stream(h, r->system, r->name, sl->burst);
 			if (st && st->open)
 				continue;
@@ -354,14 +375,16 @@ void mm_host_start(struct mm_host *h)
 		if (ok && sl->p->init(h, &sl->state_ptr) < 0 && sl->state != MM_COLLECTOR_FAILED)
 			mm_host_fail(h, "initialisation failed");
 		if (sl->state == MM_COLLECTOR_RUNNING) {
-			for (const struct mm_tp_req *r = sl->p->tracepoints; r && r->system; r++) {
+			for (const struct mm_tp_req *r = sl->p->tracepoints;
+			     !sl->fed && r && r->system; r++) {
 				struct stream *st = find_stream(h, r->system, r->name, sl->burst);
 				if (st && st->open && r->handler && st->nsubs < MAX_PLUGINS) {
 					st->subs[st->nsubs].slot = i;
 					st->subs[st->nsubs++].handler = r->handler;
 				}
 			}
-			log_info("collector %s: running%s%s", sl->p->name,
+			log_info("collector %s: running%s%s%s%s", sl->p->name,
+				 sl->fed ? " on the source " : "", sl->fed ? sl->source : "",
 				 sl->reason[0] ? "; " : "", sl->reason);
 		} else {
 			log_error("collector %s: %s", sl->p->name, sl->reason);

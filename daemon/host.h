@@ -82,8 +82,15 @@ void mm_host_stream_opened(struct mm_host *h, unsigned stream, uint64_t sample_t
 /* Says which source feeds collector @name (e.g. "perf", "bpf"; shown in status and /metrics)
  * and, in @note, why not BPF ("" when it is). A collector set to "bpf" is filled by that
  * source through mm_host_proc(): the host opens no tracepoint for it and calls none of its
- * hooks. Call before mm_host_wanted(). Unknown names are ignored. */
+ * hooks; one with a waits hook (plugin.h) is initialised and hooked but gets its waits from the
+ * source (mm_host_waits) instead of streams. Call before mm_host_wanted(). Unknown names are
+ * ignored. */
 void mm_host_set_source(struct mm_host *h, const char *name, const char *source, const char *note);
+
+/* For an in-kernel source feeding collector @name (one with a waits hook, set to that source with
+ * mm_host_set_source): hands it @w, into the open window (the closing one during its closing
+ * tick). Ignored when the collector is not running or not fed. */
+void mm_host_waits(struct mm_host *h, const char *name, const struct mm_lock_wait *w);
 
 /* Initialises every enabled collector whose required tracepoints are open; the others are marked
  * failed with the reason. Call once after all streams are added. */

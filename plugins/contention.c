@@ -255,7 +255,7 @@ struct thread {
 
 struct ip_class {
 	uint64_t ip;
-	uint8_t known, lock, has_sym;
+	uint8_t known, lock, has_sym, tracing;
 };
 
 struct state {
@@ -289,24 +289,28 @@ static const struct ip_class *classify(struct state *st, struct mm_host *h, uint
 	const char *name = mm_host_symbol(h, ip, NULL);
 	*c = (struct ip_class){.ip = ip, .known = 1, .has_sym = name != NULL};
 	/* __traceiter_* is the tracepoint's iterator, the first frame whenever a second probe (a
-	 * BPF program: the BPF source) is attached: tracing, never the caller. */
-	c->lock = name && (lock_function(name) || !strncmp(name, "__traceiter_", 12));
+	 * BPF program: the BPF source) is attached: tracing, never the caller, and not counted
+	 * among the STACK_DEPTH frames (the same event traced alone has no such frame). */
+	c->tracing = name && !strncmp(name, "__traceiter_", 12);
+	c->lock = name && (lock_function(name) || c->tracing);
 	return c;
 }
 
-/* The ip of the first of the first STACK_DEPTH kernel frames that has a symbol and is not a lock
- * or scheduler function; 0 when there is none. */
-static uint64_t find_caller(struct state *st, struct mm_host *h, const struct mm_sample *s)
+/* The ip of the first of the first STACK_DEPTH kernel frames of @ips that has a symbol and is
+ * not a lock or scheduler function; 0 when there is none. */
+static uint64_t find_caller(struct state *st, struct mm_host *h, const uint64_t *ips, uint64_t n)
 {
 	unsigned depth = 0;
-	for (uint64_t i = 0; i < s->nr_ips && depth < STACK_DEPTH; i++) {
-		uint64_t ip = s->ips[i];
+	for (uint64_t i = 0; i < n && depth < STACK_DEPTH; i++) {
+		uint64_t ip = ips[i];
 		if (ip == PERF_CONTEXT_USER)
 			break;
 		if (ip >= PERF_CONTEXT_MAX)
 			continue;
-		depth++;
 		const struct ip_class *c = classify(st, h, ip);
+		if (c->tracing)
+			continue;
+		depth++;
 		if (c->has_sym && !c->lock)
 			return ip;
 	}
@@ -388,19 +392,31 @@ static void maybe_forget(struct state *st, struct thread *t, uint32_t tid)
 		mm_tidmap_remove(st->threads, tid);
 }
 
-static void account(struct state *st, struct mm_host *h, const struct key *k, uint64_t wait)
+/* Waits to add to a row: one from records, or an in-kernel source's sum. */
+struct waits {
+	uint64_t contended, wait_ns, max_ns, min_ns;
+	const uint64_t *hist; /* MM_HIST_BUCKETS counts; NULL: the one wait of wait_ns */
+};
+
+static void add_waits(uint64_t *contended, uint64_t *wait_ns, uint64_t *max_ns, uint64_t *min_ns,
+		      const struct waits *w)
+{
+	if (!*contended || w->min_ns < *min_ns)
+		*min_ns = w->min_ns;
+	*contended += w->contended;
+	*wait_ns += w->wait_ns;
+	if (w->max_ns > *max_ns)
+		*max_ns = w->max_ns;
+}
+
+static void account(struct state *st, struct mm_host *h, const struct key *k, const struct waits *w)
 {
 	struct site skey = {.caller = k->caller, .type = k->type_kind & 0xff};
 	struct site *site = mm_htab_get(&st->sites, &skey, true, MAX_CALLERS);
-	if (site) {
-		if (!site->contended++ || wait < site->min_ns)
-			site->min_ns = wait;
-		site->wait_ns += wait;
-		if (wait > site->max_ns)
-			site->max_ns = wait;
-	} else {
-		mm_host_global_add(h, st->g_callers, 1);
-	}
+	if (site)
+		add_waits(&site->contended, &site->wait_ns, &site->max_ns, &site->min_ns, w);
+	else
+		mm_host_global_add(h, st->g_callers, w->contended);
 
 	struct row *r = mm_htab_get(&st->window, k, false, 0);
 	if (!r && st->window_rows < MAX_WINDOW_KEYS) {
@@ -415,16 +431,15 @@ static void account(struct state *st, struct mm_host *h, const struct key *k, ui
 		other.type_kind = (k->type_kind & 0xff) | LOCK_OTHER << 8;
 		r = mm_htab_get(&st->window, &other, true, 2 * MAX_WINDOW_KEYS);
 		if (!r) {
-			mm_host_global_add(h, st->g_rows, 1);
+			mm_host_global_add(h, st->g_rows, w->contended);
 			return;
 		}
 	}
-	if (!r->contended++ || wait < r->min_ns)
-		r->min_ns = wait;
-	r->wait_ns += wait;
-	if (wait > r->max_ns)
-		r->max_ns = wait;
-	mm_hist_add(&r->hist, wait);
+	add_waits(&r->contended, &r->wait_ns, &r->max_ns, &r->min_ns, w);
+	if (!w->hist)
+		mm_hist_add(&r->hist, w->wait_ns);
+	for (unsigned i = 0; w->hist && i < MM_HIST_BUCKETS; i++)
+		r->hist.bucket[i] += w->hist[i];
 }
 
 static void on_begin(void *state, struct mm_host *h, const struct mm_sample *s)
@@ -471,7 +486,7 @@ static void on_begin(void *state, struct mm_host *h, const struct mm_sample *s)
 	w->begin_ns = s->time_ns;
 	w->flags = (uint32_t)flags;
 	w->k.pid = s->pid;
-	w->k.caller = find_caller(st, h, s);
+	w->k.caller = find_caller(st, h, s->ips, s->nr_ips);
 	unsigned kind = name_lock(st, h, t, addr, (unsigned)flags, &w->k);
 	w->k.type_kind = type_of((unsigned)flags) | kind << 8;
 }
@@ -488,7 +503,9 @@ static void on_end(void *state, struct mm_host *h, const struct mm_sample *s)
 		if (t->w[i].addr != addr)
 			continue;
 		uint64_t wait = s->time_ns >= t->w[i].begin_ns ? s->time_ns - t->w[i].begin_ns : 0;
-		account(st, h, &t->w[i].k, wait);
+		struct waits one = {
+			.contended = 1, .wait_ns = wait, .max_ns = wait, .min_ns = wait};
+		account(st, h, &t->w[i].k, &one);
 		drop_wait(t, i);
 		maybe_forget(st, t, tid);
 		return;
@@ -531,6 +548,41 @@ static void on_acquired(void *state, struct mm_host *h, const struct mm_sample *
 		t->mmap_mm = 0;
 		maybe_forget(st, t, tid);
 	}
+}
+
+/* Where an in-kernel source's stack becomes the kernel's: after the tracing frames (the BPF
+ * program, which has no symbol, bpf_trace_run*, __bpf_trace_*, the tracepoint's iterator), so
+ * that the caller is looked for in the frames a perf callchain of the same event has. */
+static unsigned tracing_frames(struct mm_host *h, const uint64_t *ips, unsigned n)
+{
+	static const char *const tracing[] = {"__traceiter_", "__bpf_trace_", "bpf_trace_run"};
+	unsigned first = 0;
+	for (unsigned i = 0; i < n && i < 6; i++) {
+		const char *name = mm_host_symbol(h, ips[i], NULL);
+		for (size_t k = 0; name && k < sizeof(tracing) / sizeof(tracing[0]); k++)
+			if (!strncmp(name, tracing[k], strlen(tracing[k])))
+				first = i + 1;
+	}
+	return first;
+}
+
+/* Waits an in-kernel source paired (mm_host_fed): keyed and summed as records' would be. */
+static void on_waits(void *state, struct mm_host *h, const struct mm_lock_wait *lw)
+{
+	struct state *st = state;
+	if (!lw->contended)
+		return;
+	unsigned skip = tracing_frames(h, lw->ips, lw->nr_ips);
+	struct key k = {.pid = lw->pid};
+	k.caller = find_caller(st, h, lw->ips + skip, lw->nr_ips - skip);
+	k.lock = lw->lock;
+	k.type_kind = type_of(lw->flags) | (lw->mmap ? LOCK_MMAP : LOCK_ADDR) << 8;
+	struct waits w = {.contended = lw->contended,
+			  .wait_ns = lw->wait_ns,
+			  .max_ns = lw->max_ns,
+			  .min_ns = lw->min_ns,
+			  .hist = lw->hist};
+	account(st, h, &k, &w);
 }
 
 static void thread_exit(void *state, struct mm_host *h, uint32_t pid, uint32_t tid)
@@ -689,6 +741,8 @@ static int init(struct mm_host *h, void **ret_state)
 		return mm_host_fail(h, "out of memory");
 	}
 
+	if (mm_host_fed(h)) /* the waits come paired: no record to read */
+		goto globals;
 	st->begin = mm_host_tp(h, "lock", "contention_begin");
 	st->end = mm_host_tp(h, "lock", "contention_end");
 	st->b_addr = mm_tp_field(st->begin, "lock_addr");
@@ -714,6 +768,7 @@ static int init(struct mm_host *h, void **ret_state)
 		st->start = st->acquired = NULL;
 	}
 
+globals:;
 	const char *fam = "contention_unmatched";
 	st->g_begin_no_end = mm_host_global(h, fam, "begin_without_end",
 					    "Events the contention collector could not pair, or "
@@ -750,5 +805,6 @@ const struct mm_plugin mm_plugin_contention = {
 	.init = init,
 	.thread_exit = thread_exit,
 	.snapshot = snapshot,
+	.waits = on_waits,
 	.free = free_state,
 };

@@ -43,6 +43,22 @@ struct mm_tp_req {
 #define LCB_F_PERCPU (1U << 4)
 #define LCB_F_MUTEX  (1U << 5)
 
+/* Waits an in-kernel source paired and summed since its last delivery of the same row (the
+ * contention collector on BPF): what the collector's records would have told it. */
+struct mm_lock_wait {
+	uint32_t pid;	/* thread group of the waiter; 0: the idle task */
+	uint32_t flags; /* lock:contention_begin's (LCB_F_*) */
+	bool mmap;	/* an mmap_lock: lock is its owner's pid + 1 (0: unknown) */
+	uint64_t lock;	/* else the lock's address */
+	/* The kernel stack at the begin, innermost first; it may start with frames of the tracing
+	 * itself (the BPF program, the tracepoint's iterator), unknown or named so. */
+	const uint64_t *ips;
+	unsigned nr_ips;
+	uint64_t contended, wait_ns; /* since the last delivery */
+	uint64_t max_ns, min_ns;     /* of the window so far */
+	const uint64_t *hist;	     /* MM_HIST_BUCKETS counts, since the last delivery */
+};
+
 struct mm_plugin {
 	const char *name;	 /* [a-z0-9_]+, used in config and labels */
 	const char *description; /* one line */
@@ -65,6 +81,10 @@ struct mm_plugin {
 	 * snapshot @s being built; with @closing, @s is the closed window's and the collector
 	 * starts its next window. Optional. */
 	void (*snapshot)(void *state, struct mm_host *h, struct mm_snapshot *s, bool closing);
+	/* A collector that can be fed by an in-kernel source instead of records (the contention
+	 * collector on BPF): it is initialised and hooked as usual, but no stream is opened for it
+	 * (mm_host_fed() is true in its hooks) and its waits come here. Optional. */
+	void (*waits)(void *state, struct mm_host *h, const struct mm_lock_wait *w);
 	void (*free)(void *state); /* accepts NULL */
 };
 
@@ -126,6 +146,10 @@ int mm_host_watch(struct mm_host *h, int fd, mm_host_watch_fn fn, void *ctx);
  * (>= 0) or -ENOMEM. */
 int mm_host_global(struct mm_host *h, const char *family, const char *name, const char *help);
 void mm_host_global_add(struct mm_host *h, int id, uint64_t delta);
+
+/* True when the calling collector is fed by an in-kernel source through its waits hook, not by
+ * records (its tracepoints are not open: init() must not resolve their fields). */
+bool mm_host_fed(const struct mm_host *h);
 
 /* Marks the calling collector failed with a reason shown in /api/v1/status and /metrics; it gets
  * no more hooks. Returns -EIO for `return mm_host_fail(...)` convenience. */

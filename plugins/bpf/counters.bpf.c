@@ -70,9 +70,12 @@
 char LICENSE[] SEC("license") = "GPL";
 
 /* Flags of lock:contention_begin (include/trace/events/lock.h). */
-#define LCB_F_SPIN  (1U << 0)
-#define LCB_F_READ  (1U << 1)
-#define LCB_F_WRITE (1U << 2)
+#define LCB_F_SPIN   (1U << 0)
+#define LCB_F_READ   (1U << 1)
+#define LCB_F_WRITE  (1U << 2)
+#define LCB_F_RT     (1U << 3)
+#define LCB_F_PERCPU (1U << 4)
+#define LCB_F_MUTEX  (1U << 5)
 
 #define RWSEM_WRITER_LOCKED (1UL << 0) /* kernel/locking/rwsem.c */
 
@@ -85,6 +88,7 @@ char LICENSE[] SEC("license") = "GPL";
 const volatile bool count_mmaplock = false;
 const volatile bool count_fallbacks = false;
 const volatile bool count_faults = false;
+const volatile bool count_contention = false;
 /* Kernel text of the functions of enum mm_bpf_site (from /proc/kallsyms); [lo, hi). */
 const volatile struct {
 	__u64 lo, hi;
@@ -111,6 +115,9 @@ volatile __u8 split_off = 0;
  * inline); one came through the trace helper all the same (the shortcut is off). Each set once. */
 volatile __u8 site_inline = 0, site_through_helper = 0;
 #define CHECK_EVERY 64 /* divides 256: struct thread's helper_starts wraps */
+/* The contention collector's window generation (struct mm_bpf_lock_key.gen), flipped by the
+ * loader at each window's closing tick. */
+volatile __u32 lock_gen = 0;
 /* Set by the loader for the rejection test only: makes the verifier refuse the program. */
 const volatile __u64 reject_for_test = 0;
 
@@ -139,9 +146,14 @@ struct thread {
 	struct mm_bpf_window win; /* the faults collector's evidence of the open fault */
 	struct {
 		__u64 mapping, index;
-	} added[MM_BPF_MAX_ADDED];  /* pages added to the page cache in the window */
-	struct mm_bpf_counts acc;   /* counted since the last flush */
-	__u64 hmask[MM_BPF_NHISTS]; /* buckets of each histogram of acc with counts */
+	} added[MM_BPF_MAX_ADDED]; /* pages added to the page cache in the window */
+	struct {
+		__u64 addr, begin_ns;
+		__u8 used;
+		struct mm_bpf_lock_key key; /* the row the wait goes to, but for gen */
+	} lw[MM_BPF_LOCK_PENDING];	    /* the contention collector's open waits */
+	struct mm_bpf_counts acc;	    /* counted since the last flush */
+	__u64 hmask[MM_BPF_NHISTS];	    /* buckets of each histogram of acc with counts */
 };
 
 #define DIRTY_SCALARS 1u
@@ -170,6 +182,24 @@ struct {
 	__type(key, __u32);
 	__type(value, struct mm_bpf_counts);
 } zero SEC(".maps");
+
+/* The contention collector's rows (counters.h). Preallocated: made in bursts (every row is new
+ * after a window's flip), which the allocator of a BPF_F_NO_PREALLOC map refused now and then
+ * (-ENOMEM from an empty per-CPU cache, lock_workload: 1 wait in 28000). One value for all CPUs:
+ * a per-CPU one would cost max_entries x CPUs of its size. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, MM_BPF_LOCK_ROWS);
+	__type(key, struct mm_bpf_lock_key);
+	__type(value, struct mm_bpf_lock_value);
+} lock_waits SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct mm_bpf_lock_value);
+} lock_zero SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -763,14 +793,188 @@ int on_released(unsigned long long *ctx)
 	return 0;
 }
 
+/* --- the contention collector (plugins/contention.c's rules) --- */
+
+/* An index the verifier can bound whatever registers clang keeps it in. */
+static __always_inline unsigned lw_index(unsigned i)
+{
+	asm volatile("" : "+r"(i));
+	return i & (MM_BPF_LOCK_PENDING - 1);
+}
+
+_Static_assert((MM_BPF_LOCK_PENDING & (MM_BPF_LOCK_PENDING - 1)) == 0, "a power of two");
+
+/* struct mm_struct's owner (CONFIG_MEMCG), for mmap_locks of other processes' mms. */
+struct mm_struct___owner {
+	struct task_struct *owner;
+} __attribute__((preserve_access_index));
+
+/* Names the lock of a wait: an rwsem that is current's own mm's mmap_lock, or another mm's (a
+ * remote reader: /proc/PID/maps), is "mmap_lock" of the process owning the mm, as the perf path
+ * learns owners from the mmap_lock events; anything else is its address. */
+static __always_inline void name_lock(struct mm_bpf_lock_key *k, __u64 addr, unsigned flags)
+{
+	k->kind = MM_BPF_LOCK_ADDR;
+	k->lock = addr;
+	if (!(flags & (LCB_F_READ | LCB_F_WRITE)) ||
+	    (flags & (LCB_F_SPIN | LCB_F_RT | LCB_F_PERCPU | LCB_F_MUTEX)))
+		return;
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct mm_struct *mm = task->mm;
+	__u64 off = bpf_core_field_offset(struct mm_struct, mmap_lock);
+	if (mm && (__u64)mm + off == addr) {
+		k->kind = MM_BPF_LOCK_MMAP;
+		k->lock = (__u64)task->tgid + 1;
+		return;
+	}
+	struct mm_struct___owner *cand = (void *)(addr - off);
+	if (!bpf_core_field_exists(cand->owner))
+		return;
+	struct task_struct *owner = BPF_CORE_READ(cand, owner);
+	if (owner && (__u64)BPF_CORE_READ(owner, mm) == (__u64)cand) {
+		k->kind = MM_BPF_LOCK_MMAP;
+		k->lock = (__u64)BPF_CORE_READ(owner, tgid) + 1;
+	}
+}
+
+/* A wait begins: paired per thread and lock address as plugins/contention.c on_begin(). */
+static __noinline void lock_begin(void *ctx, __u64 addr, unsigned flags)
+{
+	struct thread *t = thread(true);
+	if (!t)
+		return;
+	int slot = -1;
+	for (unsigned i = 0; i < MM_BPF_LOCK_PENDING; i++) {
+		if (!t->lw[i].used || t->lw[i].addr != addr)
+			continue;
+		/* A mutex that stops spinning and sleeps begins again: the first counts. */
+		if (t->lw[i].key.flags == (LCB_F_MUTEX | LCB_F_SPIN) && flags == LCB_F_MUTEX)
+			return;
+		stat_add(MM_BPF_LOCK_BEGIN_NO_END);
+		t->lw[i].used = 0;
+	}
+	if (!(flags & LCB_F_SPIN)) {
+		/* A thread sleeps on one lock at a time. */
+		for (unsigned i = 0; i < MM_BPF_LOCK_PENDING; i++) {
+			if (t->lw[i].used && !(t->lw[i].key.flags & LCB_F_SPIN)) {
+				stat_add(MM_BPF_LOCK_BEGIN_NO_END);
+				t->lw[i].used = 0;
+				break;
+			}
+		}
+	}
+	__u64 oldest = ~0ull;
+	int old = 0;
+	for (unsigned i = 0; i < MM_BPF_LOCK_PENDING; i++) {
+		if (!t->lw[i].used) {
+			slot = (int)i;
+			break;
+		}
+		if (t->lw[i].begin_ns < oldest) {
+			oldest = t->lw[i].begin_ns;
+			old = (int)i;
+		}
+	}
+	if (slot < 0) {
+		stat_add(MM_BPF_LOCK_BEGIN_NO_END);
+		slot = old;
+	}
+	unsigned k = lw_index((unsigned)slot);
+	struct mm_bpf_lock_key *key = &t->lw[k].key;
+	key->pid = t->key.pid;
+	key->flags = flags;
+	key->gen = 0;
+	name_lock(key, addr, flags);
+	long n = bpf_get_stack(ctx, key->ips, sizeof(key->ips), 0);
+	if (n < 0)
+		n = 0;
+	for (unsigned i = 0; i < MM_BPF_LOCK_FRAMES; i++)
+		if (i * 8 >= n)
+			key->ips[i] = 0;
+	t->lw[k].addr = addr;
+	t->lw[k].used = 1;
+	/* After the stack walk: the wait is the lock's, not this program's. */
+	t->lw[k].begin_ns = bpf_ktime_get_ns();
+}
+
+/* A wait ends: added to its row of this window's generation. */
+static __noinline void lock_end(__u64 addr)
+{
+	__u64 now = bpf_ktime_get_ns();
+	struct thread *t = thread(false);
+	if (!t) {
+		stat_add(MM_BPF_LOCK_END_NO_BEGIN);
+		return;
+	}
+	for (unsigned i = 0; i < MM_BPF_LOCK_PENDING; i++) {
+		if (!t->lw[i].used || t->lw[i].addr != addr)
+			continue;
+		t->lw[i].used = 0;
+		__u64 wait = now >= t->lw[i].begin_ns ? now - t->lw[i].begin_ns : 0;
+		struct mm_bpf_lock_key *key = &t->lw[i].key;
+		key->gen = lock_gen;
+		struct mm_bpf_lock_value *v = bpf_map_lookup_elem(&lock_waits, key);
+		if (!v) {
+			__u32 z = 0;
+			struct mm_bpf_lock_value *init = bpf_map_lookup_elem(&lock_zero, &z);
+			if (init) {
+				init->min_ns = ~0ull;
+				bpf_map_update_elem(&lock_waits, key, init, BPF_NOEXIST);
+			}
+			v = bpf_map_lookup_elem(&lock_waits, key);
+		}
+		if (!v) {
+			stat_add(MM_BPF_LOCK_ROWS_DROPPED);
+			return;
+		}
+		/* Other CPUs add to the row too: atomic adds; the extremes are plain stores, as
+		 * perf lock contention -b keeps them (two waits of one row ending at the same
+		 * instant may keep the wrong one). */
+		__sync_fetch_and_add(&v->contended, 1);
+		__sync_fetch_and_add(&v->wait_ns, wait);
+		if (wait > v->max_ns)
+			v->max_ns = wait;
+		if (wait < v->min_ns)
+			v->min_ns = wait;
+		unsigned b = hist_bucket(wait);
+		asm volatile("" : "+r"(b));
+		if (b < MM_BPF_HIST_BUCKETS)
+			__sync_fetch_and_add(&v->hist[b], 1);
+		return;
+	}
+	stat_add(MM_BPF_LOCK_END_NO_BEGIN);
+}
+
+/* Waits a thread still had open when it exited: their ends were lost. */
+static __always_inline void lock_exit(struct thread *t)
+{
+	for (unsigned i = 0; i < MM_BPF_LOCK_PENDING; i++) {
+		if (t->lw[i].used) {
+			t->lw[i].used = 0;
+			stat_add(MM_BPF_LOCK_BEGIN_NO_END);
+		}
+	}
+}
+
 SEC("tp_btf/contention_begin")
 int BPF_PROG(on_contention, void *lock, unsigned int flags)
 {
-	if (!count_mmaplock)
-		return 0;
-	struct thread *t = thread(false);
-	if (t && t->waiting && (flags & (LCB_F_READ | LCB_F_WRITE)) && !(flags & LCB_F_SPIN))
-		t->contended = 1;
+	if (count_mmaplock) {
+		struct thread *t = thread(false);
+		if (t && t->waiting && (flags & (LCB_F_READ | LCB_F_WRITE)) &&
+		    !(flags & LCB_F_SPIN))
+			t->contended = 1;
+	}
+	if (count_contention)
+		lock_begin(ctx, (__u64)lock, flags);
+	return 0;
+}
+
+SEC("tp_btf/contention_end")
+int BPF_PROG(on_contention_end, void *lock, int ret)
+{
+	if (count_contention)
+		lock_end((__u64)lock);
 	return 0;
 }
 
@@ -892,6 +1096,8 @@ int BPF_PROG(on_exit, struct task_struct *p)
 	if (t) {
 		if (count_faults)
 			close_window(t, MM_BPF_WIN_EXIT);
+		if (count_contention)
+			lock_exit(t);
 		flush(t, bpf_ktime_get_ns());
 	}
 	if (p->signal->live.counter != 0)

@@ -111,11 +111,44 @@ enum mm_bpf_stat {
 	MM_BPF_FLUSHES,		 /* a thread's counts added to its process's (map updates) */
 	MM_BPF_WIN_LATE, /* windows closed after their burst (split bursts), counted all the same */
 	MM_BPF_SITE_THROUGH_HELPER, /* the fallback site traced inline and via the helper both */
+	/* contention collector, as plugins/contention.c's contention_unmatched counters */
+	MM_BPF_LOCK_BEGIN_NO_END, /* a wait dropped: its end was lost (or the thread exited) */
+	MM_BPF_LOCK_END_NO_BEGIN, /* an end with no open wait of the thread on that lock */
+	MM_BPF_LOCK_ROWS_DROPPED, /* waits the full lock map refused */
 	MM_BPF_NSTATS
 };
 
 #define MM_BPF_MAX_HELD	 4
 #define MM_BPF_MAX_ADDED 32 /* pages remembered per fault window to spot re-reads */
+
+/* The contention collector on BPF: waits (lock:contention_begin .. _end of one thread on one
+ * lock, paired as plugins/contention.c pairs them) summed per window in a per-CPU hash by
+ * (process, begin's flags, lock, kernel stack at the begin). The loader reads it at every tick
+ * and, at a window's closing tick, flips lock_gen and deletes the old generation's rows. */
+#define MM_BPF_LOCK_FRAMES  14 /* tracing frames (BPF, iterator) first, then the 8 perf reads */
+#define MM_BPF_LOCK_PENDING 4  /* waits one thread has open at once (nested) */
+
+enum mm_bpf_lock_kind {
+	MM_BPF_LOCK_ADDR, /* lock is the address */
+	MM_BPF_LOCK_MMAP, /* an mmap_lock: lock is its owner's tgid + 1 (0: owner unknown) */
+};
+
+struct mm_bpf_lock_key {
+	__u32 pid;   /* tgid of the waiter (0: the idle task) */
+	__u32 flags; /* lock:contention_begin's */
+	__u64 lock;  /* see enum mm_bpf_lock_kind */
+	__u32 kind;
+	__u32 gen;		       /* lock_gen when the row was made */
+	__u64 ips[MM_BPF_LOCK_FRAMES]; /* innermost first, 0 past the stack's end */
+};
+
+#define MM_BPF_LOCK_ROWS 8192 /* rows at once (this window's and the next's), ~2.8 MiB */
+
+struct mm_bpf_lock_value {
+	__u64 contended, wait_ns, max_ns;
+	__u64 min_ns; /* ~0 until the first wait */
+	__u32 hist[MM_BPF_HIST_BUCKETS];
+};
 
 /* Sent through the ring buffer when the last thread of a process exits: its counters are final
  * and the loader settles and deletes them. */

@@ -302,6 +302,24 @@ start_mmlockd() {
 	fatal "mmlockd did not start"
 }
 
+# start_daemon NAME FLAG...: start_mmlockd with its own database $TMP/NAME.db and log
+# $TMP/NAME.log (linked as $TMP/mmlockd.log for summary_and_exit), its first status in
+# $TMP/NAME.status.json; sets NAME_PID and NAME_PORT and clears DAEMON_PID: for tests that run
+# several daemons at once.
+start_daemon() {
+	local name=$1
+	shift
+	DB=$TMP/$name.db
+	rm -f "$TMP/mmlockd.log"
+	start_mmlockd "$@"
+	mv "$TMP/mmlockd.log" "$TMP/$name.log"
+	ln -sf "$TMP/$name.log" "$TMP/mmlockd.log"
+	cp "$TMP/status.json" "$TMP/$name.status.json"
+	printf -v "${name}_PID" '%s' "$DAEMON_PID"
+	printf -v "${name}_PORT" '%s' "$PORT"
+	DAEMON_PID=
+}
+
 # mmlockd_alive: fatal (with its exit status) when the daemon exited on its own before the test
 # stopped it.
 mmlockd_alive() {

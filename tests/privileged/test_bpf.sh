@@ -104,21 +104,6 @@ else:
     print("absent |")
 EOF
 
-# start_daemon NAME FLAG...: one daemon with its own database and log, $NAME_PID/$NAME_PORT.
-start_daemon() {
-	local name=$1
-	shift
-	DB=$TMP/$name.db
-	rm -f "$TMP/mmlockd.log"
-	start_mmlockd "$@"
-	mv "$TMP/mmlockd.log" "$TMP/$name.log"
-	ln -sf "$TMP/$name.log" "$TMP/mmlockd.log"
-	cp "$TMP/status.json" "$TMP/$name.status.json"
-	printf -v "${name}_PID" '%s' "$DAEMON_PID"
-	printf -v "${name}_PORT" '%s' "$PORT"
-	DAEMON_PID=
-}
-
 # --- can BPF load here? ---------------------------------------------------------------------
 DB=$TMP/probe.db
 start_mmlockd --collectors mmaplock,fallbacks --source auto

@@ -48,6 +48,8 @@ enum { BEGIN, END, START, ACQ, FAULT, REL, NTP };
 #define F_QSPIN	    0xffffffff82202000ull /* __pv_queued_spin_lock_slowpath */
 #define F_RAW_SPIN  0xffffffff82202400ull /* _raw_spin_lock */
 #define F_TRACEITER 0xffffffff82202800ull /* __traceiter_contention_begin */
+#define F_BPFTRACE  0xffffffff82202c00ull /* __bpf_trace_contention_begin */
+#define F_BPFPROG   0xffffffffa0001000ull /* a BPF program's JIT text: no symbol */
 #define D_TASKLIST  0xffffffff83000000ull /* tasklist_lock, a static lock */
 #define D_NEXT	    0xffffffff83000040ull /* the next data symbol */
 #define MM_A	    0xffff888100aa0000ull
@@ -88,6 +90,7 @@ static void setup_with(struct rec_fx *f, bool symbols)
 		{F_QSPIN, 'T', "__pv_queued_spin_lock_slowpath"},
 		{F_RAW_SPIN, 'T', "_raw_spin_lock"},
 		{F_TRACEITER, 'T', "__traceiter_contention_begin"},
+		{F_BPFTRACE, 't', "__bpf_trace_contention_begin"},
 		{D_TASKLIST, 'D', "tasklist_lock"},
 		{D_NEXT, 'd', "next_data"},
 	};
@@ -103,6 +106,27 @@ static void setup_with(struct rec_fx *f, bool symbols)
 static void setup(struct rec_fx *f)
 {
 	setup_with(f, true);
+}
+
+/* The contention collector fed by an in-kernel source (mm_host_waits), with mmaplock on perf. */
+static void setup_fed(struct rec_fx *f)
+{
+	static const char *const fmts[] = {fmt_page_fault_user};
+	static const char *const sys[] = {"exceptions"};
+	static const struct rec_sym syms[] = {
+		{F_MPROTECT, 'T', "do_mprotect_pkey"},
+		{F_DOWN_WS, 't', "rwsem_down_write_slowpath"},
+		{F_DOWN_W, 'T', "down_write_killable"},
+		{F_QSPIN, 'T', "__pv_queued_spin_lock_slowpath"},
+		{F_RAW_SPIN, 'T', "_raw_spin_lock"},
+		{F_TRACEITER, 'T', "__traceiter_contention_begin"},
+		{F_BPFTRACE, 't', "__bpf_trace_contention_begin"},
+	};
+	rec_fx_new(f, "contention", lookup, syms, sizeof(syms) / sizeof(syms[0]));
+	mm_host_set_source(f->h, "contention", "bpf", "");
+	f->task = rec_add_streams(f->h, f->tep, 1, fmts, sys, f->ev, f->stream, REC_SAMPLE_TYPE, -1,
+				  0);
+	mm_host_start(f->h);
 }
 
 /* A contention_begin sample with a kernel callchain: PERF_CONTEXT_KERNEL then @ips. */
@@ -299,6 +323,72 @@ static void test_caller_skips_the_tracepoint_iterator_of_a_second_probe(void)
 	const struct mm_snap_lock *r = row(s, 10, "do_mprotect_pkey+0xc7", NULL);
 	CHECK(r && r->wait_ns == 2000);
 	CHECK(row(s, 10, "__traceiter_contention_begin+0x2f", NULL) == NULL);
+	mm_snapshot_unref(s);
+	rec_fx_free(&f);
+}
+
+/* Waits the BPF source paired and summed: its stack begins with the program (no symbol), the
+ * tracepoint's glue and iterator, none of them counted among the eight frames; deliveries of
+ * one row add up (counts and histogram grow, extremes are the window's so far). */
+static void test_fed_waits_are_keyed_and_summed_as_records(void)
+{
+	const uint64_t ips[] = {F_BPFPROG + 0x40,  F_BPFTRACE + 0x20, F_TRACEITER + 0x2f,
+				F_DOWN_WS + 0x37f, F_DOWN_W + 0x5c,   F_MPROTECT + 0xc7,
+				F_SYSCALL + 0x71};
+	uint64_t hist[MM_HIST_BUCKETS] = {0};
+	struct rec_fx f;
+	setup_fed(&f);
+	hist[11] = hist[9] = 1;
+	struct mm_lock_wait w = {.pid = 10,
+				 .flags = WRITE,
+				 .mmap = true,
+				 .lock = 10 + 1,
+				 .ips = ips,
+				 .nr_ips = N(ips),
+				 .contended = 2,
+				 .wait_ns = 5000,
+				 .max_ns = 4000,
+				 .min_ns = 1000,
+				 .hist = hist};
+	mm_host_waits(f.h, "contention", &w);
+	hist[11] = hist[9] = 0;
+	hist[8] = 1;
+	w.contended = 1;
+	w.wait_ns = 500;
+	w.min_ns = 500;
+	mm_host_waits(f.h, "contention", &w);
+	/* Seven lock frames after the tracing ones, the caller eighth. */
+	uint64_t deep[11] = {F_BPFPROG, F_BPFTRACE, F_TRACEITER};
+	for (int i = 3; i < 10; i++)
+		deep[i] = F_QSPIN + 0x10e;
+	deep[10] = F_MPROTECT + 0x10;
+	struct mm_lock_wait d = {.pid = 10,
+				 .flags = SPIN,
+				 .lock = HEAP_LOCK,
+				 .ips = deep,
+				 .nr_ips = N(deep),
+				 .contended = 1,
+				 .wait_ns = 70,
+				 .max_ns = 70,
+				 .min_ns = 70,
+				 .hist = hist};
+	mm_host_waits(f.h, "contention", &d);
+
+	struct mm_snapshot *s = mm_host_snapshot(f.h, 1);
+	const struct mm_snap_lock *r = row(s, 10, "do_mprotect_pkey+0xc7", "mmap_lock");
+	CHECK(r != NULL);
+	if (r) {
+		CHECK_STR(r->type, "rwsem:W");
+		CHECK(r->lock_pid == 10);
+		CHECK_U64(r->contended, 3);
+		CHECK_U64(r->wait_ns, 5500);
+		CHECK_U64(r->max_ns, 4000);
+		CHECK_U64(r->min_ns, 500);
+		CHECK_U64(r->hist.bucket[11] + r->hist.bucket[9] + r->hist.bucket[8], 3);
+	}
+	r = row(s, 10, "do_mprotect_pkey+0x10", "0xffff888123456780");
+	CHECK(r && r->contended == 1 && !strcmp(r->type, "spinlock"));
+	CHECK_U64(total_contended(s), 4);
 	mm_snapshot_unref(s);
 	rec_fx_free(&f);
 }
@@ -629,6 +719,7 @@ int main(void)
 	RUN(test_caller_skips_the_tracepoint_iterator_of_a_second_probe);
 	RUN(test_spinlock_caller_skips_lock_text_and_scheduler);
 	RUN(test_caller_is_unknown_past_eight_frames_or_without_symbols);
+	RUN(test_fed_waits_are_keyed_and_summed_as_records);
 	RUN(test_types_follow_perf_lock_names);
 	RUN(test_mutex_spin_then_sleep_counts_once_from_the_first_begin);
 	RUN(test_waits_on_different_locks_nest);
