@@ -11,8 +11,8 @@ first or last), --reps rounds, and reports medians:
                    where it loads; the fault split in bursts of its default split_duty)
   mmlockd_all      mmlockd --collectors all --source perf (every collector on the perf rings,
                    callchains where they ask)
-  mmlockd_all_bpf  mmlockd --collectors all --source bpf (mmaplock, faults and fallbacks counted
-                   in the kernel, contention on the perf rings)
+  mmlockd_all_bpf  mmlockd --collectors all --source bpf (mmaplock, faults, fallbacks and
+                   contention counted in the kernel; totals and vmstat read /proc)
   perf_record      `perf record -a` of the same tracepoints, kernel callchains where mmlockd
                    takes them
   perf_lock        `perf lock record -a`

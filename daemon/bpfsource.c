@@ -21,6 +21,10 @@
  * kernel) is found gone at the next closing tick (kill(pid, 0): ESRCH) and settled the same way.
  * The host's window closes ~0.1-0.2 s after its wall-clock end (the perf path's horizon), so a
  * window's BPF counts end when it is closed, not at its nominal end; totals are unaffected.
+ *
+ * The contention collector's rows (lock_waits, one per pid, flags, lock, stack and window
+ * generation) are read at every tick too, their growth handed to the collector, and at the
+ * closing tick the generation flips and the old one's rows are deleted (collect_locks()).
  */
 #include "bpfsource.h"
 

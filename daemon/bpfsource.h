@@ -1,8 +1,9 @@
 /*
  * The in-kernel (BPF) source: counts what the mmaplock, fallbacks and faults collectors count, with
  * BPF programs on the same tracepoints (plugins/bpf/counters.bpf.c) instead of a perf sample per
- * event, and delivers the per-process counts into the host's open window at every tick. Outside
- * the pure library: it links libbpf.
+ * event, and delivers the per-process counts into the host's open window at every tick; for the
+ * contention collector it pairs and sums the lock waits in the kernel and feeds each row's growth
+ * to the collector (mm_host_waits). Outside the pure library: it links libbpf.
  *
  * Shape, so it plugs into whatever loop drives the host:
  *   mm_bpfsrc_open()     before mm_host_wanted(): decides per collector (setting `source`,

@@ -39,6 +39,13 @@
  * address with the section's first function, so they cannot be seen that way: the functions are
  * listed by name below (checked against kernel 6.18's sections; see lock_function()).
  *
+ * On the BPF source (mm_host_fed()) no record comes: plugins/bpf/counters.bpf.c pairs the waits in
+ * the kernel by these same rules and the loader delivers each row's growth through the waits hook
+ * (on_waits): pid, begin flags, lock (an mmap_lock already named by its owner: the waiter's own mm,
+ * or an mm whose owner task points back at it) and the stack at the begin, whose tracing frames
+ * (the BPF program, __bpf_trace_*, the iterator) are skipped before the STACK_DEPTH frames are
+ * counted. Such a row is keyed, summed and named as a record's wait would be.
+ *
  * Memory is bounded: per-thread state exists only while a thread waits, a window keeps at most
  * MAX_WINDOW_KEYS keys (then waits go to the process's (type, caller) row with lock "(other)",
  * and past twice that they are dropped and counted), call sites since start at most MAX_CALLERS.

@@ -125,7 +125,7 @@ enum mm_bpf_stat {
  * lock, paired as plugins/contention.c pairs them) summed per window in a per-CPU hash by
  * (process, begin's flags, lock, kernel stack at the begin). The loader reads it at every tick
  * and, at a window's closing tick, flips lock_gen and deletes the old generation's rows. */
-#define MM_BPF_LOCK_FRAMES  14 /* tracing frames (BPF, iterator) first, then the 8 perf reads */
+#define MM_BPF_LOCK_FRAMES  12 /* the program, tracepoint glue and iterator first, then 8 */
 #define MM_BPF_LOCK_PENDING 4  /* waits one thread has open at once (nested) */
 
 enum mm_bpf_lock_kind {
