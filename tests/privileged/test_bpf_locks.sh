@@ -21,8 +21,9 @@
 #                   there, which perf cannot see and which, from an interrupt, may land in the
 #                   middle of a BPF program (seen: BPF 2 ahead on a run queue, 4 behind on a
 #                   pi_lock of 131); rwsem rows' waits (up to milliseconds each) within 2% +
-#                   TRACER_NS per contention, as test_locks.sh against perf lock (seen: 6.4%,
-#                   17 us per contention, on 282 reader waits of 270 us)
+#                   2 x TRACER_NS per contention: the perf daemon's begin handler takes a
+#                   callchain (seen: 17 us per contention on 282 reader waits of 270 us, 24 us
+#                   on 45 of 170 us)
 #   mmap_lock       the workload's mmap_lock rows are named mmap_lock of the workload's pid on
 #                   both sides (BPF: the waiter's own mm, or the mm's owner)
 #   unpaired        the BPF source's unpaired or dropped waits (bpf_events contention_*) at most
@@ -141,7 +142,7 @@ for k in sorted(set(perf) | set(bpf), key=lambda k: -perf.get(k, (0, 0))[1]):
     d = b[0] - p[0]
     ok = abs(d) <= max(0.01 * p[0], 3) or (wake and abs(d) <= 0.1 * p[0] + 3)
     if k[0].startswith("rwsem") and ok:
-        ok = abs(b[1] - p[1]) <= 0.02 * p[1] + tracer_ns * max(p[0], b[0])
+        ok = abs(b[1] - p[1]) <= 0.02 * p[1] + 2 * tracer_ns * max(p[0], b[0])
     failed += not ok
     print("%-8s %-36s %-20s %-6s | %8d %9.3f ms | %8d %9.3f ms | %s" % (
         k[0], k[1][:36], k[2][:20], k[3], p[0], p[1] / 1e6, b[0], b[1] / 1e6,

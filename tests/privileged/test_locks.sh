@@ -33,10 +33,11 @@
 # `mmlockd report --locks` must print perf's layout and seed 004's.
 #
 # With LOCKS_SOURCE=bpf (meson test locks_bpf) the contention collector runs on the BPF source
-# (--collectors contention --source bpf): the waits are paired and summed in the kernel, and the
-# same comparison holds. Its program on lock:contention_begin puts the tracepoint's iterator
-# first in perf's callchains, so perf lock contention is read with --stack-skip 1 then; "lost"
-# is the BPF source's own count of waits it could not keep or pair (bpf_events contention_*).
+# (--collectors contention --source auto; a skip where that is not BPF): the waits are paired
+# and summed in the kernel, and the same comparison holds. Its program on lock:contention_begin
+# puts the tracepoint's iterator first in perf's callchains, so perf lock contention is read
+# with --stack-skip 1 --max-stack 9 then (the same 8 frames); "lost" is the BPF source's own count of waits it could not keep or
+# pair (bpf_events contention_*).
 #
 # Exit status: 0 all checks passed, 1 a check failed, 77 skipped (not root, no perf, no
 # lock:contention_* tracepoints, LOCKS_SOURCE=bpf where BPF does not load). Environment:
@@ -112,9 +113,13 @@ EOF
 # kernel call the probes through __traceiter_contention_begin, which then heads perf's chains
 # too; mmlockd skips that frame (unit test_contention), perf lock contention does not.
 if [ "$SOURCE" = bpf ]; then
-	start_mmlockd --collectors contention --split-duty 0 --source bpf
+	start_mmlockd --collectors contention --split-duty 0 --source auto
 	read -r _ _ _ B_STATE B_SOURCE < <(status_of "$TMP/status.json" lock:contention_begin)
-	if [ "$B_STATE" != running ] || [ "$B_SOURCE" != bpf ]; then
+	if [ "$B_SOURCE" != bpf ]; then
+		skip "the BPF source does not run here:" \
+			"$(grep -m1 'BPF source' "$TMP/mmlockd.log" || echo "contention on $B_SOURCE")"
+	fi
+	if [ "$B_STATE" != running ]; then
 		fatal "the contention collector is $B_STATE on source $B_SOURCE, not running on bpf"
 	fi
 	pass "contention collector running on the BPF source"
@@ -196,10 +201,11 @@ fi
 sigterm_mmlockd
 
 # --- the two tables --------------------------------------------------------------------------------
-SKIP_FRAMES=0
-[ "$SOURCE" = bpf ] && SKIP_FRAMES=1 # the iterator, first in perf's chains (see above)
-perf lock contention -i "$TMP/perf.data" --stack-skip "$SKIP_FRAMES" -E 1000000 \
-	>"$TMP/perf.txt" 2>&1
+# On the BPF source the iterator heads perf's chains (see above): skipped, and one frame more
+# looked at, so that perf reads the same 8 frames as mmlockd.
+STACK=(--stack-skip 0)
+[ "$SOURCE" = bpf ] && STACK=(--stack-skip 1 --max-stack 9)
+perf lock contention -i "$TMP/perf.data" "${STACK[@]}" -E 1000000 >"$TMP/perf.txt" 2>&1
 rc=$?
 [ "$rc" -eq 0 ] || fatal "perf lock contention exited with status $rc: $(head -n 3 "$TMP/perf.txt")"
 # A BPF program on lock:contention_begin anywhere on the machine (another mmlockd on the BPF
@@ -243,14 +249,13 @@ log ""
 
 # --- the comparison ----------------------------------------------------------------------------------
 python3 - "$TMP/perf.txt" "$DB" "$WPID" "$TOL" "$TRACER_NS" "$MIN_CONTENDED" "$MIN_CALLERS" \
-	"$SOURCE" \
-	>"$TMP/compare.txt" 2>&1 <<'EOF'
+	"$SOURCE" >"$TMP/compare.txt" 2>&1 <<'EOF'
 import collections, sqlite3, sys
 
 perf_txt, db, pid = sys.argv[1], sys.argv[2], int(sys.argv[3])
 tol, tracer_ns = float(sys.argv[4]), float(sys.argv[5])
 min_n, min_callers = int(sys.argv[6]), int(sys.argv[7])
-ahead = 3 if sys.argv[8] == "bpf" else 1
+bpf = sys.argv[8] == "bpf"
 units = {"ns": 1, "us": 1e3, "ms": 1e6, "s": 1e9, "m": 60e9, "h": 3600e9}
 
 # caller -> [contended, wait_ns, {type: contended}]
@@ -281,8 +286,17 @@ def pct(p, m):
 def types(c):
     return "+".join(t for t, _ in c.most_common())
 
-keys = sorted((k for k in set(perf) | set(mm) if max(perf[k][0], mm[k][0]) >= min_n),
+# On the BPF source the iterator takes one of the frames perf lock recorded, and perf names
+# "Unknown" the waits whose caller lay just beyond them (run-queue spinlocks deep in the rwsem
+# waits of mmap, munmap and faults); mmlockd does not count tracing frames and names them: its
+# callers may be ahead by up to that many (seen: 16 to 34 in a run; the two tools' totals for
+# the pid agree within 2), and perf's Unknown row is not compared.
+unknown = perf["Unknown"][0] if bpf else 0
+keys = sorted((k for k in set(perf) | set(mm)
+               if max(perf[k][0], mm[k][0]) >= min_n and not (bpf and k == "Unknown")),
               key=lambda k: -perf[k][1])
+print("pid %d: %d contentions by perf lock, %d by mmlockd; perf's Unknown: %d" % (
+    pid, sum(e[0] for e in perf.values()), sum(e[0] for e in mm.values()), unknown))
 print("%-36s %-18s %-18s | %8s %12s | %8s %12s | %6s %7s | %s" % (
     "caller", "perf type", "mmlockd type", "perf n", "perf wait", "mmlockd n", "mmlockd wait",
     "d n%", "d wait%", "checks"))
@@ -291,18 +305,11 @@ for k in keys:
     p, m = perf[k], mm[k]
     # mmlockd also sees the workload's pid between perf's fork and its exec (perf enables its
     # events at exec): one contention more is not a disagreement.
-    # On the BPF source mmlockd also counts a few scheduler run-queue spinlock waits inside
-    # the rwsem waits of mmap, munmap, mprotect and faults that perf lock record's per-task
-    # events leave out (0 to 6 per caller of 75 to 277 contentions in runs of this test; their
-    # rwsem rows agree exactly, and mmlockd's system-wide perf path agrees with the BPF source
-    # on them within 1): ahead by at most 3 + 3% there.
-    ahead_n = ahead if ahead <= 1 else ahead + 0.03 * p[0]
-    ok_n = p[0] > 0 and (abs(pct(p[0], m[0])) <= tol or 0 <= m[0] - p[0] <= ahead_n)
-    # And try_to_wake_up's spinlocks (run queues, pi_lock), where the tracers' wake-ups of
-    # their readers happen: on the BPF source within 10% + 3 either way (seen: 147 against
-    # perf lock's 153; the same rows differ so between the two sources, test_bpf_locks.sh).
-    if not ok_n and ahead > 1 and k.startswith("try_to_wake_up"):
-        ok_n = abs(m[0] - p[0]) <= 0.1 * p[0] + 3
+    # Behind by up to 3 on BPF: neither tracer sees the contentions inside its own machinery
+    # (perf's wake-ups of its reader, a contention nested in a BPF program): seen on
+    # try_to_wake_up (123 against 126) and rcu_core (33 against 34).
+    ok_n = p[0] > 0 and (abs(pct(p[0], m[0])) <= tol or
+                         -(3 if bpf else 0) <= m[0] - p[0] <= 1 + unknown)
     allow = tol / 100.0 * p[1] + tracer_ns * max(p[0], m[0])
     ok_w = p[0] > 0 and abs(m[1] - p[1]) <= allow
     failed += (not ok_n) + (not ok_w)
