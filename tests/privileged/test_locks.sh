@@ -27,7 +27,8 @@
 #     one run (one per task, one system-wide) differ the same way: 44 waits of
 #     irqentry_exit_to_user_mode+0x110 summed to 786 us in one and 302 us in the other. Measured
 #     here: perf's begin handler outlasts its end handler by 0.4 us (median) to 11 us (p90), and
-#     mmlockd and perf differ by -6 to +1 us per contention.
+#     mmlockd and perf differ by -6 to +1 us per contention; in interrupts more (sched_tick: -17 us
+#     per contention on 25, in a fresh-clone CI run), so TRACER_NS is 25 us.
 # Also: the workload must give at least 3 such callers, no event may be lost (mmlockd's
 # events_lost, perf's "lost" warnings), /api/v1/locks and /metrics must show the contention, and
 # `mmlockd report --locks` must print perf's layout and seed 004's.
@@ -42,7 +43,7 @@
 # Exit status: 0 all checks passed, 1 a check failed, 77 skipped (not root, no perf, no
 # lock:contention_* tracepoints, LOCKS_SOURCE=bpf where BPF does not load). Environment:
 # WORKLOAD_ARGS (extra workload flags), MMLOCKD_ARGS (extra daemon flags), LOCKS_SOURCE (perf,
-# the default, or bpf), KEEP_TMP=1, TOLERANCE_PCT (default 2), TRACER_NS (15000).
+# the default, or bpf), KEEP_TMP=1, TOLERANCE_PCT (default 2), TRACER_NS (25000).
 
 set -u -o pipefail
 
@@ -51,7 +52,7 @@ TEST_NAME=test_locks
 . "$(dirname "$0")/lib.sh"
 
 TOL=${TOLERANCE_PCT:-2}
-TRACER_NS=${TRACER_NS:-15000}
+TRACER_NS=${TRACER_NS:-25000}
 SOURCE=${LOCKS_SOURCE:-perf}
 MIN_CONTENDED=20
 MIN_CALLERS=3
