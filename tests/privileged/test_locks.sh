@@ -19,7 +19,7 @@
 # contentions in either tool:
 #   - contended counts agree within TOLERANCE_PCT (2%) (mmlockd may see one more: it also sees
 #     the workload's pid between perf's fork and exec, perf enables its events at the exec);
-#   - total waits agree within TOLERANCE_PCT plus TRACER_NS (15 us) per contention. Two tracers
+#   - total waits agree within TOLERANCE_PCT plus TRACER_NS (25 us) per contention. Two tracers
 #     on one tracepoint stamp it one after the other, each before its own handler (a callchain
 #     walk of a few microseconds, longer in its tail), so each tool's waits include some of the
 #     other's handlers: microsecond-long spinlock waits differ by tens of percent between any two
