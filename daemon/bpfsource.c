@@ -421,7 +421,9 @@ static void collect_locks(struct mm_bpfsrc *b, struct mm_host *h, bool closing)
 		if (bpf_map_lookup_elem(fd, &key, &sum) < 0)
 			continue;
 		struct lock_track none = {.key = key};
-		struct lock_track *t = mm_htab_get(&b->lock_tracks, &key, true, SIZE_MAX);
+		/* A row deleted after this delivery needs no new track. */
+		bool stays = !closing || key.gen != old_gen;
+		struct lock_track *t = mm_htab_get(&b->lock_tracks, &key, stays, SIZE_MAX);
 		deliver_lock_row(h, &key, &sum, t ? t : &none); /* out of memory: from zero */
 		if (!closing)
 			continue;

@@ -296,9 +296,12 @@ static const struct ip_class *classify(struct state *st, struct mm_host *h, uint
 	const char *name = mm_host_symbol(h, ip, NULL);
 	*c = (struct ip_class){.ip = ip, .known = 1, .has_sym = name != NULL};
 	/* __traceiter_* is the tracepoint's iterator, the first frame whenever a second probe (a
-	 * BPF program: the BPF source) is attached: tracing, never the caller, and not counted
-	 * among the STACK_DEPTH frames (the same event traced alone has no such frame). */
-	c->tracing = name && !strncmp(name, "__traceiter_", 12);
+	 * BPF program: the BPF source) is attached; __bpf_trace_* and bpf_trace_run* head a BPF
+	 * program's own stacks: tracing, never the caller, and not counted among the STACK_DEPTH
+	 * frames (the same event traced alone has no such frame). */
+	static const char *const tracing[] = {"__traceiter_", "__bpf_trace_", "bpf_trace_run"};
+	for (size_t k = 0; name && k < sizeof(tracing) / sizeof(tracing[0]); k++)
+		c->tracing |= !strncmp(name, tracing[k], strlen(tracing[k]));
 	c->lock = name && (lock_function(name) || c->tracing);
 	return c;
 }
@@ -557,19 +560,15 @@ static void on_acquired(void *state, struct mm_host *h, const struct mm_sample *
 	}
 }
 
-/* Where an in-kernel source's stack becomes the kernel's: after the tracing frames (the BPF
- * program, which has no symbol, bpf_trace_run*, __bpf_trace_*, the tracepoint's iterator), so
- * that the caller is looked for in the frames a perf callchain of the same event has. */
-static unsigned tracing_frames(struct mm_host *h, const uint64_t *ips, unsigned n)
+/* Where an in-kernel source's stack becomes the kernel's: after its tracing frames (classify()),
+ * and the BPF program's own frame before them, which has no symbol; so the caller is looked for in
+ * the frames a perf callchain of the same event has. */
+static unsigned tracing_frames(struct state *st, struct mm_host *h, const uint64_t *ips, unsigned n)
 {
-	static const char *const tracing[] = {"__traceiter_", "__bpf_trace_", "bpf_trace_run"};
 	unsigned first = 0;
-	for (unsigned i = 0; i < n && i < 6; i++) {
-		const char *name = mm_host_symbol(h, ips[i], NULL);
-		for (size_t k = 0; name && k < sizeof(tracing) / sizeof(tracing[0]); k++)
-			if (!strncmp(name, tracing[k], strlen(tracing[k])))
-				first = i + 1;
-	}
+	for (unsigned i = 0; i < n && i < 6; i++)
+		if (classify(st, h, ips[i])->tracing)
+			first = i + 1;
 	return first;
 }
 
@@ -579,7 +578,7 @@ static void on_waits(void *state, struct mm_host *h, const struct mm_lock_wait *
 	struct state *st = state;
 	if (!lw->contended)
 		return;
-	unsigned skip = tracing_frames(h, lw->ips, lw->nr_ips);
+	unsigned skip = tracing_frames(st, h, lw->ips, lw->nr_ips);
 	struct key k = {.pid = lw->pid};
 	k.caller = find_caller(st, h, lw->ips + skip, lw->nr_ips - skip);
 	k.lock = lw->lock;
