@@ -14,6 +14,7 @@
 
 #include "sample.h"
 #include "stats.h"
+#include "bpf/lockflags.h"
 
 struct mm_host;
 struct mm_snapshot;
@@ -34,14 +35,6 @@ struct mm_tp_req {
 	bool callchain; /* wants kernel callchains on this event */
 	bool optional;	/* the collector runs (degraded) without it */
 };
-
-/* Flags of lock:contention_begin (include/trace/events/lock.h). */
-#define LCB_F_SPIN   (1U << 0)
-#define LCB_F_READ   (1U << 1)
-#define LCB_F_WRITE  (1U << 2)
-#define LCB_F_RT     (1U << 3)
-#define LCB_F_PERCPU (1U << 4)
-#define LCB_F_MUTEX  (1U << 5)
 
 /* Waits an in-kernel source paired and summed since its last delivery of the same row (the
  * contention collector on BPF): what the collector's records would have told it. */

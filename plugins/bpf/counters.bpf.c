@@ -72,17 +72,10 @@
 #include <bpf/bpf_tracing.h>
 
 #include "counters.h"
+#include "lockflags.h"
 #include "outcome.h"
 
 char LICENSE[] SEC("license") = "GPL";
-
-/* Flags of lock:contention_begin (include/trace/events/lock.h). */
-#define LCB_F_SPIN   (1U << 0)
-#define LCB_F_READ   (1U << 1)
-#define LCB_F_WRITE  (1U << 2)
-#define LCB_F_RT     (1U << 3)
-#define LCB_F_PERCPU (1U << 4)
-#define LCB_F_MUTEX  (1U << 5)
 
 #define RWSEM_WRITER_LOCKED (1UL << 0) /* kernel/locking/rwsem.c */
 
@@ -616,9 +609,20 @@ int on_start(struct trace_event_raw_mmap_lock *ctx)
 {
 	struct mm_struct *mm = ctx->mm;
 	bool write = ctx->write;
-	struct thread *t = thread(true);
-	if (!t)
-		return KEEP_RECORD;
+	struct thread *t;
+	if (write && !count_mmaplock) {
+		/* Only the faults collector looks at write starts, and only in an open window: a
+		 * thread that only writes (the bench's mprotect/munmap threads) gets no storage. */
+		if (!count_faults)
+			return KEEP_RECORD;
+		t = thread(false);
+		if (!t || !t->win.open)
+			return KEEP_RECORD;
+	} else {
+		t = thread(true);
+		if (!t)
+			return KEEP_RECORD;
+	}
 	t->waiting = 1;
 	t->contended = 0;
 	t->wait_mm = (__u64)mm;
@@ -728,6 +732,8 @@ int on_acquired(unsigned long long *ctx)
 {
 	struct mm_struct *mm = (void *)ctx[0];
 	bool write = (bool)MMAP_LOCK_ARG(ctx, 1), success = (bool)MMAP_LOCK_ARG(ctx, 2);
+	if (write && !count_mmaplock)
+		return 0; /* the fallbacks and faults collectors count read acquisitions only */
 	__u64 now = bpf_ktime_get_ns();
 	struct thread *t = thread(count_mmaplock);
 	if (!t)
