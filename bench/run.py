@@ -6,6 +6,8 @@ chosen suite in interleaved rounds (the order rotates each round, so no configur
 first or last), --reps rounds, and reports medians:
 
   none             no tracing
+  none_again       no tracing, a second run in the same round (the "split" suite): its ratio
+                   to none is the noise floor, what two untraced runs differ by on this machine
   perf_stat        `perf stat -a` counting the tracepoints mmlockd opens
   mmlockd_default  mmlockd as shipped (no --collectors flag; --source auto: the BPF source
                    where it loads; the fault split in bursts of its default split_duty)
@@ -25,6 +27,17 @@ perf rings.
 The "breakdown" suite runs mmlockd with one collector at a time and `perf record` of one group of
 tracepoints at a time, to say which collector, tracepoint or callchain costs what.
 
+Ratios are per round (a configuration's throughput over the same round's none), their median
+shown with a 95% distribution-free interval for it (order statistics of the rounds' ratios, from
+6 rounds up): a cost smaller than none_again's distance from 1 or inside the interval is not
+told apart from noise by the run.
+
+With --bpf-stats it sets kernel.bpf_stats_enabled for the run (restored at exit) and reads, at
+the measured phase's start and end, run_time_ns and run_cnt of every BPF program mmlockd holds
+(/proc/PID/fdinfo): what the in-kernel programs cost the workloads in their own time, which the
+throughput ratio cannot resolve below its noise floor. (Enabling the statistics costs two clock
+reads per program run itself.)
+
 Per run it records the workload's throughput (rounds/s in its measured phase), the tracer's CPU
 time (/proc/PID/stat), events consumed and lost (mmlockd's /api/v1/status; perf's own counts),
 peak RSS (VmHWM), the growth of what the tracer writes (database + WAL, or perf.data) per hour,
@@ -40,6 +53,7 @@ sessions and are stopped by pid only. Standard library only. Run as root.
 import argparse
 import datetime
 import json
+import math
 import os
 import platform
 import re
@@ -55,6 +69,7 @@ import urllib.request
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CLK_TCK = os.sysconf("SC_CLK_TCK")
+BPF_STATS = "/proc/sys/kernel/bpf_stats_enabled"
 
 # Workloads: binary and default arguments (each binary's --help explains them).
 WORKLOADS = {
@@ -67,7 +82,7 @@ SUITES = {
     "main": ["none", "perf_stat", "mmlockd_default", "mmlockd_all", "mmlockd_all_bpf",
              "perf_record", "perf_lock"],
     # The fault split in the default: its cost against the default without it.
-    "split": ["none", "mmlockd_nosplit", "mmlockd_default", "mmlockd_split5"],
+    "split": ["none", "none_again", "mmlockd_nosplit", "mmlockd_default", "mmlockd_split5"],
     # mmlockd_<collector> for every collector the binary has is inserted after "none".
     "breakdown": [
         "none",
@@ -96,6 +111,7 @@ SPLIT_ARGS = {"mmlockd_nosplit": ["--split-duty", "0"], "mmlockd_split5": ["--sp
 
 LABELS = {
     "none": "no tracing",
+    "none_again": "no tracing (again: noise floor)",
     "perf_stat": "perf stat -a (counting)",
     "mmlockd_default": "mmlockd default",
     "mmlockd_nosplit": "mmlockd default, --split-duty 0",
@@ -129,6 +145,10 @@ class Interrupted(Exception):
 
 class WorkloadFailed(Exception):
     pass
+
+
+def untraced(config):
+    return config in ("none", "none_again")
 
 
 def log(msg):
@@ -182,6 +202,39 @@ def perf_event_users(exclude):
         except OSError:
             continue
     return users
+
+
+def bpf_prog_stats(pid):
+    """{prog_id: (run_time_ns, run_cnt)} of the BPF programs process @pid holds, from its
+    fdinfo (kernel.bpf_stats_enabled must be 1 for the counts to move). Links' fds name a
+    prog_id too but carry no run_time_ns; a program held twice counts once."""
+    out = {}
+    try:
+        fds = os.listdir(f"/proc/{pid}/fdinfo")
+    except OSError:
+        return out
+    for fd in fds:
+        try:
+            with open(f"/proc/{pid}/fdinfo/{fd}") as f:
+                kv = dict(line.split(":", 1) for line in f if ":" in line)
+            if "prog_id" in kv and "run_time_ns" in kv:
+                out[int(kv["prog_id"])] = (int(kv["run_time_ns"]), int(kv["run_cnt"]))
+        except (OSError, ValueError):
+            continue
+    return out
+
+
+def bpf_prog_names(ids):
+    """{prog_id: name} from bpftool; missing ones as idN."""
+    names = {}
+    try:
+        r = subprocess.run(["bpftool", "-j", "prog", "show"], capture_output=True, text=True,
+                           timeout=30)
+        for p in json.loads(r.stdout or "[]"):
+            names[p["id"]] = p.get("name", f"id{p['id']}")
+    except (OSError, ValueError, subprocess.TimeoutExpired):
+        pass
+    return {i: names.get(i, f"id{i}") for i in ids}
 
 
 def db_bytes(path):
@@ -499,6 +552,7 @@ class Bench:
         self.children = []
         self.runs = []
         self.failures = []
+        self.bpf_stats_was = None
 
     # Set-up and tear-down.
 
@@ -516,6 +570,11 @@ class Bench:
         open(self.empty_conf, "w").close()
         self.version = subprocess.run([self.mmlockd, "--version"], capture_output=True,
                                       text=True).stdout.strip()
+        if self.args.bpf_stats:
+            with open(BPF_STATS) as f:
+                self.bpf_stats_was = f.read().strip()
+            with open(BPF_STATS, "w") as f:
+                f.write("1")
         self.probe()
 
     def probe(self):
@@ -547,6 +606,9 @@ class Bench:
     def cleanup(self):
         for p in list(self.children):
             stop_process(p, signal.SIGTERM, timeout=30)
+        if getattr(self, "bpf_stats_was", None) is not None:
+            with open(BPF_STATS, "w") as f:
+                f.write(self.bpf_stats_was)
         self.remove_leftovers()
         shutil.rmtree(self.tmp, ignore_errors=True)
 
@@ -572,7 +634,7 @@ class Bench:
     # One run.
 
     def tracer(self, config):
-        if config == "none":
+        if untraced(config):
             return Tracer(self, config)
         if config == "mmlockd_default":
             return Mmlockd(self, config, None)
@@ -645,6 +707,8 @@ class Bench:
                 if phase in ("measure", "end"):
                     marks[phase] = {"t": time.time(), "busy": system_busy_s(),
                                     "wcpu": proc_cpu_s(worker), "tracer": tr.snapshot()}
+                    if self.args.bpf_stats and isinstance(tr, Mmlockd):
+                        marks[phase]["bpf"] = bpf_prog_stats(tr.pid())
                 if phase == "measure":
                     marks["perf_users"] = sorted(set(perf_event_users(mine).values()))
             elif line.startswith("params:"):
@@ -654,6 +718,8 @@ class Bench:
         err = wp.stderr.read()
         wp.wait()
         t_end = time.time()
+        prog_names = bpf_prog_names(marks["end"]["bpf"]) \
+            if marks.get("end", {}).get("bpf") else {}
         res = tr.stop()
         for p in (wp, tr.proc):
             if p in self.children:
@@ -678,6 +744,20 @@ class Bench:
                                        3),
                 "foreign_perf_users": marks.get("perf_users", []),
             }
+            if m1.get("bpf"):
+                progs = {}
+                for pid_, (ns1, n1) in m1["bpf"].items():
+                    ns0, n0 = m0.get("bpf", {}).get(pid_, (0, 0))
+                    progs[prog_names.get(pid_, f"id{pid_}")] = {
+                        "runs_per_s": round((n1 - n0) / dt), "ms_per_s": (ns1 - ns0) / 1e6 / dt,
+                        "ns_per_run": (ns1 - ns0) / (n1 - n0) if n1 > n0 else None}
+                ms = sum(p["ms_per_s"] for p in progs.values())
+                run["measured"]["bpf"] = {
+                    "programs": progs,
+                    "runs_per_s": sum(p["runs_per_s"] for p in progs.values()),
+                    "ms_per_s": round(ms, 3),
+                    # The programs run in the threads they trace: their time is in wcpu.
+                    "share_of_workload_cpu": ms / 1e3 / (wcpu / dt) if wcpu > 0 else None}
             if "samples" in m0["tracer"] and "samples" in m1["tracer"]:
                 dtk = m1["tracer"]["taken"] - m0["tracer"]["taken"]
                 if dtk > 0:
@@ -761,6 +841,21 @@ def median(xs):
     return statistics.median(xs) if xs else None
 
 
+def median_interval(xs, level=0.95):
+    """A distribution-free @level confidence interval for the median of @xs: the k-th smallest
+    and k-th largest, k the most order statistics each side that leave the rest at least @level
+    sure to hold the median (binomial, p = 1/2). None below 6 values (no k >= 1 for 95%)."""
+    xs = sorted(x for x in xs if x is not None)
+    n, k, below = len(xs), 0, 0.0
+    while k < n:
+        p = math.comb(n, k) / 2**n
+        if 2 * (below + p) > 1 - level:
+            break
+        below += p
+        k += 1
+    return (xs[k - 1], xs[n - k]) if k >= 1 else None
+
+
 def machine_info():
     info = {"kernel": platform.release(), "machine": platform.machine(), "cpus": os.cpu_count()}
     try:
@@ -822,6 +917,7 @@ def summarize(bench, configs):
                 "ratio": median(paired),
                 "ratio_of_medians": median(tput) / bmed if bmed and tput else None,
                 "paired_ratios": [round(x, 4) for x in paired],
+                "ratio_interval": median_interval(paired),
                 "writer_ops_ratio": (median(wops) / bwmed) if bwmed and median(wops) else None,
                 "events_per_s_median": median(r["tracer"].get("events_per_s") for r in rs),
                 "measured_events_per_s_median": median(
@@ -835,13 +931,23 @@ def summarize(bench, configs):
                                         for r in rs) if rs else None,
                 "data_mib_per_hour_median": median(
                     (r["tracer"].get("data_per_hour") or 0) / 2**20 for r in rs)
-                if rs and c != "none" else None,
+                if rs and not untraced(c) else None,
                 "faults_seen_over_kernel_median": median(acc),
                 "foreign_cores_median": median(
                     r.get("measured", {}).get("foreign_cores") for r in rs),
                 "runs_with_foreign_perf": sum(
                     1 for r in rs if r.get("measured", {}).get("foreign_perf_users")),
             }
+            bpf = [r["measured"]["bpf"] for r in rs if r.get("measured", {}).get("bpf")]
+            if bpf:
+                s["bpf"] = {k: median(b[k] for b in bpf)
+                            for k in ("runs_per_s", "ms_per_s", "share_of_workload_cpu")}
+                s["bpf"]["workload_cores"] = median(
+                    r["measured"]["workload_cores"] for r in rs if r.get("measured", {}).get("bpf"))
+                names = sorted({n for b in bpf for n in b["programs"]})
+                s["bpf"]["programs"] = {n: {k: median(b["programs"].get(n, {}).get(k) for b in bpf)
+                                            for k in ("runs_per_s", "ns_per_run", "ms_per_s")}
+                                        for n in names}
             if outcome:
                 keys = ["faults", "faults_vma", "faults_vma_retry", "faults_mmap_retry",
                         "faults_mmap_abort", "faults_mmap_unknown", "faults_mmap_fallback",
@@ -903,22 +1009,25 @@ def write_report(bench, configs, rows, churn, t_start, t_end):
         L.append(f"\n## {w}\n")
         L.append("Parameters: " + " ".join(f"{k}={v}" for k, v in p.items()
                                            if k != "workload") + "\n")
-        L.append("| configuration | rounds/s | ratio | per-round ratios | writer ops ratio "
+        L.append("| configuration | rounds/s | ratio | 95% interval | per-round ratios "
+                 "| writer ops ratio "
                  "| events/s | lost | tracer CPU s | CPU µs/event | peak RSS MiB "
                  "| data MiB/h | faults seen/kernel | foreign cores |")
-        L.append("|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+        L.append("|---|---:|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
         for c in configs:
             s = rows[(w, c)]
+            iv = s.get("ratio_interval")
             L.append(
                 f"| {s['label']} | {fmt(s['rounds_per_s_median'], '.1f')} "
                 f"| {fmt(s['ratio'], '.3f')} "
+                f"| {(fmt(iv[0], '.3f') + '-' + fmt(iv[1], '.3f')) if iv else '–'} "
                 f"| {' '.join(fmt(x, '.3f') for x in s['paired_ratios'])} "
                 f"| {fmt(s['writer_ops_ratio'], '.3f')} "
-                f"| {fmt(s['events_per_s_median'], ',.0f') if c != 'none' else '–'} "
-                f"| {s['lost_total'] if c != 'none' else '–'} "
-                f"| {fmt(s['tracer_cpu_s_median'], '.2f') if c != 'none' else '–'} "
+                f"| {fmt(s['events_per_s_median'], ',.0f') if not untraced(c) else '–'} "
+                f"| {s['lost_total'] if not untraced(c) else '–'} "
+                f"| {fmt(s['tracer_cpu_s_median'], '.2f') if not untraced(c) else '–'} "
                 f"| {fmt(s['cpu_us_per_event_median'], '.2f')} "
-                f"| {fmt(s['peak_rss_mib_max'], '.1f') if c != 'none' else '–'} "
+                f"| {fmt(s['peak_rss_mib_max'], '.1f') if not untraced(c) else '–'} "
                 f"| {fmt(s['data_mib_per_hour_median'], ',.0f')} "
                 f"| {fmt(s['faults_seen_over_kernel_median'], '.4f')} "
                 f"| {fmt(s['foreign_cores_median'], '.2f')}"
@@ -934,6 +1043,29 @@ def write_report(bench, configs, rows, churn, t_start, t_end):
                         rates.setdefault(k, []).append(v / life)
             L.append("\nTracepoint rates counted by perf stat (events/s over its run, median): " +
                      ", ".join(f"`{k}` {median(v):,.0f}" for k, v in rates.items()) + "\n")
+        bcs = [c for c in configs if "bpf" in rows[(w, c)]]
+        if bcs:
+            L.append("\nBPF programs over the measured phase (kernel.bpf_stats_enabled; medians "
+                     "of the runs): their time is spent in the traced threads, so it is a share "
+                     "of the workload's CPU time:\n")
+            L.append("| configuration | program runs/s | program ms/s | workload cores "
+                     "| share of workload CPU |")
+            L.append("|---|---:|---:|---:|---:|")
+            for c in bcs:
+                b = rows[(w, c)]["bpf"]
+                share = b["share_of_workload_cpu"]
+                L.append(f"| {LABELS.get(c, c)} | {fmt(b['runs_per_s'], ',.0f')} "
+                         f"| {fmt(b['ms_per_s'], '.1f')} | {fmt(b['workload_cores'], '.2f')} "
+                         f"| {fmt(share * 100 if share is not None else None, '.2f')}% |")
+            L.append("\n| configuration | program | runs/s | ns/run | ms/s |")
+            L.append("|---|---|---:|---:|---:|")
+            for c in bcs:
+                for n, pr in sorted(rows[(w, c)]["bpf"]["programs"].items(),
+                                    key=lambda kv: -(kv[1]["ms_per_s"] or 0)):
+                    if not pr["runs_per_s"]:
+                        continue
+                    L.append(f"| {LABELS.get(c, c)} | `{n}` | {fmt(pr['runs_per_s'], ',.0f')} "
+                             f"| {fmt(pr['ns_per_run'], '.0f')} | {fmt(pr['ms_per_s'], '.2f')} |")
         outs = [(c, rows[(w, c)]["outcomes_last_run"]) for c in configs
                 if "outcomes_last_run" in rows[(w, c)]]
         if outs:
@@ -995,6 +1127,9 @@ def main():
                     help="also run the bounded-memory check (short-lived processes)")
     ap.add_argument("--churn-procs", type=int, default=10000)
     ap.add_argument("--churn-waves", type=int, default=2)
+    ap.add_argument("--bpf-stats", action="store_true",
+                    help="set kernel.bpf_stats_enabled for the run (restored at exit) and "
+                    "report the time mmlockd's BPF programs take per run and per second")
     ap.add_argument("--out", default=os.path.join(ROOT, "bench", "results"))
     ap.add_argument("--workload-arg", action="append", default=[], metavar="WORKLOAD:ARG",
                     help="extra argument for one workload, e.g. swapin:--writers=4")
