@@ -312,8 +312,9 @@ struct mm_proc_stats *mm_proctable_counts(struct mm_proc *p, uint64_t end_ms)
 	return p->carry;
 }
 
-void mm_proctable_roll(struct mm_proctable *t, uint64_t next_end_ms)
+unsigned mm_proctable_roll(struct mm_proctable *t, uint64_t next_end_ms)
 {
+	unsigned freed = 0;
 	struct mm_proc **pp = &t->all;
 	while (*pp) {
 		struct mm_proc *p = *pp;
@@ -322,6 +323,7 @@ void mm_proctable_roll(struct mm_proctable *t, uint64_t next_end_ms)
 			*pp = p->next;
 			t->count--;
 			free_proc(p);
+			freed++;
 			continue;
 		}
 		mm_stats_add(&p->closed, &p->window);
@@ -337,6 +339,7 @@ void mm_proctable_roll(struct mm_proctable *t, uint64_t next_end_ms)
 		}
 		pp = &p->next;
 	}
+	return freed;
 }
 
 struct mm_proc *mm_proctable_first(struct mm_proctable *t)

@@ -84,8 +84,9 @@ struct mm_proc_stats *mm_proctable_counts(struct mm_proc *p, uint64_t end_ms);
 
 /* After a window closed, with the next one ending at @next_end_ms (0: unknown): adds each
  * entry's window to its closed sum, starts the next window with its carry unless the process
- * started after @next_end_ms too (or with zero), and frees exited entries without a carry. */
-void mm_proctable_roll(struct mm_proctable *t, uint64_t next_end_ms);
+ * started after @next_end_ms too (or with zero), and frees exited entries without a carry.
+ * Returns how many it freed. */
+unsigned mm_proctable_roll(struct mm_proctable *t, uint64_t next_end_ms);
 
 /* What /proc/PID/stat (or /proc/PID/task/TID/stat) says about a task. */
 struct mm_pid_stat {
