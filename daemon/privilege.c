@@ -313,14 +313,14 @@ static int http_filter(void)
 		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0);
 	if (!r)
 		r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(prctl), 1,
-				     SCMP_A0(SCMP_CMP_EQ, PR_SET_NAME));
+				     SCMP_A0(SCMP_CMP_EQ, PR_SET_NAME, 0));
 	if (!r)
 		r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(prctl), 1,
-				     SCMP_A0(SCMP_CMP_EQ, PR_GET_NAME));
+				     SCMP_A0(SCMP_CMP_EQ, PR_GET_NAME, 0));
 	const unsigned long ioctls[] = {FIONREAD, FIONBIO, TCGETS};
 	for (size_t i = 0; !r && i < sizeof(ioctls) / sizeof(ioctls[0]); i++)
 		r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(ioctl), 1,
-				     SCMP_A1(SCMP_CMP_EQ, ioctls[i]));
+				     SCMP_A1(SCMP_CMP_EQ, ioctls[i], 0));
 	return load(ctx, r, "HTTP");
 }
 

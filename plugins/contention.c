@@ -800,7 +800,7 @@ static const struct mm_tp_req tracepoints[] = {
 	 .name = "mmap_lock_acquire_returned",
 	 .handler = on_acquired,
 	 .optional = true},
-	{NULL},
+	{0},
 };
 
 const struct mm_plugin mm_plugin_contention = {

@@ -222,7 +222,7 @@ static const struct mm_tp_req tracepoints[] = {
 	 .name = "mmap_lock_acquire_returned",
 	 .handler = on_acquired,
 	 .filter = "write == 0 && success == 0"},
-	{NULL},
+	{0},
 };
 
 const struct mm_plugin mm_plugin_fallbacks = {

@@ -585,7 +585,7 @@ static const struct mm_tp_req tracepoints[] = {
 	 .name = "mm_filemap_map_pages",
 	 .handler = on_map_pages,
 	 .optional = true},
-	{NULL},
+	{0},
 };
 
 const struct mm_plugin mm_plugin_faults = {

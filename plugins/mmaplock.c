@@ -211,7 +211,7 @@ static const struct mm_tp_req tracepoints[] = {
 	{.system = "mmap_lock", .name = "mmap_lock_acquire_returned", .handler = on_acquired},
 	{.system = "mmap_lock", .name = "mmap_lock_released", .handler = on_released},
 	{.system = "lock", .name = "contention_begin", .handler = on_contention, .optional = true},
-	{NULL},
+	{0},
 };
 
 const struct mm_plugin mm_plugin_mmaplock = {

@@ -31,7 +31,9 @@ def main() -> None:
                 data = src.read()
             if data.endswith(b"\n"):
                 data = data[:-1]
-            f.write("\t%s,\n" % c_string(data))
+            # Parenthesized: clang's -Wstring-concatenation takes a file of two lines in an
+            # array of files for a missing comma.
+            f.write("\t(%s),\n" % c_string(data))
         f.write("};\n")
         f.write("const char *const %s_names[] = {\n" % sym)
         for path in files:

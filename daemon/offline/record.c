@@ -98,13 +98,13 @@ static int record_option(void *ctx, int id, const char *arg)
 static int parse_record(struct record *d, int argc, char **argv)
 {
 	const struct mm_cmd_opt opts[] = {
-		[O_DURATION] = {"duration", 'd', true, NULL},
-		[O_PID] = {"pid", 'p', true, NULL},
+		[O_DURATION] = {"duration", 'd', true, NULL, .set = NULL},
+		[O_PID] = {"pid", 'p', true, NULL, .set = NULL},
 		{"output", 'o', true, NULL, .value = &d->rec_path},
-		{"collectors", 0, true, "collectors"},
-		{"ring-pages", 0, true, "ring_pages"},
-		{"log-level", 0, true, "log_level"},
-		{NULL},
+		{"collectors", 0, true, "collectors", .set = NULL},
+		{"ring-pages", 0, true, "ring_pages", .set = NULL},
+		{"log-level", 0, true, "log_level", .set = NULL},
+		{0},
 	};
 	const struct mm_cmd cmd = {"record", record_usage, opts, true, record_option, d};
 

@@ -339,7 +339,7 @@ int mm_cmd_replay(int argc, char **argv)
 		{"interval", 0, true, "interval", .set = &a.interval},
 		{"locks", 0, false, NULL, .set = &a.locks},
 		{"seed-table", 0, false, NULL, .set = &a.seed},
-		{NULL},
+		{0},
 	};
 	const struct mm_cmd cmd = {"replay", usage, opts, false, NULL, NULL};
 	struct mm_config cfg;

@@ -356,10 +356,10 @@ static int report_option(void *ctx, int id, const char *arg)
 static int parse_args(int argc, char **argv, struct args *a)
 {
 	const struct mm_cmd_opt opts[] = {
-		[O_PID] = {"pid", 0, true, NULL},
-		[O_TOP] = {"top", 0, true, NULL},
-		[O_SORT] = {"sort", 0, true, NULL},
-		[O_CSV] = {"field-separator", 'x', true, NULL},
+		[O_PID] = {"pid", 0, true, NULL, .set = NULL},
+		[O_TOP] = {"top", 0, true, NULL, .set = NULL},
+		[O_SORT] = {"sort", 0, true, NULL, .set = NULL},
+		[O_CSV] = {"field-separator", 'x', true, NULL, .set = NULL},
 		{"locks", 0, false, NULL, .set = &a->locks},
 		{"seed-table", 0, false, NULL, .set = &a->seed},
 		{"detail", 0, false, NULL, .set = &a->detail},
@@ -373,7 +373,7 @@ static int parse_args(int argc, char **argv, struct args *a)
 		{"compare", 0, true, NULL, .value = &a->cmp[0]}, /* B is the operand */
 		{"labels", 0, true, NULL, .value = &a->labels},
 		{"throughput", 0, true, NULL, .value = &a->throughput},
-		{NULL},
+		{0},
 	};
 	const struct mm_cmd cmd = {"report", usage, opts, false, report_option, a};
 	struct mm_config cfg;

@@ -30,12 +30,12 @@ static int option(void *ctx, int id, const char *arg)
 static int parse(struct seen *s, struct mm_config *cfg, bool stop, int argc, char **argv)
 {
 	const struct mm_cmd_opt opts[] = {
-		[O_OUT] = {"output", 'o', true, NULL},
-		[O_FLAG] = {"flag", 0, false, NULL},
-		{"interval", 0, true, "interval"},
+		[O_OUT] = {"output", 'o', true, NULL, .set = NULL},
+		[O_FLAG] = {"flag", 0, false, NULL, .set = NULL},
+		{"interval", 0, true, "interval", .set = NULL},
 		{"quiet", 'q', false, NULL, .set = &s->quiet},
 		{"name", 0, true, NULL, .value = &s->name},
-		{NULL},
+		{0},
 	};
 	const struct mm_cmd cmd = {"test", "Usage: test\n", opts, stop, option, s};
 	FILE *saved = stdout;

@@ -239,26 +239,26 @@ static void test_recording_chunks_read_back_as_written(void)
 	CHECK_STR(st.name, "mmap_lock_released");
 	CHECK_STR(st.format, "name: x\n");
 
-	uint32_t pid;
+	uint32_t pid = 0;
 	int result;
-	struct mm_proc_ident got;
+	struct mm_proc_ident got = {0};
 	CHECK(mm_rec_next(rd, &c) == 1 && mm_rec_parse_proc(&c, &pid, &result, &got) == 0);
 	CHECK_U64(pid, 42);
 	CHECK_U64(got.start_ms, 1234);
 	CHECK_STR(got.comm, "worker");
 	CHECK_STR(got.cgroup, "/system.slice/x.service");
 
-	unsigned stream;
-	uint64_t t;
-	const struct perf_event_header *hdr;
+	unsigned stream = 0;
+	uint64_t t = 0;
+	const struct perf_event_header *hdr = NULL;
 	CHECK(mm_rec_next(rd, &c) == 1 && mm_rec_parse_record(&c, &stream, &t, &hdr) == 0);
 	CHECK_U64(stream, 3);
 	CHECK_U64(t, 987654321);
 	CHECK(hdr && hdr->size == sizeof(rec) && !memcmp(hdr, &rec, sizeof(rec)));
 
-	uint64_t addr;
-	char type;
-	const char *name;
+	uint64_t addr = 0;
+	char type = 0;
+	const char *name = "";
 	CHECK(mm_rec_next(rd, &c) == 1 && mm_rec_parse_symbol(&c, &addr, &type, &name) == 0);
 	CHECK_U64(addr, 0xffffffff81000000ull);
 	CHECK(type == 't');
