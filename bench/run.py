@@ -608,7 +608,7 @@ class Bench:
     def cleanup(self):
         for p in list(self.children):
             stop_process(p, signal.SIGTERM, timeout=30)
-        if getattr(self, "bpf_stats_was", None) is not None:
+        if self.bpf_stats_was is not None:
             with open(BPF_STATS, "w") as f:
                 f.write(self.bpf_stats_was)
         self.remove_leftovers()
