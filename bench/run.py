@@ -18,9 +18,9 @@ first or last), --reps rounds, and reports medians:
   perf_record      `perf record -a` of the same tracepoints, kernel callchains where mmlockd
                    takes them
   perf_lock        `perf lock record -a`
-The "split" suite measures the fault split in the default: none, the default without the split
-(mmlockd_nosplit: --split-duty 0, the default before it had one), the default (bursts of its
-default duty) and mmlockd_split5 (--split-duty 5%), to choose the duty by its cost;
+The "split" suite measures the fault split in the default: none, none_again, the default without
+the split (mmlockd_nosplit: --split-duty 0, the default before it had one), the default (bursts
+of its default duty) and mmlockd_split5 (--split-duty 5%), to choose the duty by its cost;
 mmlockd_default_bpf and mmlockd_nosplit_bpf (--configs) are the default and split-off with
 --source bpf (fallbacks, and the bursts, in the kernel), mmlockd_default_perf the default on the
 perf rings.
