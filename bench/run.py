@@ -113,6 +113,7 @@ LABELS = {
     "none": "no tracing",
     "none_again": "no tracing (again: noise floor)",
     "perf_stat": "perf stat -a (counting)",
+    "perf_stat_mmaplock": "perf stat -a, the 3 mmap_lock tracepoints only",
     "mmlockd_default": "mmlockd default",
     "mmlockd_nosplit": "mmlockd default, --split-duty 0",
     "mmlockd_split5": "mmlockd default, --split-duty 5%",
@@ -651,6 +652,11 @@ class Bench:
         tps = self.tracepoints
         if config == "perf_stat":
             return PerfTool(self, config, "perf_stat", tps)
+        if config == "perf_stat_mmaplock":
+            # The fallbacks collector's tracepoints enabled, no program and no sample: what
+            # enabling them costs apart from what runs on them.
+            return PerfTool(self, config, "perf_stat",
+                            [t for t in tps if t.startswith("mmap_lock:")])
         if config == "perf_lock":
             return PerfTool(self, config, "perf_lock")
         groups = {
