@@ -764,6 +764,7 @@ class Bench:
                     "programs": progs,
                     "runs_per_s": sum(p["runs_per_s"] for p in progs.values()),
                     "ms_per_s": round(ms, 3),
+                    "workload_cores": run["measured"]["workload_cores"],
                     # The programs run in the threads they trace: their time is in wcpu.
                     "share_of_workload_cpu": ms / 1e3 / (wcpu / dt) if wcpu > 0 else None}
             if "samples" in m0["tracer"] and "samples" in m1["tracer"]:
@@ -948,10 +949,8 @@ def summarize(bench, configs):
             }
             bpf = [r["measured"]["bpf"] for r in rs if r.get("measured", {}).get("bpf")]
             if bpf:
-                s["bpf"] = {k: median(b[k] for b in bpf)
-                            for k in ("runs_per_s", "ms_per_s", "share_of_workload_cpu")}
-                s["bpf"]["workload_cores"] = median(
-                    r["measured"]["workload_cores"] for r in rs if r.get("measured", {}).get("bpf"))
+                s["bpf"] = {k: median(b[k] for b in bpf) for k in (
+                    "runs_per_s", "ms_per_s", "workload_cores", "share_of_workload_cpu")}
                 names = sorted({n for b in bpf for n in b["programs"]})
                 s["bpf"]["programs"] = {n: {k: median(b["programs"].get(n, {}).get(k) for b in bpf)
                                             for k in ("runs_per_s", "ns_per_run", "ms_per_s")}
