@@ -24,6 +24,11 @@ of its default duty) and mmlockd_split5 (--split-duty 5%), to choose the duty by
 mmlockd_default_bpf and mmlockd_nosplit_bpf (--configs) are the default and split-off with
 --source bpf (fallbacks, and the bursts, in the kernel), mmlockd_default_perf the default on the
 perf rings.
+Diagnostics (--configs only): perf_stat_mmaplock counts the 3 mmap_lock tracepoints (enabled,
+nothing on them), perf_stat_mmaplock_switch those and sched:sched_switch; the
+mmlockd_fallbacks_bpf_no* / _switchonly configurations run the fallbacks collector on BPF with
+some of its programs not loaded (MMLOCKD_BPF_SKIP), to see what each program costs a workload
+(their counts are wrong).
 The "breakdown" suite runs mmlockd with one collector at a time and `perf record` of one group of
 tracepoints at a time, to say which collector, tracepoint or callchain costs what.
 
@@ -109,11 +114,23 @@ SPLIT_ARGS = {"mmlockd_nosplit": ["--split-duty", "0"], "mmlockd_split5": ["--sp
               "mmlockd_default_perf": ["--source", "perf"],
               "mmlockd_nosplit_bpf": ["--split-duty", "0", "--source", "bpf"]}
 
+# The fallbacks collector on BPF with some of its programs not loaded (MMLOCKD_BPF_SKIP): what
+# each costs a workload. Their counts are wrong; only throughput is read from them.
+SKIP_CONFIGS = {"mmlockd_fallbacks_bpf_noswitch": ("fallbacks", ["on_switch"]),
+                "mmlockd_fallbacks_bpf_nostart": ("fallbacks", ["on_start"]),
+                "mmlockd_fallbacks_bpf_noacquired": ("fallbacks", ["on_acquired"]),
+                "mmlockd_fallbacks_bpf_switchonly": ("fallbacks", ["on_start", "on_acquired"])}
+
 LABELS = {
     "none": "no tracing",
     "none_again": "no tracing (again: noise floor)",
     "perf_stat": "perf stat -a (counting)",
     "perf_stat_mmaplock": "perf stat -a, the 3 mmap_lock tracepoints only",
+    "perf_stat_mmaplock_switch": "perf stat -a, the 3 mmap_lock tracepoints + sched_switch",
+    "mmlockd_fallbacks_bpf_noswitch": "fallbacks on BPF without on_switch",
+    "mmlockd_fallbacks_bpf_nostart": "fallbacks on BPF without on_start",
+    "mmlockd_fallbacks_bpf_noacquired": "fallbacks on BPF without on_acquired",
+    "mmlockd_fallbacks_bpf_switchonly": "fallbacks on BPF, on_switch alone",
     "mmlockd_default": "mmlockd default",
     "mmlockd_nosplit": "mmlockd default, --split-duty 0",
     "mmlockd_split5": "mmlockd default, --split-duty 5%",
@@ -317,9 +334,10 @@ class Tracer:
 class Mmlockd(Tracer):
     kind = "mmlockd"
 
-    def __init__(self, bench, name, collectors, source=None, extra=()):
+    def __init__(self, bench, name, collectors, source=None, extra=(), env=None):
         super().__init__(bench, name)
         self.collectors = collectors
+        self.env = dict(os.environ, **env) if env else None
         self.source = source
         self.extra = list(extra)
         d = bench.tmp
@@ -341,7 +359,7 @@ class Mmlockd(Tracer):
         cmd += self.extra
         self.log = open(self.logpath, "w")
         self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT,
-                                     start_new_session=True)
+                                     start_new_session=True, env=self.env)
         self.bench.children.append(self.proc)
         deadline = time.time() + 30
         while True:
@@ -641,6 +659,9 @@ class Bench:
             return Tracer(self, config)
         if config == "mmlockd_default":
             return Mmlockd(self, config, None)
+        if config in SKIP_CONFIGS:
+            coll, progs = SKIP_CONFIGS[config]
+            return Mmlockd(self, config, coll, "bpf", env={"MMLOCKD_BPF_SKIP": ",".join(progs)})
         if config in SPLIT_ARGS:
             return Mmlockd(self, config, None, extra=SPLIT_ARGS[config])
         if config.startswith("mmlockd_") and config.endswith("_bpf"):
@@ -657,6 +678,10 @@ class Bench:
             # enabling them costs apart from what runs on them.
             return PerfTool(self, config, "perf_stat",
                             [t for t in tps if t.startswith("mmap_lock:")])
+        if config == "perf_stat_mmaplock_switch":
+            return PerfTool(self, config, "perf_stat",
+                            [t for t in tps if t.startswith("mmap_lock:")] +
+                            ["sched:sched_switch"])
         if config == "perf_lock":
             return PerfTool(self, config, "perf_lock")
         groups = {

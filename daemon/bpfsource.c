@@ -725,6 +725,29 @@ static int configure(struct mm_bpfsrc *b, bool *want, const struct mm_symbols *s
 	return 0;
 }
 
+/* MMLOCKD_BPF_SKIP=NAME[,NAME...]: those programs are not loaded, whatever the collectors need
+ * (a benchmark's knob: bench/run.py's *_skip_* configurations measure what each program costs a
+ * workload; the counts they feed are wrong). Logged, so no one mistakes such a run for a real one.
+ */
+static void skip_programs(struct bpf_object *obj)
+{
+	const char *env = getenv("MMLOCKD_BPF_SKIP");
+	if (!env || !*env)
+		return;
+	char *list = strdup(env), *save = NULL;
+	for (char *name = list ? strtok_r(list, ",", &save) : NULL; name;
+	     name = strtok_r(NULL, ",", &save)) {
+		struct bpf_program *p = bpf_object__find_program_by_name(obj, name);
+		if (!p) {
+			log_warning("BPF source: MMLOCKD_BPF_SKIP: no program %s", name);
+			continue;
+		}
+		bpf_program__set_autoload(p, false);
+		log_warning("BPF source: MMLOCKD_BPF_SKIP: %s not loaded (counts will be wrong)", name);
+	}
+	free(list);
+}
+
 /* Opens, configures, loads and attaches; on failure *why says why. */
 static int load(struct mm_bpfsrc *b, bool *want, const struct mm_symbols *syms, char *why,
 		size_t whylen)
@@ -776,6 +799,7 @@ static int load(struct mm_bpfsrc *b, bool *want, const struct mm_symbols *syms, 
 	bpf_program__set_autoload(s->progs.on_filemap_fault, want[W_FAULTS]);
 	bpf_program__set_autoload(s->progs.on_map_pages, want[W_FAULTS]);
 	bpf_program__set_autoload(s->progs.on_added, want[W_FAULTS]);
+	skip_programs(s->obj);
 	r = mm_counters__load(s);
 	if (r < 0) {
 		why_failed(r, "loading the BPF programs", why, whylen);
