@@ -14,8 +14,10 @@
  * mmap_lock acquisitions): one hash lookup per flush instead of one or more per event, one value
  * per process instead of one per CPU. So a running thread's counts reach the map at most FLUSH_NS
  * late (a window's counts end up to FLUSH_NS before it is read), a sleeping or exited thread's
- * are all there. The thread's key is read once, when its storage is made; kernel memory is read
- * by direct (BTF) loads, not bpf_probe_read helper calls.
+ * are all there. The fallbacks collector's two counts, at most two per fault fallback, go to the
+ * process's entry at once instead (proc_inc()), so that the default's threads have nothing to
+ * flush between the split's bursts. The thread's key is read once, when its storage is made; kernel
+ * memory is read by direct (BTF) loads, not bpf_probe_read helper calls.
  *
  * Attached (tp_btf: typed arguments, no record format to parse):
  *   exceptions:page_fault_user            faults; opens the thread's fault window
@@ -249,6 +251,20 @@ static __always_inline void hist_count(struct thread *t, unsigned i, __u64 *h, u
 
 #define NSCALARS (offsetof(struct mm_bpf_counts, mmap_lock_wait_hist) / sizeof(__u64))
 
+/* @t's process's entry, made on first use; NULL when the map is full. */
+static __always_inline struct mm_bpf_counts *proc_entry(struct thread *t)
+{
+	struct mm_bpf_counts *c = bpf_map_lookup_elem(&procs, &t->key);
+	if (!c) {
+		__u32 z = 0;
+		struct mm_bpf_counts *init = bpf_map_lookup_elem(&zero, &z);
+		if (init)
+			bpf_map_update_elem(&procs, &t->key, init, BPF_NOEXIST);
+		c = bpf_map_lookup_elem(&procs, &t->key);
+	}
+	return c;
+}
+
 /* Adds @t's counts to its process's entry (made on first use; atomic adds: the process's other
  * threads flush on other CPUs) and zeroes them. A full map's refusal is counted and the counts
  * wait for a later flush. */
@@ -259,14 +275,7 @@ static __noinline void flush(struct thread *t, __u64 now)
 	if (!dirty)
 		return;
 	t->dirty = 0;
-	struct mm_bpf_counts *c = bpf_map_lookup_elem(&procs, &t->key);
-	if (!c) {
-		__u32 z = 0;
-		struct mm_bpf_counts *init = bpf_map_lookup_elem(&zero, &z);
-		if (init)
-			bpf_map_update_elem(&procs, &t->key, init, BPF_NOEXIST);
-		c = bpf_map_lookup_elem(&procs, &t->key);
-	}
+	struct mm_bpf_counts *c = proc_entry(t);
 	if (!c) {
 		t->dirty = dirty; /* kept for a later flush, when the map has room */
 		stat_add(MM_BPF_PROCS_DROPPED);
@@ -296,6 +305,25 @@ static __noinline void flush(struct thread *t, __u64 now)
 	}
 	stat_add(MM_BPF_FLUSHES);
 }
+
+/* Adds 1 to the scalar at @off of @t's process entry at once (atomic; made on first use): for
+ * the fallbacks collector's two counts, which come at most once or twice per fault fallback, so
+ * a thread that only falls back has nothing to flush when it leaves the CPU (on_switch's flush was
+ * most of its time: bpf_stats, swapin, 343 ns a switch). A full map's refusal is counted. */
+static __noinline void proc_inc(struct thread *t, __u32 off)
+{
+	struct mm_bpf_counts *c = proc_entry(t);
+	if (!c) {
+		stat_add(MM_BPF_PROCS_DROPPED);
+		return;
+	}
+	asm volatile("" : "+r"(off));
+	if (off > NSCALARS - 1)
+		return;
+	__sync_fetch_and_add((__u64 *)c + off, 1);
+}
+
+#define PROC_INC(t, field) proc_inc(t, offsetof(struct mm_bpf_counts, field) / sizeof(__u64))
 
 /* The current thread's state; with @create made on first use (its key read then). */
 static __always_inline struct thread *thread(bool create)
@@ -668,7 +696,7 @@ int on_start(struct trace_event_raw_mmap_lock *ctx)
 		return KEEP_RECORD;
 	/* As plugins/fallbacks.c: a start not right after a failed attempt is a new fallback. */
 	if (!t->fb_failed) {
-		counts(t)->fallback_locks++;
+		PROC_INC(t, fallback_locks);
 		t->fb_waited = 0;
 	}
 	t->fb_failed = 0;
@@ -747,14 +775,18 @@ int on_acquired(unsigned long long *ctx)
 		else
 			c->mmap_lock_read++;
 	}
-	if (count_faults && !write && t->pending_site < MM_BPF_NSITES)
+	/* Between the split's bursts only a window still open (a late one) counts: the perf path
+	 * counts the fault paths' acquisitions in bursts only, and without a window every fallback
+	 * would pass for a kernel-mode fault's. */
+	if (count_faults && !write && t->pending_site < MM_BPF_NSITES &&
+	    (!split_off || t->win.open))
 		fault_acquired(t, mm, now, success);
 	t->pending_site = MM_BPF_SITE_NONE;
 	if (count_fallbacks && !write) {
 		/* A failed attempt right after a start at the fallback site: it waits. */
 		if (!success && t->at_site) {
 			if (!t->fb_waited)
-				counts(t)->fallback_lock_waits++;
+				PROC_INC(t, fallback_lock_waits);
 			t->fb_waited = 1;
 			t->fb_failed = 1;
 		}
