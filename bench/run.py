@@ -116,10 +116,13 @@ SPLIT_ARGS = {"mmlockd_nosplit": ["--split-duty", "0"], "mmlockd_split5": ["--sp
 
 # The fallbacks collector on BPF with some of its programs not loaded (MMLOCKD_BPF_SKIP): what
 # each costs a workload. Their counts are wrong; only throughput is read from them.
-SKIP_CONFIGS = {"mmlockd_fallbacks_bpf_noswitch": ("fallbacks", ["on_switch"]),
-                "mmlockd_fallbacks_bpf_nostart": ("fallbacks", ["on_start"]),
-                "mmlockd_fallbacks_bpf_noacquired": ("fallbacks", ["on_acquired"]),
-                "mmlockd_fallbacks_bpf_switchonly": ("fallbacks", ["on_start", "on_acquired"])}
+# (collectors, programs not loaded, extra arguments); _nosplit: the split's bursts off too (no
+# program of theirs, no fault-completion perf events open).
+SKIP_CONFIGS = {"mmlockd_fallbacks_bpf_noswitch": ("fallbacks", ["on_switch"], []),
+                "mmlockd_fallbacks_bpf_nostart": ("fallbacks", ["on_start"], []),
+                "mmlockd_fallbacks_bpf_noacquired": ("fallbacks", ["on_acquired"], []),
+                "mmlockd_fallbacks_bpf_switchonly": ("fallbacks", ["on_start", "on_acquired"], []),
+                "mmlockd_fallbacks_bpf_nosplit": ("fallbacks", [], ["--split-duty", "0"])}
 
 LABELS = {
     "none": "no tracing",
@@ -131,6 +134,7 @@ LABELS = {
     "mmlockd_fallbacks_bpf_nostart": "fallbacks on BPF without on_start",
     "mmlockd_fallbacks_bpf_noacquired": "fallbacks on BPF without on_acquired",
     "mmlockd_fallbacks_bpf_switchonly": "fallbacks on BPF, on_switch alone",
+    "mmlockd_fallbacks_bpf_nosplit": "fallbacks on BPF, --split-duty 0",
     "mmlockd_default": "mmlockd default",
     "mmlockd_nosplit": "mmlockd default, --split-duty 0",
     "mmlockd_split5": "mmlockd default, --split-duty 5%",
@@ -660,8 +664,9 @@ class Bench:
         if config == "mmlockd_default":
             return Mmlockd(self, config, None)
         if config in SKIP_CONFIGS:
-            coll, progs = SKIP_CONFIGS[config]
-            return Mmlockd(self, config, coll, "bpf", env={"MMLOCKD_BPF_SKIP": ",".join(progs)})
+            coll, progs, extra = SKIP_CONFIGS[config]
+            return Mmlockd(self, config, coll, "bpf", extra=extra,
+                           env={"MMLOCKD_BPF_SKIP": ",".join(progs)} if progs else None)
         if config in SPLIT_ARGS:
             return Mmlockd(self, config, None, extra=SPLIT_ARGS[config])
         if config.startswith("mmlockd_") and config.endswith("_bpf"):
