@@ -732,9 +732,9 @@ static int configure(struct mm_bpfsrc *b, bool *want, const struct mm_symbols *s
 }
 
 /* MMLOCKD_BPF_SKIP=NAME[,NAME...]: those programs are not loaded, whatever the collectors need
- * (a benchmark's knob: bench/run.py's *_skip_* configurations measure what each program costs a
- * workload; the counts they feed are wrong). Logged, so no one mistakes such a run for a real one.
- */
+ * (a benchmark's knob: bench/run.py's mmlockd_fallbacks_bpf_no* configurations measure what
+ * one program costs a workload; the counts they feed are wrong). Logged, so no one mistakes
+ * such a run for a real one. */
 static void skip_programs(struct bpf_object *obj)
 {
 	const char *env = getenv("MMLOCKD_BPF_SKIP");
