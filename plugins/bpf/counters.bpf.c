@@ -309,17 +309,19 @@ static __noinline void flush(struct thread *t, __u64 now)
 /* Adds 1 to the scalar at @off of @t's process entry at once (atomic; made on first use): for
  * the fallbacks collector's two counts, which come at most once or twice per fault fallback, so
  * a thread that only falls back has nothing to flush when it leaves the CPU (on_switch's flush was
- * most of its time: bpf_stats, swapin, 343 ns a switch). A full map's refusal is counted. */
+ * most of its time: bpf_stats, swapin, 343 ns a switch). When the full map refuses the entry
+ * (counted), the count waits in the thread's own counts for a flush, as flush() keeps them. */
 static __noinline void proc_inc(struct thread *t, __u32 off)
 {
-	struct mm_bpf_counts *c = proc_entry(t);
-	if (!c) {
-		stat_add(MM_BPF_PROCS_DROPPED);
-		return;
-	}
 	asm volatile("" : "+r"(off));
 	if (off > NSCALARS - 1)
 		return;
+	struct mm_bpf_counts *c = proc_entry(t);
+	if (!c) {
+		stat_add(MM_BPF_PROCS_DROPPED);
+		((__u64 *)counts(t))[off]++;
+		return;
+	}
 	__sync_fetch_and_add((__u64 *)c + off, 1);
 }
 
