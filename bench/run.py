@@ -26,9 +26,10 @@ mmlockd_default_bpf and mmlockd_nosplit_bpf (--configs) are the default and spli
 perf rings.
 Diagnostics (--configs only): perf_stat_mmaplock counts the 3 mmap_lock tracepoints (enabled,
 nothing on them), perf_stat_mmaplock_switch those and sched:sched_switch; the
-mmlockd_fallbacks_bpf_no* / _switchonly configurations run the fallbacks collector on BPF with
-some of its programs not loaded (MMLOCKD_BPF_SKIP), to see what each program costs a workload
-(their counts are wrong).
+mmlockd_fallbacks_bpf_noswitch / _nostart / _noacquired / _switchonly configurations run the
+fallbacks collector on BPF with some of its programs not loaded (MMLOCKD_BPF_SKIP), to see what
+each program costs a workload (their counts are wrong), and mmlockd_fallbacks_bpf_nosplit runs
+it with --split-duty 0.
 The "breakdown" suite runs mmlockd with one collector at a time and `perf record` of one group of
 tracepoints at a time, to say which collector, tracepoint or callchain costs what.
 
@@ -114,9 +115,9 @@ SPLIT_ARGS = {"mmlockd_nosplit": ["--split-duty", "0"], "mmlockd_split5": ["--sp
               "mmlockd_default_perf": ["--source", "perf"],
               "mmlockd_nosplit_bpf": ["--split-duty", "0", "--source", "bpf"]}
 
-# The fallbacks collector on BPF with some of its programs not loaded (MMLOCKD_BPF_SKIP): what
-# each costs a workload. Their counts are wrong; only throughput is read from them.
-# (collectors, programs not loaded, extra arguments); _nosplit: the split's bursts off too (no
+# The fallbacks collector on BPF alone, as (collectors, programs not loaded, extra arguments):
+# with some of its programs not loaded (MMLOCKD_BPF_SKIP), what each costs a workload (their
+# counts are wrong; only throughput is read from them); _nosplit: with the split's bursts off (no
 # program of theirs, no fault-completion perf events open).
 SKIP_CONFIGS = {"mmlockd_fallbacks_bpf_noswitch": ("fallbacks", ["on_switch"], []),
                 "mmlockd_fallbacks_bpf_nostart": ("fallbacks", ["on_start"], []),
