@@ -119,7 +119,7 @@ SPLIT_ARGS = {"mmlockd_nosplit": ["--split-duty", "0"], "mmlockd_split5": ["--sp
 # with some of its programs not loaded (MMLOCKD_BPF_SKIP), what each costs a workload (their
 # counts are wrong; only throughput is read from them); _nosplit: with the split's bursts off (no
 # program of theirs, no fault-completion perf events open).
-SKIP_CONFIGS = {"mmlockd_fallbacks_bpf_noswitch": ("fallbacks", ["on_switch"], []),
+FALLBACKS_BPF_CONFIGS = {"mmlockd_fallbacks_bpf_noswitch": ("fallbacks", ["on_switch"], []),
                 "mmlockd_fallbacks_bpf_nostart": ("fallbacks", ["on_start"], []),
                 "mmlockd_fallbacks_bpf_noacquired": ("fallbacks", ["on_acquired"], []),
                 "mmlockd_fallbacks_bpf_switchonly": ("fallbacks", ["on_start", "on_acquired"], []),
@@ -664,8 +664,8 @@ class Bench:
             return Tracer(self, config)
         if config == "mmlockd_default":
             return Mmlockd(self, config, None)
-        if config in SKIP_CONFIGS:
-            coll, progs, extra = SKIP_CONFIGS[config]
+        if config in FALLBACKS_BPF_CONFIGS:
+            coll, progs, extra = FALLBACKS_BPF_CONFIGS[config]
             return Mmlockd(self, config, coll, "bpf", extra=extra,
                            env={"MMLOCKD_BPF_SKIP": ",".join(progs)} if progs else None)
         if config in SPLIT_ARGS:
@@ -677,23 +677,21 @@ class Bench:
             # The ring path: what the per-collector breakdown and "all (perf)" measure.
             return Mmlockd(self, config, config[len("mmlockd_"):], "perf")
         tps = self.tracepoints
+        mmap_tps = [t for t in tps if t.startswith("mmap_lock:")]
         if config == "perf_stat":
             return PerfTool(self, config, "perf_stat", tps)
         if config == "perf_stat_mmaplock":
             # The fallbacks collector's tracepoints enabled, no program and no sample: what
             # enabling them costs apart from what runs on them.
-            return PerfTool(self, config, "perf_stat",
-                            [t for t in tps if t.startswith("mmap_lock:")])
+            return PerfTool(self, config, "perf_stat", mmap_tps)
         if config == "perf_stat_mmaplock_switch":
-            return PerfTool(self, config, "perf_stat",
-                            [t for t in tps if t.startswith("mmap_lock:")] +
-                            ["sched:sched_switch"])
+            return PerfTool(self, config, "perf_stat", mmap_tps + ["sched:sched_switch"])
         if config == "perf_lock":
             return PerfTool(self, config, "perf_lock")
         groups = {
             "perf_record": (tps, self.callchain),
             "perf_record_pf": (["exceptions:page_fault_user"], []),
-            "perf_record_mmaplock": ([t for t in tps if t.startswith("mmap_lock:")], []),
+            "perf_record_mmaplock": (mmap_tps, []),
             "perf_record_acq_cc": (["mmap_lock:mmap_lock_acquire_returned"],
                                    ["mmap_lock:mmap_lock_acquire_returned"]),
             "perf_record_filemap": ([t for t in tps if t.startswith("filemap:")], []),
