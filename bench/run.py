@@ -25,11 +25,14 @@ mmlockd_default_bpf and mmlockd_nosplit_bpf (--configs) are the default and spli
 --source bpf (fallbacks, and the bursts, in the kernel), mmlockd_default_perf the default on the
 perf rings.
 Diagnostics (--configs only): perf_stat_mmaplock counts the 3 mmap_lock tracepoints (enabled,
-nothing on them), perf_stat_mmaplock_switch those and sched:sched_switch; the
+nothing on them), perf_stat_mmaplock_switch those and sched:sched_switch; perf_stat_faults
+counts the minor-faults and major-faults software events on every CPU and perf_stat_faults_off
+holds them open and disabled (what the split's completion events cost between bursts); the
 mmlockd_fallbacks_bpf_noswitch / _nostart / _noacquired / _switchonly configurations run the
 fallbacks collector on BPF with some of its programs not loaded (MMLOCKD_BPF_SKIP), to see what
 each program costs a workload (their counts are wrong), and mmlockd_fallbacks_bpf_nosplit runs
-it with --split-duty 0.
+it with --split-duty 0, mmlockd_fallbacks_bpf_duty10 with --split-duty 10% (five times the
+default's bursts: what scales with the duty and what does not).
 The "breakdown" suite runs mmlockd with one collector at a time and `perf record` of one group of
 tracepoints at a time, to say which collector, tracepoint or callchain costs what.
 
@@ -123,7 +126,8 @@ FALLBACKS_BPF_CONFIGS = {"mmlockd_fallbacks_bpf_noswitch": ("fallbacks", ["on_sw
                 "mmlockd_fallbacks_bpf_nostart": ("fallbacks", ["on_start"], []),
                 "mmlockd_fallbacks_bpf_noacquired": ("fallbacks", ["on_acquired"], []),
                 "mmlockd_fallbacks_bpf_switchonly": ("fallbacks", ["on_start", "on_acquired"], []),
-                "mmlockd_fallbacks_bpf_nosplit": ("fallbacks", [], ["--split-duty", "0"])}
+                "mmlockd_fallbacks_bpf_nosplit": ("fallbacks", [], ["--split-duty", "0"]),
+                "mmlockd_fallbacks_bpf_duty10": ("fallbacks", [], ["--split-duty", "10%"])}
 
 LABELS = {
     "none": "no tracing",
@@ -131,11 +135,14 @@ LABELS = {
     "perf_stat": "perf stat -a (counting)",
     "perf_stat_mmaplock": "perf stat -a, the 3 mmap_lock tracepoints only",
     "perf_stat_mmaplock_switch": "perf stat -a, the 3 mmap_lock tracepoints + sched_switch",
+    "perf_stat_faults": "perf stat -a, minor-faults + major-faults",
+    "perf_stat_faults_off": "perf stat -a, minor-faults + major-faults open, disabled",
     "mmlockd_fallbacks_bpf_noswitch": "fallbacks on BPF without on_switch",
     "mmlockd_fallbacks_bpf_nostart": "fallbacks on BPF without on_start",
     "mmlockd_fallbacks_bpf_noacquired": "fallbacks on BPF without on_acquired",
     "mmlockd_fallbacks_bpf_switchonly": "fallbacks on BPF, on_switch alone",
     "mmlockd_fallbacks_bpf_nosplit": "fallbacks on BPF, --split-duty 0",
+    "mmlockd_fallbacks_bpf_duty10": "fallbacks on BPF, --split-duty 10%",
     "mmlockd_default": "mmlockd default",
     "mmlockd_nosplit": "mmlockd default, --split-duty 0",
     "mmlockd_split5": "mmlockd default, --split-duty 5%",
@@ -456,9 +463,10 @@ class Mmlockd(Tracer):
 class PerfTool(Tracer):
     """perf stat / perf record / perf lock record, system-wide, stopped with SIGINT."""
 
-    def __init__(self, bench, name, kind, events=None, callchain=()):
+    def __init__(self, bench, name, kind, events=None, callchain=(), delay_ms=0):
         super().__init__(bench, name)
         self.kind = kind
+        self.delay_ms = delay_ms
         self.events = events or []
         self.callchain = set(callchain)
         self.out = os.path.join(bench.tmp, f"{name}.out")
@@ -467,6 +475,8 @@ class PerfTool(Tracer):
     def command(self):
         if self.kind == "perf_stat":
             cmd = ["perf", "stat", "-a", "-x", ",", "-o", self.out]
+            if self.delay_ms:
+                cmd += ["-D", str(self.delay_ms)]
             for e in self.events:
                 cmd += ["-e", e]
             return cmd
@@ -686,6 +696,12 @@ class Bench:
             return PerfTool(self, config, "perf_stat", mmap_tps)
         if config == "perf_stat_mmaplock_switch":
             return PerfTool(self, config, "perf_stat", mmap_tps + ["sched:sched_switch"])
+        if config in ("perf_stat_faults", "perf_stat_faults_off"):
+            # The fault-completion software events the split's bursts open on every CPU,
+            # counting, or open and disabled (perf stat --delay longer than any run), as they
+            # are between bursts: an open one keeps perf_sw_event()'s static key on.
+            return PerfTool(self, config, "perf_stat", ["minor-faults", "major-faults"],
+                            delay_ms=10**9 if config.endswith("_off") else 0)
         if config == "perf_lock":
             return PerfTool(self, config, "perf_lock")
         groups = {
