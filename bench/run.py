@@ -44,8 +44,14 @@ told apart from noise by the run.
 With --bpf-stats it sets kernel.bpf_stats_enabled for the run (restored at exit) and reads, at
 the measured phase's start and end, run_time_ns and run_cnt of every BPF program mmlockd holds
 (/proc/PID/fdinfo): what the in-kernel programs cost the workloads in their own time, which the
-throughput ratio cannot resolve below its noise floor. (Enabling the statistics costs two clock
-reads per program run itself.)
+throughput ratio cannot resolve below its noise floor. The statistics time each run between two
+sched_clock() reads, which a program that does nothing shows too (~76 ns a run on the development
+VM, more than some of mmlockd's programs take): so --bpf-stats adds the configuration bpf_floor
+(bench_bpf_floor: empty programs, one tp_btf and one classic tracepoint program, on mmap_lock
+tracepoints the workloads hit) and the report gives each program's time also net of that floor
+(ns/run minus the floor's, the share of the workload's CPU from those). The floor does not count
+what the kernel spends reaching a program (the tracepoint's call, the BPF dispatch), which the
+program's own time never included.
 
 Per run it records the workload's throughput (rounds/s in its measured phase), the tracer's CPU
 time (/proc/PID/stat), events consumed and lost (mmlockd's /api/v1/status; perf's own counts),
@@ -132,6 +138,7 @@ FALLBACKS_BPF_CONFIGS = {"mmlockd_fallbacks_bpf_noswitch": ("fallbacks", ["on_sw
 LABELS = {
     "none": "no tracing",
     "none_again": "no tracing (again: noise floor)",
+    "bpf_floor": "empty BPF programs (bpf_stats' floor)",
     "perf_stat": "perf stat -a (counting)",
     "perf_stat_mmaplock": "perf stat -a, the 3 mmap_lock tracepoints only",
     "perf_stat_mmaplock_switch": "perf stat -a, the 3 mmap_lock tracepoints + sched_switch",
@@ -341,6 +348,35 @@ class Tracer:
         if self.proc and self.proc.poll() is not None:
             raise RuntimeError(f"{self.name} exited early with status {self.proc.returncode}; "
                                f"see {self.logpath}")
+
+
+class BpfFloor(Tracer):
+    """bench_bpf_floor: empty BPF programs held while the workload runs (--bpf-stats)."""
+
+    kind = "bpf_floor"
+
+    def __init__(self, bench, name):
+        super().__init__(bench, name)
+        self.logpath = os.path.join(bench.tmp, f"{name}.log")
+
+    def start(self):
+        self.log = open(self.logpath, "w")
+        self.proc = subprocess.Popen([self.bench.bpf_floor], stdout=subprocess.PIPE,
+                                     stderr=self.log, stdin=subprocess.DEVNULL, text=True,
+                                     start_new_session=True)
+        self.bench.children.append(self.proc)
+        line = self.proc.stdout.readline().strip()
+        if line != "ready":
+            self.proc.wait()
+            raise RuntimeError(f"bench_bpf_floor did not start (status {self.proc.returncode}); "
+                               f"see {self.logpath}")
+        self.t_ready = time.time()
+
+    def stop(self):
+        stop_process(self.proc, signal.SIGTERM)
+        self.bench.children.remove(self.proc)
+        self.log.close()
+        return {}
 
 
 class Mmlockd(Tracer):
@@ -602,6 +638,11 @@ class Bench:
         for w, (b, _) in list(WORKLOADS.items()) + [("churn", ("bench_churn", []))]:
             self.bins[w] = os.path.join(self.tmp, b)
             shutil.copy2(os.path.join(build, "bench", b), self.bins[w])
+        floor = os.path.join(build, "bench", "bench_bpf_floor")
+        self.bpf_floor = os.path.join(self.tmp, "bench_bpf_floor") \
+            if os.path.exists(floor) else None
+        if self.bpf_floor:
+            shutil.copy2(floor, self.bpf_floor)
         self.empty_conf = os.path.join(self.tmp, "empty.conf")
         open(self.empty_conf, "w").close()
         self.version = subprocess.run([self.mmlockd, "--version"], capture_output=True,
@@ -672,6 +713,10 @@ class Bench:
     def tracer(self, config):
         if untraced(config):
             return Tracer(self, config)
+        if config == "bpf_floor":
+            if not self.bpf_floor:
+                raise RuntimeError("bpf_floor: bench_bpf_floor was not built (no BPF toolchain)")
+            return BpfFloor(self, config)
         if config == "mmlockd_default":
             return Mmlockd(self, config, None)
         if config in FALLBACKS_BPF_CONFIGS:
@@ -760,7 +805,7 @@ class Bench:
                 if phase in ("measure", "end"):
                     marks[phase] = {"t": time.time(), "busy": system_busy_s(),
                                     "wcpu": proc_cpu_s(worker), "tracer": tr.snapshot()}
-                    if self.args.bpf_stats and isinstance(tr, Mmlockd):
+                    if self.args.bpf_stats and isinstance(tr, (Mmlockd, BpfFloor)):
                         marks[phase]["bpf"] = bpf_prog_stats(tr.pid())
                 if phase == "measure":
                     marks["perf_users"] = sorted(set(perf_event_users(mine).values()))
@@ -825,6 +870,8 @@ class Bench:
         configs = list(SUITES[self.args.suite]) if not self.args.configs else self.args.configs
         if self.args.suite == "breakdown" and not self.args.configs:
             configs[1:1] = [f"mmlockd_{c}" for c in self.collectors_all]
+        if self.args.bpf_stats and self.bpf_floor and "bpf_floor" not in configs:
+            configs.insert(1, "bpf_floor")
         total = len(self.args.workloads) * len(configs) * self.args.reps
         n = 0
         t0 = time.time()
@@ -1010,6 +1057,23 @@ def summarize(bench, configs):
     return rows
 
 
+def bpf_floor_ns(row):
+    """The statistics' floor, ns a run: the mean of bpf_floor's empty programs' medians; None
+    without a bpf_floor run."""
+    if not row or "bpf" not in row:
+        return None
+    ns = [p["ns_per_run"] for p in row["bpf"]["programs"].values() if p["ns_per_run"]]
+    return sum(ns) / len(ns) if ns else None
+
+
+def bpf_net_ms(programs, floor):
+    """ms/s of @programs' runs less @floor ns each (none below 0); None without a floor."""
+    if floor is None:
+        return None
+    return sum(p["runs_per_s"] * max(0.0, p["ns_per_run"] - floor) / 1e6
+               for p in programs.values() if p["runs_per_s"] and p["ns_per_run"])
+
+
 def fmt(x, spec=".2f", none="–"):
     return none if x is None else format(x, spec)
 
@@ -1097,27 +1161,40 @@ def write_report(bench, configs, rows, churn, t_start, t_end):
                      ", ".join(f"`{k}` {median(v):,.0f}" for k, v in rates.items()) + "\n")
         bcs = [c for c in configs if "bpf" in rows[(w, c)]]
         if bcs:
+            floor = bpf_floor_ns(rows.get((w, "bpf_floor")))
             L.append("\nBPF programs over the measured phase (kernel.bpf_stats_enabled; medians "
                      "of the runs): their time is spent in the traced threads, so it is a share "
-                     "of the workload's CPU time:\n")
+                     "of the workload's CPU time. " +
+                     (f"Net: less the floor, {floor:.0f} ns a run (the empty programs of "
+                      "bpf_floor: what the statistics' own clock reads count).\n"
+                      if floor is not None else
+                      "(No bpf_floor run: the times include the statistics' own clock reads.)\n"))
             L.append("| configuration | program runs/s | program ms/s | workload cores "
-                     "| share of workload CPU |")
-            L.append("|---|---:|---:|---:|---:|")
+                     "| share of workload CPU | net ms/s | net share |")
+            L.append("|---|---:|---:|---:|---:|---:|---:|")
             for c in bcs:
                 b = rows[(w, c)]["bpf"]
                 share = b["share_of_workload_cpu"]
+                net = bpf_net_ms(b["programs"], floor)
+                nshare = net / 1e3 / b["workload_cores"] \
+                    if net is not None and b["workload_cores"] else None
                 L.append(f"| {LABELS.get(c, c)} | {fmt(b['runs_per_s'], ',.0f')} "
                          f"| {fmt(b['ms_per_s'], '.1f')} | {fmt(b['workload_cores'], '.2f')} "
-                         f"| {fmt(share * 100 if share is not None else None, '.2f')}% |")
-            L.append("\n| configuration | program | runs/s | ns/run | ms/s |")
-            L.append("|---|---|---:|---:|---:|")
+                         f"| {fmt(share * 100 if share is not None else None, '.2f')}% "
+                         f"| {fmt(net, '.1f')} "
+                         f"| {fmt(nshare * 100 if nshare is not None else None, '.2f')}% |")
+            L.append("\n| configuration | program | runs/s | ns/run | ms/s | net ns/run |")
+            L.append("|---|---|---:|---:|---:|---:|")
             for c in bcs:
                 for n, pr in sorted(rows[(w, c)]["bpf"]["programs"].items(),
                                     key=lambda kv: -(kv[1]["ms_per_s"] or 0)):
                     if not pr["runs_per_s"]:
                         continue
+                    net = pr["ns_per_run"] - floor \
+                        if floor is not None and pr["ns_per_run"] is not None else None
                     L.append(f"| {LABELS.get(c, c)} | `{n}` | {fmt(pr['runs_per_s'], ',.0f')} "
-                             f"| {fmt(pr['ns_per_run'], '.0f')} | {fmt(pr['ms_per_s'], '.2f')} |")
+                             f"| {fmt(pr['ns_per_run'], '.0f')} | {fmt(pr['ms_per_s'], '.2f')} "
+                             f"| {fmt(net, '.0f')} |")
         outs = [(c, rows[(w, c)]["outcomes_last_run"]) for c in configs
                 if "outcomes_last_run" in rows[(w, c)]]
         if outs:
