@@ -514,6 +514,10 @@ void mm_bpfsrc_collect(void *ctx, struct mm_host *h, bool closing)
 	if (b->locks)
 		collect_locks(b, h, closing);
 	collect_stats(b, h);
+	/* The burst's counts are in: its tail ends (counters.bpf.c split_tail), unless the next
+	 * burst has begun meanwhile. */
+	if (b->bursts && b->phase == MM_SPLIT_OFF && mm_host_reading_burst(h))
+		b->skel->bss->split_tail = 0;
 	b->h = NULL;
 }
 
@@ -653,6 +657,7 @@ void mm_bpfsrc_set_phase(struct mm_bpfsrc *b, enum mm_split_phase phase)
 	}
 	if (phase == MM_SPLIT_ON) {
 		s->bss->split_gen++;
+		s->bss->split_tail = 1; /* cleared in mm_bpfsrc_collect() after the burst's read */
 		s->bss->split_off = 0;
 	} else {
 		s->bss->split_off = 1;

@@ -89,6 +89,7 @@ struct mm_host {
 	int64_t mono_to_wall_ms;
 	unsigned interval_s;
 	uint64_t closing_end_ms;       /* the closing tick's window end, else 0 */
+	bool reading_burst;	       /* counter_fn called for a burst's end */
 	mm_host_counter_fn counter_fn; /* a source that counts in place of records */
 	void *counter_ctx;
 	uint64_t windows_stored, store_errors;
@@ -537,6 +538,11 @@ bool mm_host_window_closing(const struct mm_host *h)
 	return h->closing_end_ms != 0;
 }
 
+bool mm_host_reading_burst(const struct mm_host *h)
+{
+	return h->reading_burst;
+}
+
 static void tick_collectors(struct mm_host *h)
 {
 	if (h->counter_fn)
@@ -958,8 +964,11 @@ enum mm_split_phase mm_host_burst_phase(const struct mm_host *h, uint64_t now_ns
  * accumulator (the spread between bursts). */
 static void end_burst(struct mm_host *h, const struct mm_split_burst *b)
 {
-	if (h->counter_fn && h->split_external)
+	if (h->counter_fn && h->split_external) {
+		h->reading_burst = true;
 		h->counter_fn(h->counter_ctx, h, false); /* the burst's counts, from the kernel */
+		h->reading_burst = false;
+	}
 	for (unsigned i = 0; i < h->nslots; i++) {
 		struct slot *sl = &h->slots[i];
 		if (!sl->burst || !hooked(sl) || !sl->p->finish)

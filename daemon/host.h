@@ -141,10 +141,14 @@ int mm_host_watched_fd(const struct mm_host *h, unsigned i);
 void mm_host_watch_ready(struct mm_host *h, unsigned i);
 
 /* Such a source (bpfsource.h): @fn runs at every tick, plain and closing (@closing), before
- * the collectors' tick hooks, and adds its counts through mm_host_proc() /
- * mm_host_proc_known(). One at most; NULL removes it. */
+ * the collectors' tick hooks, and, when it classifies the split's bursts itself, once more at each
+ * burst's end (@closing false, mm_host_reading_burst() true), and adds its counts through
+ * mm_host_proc() / mm_host_proc_known(). One at most; NULL removes it. */
 typedef void (*mm_host_counter_fn)(void *ctx, struct mm_host *h, bool closing);
 void mm_host_set_counter_source(struct mm_host *h, mm_host_counter_fn fn, void *ctx);
+/* True while the counter source reads a burst's counts (its end: MM_SPLIT_GRACE_MS +
+ * MM_SPLIT_FLUSH_MS after the opener stopped). */
+bool mm_host_reading_burst(const struct mm_host *h);
 
 /* Receives every closed window @w (the host's reference: take one with mm_snapshot_ref() to keep
  * it). */

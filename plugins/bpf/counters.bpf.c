@@ -113,6 +113,16 @@ const volatile __u64 vdso_below = 0, vdso_above = 0;
  * continuously. */
 volatile __u32 split_gen = 0;
 volatile __u8 split_off = 0;
+/* A burst's tail: set by the loader when a burst begins, cleared once that burst's counts were
+ * read (at its end, MM_SPLIT_GRACE_MS + MM_SPLIT_FLUSH_MS after its opener stopped) if no other
+ * burst has begun. Between bursts and without it, when mmaplock does not count, on_switch and
+ * on_start's write starts do nothing at all: they are for the windows (a late one's sleeps and
+ * its end) and for flushing the windows' counts, and a task-storage lookup is most of what they
+ * cost (bpf_stats, bench_swapin, the defaults: on_switch 168 ns a run net at 32 k/s). Only a
+ * window still open then (a fault slower than those 50 ms) misses its later sleeps and closes at
+ * its thread's next fault, and a thread that slept since the read hands its last counts to its
+ * next flush. Unused unless split_off. */
+volatile __u8 split_tail = 0;
 /* start_site(): a read start's call site was lock_mm_and_find_vma() itself (the kernel traces it
  * inline); one came through the trace helper all the same (the shortcut is off). Each set once. */
 volatile __u8 site_inline = 0, site_through_helper = 0;
@@ -643,7 +653,7 @@ int on_start(struct trace_event_raw_mmap_lock *ctx)
 	if (write && !count_mmaplock) {
 		/* Only the faults collector looks at write starts, and only in an open window: a
 		 * thread that only writes (the bench's mprotect/munmap threads) gets no storage. */
-		if (!count_faults)
+		if (!count_faults || (split_off && !split_tail))
 			return KEEP_RECORD;
 		t = thread(false);
 		if (!t || !t->win.open)
@@ -1067,6 +1077,8 @@ SEC("tp_btf/sched_switch")
 int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
 	     unsigned int prev_state)
 {
+	if (!count_mmaplock && split_off && !split_tail)
+		return 0;
 	struct thread *t = thread(false);
 	if (!t)
 		return 0;
