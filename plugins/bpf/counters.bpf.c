@@ -637,6 +637,20 @@ int on_fault_done(struct bpf_perf_event_data *ctx)
 	return 0;
 }
 
+/* Closes @t's window when the thread is no longer in that fault: the user registers at the top
+ * of its kernel stack are not the fault's (a system call after it, or the next kernel entry).
+ * Without a completion event for every fault (1 in MM_BPF_COMPLETION_PERIOD) a window stays open
+ * after its fault until something closes it; this keeps a sleep in a later system call from
+ * counting as the fault's (and from costing a stack walk). */
+static __always_inline void close_if_left(struct thread *t)
+{
+	if (!t->win.open)
+		return;
+	struct pt_regs *r = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
+	if (r->ip != t->fault_ip || r->sp != t->fault_sp)
+		close_window(t, MM_BPF_WIN_LEFT);
+}
+
 /* A classic tracepoint program returns whether perf may go on to deliver the record to the perf
  * events open on the tracepoint (perf_trace_run_bpf_submit()): 0 would hide every read start
  * from the perf path and from any other tracer. */
@@ -666,6 +680,10 @@ int on_start(struct trace_event_raw_mmap_lock *ctx)
 	t->waiting = 1;
 	t->contended = 0;
 	t->wait_mm = (__u64)mm;
+	/* A window its thread has left (a system call after the fault: the writers' munmap) is
+	 * closed by its registers first, not found out by a stack walk of its start (~2 us). */
+	if (count_faults)
+		close_if_left(t);
 	bool own = own_mm(mm), in_window = count_faults && t->win.open;
 	int site = MM_BPF_SITE_NONE;
 	if (own && (in_window || (!write && (count_fallbacks || count_mmaplock || count_faults))))
@@ -1059,20 +1077,6 @@ int BPF_PROG(on_contention_end, void *lock, int ret)
  * and what precedes it never sleep). Where it sleeps, from a short stack taken only here: inside
  * __folio_lock_or_retry() a VM_FAULT_RETRY follows; elsewhere (reclaim, allocation, writeback)
  * the fault goes on. Involuntary switches (preemption, prev_state TASK_RUNNING) say nothing. */
-/* Closes @t's window when the thread is no longer in that fault: the user registers at the top
- * of its kernel stack are not the fault's (a system call after it, or the next kernel entry).
- * Without a completion event for every fault (1 in MM_BPF_COMPLETION_PERIOD) a window stays open
- * after its fault until something closes it; this keeps a sleep in a later system call from
- * counting as the fault's (and from costing a stack walk). */
-static __always_inline void close_if_left(struct thread *t)
-{
-	if (!t->win.open)
-		return;
-	struct pt_regs *r = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
-	if (r->ip != t->fault_ip || r->sp != t->fault_sp)
-		close_window(t, MM_BPF_WIN_LEFT);
-}
-
 SEC("tp_btf/sched_switch")
 int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
 	     unsigned int prev_state)
