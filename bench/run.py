@@ -32,7 +32,9 @@ mmlockd_fallbacks_bpf_noswitch / _nostart / _noacquired / _switchonly configurat
 fallbacks collector on BPF with some of its programs not loaded (MMLOCKD_BPF_SKIP), to see what
 each program costs a workload (their counts are wrong), and mmlockd_fallbacks_bpf_nosplit runs
 it with --split-duty 0, mmlockd_fallbacks_bpf_duty10 with --split-duty 10% (five times the
-default's bursts: what scales with the duty and what does not).
+default's bursts: what scales with the duty and what does not), mmlockd_fallbacks_bpf_keep with
+the split's programs held attached between bursts (MMLOCKD_BPF_KEEP_ATTACHED=1: what attaching
+and detaching them costs).
 The "breakdown" suite runs mmlockd with one collector at a time and `perf record` of one group of
 tracepoints at a time, to say which collector, tracepoint or callchain costs what.
 
@@ -133,7 +135,11 @@ FALLBACKS_BPF_CONFIGS = {"mmlockd_fallbacks_bpf_noswitch": ("fallbacks", ["on_sw
                 "mmlockd_fallbacks_bpf_noacquired": ("fallbacks", ["on_acquired"], []),
                 "mmlockd_fallbacks_bpf_switchonly": ("fallbacks", ["on_start", "on_acquired"], []),
                 "mmlockd_fallbacks_bpf_nosplit": ("fallbacks", [], ["--split-duty", "0"]),
-                "mmlockd_fallbacks_bpf_duty10": ("fallbacks", [], ["--split-duty", "10%"])}
+                "mmlockd_fallbacks_bpf_duty10": ("fallbacks", [], ["--split-duty", "10%"]),
+                "mmlockd_fallbacks_bpf_keep": ("fallbacks", [], [])}
+# Extra environment of those configurations: _keep holds the split's programs attached between
+# bursts (MMLOCKD_BPF_KEEP_ATTACHED), to tell the switching's cost from theirs.
+FALLBACKS_BPF_ENV = {"mmlockd_fallbacks_bpf_keep": {"MMLOCKD_BPF_KEEP_ATTACHED": "1"}}
 
 LABELS = {
     "none": "no tracing",
@@ -150,6 +156,7 @@ LABELS = {
     "mmlockd_fallbacks_bpf_switchonly": "fallbacks on BPF, on_switch alone",
     "mmlockd_fallbacks_bpf_nosplit": "fallbacks on BPF, --split-duty 0",
     "mmlockd_fallbacks_bpf_duty10": "fallbacks on BPF, --split-duty 10%",
+    "mmlockd_fallbacks_bpf_keep": "fallbacks on BPF, the split's programs kept attached",
     "mmlockd_default": "mmlockd default",
     "mmlockd_nosplit": "mmlockd default, --split-duty 0",
     "mmlockd_split5": "mmlockd default, --split-duty 5%",
@@ -721,8 +728,10 @@ class Bench:
             return Mmlockd(self, config, None)
         if config in FALLBACKS_BPF_CONFIGS:
             coll, progs, extra = FALLBACKS_BPF_CONFIGS[config]
-            return Mmlockd(self, config, coll, "bpf", extra=extra,
-                           env={"MMLOCKD_BPF_SKIP": ",".join(progs)} if progs else None)
+            env = dict(FALLBACKS_BPF_ENV.get(config, {}))
+            if progs:
+                env["MMLOCKD_BPF_SKIP"] = ",".join(progs)
+            return Mmlockd(self, config, coll, "bpf", extra=extra, env=env or None)
         if config in SPLIT_ARGS:
             return Mmlockd(self, config, None, extra=SPLIT_ARGS[config])
         if config.startswith("mmlockd_") and config.endswith("_bpf"):

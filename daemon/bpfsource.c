@@ -97,6 +97,7 @@ struct mm_bpfsrc {
 	/* The fault split in bursts (mm_bpfsrc_set_phase): the programs only the faults collector
 	 * needs are attached for a burst only (an attached program costs every event). */
 	bool bursts, opener_bursts; /* opener_bursts: on_fault too (mmaplock not counted) */
+	bool keep_attached;	    /* MMLOCKD_BPF_KEEP_ATTACHED: no detaching between bursts */
 	bool attach_failed;
 	enum mm_split_phase phase;
 	struct mm_bpf_key *settle; /* map entries to delete after the walk */
@@ -641,6 +642,11 @@ void mm_bpfsrc_set_phase(struct mm_bpfsrc *b, enum mm_split_phase phase)
 	struct bpf_link **links[] = {&s->links.on_filemap_fault, &s->links.on_map_pages,
 				     &s->links.on_added};
 	bool evidence = phase != MM_SPLIT_OFF, ok = true;
+	/* MMLOCKD_BPF_KEEP_ATTACHED=1 (a benchmark's knob): the programs stay attached from the
+	 * first burst on and find out between bursts that they have nothing to do
+	 * (IDLE_BETWEEN_BURSTS in counters.bpf.c), to tell what attaching and detaching them costs
+	 * (each first probe of a tracepoint patches kernel text) from what they cost attached. */
+	bool keep = b->keep_attached;
 	/* In: evidence, then a new burst, then the opener. Out: the opener first (split.h). */
 	if (evidence != (b->phase != MM_SPLIT_OFF)) {
 		for (size_t i = 0; evidence && i < sizeof(progs) / sizeof(progs[0]); i++)
@@ -663,8 +669,9 @@ void mm_bpfsrc_set_phase(struct mm_bpfsrc *b, enum mm_split_phase phase)
 		s->bss->split_off = 1;
 	}
 	if (b->opener_bursts)
-		ok &= switch_link(s->progs.on_fault, &s->links.on_fault, phase == MM_SPLIT_ON);
-	for (size_t i = 0; !evidence && i < sizeof(progs) / sizeof(progs[0]); i++)
+		ok &= switch_link(s->progs.on_fault, &s->links.on_fault,
+				  phase == MM_SPLIT_ON || (keep && s->links.on_fault));
+	for (size_t i = 0; !evidence && !keep && i < sizeof(progs) / sizeof(progs[0]); i++)
 		switch_link(progs[i], links[i], false);
 	if (!ok && !b->attach_failed) {
 		b->attach_failed = true;
@@ -900,6 +907,11 @@ int mm_bpfsrc_open(struct mm_host *h, const struct mm_config *cfg, const struct 
 	b->bursts = bursts && want[W_FAULTS];
 	b->locks = want[W_CONTENTION];
 	b->opener_bursts = b->bursts && !want[W_MMAPLOCK];
+	const char *keep = getenv("MMLOCKD_BPF_KEEP_ATTACHED");
+	b->keep_attached = b->bursts && keep && !strcmp(keep, "1");
+	if (b->keep_attached)
+		log_warning("BPF source: MMLOCKD_BPF_KEEP_ATTACHED: the split's programs stay "
+			    "attached between bursts (a benchmark's knob)");
 	b->phase = MM_SPLIT_ON; /* everything attached: the loop sets the first phase */
 
 	for (size_t i = 0; i < NCOUNTERS; i++)

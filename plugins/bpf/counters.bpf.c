@@ -123,6 +123,9 @@ volatile __u8 split_off = 0;
  * its thread's next fault, and a thread that slept since the read hands its last counts to its
  * next flush. Unused unless split_off. */
 volatile __u8 split_tail = 0;
+/* Between bursts, after a burst's tail, with mmaplock not counted: nothing for the programs to
+ * do (the split's programs are detached then, or held by MMLOCKD_BPF_KEEP_ATTACHED). */
+#define IDLE_BETWEEN_BURSTS() (!count_mmaplock && split_off && !split_tail)
 /* start_site(): a read start's call site was lock_mm_and_find_vma() itself (the kernel traces it
  * inline); one came through the trace helper all the same (the shortcut is off). Each set once. */
 volatile __u8 site_inline = 0, site_through_helper = 0;
@@ -559,7 +562,7 @@ int BPF_PROG(on_fault, unsigned long address, struct pt_regs *regs, unsigned lon
 {
 	if (reject_for_test)
 		return *(volatile int *)reject_for_test; /* a scalar dereferenced: refused */
-	if (!count_mmaplock && !count_faults)
+	if ((!count_mmaplock && !count_faults) || IDLE_BETWEEN_BURSTS())
 		return 0;
 	__u64 now = bpf_ktime_get_ns();
 	struct thread *t = thread(true);
@@ -667,7 +670,7 @@ int on_start(struct trace_event_raw_mmap_lock *ctx)
 	if (write && !count_mmaplock) {
 		/* Only the faults collector looks at write starts, and only in an open window: a
 		 * thread that only writes (the bench's mprotect/munmap threads) gets no storage. */
-		if (!count_faults || (split_off && !split_tail))
+		if (!count_faults || IDLE_BETWEEN_BURSTS())
 			return KEEP_RECORD;
 		t = thread(false);
 		if (!t || !t->win.open)
@@ -1081,7 +1084,7 @@ SEC("tp_btf/sched_switch")
 int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
 	     unsigned int prev_state)
 {
-	if (!count_mmaplock && split_off && !split_tail)
+	if (IDLE_BETWEEN_BURSTS())
 		return 0;
 	struct thread *t = thread(false);
 	if (!t)
@@ -1107,6 +1110,8 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 SEC("tp_btf/mm_filemap_fault")
 int BPF_PROG(on_filemap_fault, struct address_space *mapping, unsigned long index)
 {
+	if (IDLE_BETWEEN_BURSTS())
+		return 0;
 	struct thread *t = thread(false);
 	if (!t || !t->win.open)
 		return 0;
@@ -1128,6 +1133,8 @@ SEC("tp_btf/mm_filemap_map_pages")
 int BPF_PROG(on_map_pages, struct address_space *mapping, unsigned long index,
 	     unsigned long last_index)
 {
+	if (IDLE_BETWEEN_BURSTS())
+		return 0;
 	struct thread *t = thread(false);
 	if (!t || !t->win.open || !t->win.have_page || t->win.falling_back)
 		return 0;
@@ -1141,6 +1148,8 @@ int BPF_PROG(on_map_pages, struct address_space *mapping, unsigned long index,
 SEC("tp_btf/mm_filemap_add_to_page_cache")
 int BPF_PROG(on_added, struct folio *folio)
 {
+	if (IDLE_BETWEEN_BURSTS())
+		return 0;
 	struct thread *t = thread(false);
 	if (!t)
 		return 0;
