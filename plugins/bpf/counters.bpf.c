@@ -700,7 +700,7 @@ int on_start(struct trace_event_raw_mmap_lock *ctx)
 	/* After the stack walk: the wait is the lock's, not this program's. Timed only where a
 	 * wait is measured (the mmaplock collector's, a fault window's fallback): the first clock
 	 * read of a run costs ~55 ns here (bpf_stats, bench swapin: 132 ns a run for a program
-	 * that reads it, 76 for an empty one), most of what a read start costs the default. */
+	 * that reads it, 76 for an empty one), a third of what a read start cost the default. */
 	t->wait_start_ns = count_mmaplock || in_window ? bpf_ktime_get_ns() : 0;
 	if (in_window) {
 		if (!own || site == MM_BPF_SITE_OTHER) {
