@@ -34,7 +34,8 @@ each program costs a workload (their counts are wrong), and mmlockd_fallbacks_bp
 it with --split-duty 0, mmlockd_fallbacks_bpf_duty10 with --split-duty 10% (five times the
 default's bursts: what scales with the duty and what does not), mmlockd_fallbacks_bpf_keep with
 the split's programs held attached between bursts (MMLOCKD_BPF_KEEP_ATTACHED=1: what attaching
-and detaching them costs).
+and detaching them costs), and mmlockd_fallbacks_bpf_nodone with the bursts but without the
+fault-completion software events (on_fault_done not loaded, so they are never opened).
 The "breakdown" suite runs mmlockd with one collector at a time and `perf record` of one group of
 tracepoints at a time, to say which collector, tracepoint or callchain costs what.
 
@@ -136,7 +137,8 @@ FALLBACKS_BPF_CONFIGS = {"mmlockd_fallbacks_bpf_noswitch": ("fallbacks", ["on_sw
                 "mmlockd_fallbacks_bpf_switchonly": ("fallbacks", ["on_start", "on_acquired"], []),
                 "mmlockd_fallbacks_bpf_nosplit": ("fallbacks", [], ["--split-duty", "0"]),
                 "mmlockd_fallbacks_bpf_duty10": ("fallbacks", [], ["--split-duty", "10%"]),
-                "mmlockd_fallbacks_bpf_keep": ("fallbacks", [], [])}
+                "mmlockd_fallbacks_bpf_keep": ("fallbacks", [], []),
+                "mmlockd_fallbacks_bpf_nodone": ("fallbacks", ["on_fault_done"], [])}
 # Extra environment of those configurations: _keep holds the split's programs attached between
 # bursts (MMLOCKD_BPF_KEEP_ATTACHED), to tell the switching's cost from theirs.
 FALLBACKS_BPF_ENV = {"mmlockd_fallbacks_bpf_keep": {"MMLOCKD_BPF_KEEP_ATTACHED": "1"}}
@@ -157,6 +159,7 @@ LABELS = {
     "mmlockd_fallbacks_bpf_nosplit": "fallbacks on BPF, --split-duty 0",
     "mmlockd_fallbacks_bpf_duty10": "fallbacks on BPF, --split-duty 10%",
     "mmlockd_fallbacks_bpf_keep": "fallbacks on BPF, the split's programs kept attached",
+    "mmlockd_fallbacks_bpf_nodone": "fallbacks on BPF, bursts without completion events",
     "mmlockd_default": "mmlockd default",
     "mmlockd_nosplit": "mmlockd default, --split-duty 0",
     "mmlockd_split5": "mmlockd default, --split-duty 5%",
