@@ -24,7 +24,8 @@ int main(int argc, char **argv)
 {
 	(void)argv;
 	if (argc > 1) {
-		fprintf(stderr, "usage: bench_bpf_floor (no arguments; SIGINT or SIGTERM stops it)\n");
+		fprintf(stderr,
+			"usage: bench_bpf_floor (no arguments; SIGINT or SIGTERM stops it)\n");
 		return 2;
 	}
 	libbpf_set_print(quiet);
