@@ -127,21 +127,22 @@ SPLIT_ARGS = {"mmlockd_nosplit": ["--split-duty", "0"], "mmlockd_split5": ["--sp
               "mmlockd_default_perf": ["--source", "perf"],
               "mmlockd_nosplit_bpf": ["--split-duty", "0", "--source", "bpf"]}
 
-# The fallbacks collector on BPF alone, as (collectors, programs not loaded, extra arguments):
-# with some of its programs not loaded (MMLOCKD_BPF_SKIP), what each costs a workload (their
-# counts are wrong; only throughput is read from them); _nosplit: with the split's bursts off (no
-# program of theirs, no fault-completion perf events open).
-FALLBACKS_BPF_CONFIGS = {"mmlockd_fallbacks_bpf_noswitch": ("fallbacks", ["on_switch"], []),
-                "mmlockd_fallbacks_bpf_nostart": ("fallbacks", ["on_start"], []),
-                "mmlockd_fallbacks_bpf_noacquired": ("fallbacks", ["on_acquired"], []),
-                "mmlockd_fallbacks_bpf_switchonly": ("fallbacks", ["on_start", "on_acquired"], []),
-                "mmlockd_fallbacks_bpf_nosplit": ("fallbacks", [], ["--split-duty", "0"]),
-                "mmlockd_fallbacks_bpf_duty10": ("fallbacks", [], ["--split-duty", "10%"]),
-                "mmlockd_fallbacks_bpf_keep": ("fallbacks", [], []),
-                "mmlockd_fallbacks_bpf_nodone": ("fallbacks", ["on_fault_done"], [])}
-# Extra environment of those configurations: _keep holds the split's programs attached between
-# bursts (MMLOCKD_BPF_KEEP_ATTACHED), to tell the switching's cost from theirs.
-FALLBACKS_BPF_ENV = {"mmlockd_fallbacks_bpf_keep": {"MMLOCKD_BPF_KEEP_ATTACHED": "1"}}
+# The fallbacks collector on BPF alone, as (collectors, programs not loaded, extra arguments,
+# extra environment): with some of its programs not loaded (MMLOCKD_BPF_SKIP), what each costs a
+# workload (their counts are wrong; only throughput is read from them); _nosplit: with the
+# split's bursts off (no program of theirs, no fault-completion perf events open); _keep: the
+# split's programs held attached between bursts (MMLOCKD_BPF_KEEP_ATTACHED), to tell the
+# switching's cost from theirs.
+FALLBACKS_BPF_CONFIGS = {
+    "mmlockd_fallbacks_bpf_noswitch": ("fallbacks", ["on_switch"], [], {}),
+    "mmlockd_fallbacks_bpf_nostart": ("fallbacks", ["on_start"], [], {}),
+    "mmlockd_fallbacks_bpf_noacquired": ("fallbacks", ["on_acquired"], [], {}),
+    "mmlockd_fallbacks_bpf_switchonly": ("fallbacks", ["on_start", "on_acquired"], [], {}),
+    "mmlockd_fallbacks_bpf_nosplit": ("fallbacks", [], ["--split-duty", "0"], {}),
+    "mmlockd_fallbacks_bpf_duty10": ("fallbacks", [], ["--split-duty", "10%"], {}),
+    "mmlockd_fallbacks_bpf_keep": ("fallbacks", [], [], {"MMLOCKD_BPF_KEEP_ATTACHED": "1"}),
+    "mmlockd_fallbacks_bpf_nodone": ("fallbacks", ["on_fault_done"], [], {}),
+}
 
 LABELS = {
     "none": "no tracing",
@@ -730,8 +731,8 @@ class Bench:
         if config == "mmlockd_default":
             return Mmlockd(self, config, None)
         if config in FALLBACKS_BPF_CONFIGS:
-            coll, progs, extra = FALLBACKS_BPF_CONFIGS[config]
-            env = dict(FALLBACKS_BPF_ENV.get(config, {}))
+            coll, progs, extra, env = FALLBACKS_BPF_CONFIGS[config]
+            env = dict(env)
             if progs:
                 env["MMLOCKD_BPF_SKIP"] = ",".join(progs)
             return Mmlockd(self, config, coll, "bpf", extra=extra, env=env or None)
