@@ -98,6 +98,7 @@ struct mm_bpfsrc {
 	 * needs are attached for a burst only (an attached program costs every event). */
 	bool bursts, opener_bursts; /* opener_bursts: on_fault too (mmaplock not counted) */
 	bool keep_attached;	    /* MMLOCKD_BPF_KEEP_ATTACHED: no detaching between bursts */
+	bool burst_completions;	    /* MMLOCKD_BPF_BURST_COMPLETIONS: the bursts' own */
 	bool attach_failed;
 	enum mm_split_phase phase;
 	struct mm_bpf_key *settle; /* map entries to delete after the walk */
@@ -651,10 +652,10 @@ void mm_bpfsrc_set_phase(struct mm_bpfsrc *b, enum mm_split_phase phase)
 	if (evidence != (b->phase != MM_SPLIT_OFF)) {
 		for (size_t i = 0; evidence && i < sizeof(progs) / sizeof(progs[0]); i++)
 			ok &= switch_link(progs[i], links[i], true);
-		/* Disabled, not closed, between bursts: an open software event keeps
-		 * perf_sw_event()'s static key on, so every fault of every process still calls
-		 * __perf_sw_event() (part of what the bursts cost mix: 0.984 against 1.010 split
-		 * off, 30 rounds), but the collection thread has dropped the capabilities
+		/* The completion events, under MMLOCKD_BPF_BURST_COMPLETIONS only (none are
+		 * open otherwise): disabled, not closed, between bursts. An open software event
+		 * keeps perf_sw_event()'s static key on, so every fault of every process still
+		 * calls __perf_sw_event(), but the collection thread has dropped the capabilities
 		 * perf_event_open() needs, so they cannot be opened per burst (tried in session
 		 * 10: EPERM at the first burst). */
 		for (unsigned i = 0; b->opener_bursts && i < b->nlinks; i++)
@@ -835,8 +836,6 @@ static int load(struct mm_bpfsrc *b, bool *want, const struct mm_symbols *syms, 
 		why_failed(r, "opening the exit ring buffer", why, whylen);
 		goto out;
 	}
-	if (want[W_MMAPLOCK] || want[W_FAULTS])
-		attach_completions(b);
 out:
 	free(verifier_log);
 	verifier_log = NULL;
@@ -907,6 +906,17 @@ int mm_bpfsrc_open(struct mm_host *h, const struct mm_config *cfg, const struct 
 	b->bursts = bursts && want[W_FAULTS];
 	b->locks = want[W_CONTENTION];
 	b->opener_bursts = b->bursts && !want[W_MMAPLOCK];
+	/* The fault-completion events close a sampled window and time the fault (the latency
+	 * histograms). The defaults' bursts go without them: an open software event keeps
+	 * perf_sw_event()'s static key on for every fault of every process, and they cost mix
+	 * about 4 of the bursts' 6 points (bench/results/mix-nodone-20-20261202.md, 20 rounds);
+	 * the windows close at the thread's next event, as 7 in 8 did with them. The latencies
+	 * come with mmaplock, or faults counted continuously (--split-duty 100%).
+	 * MMLOCKD_BPF_BURST_COMPLETIONS=1 (a benchmark's knob) opens them for the bursts too. */
+	const char *bc = getenv("MMLOCKD_BPF_BURST_COMPLETIONS");
+	b->burst_completions = b->opener_bursts && bc && !strcmp(bc, "1");
+	if (want[W_MMAPLOCK] || (want[W_FAULTS] && (!b->opener_bursts || b->burst_completions)))
+		attach_completions(b);
 	const char *keep = getenv("MMLOCKD_BPF_KEEP_ATTACHED");
 	b->keep_attached = b->bursts && keep && !strcmp(keep, "1");
 	if (b->keep_attached)
