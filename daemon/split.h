@@ -26,7 +26,8 @@
  * Error bound (split_err, in faults, the largest over the five outcomes): the 95% half-width on
  * each share times its side's count, the larger of (a) the Wilson score interval of a binomial
  * share (faults independent) and (b) the between-burst spread (a cluster-sample ratio estimate
- * over the bursts, which catches phases of the workload); (b) needs two bursts with faults.
+ * over the bursts, which catches phases of the workload, with Student's t on bursts - 1 degrees
+ * of freedom: a window has few bursts); (b) needs two bursts with faults.
  * Pure arithmetic: no I/O, no clock.
  */
 #ifndef MM_SPLIT_H
@@ -102,6 +103,9 @@ void mm_split_estimate(struct mm_proc_stats *ps, const struct mm_split_acc *acc,
 
 /* Adds the raw classified counts of @ps (before mm_split_estimate) to @life. */
 void mm_split_add_raw(uint64_t *life, const struct mm_proc_stats *ps);
+
+/* The two-sided 95% quantile of Student's t with @df degrees of freedom (infinite for 0). */
+double mm_split_t95(unsigned df);
 
 /* 95% Wilson half-width (plus the centre's distance from @k/@n) of a share @k of @n; 1 for n 0. */
 double mm_split_wilson(uint64_t k, uint64_t n);
