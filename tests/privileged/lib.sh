@@ -21,8 +21,10 @@ pass() {
 	PASSED=$((PASSED + 1))
 	log "PASS: $*"
 }
+FAILURES=()
 fail() {
 	FAILED=$((FAILED + 1))
+	FAILURES+=("$*")
 	log "FAIL: $*"
 }
 
@@ -32,6 +34,12 @@ summary_and_exit() {
 		tail -n 100 "$TMP/mmlockd.log"
 		log "---"
 	fi
+	# The failed checks again, last: CI shows only the tail of a failing test's output, and the
+	# log above can push them out of it.
+	local f
+	for f in "${FAILURES[@]}"; do
+		log "failed: ${f:0:300}"
+	done
 	log "$TEST_NAME: $PASSED passed, $FAILED failed"
 	[ "$FAILED" -eq 0 ] && exit 0
 	exit 1

@@ -29,7 +29,9 @@
 #      half-width of the exact share.
 #   4. against B: A's estimated mmap_retry, mmap_abort + mmap_unknown and vma, each as a share of
 #      A's exact count on its side, agree with B's exact shares within A's stated error
-#      (sum(split_err) over the same rows, as a share of that side) plus TOL_PTS (0.5) points;
+#      (sum(split_err) over the same rows, as a share of that side; a 95% bound, allowed at its
+#      99.9% equivalent, x 1.68, so that the run's six comparisons do not fail by design) plus
+#      TOL_PTS (0.5) points;
 #      a comparison whose stated error exceeds 25 points (a handful of fallbacks classified, as
 #      on anon) is printed as INFO, not counted; the file workload's must be checked.
 #   5. A's exact counts equal B's within 0.5% + 5 (both read the same kernel counters; F only
@@ -213,10 +215,15 @@ for label, av, an, bv, bn in (
         ("mmap_abort+unknown of fallbacks", a["abort"] + a["unknown"], a_fb,
          b["abort"] + b["unknown"], b_fb)):
     sa, sb = 100 * av / an, 100 * bv / bn
-    allowed = 100 * a["err"] / an + tol
+    # split_err is a 95% bound. Six such comparisons a run (two workloads, split and split_bpf)
+    # at 95% would fail about one CI run in four by design, so the test allows the bound's
+    # 99.9% equivalent (x 3.29 / 1.96), as the observed share's check above does.
+    stated = 100 * a["err"] / an
+    allowed = stated * 3.290527 / 1.959964 + tol
     msg = (f"{label}: burst estimate {sa:.2f}% vs continuous {sb:.2f}%, difference "
-           f"{abs(sa - sb):.2f}, stated error {allowed:.2f} points")
-    if allowed > 25:
+           f"{abs(sa - sb):.2f}, stated error {stated:.2f} points (95%), allowed "
+           f"{allowed:.2f}")
+    if stated > 25:
         # A bound this wide cannot fail: say so instead of counting it as a pass.
         print(f"INFO: {name}: {msg} (too few classified to check)")
         continue
@@ -242,5 +249,6 @@ for w in "file:$FILE_PID" "anon:$ANON_PID"; do
 	fi
 	PASSED=$((PASSED + $(grep -c '^PASS' <<<"$out")))
 	FAILED=$((FAILED + $(grep -c '^FAIL' <<<"$out")))
+	while IFS= read -r f; do FAILURES+=("${f#FAIL: }"); done < <(grep '^FAIL' <<<"$out")
 done
 summary_and_exit
