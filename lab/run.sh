@@ -7,6 +7,10 @@
 #   lab/run.sh initramfs       only build lab/build/initramfs.cpio.gz
 #   lab/run.sh boot KERNEL [REP]  boot one kernel and run the plan (cached unless LAB_RERUN=1)
 #   lab/run.sh results         only re-make lab/results/ and tests/data/lab-* from lab/build/run-*
+#   lab/run.sh split           the defaults' fault split (bursts) against every fault classified
+#                              and the kernel's counters: plan-split, one boot per kernel into
+#                              lab/build/run-KERNEL-split, then lab/results/split.md (lab/split.py);
+#                              LAB_SECONDS defaults to 20 there (more faults in the bursts)
 #
 # Environment: LAB_SECONDS (measured phase per run, default 10), LAB_WARMUP (2), LAB_RECSEC
 # (seconds of the recorded runs, default 1), LAB_RERUN=1 (boot again even if cached),
@@ -90,7 +94,7 @@ boot_key() { # KERNEL REP
 
 boot() { # KERNEL [REP]: rep 1 runs the whole plan in run-KERNEL, rep N>1 only the bare runs
     local k=$1 rep=${2:-1} D key only=""
-    D=$B/run-$k; [ "$rep" -gt 1 ] && { D=$B/run-$k-r$rep; only=bare; }
+    D=$B/run-$k${RUN_TAG:-}; [ "$rep" -gt 1 ] && { D=$B/run-$k-r$rep; only=bare; }
     key=$(boot_key "$k" "$rep")
     if [ -z "${LAB_RERUN:-}" ] && [ -f "$D/.done" ] && [ "$(cat "$D/.done")" = "$key" ]; then
         log "boot $k (rep $rep): cached results in $D (LAB_RERUN=1 to run again)"
@@ -157,6 +161,17 @@ all() {
     log "done in $(( $(date +%s) - t0 ))s: lab/results/README.md"
 }
 
+# The split runs: their own plan, boots and report; the main results stay as they are.
+split() {
+    deps
+    kernels
+    PLAN=$LAB/initramfs/plan-split SECONDS_RUN=${LAB_SECONDS:-20} RUN_TAG=-split
+    initramfs
+    for k in $KERNELS; do boot "$k" 1; done
+    log "split results: lab/results/split.md"
+    python3 "$LAB/split.py" --build "$B" --out "$LAB/results/split.md" --kernels $KERNELS
+}
+
 case ${1:-all} in
     all) all ;;
     deps) deps ;;
@@ -164,5 +179,7 @@ case ${1:-all} in
     initramfs) initramfs ;;
     boot) initramfs; boot "${2:?kernel}" "${3:-1}" ;;
     results) results ;;
-    *) echo "usage: $0 [all|deps|kernels|initramfs|boot KERNEL|results]" >&2; exit 2 ;;
+    split) split ;;
+    split-results) python3 "$LAB/split.py" --build "$B" --out "$LAB/results/split.md" --kernels $KERNELS ;;
+    *) echo "usage: $0 [all|deps|kernels|initramfs|boot KERNEL|results|split|split-results]" >&2; exit 2 ;;
 esac
