@@ -3,15 +3,25 @@
  * bench_bpf_floor: loads and attaches bench/floor.bpf.c's empty programs, prints "ready", and
  * holds them until SIGINT or SIGTERM. bench/run.py reads their run_time_ns / run_cnt from this
  * process's fdinfo, as it reads mmlockd's: what kernel.bpf_stats_enabled itself counts per run.
+ * With --all, an empty program on every hook of `mmlockd --collectors all --source bpf` (the
+ * tracepoints, and the minor/major-faults software events of every CPU at the daemon's sample
+ * period), for the configuration bpf_floor_all: what those hooks cost a workload by themselves.
  * Run as root.
  */
 #include <bpf/libbpf.h>
+#include <linux/perf_event.h>
+#include <sys/syscall.h>
 #include <errno.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
+
+#include <linux/types.h>
+
+#include "counters.h" /* MM_BPF_COMPLETION_PERIOD */
 
 #include "floor.skel.h"
 
@@ -20,12 +30,41 @@ static int quiet(enum libbpf_print_level level, const char *fmt, va_list ap)
 	return level == LIBBPF_WARN ? vfprintf(stderr, fmt, ap) : 0;
 }
 
+/* The fault-completion events as the daemon opens them (daemon/bpfsource.c
+ * attach_completions(), but enabled: the floor of a run that counts latencies). */
+static int attach_completions(struct mm_floor *s, struct bpf_link **links, int max)
+{
+	long ncpus = sysconf(_SC_NPROCESSORS_CONF);
+	int n = 0;
+	for (long cpu = 0; cpu < ncpus; cpu++) {
+		for (int k = 0; k < 2 && n < max; k++) {
+			struct perf_event_attr attr = {
+				.type = PERF_TYPE_SOFTWARE,
+				.size = sizeof(attr),
+				.config = k ? PERF_COUNT_SW_PAGE_FAULTS_MAJ
+					    : PERF_COUNT_SW_PAGE_FAULTS_MIN,
+				.sample_period = MM_BPF_COMPLETION_PERIOD,
+			};
+			int fd = (int)syscall(SYS_perf_event_open, &attr, -1, (int)cpu, -1,
+					      PERF_FLAG_FD_CLOEXEC);
+			if (fd < 0)
+				return -1;
+			links[n] = bpf_program__attach_perf_event(s->progs.all_fault_done, fd);
+			if (!links[n]) {
+				close(fd);
+				return -1;
+			}
+			n++;
+		}
+	}
+	return n;
+}
+
 int main(int argc, char **argv)
 {
-	(void)argv;
-	if (argc > 1) {
-		fprintf(stderr,
-			"usage: bench_bpf_floor (no arguments; SIGINT or SIGTERM stops it)\n");
+	bool all = argc == 2 && !strcmp(argv[1], "--all");
+	if (argc > 2 || (argc == 2 && !all)) {
+		fprintf(stderr, "usage: bench_bpf_floor [--all] (SIGINT or SIGTERM stops it)\n");
 		return 2;
 	}
 	libbpf_set_print(quiet);
@@ -34,10 +73,22 @@ int main(int argc, char **argv)
 	sigaddset(&set, SIGINT);
 	sigaddset(&set, SIGTERM);
 	sigprocmask(SIG_BLOCK, &set, NULL);
-	struct mm_floor *s = mm_floor__open_and_load();
+	struct mm_floor *s = mm_floor__open();
 	if (!s) {
+		fprintf(stderr, "bench_bpf_floor: opening the empty programs failed: %s\n",
+			strerror(errno));
+		return 1;
+	}
+	struct bpf_program *prog;
+	bpf_object__for_each_program(prog, s->obj)
+	{
+		if (!strncmp(bpf_program__name(prog), "all_", 4))
+			bpf_program__set_autoload(prog, all);
+	}
+	if (mm_floor__load(s)) {
 		fprintf(stderr, "bench_bpf_floor: loading the empty programs failed: %s\n",
 			strerror(errno));
+		mm_floor__destroy(s);
 		return 1;
 	}
 	if (mm_floor__attach(s)) {
@@ -45,10 +96,20 @@ int main(int argc, char **argv)
 		mm_floor__destroy(s);
 		return 1;
 	}
+	struct bpf_link *links[2 * 1024];
+	int nlinks = all ? attach_completions(s, links, 2 * 1024) : 0;
+	if (nlinks < 0) {
+		fprintf(stderr, "bench_bpf_floor: the fault-completion events: %s\n",
+			strerror(errno));
+		mm_floor__destroy(s);
+		return 1;
+	}
 	printf("ready\n");
 	fflush(stdout);
 	int sig;
 	sigwait(&set, &sig);
+	for (int i = 0; i < nlinks; i++)
+		bpf_link__destroy(links[i]);
 	mm_floor__destroy(s);
 	return 0;
 }

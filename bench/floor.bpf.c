@@ -7,6 +7,11 @@
  * run, as much as many of mmlockd's programs do. Measured on the same tracepoints as mmlockd's
  * programs (one of each kind: a tp_btf program, as most of counters.bpf.c, and a classic
  * tracepoint program, as its on_start), it is subtracted from theirs in the report.
+ *
+ * With `bench_bpf_floor --all` (the configuration bpf_floor_all) the all_* programs load too: an
+ * empty program on every tracepoint `--collectors all --source bpf` attaches, and on the
+ * minor/major-faults software events at its sample period: the throughput floor of any design
+ * that counts on those hooks, whatever its programs do.
  */
 #include "vmlinux.h"
 
@@ -25,4 +30,72 @@ SEC("tracepoint/mmap_lock/mmap_lock_start_locking")
 int floor_tracepoint(void *ctx)
 {
 	return 1;
+}
+
+/* bench_bpf_floor --all: the rest of counters.bpf.c's hooks, each empty. */
+SEC("tp_btf/page_fault_user")
+int all_page_fault_user(void *ctx)
+{
+	return 0;
+}
+
+SEC("tp_btf/page_fault_kernel")
+int all_page_fault_kernel(void *ctx)
+{
+	return 0;
+}
+
+SEC("tp_btf/mmap_lock_released")
+int all_mmap_lock_released(void *ctx)
+{
+	return 0;
+}
+
+SEC("tp_btf/contention_begin")
+int all_contention_begin(void *ctx)
+{
+	return 0;
+}
+
+SEC("tp_btf/contention_end")
+int all_contention_end(void *ctx)
+{
+	return 0;
+}
+
+SEC("tp_btf/sched_switch")
+int all_sched_switch(void *ctx)
+{
+	return 0;
+}
+
+SEC("tp_btf/mm_filemap_fault")
+int all_filemap_fault(void *ctx)
+{
+	return 0;
+}
+
+SEC("tp_btf/mm_filemap_map_pages")
+int all_filemap_map_pages(void *ctx)
+{
+	return 0;
+}
+
+SEC("tp_btf/mm_filemap_add_to_page_cache")
+int all_filemap_add(void *ctx)
+{
+	return 0;
+}
+
+SEC("tp_btf/sched_process_exit")
+int all_process_exit(void *ctx)
+{
+	return 0;
+}
+
+/* Attached by bench_bpf_floor to the fault-completion software events (not by the skeleton). */
+SEC("perf_event")
+int all_fault_done(void *ctx)
+{
+	return 0;
 }

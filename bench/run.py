@@ -56,7 +56,10 @@ VM, more than some of mmlockd's programs take): so --bpf-stats adds the configur
 tracepoints the workloads hit) and the report gives each program's time also net of that floor
 (ns/run minus the floor's, the share of the workload's CPU from those). The floor does not count
 what the kernel spends reaching a program (the tracepoint's call, the BPF dispatch), which the
-program's own time never included.
+program's own time never included. The configuration bpf_floor_all (bench_bpf_floor --all) is
+that other part: an empty program on every hook of `--collectors all --source bpf` (its
+tracepoints and its fault-completion software events), so its ratio is the throughput floor of
+any in-kernel design counting on those hooks, whatever its programs do.
 
 Per run it records the workload's throughput (rounds/s in its measured phase), the tracer's CPU
 time (/proc/PID/stat), events consumed and lost (mmlockd's /api/v1/status; perf's own counts),
@@ -150,6 +153,7 @@ LABELS = {
     "none": "no tracing",
     "none_again": "no tracing (again: noise floor)",
     "bpf_floor": "empty BPF programs (bpf_stats' floor)",
+    "bpf_floor_all": "empty BPF programs on every hook of all (bpf)",
     "perf_stat": "perf stat -a (counting)",
     "perf_stat_mmaplock": "perf stat -a, the 3 mmap_lock tracepoints only",
     "perf_stat_mmaplock_switch": "perf stat -a, the 3 mmap_lock tracepoints + sched_switch",
@@ -368,13 +372,14 @@ class BpfFloor(Tracer):
 
     kind = "bpf_floor"
 
-    def __init__(self, bench, name):
+    def __init__(self, bench, name, args=()):
         super().__init__(bench, name)
         self.logpath = os.path.join(bench.tmp, f"{name}.log")
+        self.args = list(args)
 
     def start(self):
         self.log = open(self.logpath, "w")
-        self.proc = subprocess.Popen([self.bench.bpf_floor], stdout=subprocess.PIPE,
+        self.proc = subprocess.Popen([self.bench.bpf_floor] + self.args, stdout=subprocess.PIPE,
                                      stderr=self.log, stdin=subprocess.DEVNULL, text=True,
                                      start_new_session=True)
         self.bench.children.append(self.proc)
@@ -726,10 +731,10 @@ class Bench:
     def tracer(self, config):
         if untraced(config):
             return Tracer(self, config)
-        if config == "bpf_floor":
+        if config in ("bpf_floor", "bpf_floor_all"):
             if not self.bpf_floor:
-                raise RuntimeError("bpf_floor: bench_bpf_floor was not built (no BPF toolchain)")
-            return BpfFloor(self, config)
+                raise RuntimeError(f"{config}: bench_bpf_floor was not built (no BPF toolchain)")
+            return BpfFloor(self, config, ["--all"] if config == "bpf_floor_all" else [])
         if config == "mmlockd_default":
             return Mmlockd(self, config, None)
         if config in FALLBACKS_BPF_CONFIGS:
