@@ -198,8 +198,8 @@ compare() {
 			# short: `perf record -a -e exceptions:page_fault_user` running around the same
 			# workload counts exactly the BPF source's faults (twice in a row). Which
 			# records of the process the perf path drops or attributes elsewhere is not
-			# found yet (a lead: records delivered after the process's exit revive its
-			# ghost entry, daemon/proctable.c create()); see short_ok().
+			# found yet (not the records delivered after its EXIT record: those revive the
+			# exited entry, daemon/proctable.c create(), and still count); see short_ok().
 			pass "$label $c: perf $pv, bpf $bv: the perf path short by $((bv - pv))" \
 				"(see the comment)"
 		elif TOL=$tol within "$pv" "$bv"; then
