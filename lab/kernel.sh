@@ -70,7 +70,7 @@ if [ ! -f .config ] || [ "$(cat .lab-config 2>/dev/null)" != "$want" ]; then
     missing=""
     for k in SMP PER_VMA_LOCK PER_VMA_LOCK_STATS VM_EVENT_COUNTERS PERF_EVENTS FTRACE KALLSYMS_ALL \
              EXT4_FS MEMCG SWAP VIRTIO_BLK SERIAL_8250_CONSOLE BLK_DEV_INITRD DEVTMPFS TMPFS UNIX INET \
-             BPF_SYSCALL BPF_JIT BPF_EVENTS DEBUG_INFO_BTF; do
+             BPF_SYSCALL BPF_JIT BPF_EVENTS DEBUG_INFO_BTF TASKSTATS; do
         grep -q "^CONFIG_$k=y" .config || missing="$missing $k"
     done
     for k in LOCKDEP SLUB_TINY CC_OPTIMIZE_FOR_SIZE; do
