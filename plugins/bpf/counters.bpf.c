@@ -142,6 +142,7 @@ struct thread {
 	__u8 dirty;		  /* DIRTY_* groups of acc with counts */
 	__u64 fault_start_ns;	  /* page_fault_user of a fault not completed yet, else 0 */
 	__u64 fault_ip, fault_sp; /* its user registers (the exception frame) */
+	__u64 fault_gprs;	  /* and a fold of the others (gprs_of()) */
 	__u8 fault_fellback;	  /* that fault fell back to mmap_lock */
 	__u64 wait_start_ns;	  /* mmap_lock_start_locking, while waiting */
 	__u64 wait_mm;
@@ -557,6 +558,31 @@ static __always_inline bool own_mm(struct mm_struct *mm)
 	return (__u64)task->mm == (__u64)mm;
 }
 
+/* A fold of the user general registers other than ip and sp. A fault's retry, its sleeps and
+ * its fallback run in one exception, with the user registers untouched; a later fault of the same
+ * loop has the same ip and sp but a different address in some register. With ip and sp alone, a
+ * window left open past its burst (on_fault detached) took the next faults' swap-in sleeps at the
+ * same instruction for its own: the kernel lab's patched swap runs then called 99% of the bursts'
+ * completed faults vma_retry against 81% continuous (lab/results/split.md, session 13). */
+static __always_inline __u64 gprs_of(struct pt_regs *r)
+{
+	__u64 f = r->ax;
+	f = (f << 7 | f >> 57) ^ r->bx;
+	f = (f << 7 | f >> 57) ^ r->cx;
+	f = (f << 7 | f >> 57) ^ r->dx;
+	f = (f << 7 | f >> 57) ^ r->si;
+	f = (f << 7 | f >> 57) ^ r->di;
+	f = (f << 7 | f >> 57) ^ r->bp;
+	f = (f << 7 | f >> 57) ^ r->r8;
+	f = (f << 7 | f >> 57) ^ r->r9;
+	f = (f << 7 | f >> 57) ^ r->r10;
+	f = (f << 7 | f >> 57) ^ r->r11;
+	f = (f << 7 | f >> 57) ^ r->r12;
+	f = (f << 7 | f >> 57) ^ r->r13;
+	f = (f << 7 | f >> 57) ^ r->r14;
+	return (f << 7 | f >> 57) ^ r->r15;
+}
+
 SEC("tp_btf/page_fault_user")
 int BPF_PROG(on_fault, unsigned long address, struct pt_regs *regs, unsigned long error_code)
 {
@@ -573,6 +599,7 @@ int BPF_PROG(on_fault, unsigned long address, struct pt_regs *regs, unsigned lon
 	t->fault_start_ns = now;
 	t->fault_ip = regs->ip;
 	t->fault_sp = regs->sp;
+	t->fault_gprs = gprs_of(regs);
 	t->fault_fellback = 0;
 	if (count_faults) {
 		if (split_off) /* between bursts: the fault still ends the previous window */
@@ -650,7 +677,7 @@ static __always_inline void close_if_left(struct thread *t)
 	if (!t->win.open)
 		return;
 	struct pt_regs *r = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
-	if (r->ip != t->fault_ip || r->sp != t->fault_sp)
+	if (r->ip != t->fault_ip || r->sp != t->fault_sp || gprs_of(r) != t->fault_gprs)
 		close_window(t, MM_BPF_WIN_LEFT);
 }
 
