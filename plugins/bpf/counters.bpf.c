@@ -141,7 +141,7 @@ struct thread {
 	__u64 flushed_ns;	  /* when acc was last flushed */
 	__u8 dirty;		  /* DIRTY_* groups of acc with counts */
 	__u64 fault_start_ns;	  /* page_fault_user of a fault not completed yet, else 0 */
-	__u64 fault_ip, fault_sp; /* its user registers (the exception frame) */
+	__u64 fault_ip, fault_sp; /* an open window's user registers (the exception frame) */
 	__u64 fault_gprs;	  /* and a fold of the others (gprs_of()) */
 	__u8 fault_fellback;	  /* that fault fell back to mmap_lock */
 	__u64 wait_start_ns;	  /* mmap_lock_start_locking, while waiting */
@@ -503,11 +503,41 @@ static __always_inline int close_window(struct thread *t, enum mm_bpf_stat why)
 	return (int)o;
 }
 
-/* Opens the faults collector's window of a user fault at @address. */
-static __always_inline void open_window(struct thread *t, unsigned long address)
+/* A fold of the user general registers other than ip and sp. A fault's retry, its sleeps and
+ * its fallback run in one exception, with the user registers untouched; a later fault of the same
+ * loop has the same ip and sp but a different address in some register. With ip and sp alone, a
+ * window left open past its burst (on_fault detached) took the next faults' swap-in sleeps at the
+ * same instruction for its own: the kernel lab's patched swap runs then called 99% of the bursts'
+ * completed faults vma_retry against 81% continuous (lab/results/split.md, session 13). */
+static __always_inline __u64 gprs_of(struct pt_regs *r)
+{
+	__u64 f = r->ax;
+	f = (f << 7 | f >> 57) ^ r->bx;
+	f = (f << 7 | f >> 57) ^ r->cx;
+	f = (f << 7 | f >> 57) ^ r->dx;
+	f = (f << 7 | f >> 57) ^ r->si;
+	f = (f << 7 | f >> 57) ^ r->di;
+	f = (f << 7 | f >> 57) ^ r->bp;
+	f = (f << 7 | f >> 57) ^ r->r8;
+	f = (f << 7 | f >> 57) ^ r->r9;
+	f = (f << 7 | f >> 57) ^ r->r10;
+	f = (f << 7 | f >> 57) ^ r->r11;
+	f = (f << 7 | f >> 57) ^ r->r12;
+	f = (f << 7 | f >> 57) ^ r->r13;
+	f = (f << 7 | f >> 57) ^ r->r14;
+	return (f << 7 | f >> 57) ^ r->r15;
+}
+
+/* Opens the faults collector's window of a user fault at @address, with its user registers
+ * @regs (close_if_left() compares them, and only while a window is open). */
+static __always_inline void open_window(struct thread *t, unsigned long address,
+					struct pt_regs *regs)
 {
 	close_window(t, MM_BPF_WIN_NEXT_FAULT);
 	__builtin_memset(&t->win, 0, sizeof(t->win));
+	t->fault_ip = regs->ip;
+	t->fault_sp = regs->sp;
+	t->fault_gprs = gprs_of(regs);
 	t->nadded = 0;
 	t->win.open = 1;
 	t->win_gen = split_gen;
@@ -558,31 +588,6 @@ static __always_inline bool own_mm(struct mm_struct *mm)
 	return (__u64)task->mm == (__u64)mm;
 }
 
-/* A fold of the user general registers other than ip and sp. A fault's retry, its sleeps and
- * its fallback run in one exception, with the user registers untouched; a later fault of the same
- * loop has the same ip and sp but a different address in some register. With ip and sp alone, a
- * window left open past its burst (on_fault detached) took the next faults' swap-in sleeps at the
- * same instruction for its own: the kernel lab's patched swap runs then called 99% of the bursts'
- * completed faults vma_retry against 81% continuous (lab/results/split.md, session 13). */
-static __always_inline __u64 gprs_of(struct pt_regs *r)
-{
-	__u64 f = r->ax;
-	f = (f << 7 | f >> 57) ^ r->bx;
-	f = (f << 7 | f >> 57) ^ r->cx;
-	f = (f << 7 | f >> 57) ^ r->dx;
-	f = (f << 7 | f >> 57) ^ r->si;
-	f = (f << 7 | f >> 57) ^ r->di;
-	f = (f << 7 | f >> 57) ^ r->bp;
-	f = (f << 7 | f >> 57) ^ r->r8;
-	f = (f << 7 | f >> 57) ^ r->r9;
-	f = (f << 7 | f >> 57) ^ r->r10;
-	f = (f << 7 | f >> 57) ^ r->r11;
-	f = (f << 7 | f >> 57) ^ r->r12;
-	f = (f << 7 | f >> 57) ^ r->r13;
-	f = (f << 7 | f >> 57) ^ r->r14;
-	return (f << 7 | f >> 57) ^ r->r15;
-}
-
 SEC("tp_btf/page_fault_user")
 int BPF_PROG(on_fault, unsigned long address, struct pt_regs *regs, unsigned long error_code)
 {
@@ -597,15 +602,12 @@ int BPF_PROG(on_fault, unsigned long address, struct pt_regs *regs, unsigned lon
 	if (count_mmaplock)
 		counts(t)->faults++;
 	t->fault_start_ns = now;
-	t->fault_ip = regs->ip;
-	t->fault_sp = regs->sp;
-	t->fault_gprs = gprs_of(regs);
 	t->fault_fellback = 0;
 	if (count_faults) {
 		if (split_off) /* between bursts: the fault still ends the previous window */
 			close_window(t, MM_BPF_WIN_NEXT_FAULT);
 		else
-			open_window(t, address);
+			open_window(t, address, regs);
 	}
 	flush_if_due(t, now);
 	return 0;
