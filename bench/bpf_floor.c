@@ -9,8 +9,6 @@
  * Run as root.
  */
 #include <bpf/libbpf.h>
-#include <linux/perf_event.h>
-#include <sys/syscall.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -19,9 +17,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <linux/types.h>
-
-#include "counters.h" /* MM_BPF_COMPLETION_PERIOD */
+#include "completion.h"
 
 #include "floor.skel.h"
 
@@ -30,23 +26,15 @@ static int quiet(enum libbpf_print_level level, const char *fmt, va_list ap)
 	return level == LIBBPF_WARN ? vfprintf(stderr, fmt, ap) : 0;
 }
 
-/* The fault-completion events as the daemon opens them (daemon/bpfsource.c
- * attach_completions(), but enabled: the floor of a run that counts latencies). */
+/* The fault-completion events as the daemon opens them (completion.h; enabled: the floor of a
+ * run that counts latencies). */
 static int attach_completions(struct mm_floor *s, struct bpf_link **links, int max)
 {
 	long ncpus = sysconf(_SC_NPROCESSORS_CONF);
 	int n = 0;
 	for (long cpu = 0; cpu < ncpus; cpu++) {
 		for (int k = 0; k < 2 && n < max; k++) {
-			struct perf_event_attr attr = {
-				.type = PERF_TYPE_SOFTWARE,
-				.size = sizeof(attr),
-				.config = k ? PERF_COUNT_SW_PAGE_FAULTS_MAJ
-					    : PERF_COUNT_SW_PAGE_FAULTS_MIN,
-				.sample_period = MM_BPF_COMPLETION_PERIOD,
-			};
-			int fd = (int)syscall(SYS_perf_event_open, &attr, -1, (int)cpu, -1,
-					      PERF_FLAG_FD_CLOEXEC);
+			int fd = mm_bpf_open_completion((int)cpu, k, false);
 			if (fd < 0)
 				return -1;
 			links[n] = bpf_program__attach_perf_event(s->progs.all_fault_done, fd);

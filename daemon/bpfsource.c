@@ -47,8 +47,8 @@
 #include <linux/perf_event.h>
 #include <linux/types.h>
 #include <sys/ioctl.h>
-#include <sys/syscall.h>
 
+#include "completion.h"
 #include "counters.h"
 #include "counters.skel.h"
 #include "htab.h"
@@ -587,16 +587,7 @@ static void attach_completions(struct mm_bpfsrc *b)
 	int failed = 0, err = 0;
 	for (long cpu = 0; cpu < ncpus && cpu < MAX_CPUS; cpu++) {
 		for (int k = 0; k < 2; k++) {
-			struct perf_event_attr attr = {
-				.type = PERF_TYPE_SOFTWARE,
-				.size = sizeof(attr),
-				.config = k ? PERF_COUNT_SW_PAGE_FAULTS_MAJ
-					    : PERF_COUNT_SW_PAGE_FAULTS_MIN,
-				.sample_period = MM_BPF_COMPLETION_PERIOD,
-				.disabled = 1,
-			};
-			int fd = (int)syscall(SYS_perf_event_open, &attr, -1, (int)cpu, -1,
-					      PERF_FLAG_FD_CLOEXEC);
+			int fd = mm_bpf_open_completion((int)cpu, k, true);
 			struct bpf_link *l = NULL;
 			if (fd >= 0) {
 				l = bpf_program__attach_perf_event(b->skel->progs.on_fault_done,
