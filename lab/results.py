@@ -108,6 +108,16 @@ def kernel_mmap_contention(prefix):
     return total, sorted(offsets)
 
 
+def window_range(db, comm="labload"):
+    """(first, last) ts_end of the windows compared with the kernel: from @comm's first window to
+    the one after its last (see mmlockd_db()); first is 0 when @comm has no row."""
+    first, last = db.execute("SELECT coalesce(min(ts_end), 0), coalesce(max(ts_end), 0) FROM "
+                             "process_stats WHERE comm = ?", (comm,)).fetchone()
+    last = db.execute("SELECT coalesce(min(ts_end), ?) FROM windows WHERE ts_end > ?",
+                      (last, last)).fetchone()[0]
+    return first, last
+
+
 def mmlockd_db(path, comm="labload"):
     if not os.path.exists(path):
         return None
@@ -128,10 +138,7 @@ def mmlockd_db(path, comm="labload"):
     # whichever window each side put it in; none at the start: the window before the workload's
     # first may be where the BPF source settles the processes that exited while the daemon
     # started (the guest's wget polling, unknown to the host then: up to 3 ticks late).
-    first, last = db.execute("SELECT coalesce(min(ts_end), 0), coalesce(max(ts_end), 0) FROM "
-                             "process_stats WHERE comm = ?", (comm,)).fetchone()
-    last = db.execute("SELECT coalesce(min(ts_end), ?) FROM windows WHERE ts_end > ?",
-                      (last, last)).fetchone()[0]
+    first, last = window_range(db, comm)
     d["from_ts"], d["to_ts"] = first, last
     # Nameless entries (comm 'pid-N') are processes the BPF source settled after they exited
     # unknown to the host: those that ran while the daemon started (the guest's wget polling),

@@ -174,6 +174,10 @@ split() {
     PLAN=$LAB/initramfs/plan-split SECONDS_RUN=${LAB_SECONDS:-20} RUN_TAG=-split SMP=${LAB_SMP:-1}
     initramfs
     for k in $KERNELS; do boot "$k" 1; done
+    split_results
+}
+
+split_results() {
     log "split results: lab/results/split.md"
     python3 "$LAB/split.py" --build "$B" --out "$LAB/results/split.md" --kernels $KERNELS
 }
@@ -186,6 +190,6 @@ case ${1:-all} in
     boot) initramfs; boot "${2:?kernel}" "${3:-1}" ;;
     results) results ;;
     split) split ;;
-    split-results) python3 "$LAB/split.py" --build "$B" --out "$LAB/results/split.md" --kernels $KERNELS ;;
+    split-results) split_results ;;
     *) echo "usage: $0 [all|deps|kernels|initramfs|boot KERNEL|results|split|split-results]" >&2; exit 2 ;;
 esac

@@ -25,17 +25,19 @@ import os
 import sqlite3
 import sys
 
-COLS = ["minflt", "majflt", "faults", "fallback_locks", "faults_vma", "faults_vma_retry",
+from results import err, window_range
+
+COLS = ["minflt", "majflt", "fallback_locks", "faults_vma", "faults_vma_retry",
         "faults_mmap_retry", "faults_mmap_abort", "faults_mmap_unknown", "faults_mmap_fallback",
-        "split_err", "split_faults_seen", "split_fallbacks_seen", "split_estimated"]
-RUNS = [("default", "the defaults (bursts, 2%)"), ("duty10", "--split-duty 10%")]
+        "split_err", "split_faults_seen", "split_fallbacks_seen"]
+RUNS = ("default", "duty10")  # the plan's run kinds: 2% (the default), --split-duty 10%
 
 
 def sums(db, where, args):
     have = {r[1] for r in db.execute("PRAGMA table_info(process_stats)")}
     sel = ", ".join(f"coalesce(sum({c}), 0)" if c in have else "0" for c in COLS)
-    row = db.execute(f"SELECT {sel}, count(*) FROM process_stats WHERE {where}", args).fetchone()
-    d = dict(zip(COLS + ["rows"], row))
+    row = db.execute(f"SELECT {sel} FROM process_stats WHERE {where}", args).fetchone()
+    d = dict(zip(COLS, row))
     d["T"] = d["minflt"] + d["majflt"]
     return d
 
@@ -44,13 +46,9 @@ def read_db(path, comm="labload"):
     if not os.path.exists(path):
         return None
     db = sqlite3.connect(path)
-    first, last = db.execute("SELECT coalesce(min(ts_end), 0), coalesce(max(ts_end), 0) FROM "
-                             "process_stats WHERE comm = ?", (comm,)).fetchone()
+    first, last = window_range(db, comm)
     if not first:
         return None
-    # one window more at the end (the workload's exit), as lab/results.py takes them
-    last = db.execute("SELECT coalesce(min(ts_end), ?) FROM windows WHERE ts_end > ?",
-                      (last, last)).fetchone()[0]
     d = {"labload": sums(db, "(pid, start_time) IN (SELECT pid, start_time FROM process_stats "
                              "WHERE comm = ?)", (comm,)),
          "all": sums(db, "ts_end BETWEEN ? AND ? AND comm NOT GLOB 'pid-[0-9]*'", (first, last))}
@@ -59,8 +57,6 @@ def read_db(path, comm="labload"):
                         "name", (first, last)).fetchall())
     d["k"] = {x: g.get("vma_lock_" + x, 0) for x in ("success", "retry", "abort", "miss")}
     d["k"]["pgfault"] = g.get("pgfault", 0)
-    d["windows"] = db.execute("SELECT count(*) FROM windows WHERE ts_end BETWEEN ? AND ?",
-                              (first, last)).fetchone()[0]
     return d
 
 
@@ -82,10 +78,6 @@ def expected(kernel, F, k):
     if kernel == "patched":
         rows.insert(1, ("vma_retry", ("faults_vma_retry",), R - fb))
     return rows
-
-
-def pct(m, ref):
-    return "n/a" if ref == 0 else f"{100.0 * (m - ref) / ref:+.1f}%"
 
 
 def report(data, kernels):
@@ -116,7 +108,7 @@ def report(data, kernels):
     inside = [0, 0]
     for kern in kernels:
         for name in sorted(data.get(kern, {})):
-            for run, _ in RUNS:
+            for run in RUNS:
                 r = data[kern][name].get(run)
                 if not r:
                     continue
@@ -127,23 +119,23 @@ def report(data, kernels):
                         continue
                     a = d["all"]
                     F = a["T"]
-                    err = a["split_err"]
+                    stated = a["split_err"]
                     cells = {}
                     for lab, cols, ref in expected(kern, F, d["k"]):
                         m = sum(a[c] for c in cols)
-                        c = f"{m} vs {ref} ({pct(m, ref)})"
+                        c = f"{m} vs {ref} ({err(m, ref)})"
                         if who == "A":
-                            ok = abs(m - ref) <= err
+                            ok = abs(m - ref) <= stated
                             inside[0] += ok
                             inside[1] += 1
-                            c += f" ±{err} {'in' if ok else '**out**'}"
+                            c += f" ±{stated} {'in' if ok else '**out**'}"
                         cells[lab] = c
                     cov = (f"{100.0 * a['split_faults_seen'] / max(F, 1):.2f}%"
                            if who == "A" else "100%")
                     est = sum(a[c] for c in ("faults_vma", "faults_vma_retry", "faults_mmap_retry",
                                              "faults_mmap_abort", "faults_mmap_unknown"))
                     L.append(f"| {kern} | {name} | {run} | {who} | {r['mode_' + who]} | "
-                             f"{F} vs {d['k']['pgfault']} ({pct(F, d['k']['pgfault'])}) | "
+                             f"{F} vs {d['k']['pgfault']} ({err(F, d['k']['pgfault'])}) | "
                              f"{100.0 * est / max(F, 1):.1f}% | {cov} | "
                              + " | ".join(cells.get(lab, "") for lab in labels)
                              + f" | {a['faults_mmap_unknown']} "
@@ -164,7 +156,7 @@ def report(data, kernels):
     L.append("|" + "---|" * len(h2))
     for kern in kernels:
         for name in sorted(data.get(kern, {})):
-            for run, _ in RUNS:
+            for run in RUNS:
                 r = data[kern][name].get(run)
                 if not r or not r["A"] or not r["B"]:
                     continue
@@ -200,7 +192,7 @@ def main():
         for n in names:
             p = os.path.join(out, n)
             data[kern][n] = {}
-            for run, _ in RUNS:
+            for run in RUNS:
                 if not os.path.exists(f"{p}.{run}.db"):
                     continue
                 data[kern][n][run] = {
