@@ -174,6 +174,7 @@ k = ["T", "F", "vma", "vma_retry", "retry", "abort", "unknown", "fallback", "est
 a = dict(zip(k, (int(x or 0) for x in sys.argv[3].split())))
 b = dict(zip(k, (int(x or 0) for x in sys.argv[4].split())))
 bad = []
+Z95, Z999 = 1.959964, 3.290527  # two-sided normal quantiles
 def say(ok, msg):
     print(("PASS: " if ok else "FAIL: ") + name + ": " + msg)
     if not ok:
@@ -198,8 +199,7 @@ if a["seen"]:
     p = a["fbseen"] / a["seen"]
     # 99.9%, not 95%: four such checks a CI run (two workloads, split and split_bpf) at 95%
     # would fail one run in five by design (seen: by 0.01 point once in 7 runs).
-    z = 3.290527
-    w = 100 * z * math.sqrt(p * (1 - p) / a["seen"] + z * z / (4 * a["seen"] ** 2))
+    w = 100 * Z999 * math.sqrt(p * (1 - p) / a["seen"] + Z999 * Z999 / (4 * a["seen"] ** 2))
     obs = 100 * p
     say(abs(obs - exact) <= 1 + w, f"share the bursts observed {obs:.2f}% "
         f"({a['fbseen']} of {a['seen']}) vs exact {exact:.2f}%, allowed 1 + {w:.2f} points")
@@ -219,7 +219,7 @@ for label, av, an, bv, bn in (
     # at 95% would fail about one CI run in four by design, so the test allows the bound's
     # 99.9% equivalent (x 3.29 / 1.96), as the observed share's check above does.
     stated = 100 * a["err"] / an
-    allowed = stated * 3.290527 / 1.959964 + tol
+    allowed = stated * Z999 / Z95 + tol
     msg = (f"{label}: burst estimate {sa:.2f}% vs continuous {sb:.2f}%, difference "
            f"{abs(sa - sb):.2f}, stated error {stated:.2f} points (95%), allowed "
            f"{allowed:.2f}")
