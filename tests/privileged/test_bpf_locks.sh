@@ -8,7 +8,8 @@
 # contention --split-duty 0 (1 s windows); lock_workload (rwsem, mutex and spinlock contention in
 # one process) runs once while both watch it. After SIGTERM (which flushes the open window) the
 # lock_stats view of each database is summed over windows for the workload's pid:
-#   per process     contentions within 0.1% (each tracer misses the contentions inside its own
+#   per process     contentions outside try_to_wake_up's rows within 0.1% or 3 (those rows are
+#                   perf's blind spot, below; each tracer misses the contentions inside its own
 #                   machinery: perf those in the wake-ups of its reader, try_to_wake_up from its
 #                   ring's irq_work; the BPF programs those nested in another of its programs, a
 #                   map bucket's lock); total wait within 1% or at most TRACER_NS (15 us) per
@@ -27,7 +28,8 @@
 #   mmap_lock       the workload's mmap_lock rows are named mmap_lock of the workload's pid on
 #                   both sides (BPF: the waiter's own mm, or the mm's owner)
 #   unpaired        the BPF source's unpaired or dropped waits (bpf_events contention_*) at most
-#                   MAX_UNPAIRED (20)
+#                   MAX_UNPAIRED (20) or 1 in 500 of the waits it paired on the machine (as
+#                   test_locks.sh: more come with a loaded machine's interrupts)
 #
 # Exit status: 0 passed, 1 a check failed, 77 skipped (not root, no lock:contention_*
 # tracepoints, or BPF cannot load here). Environment: KEEP_TMP=1 keeps the temporary directory.
@@ -119,11 +121,22 @@ def check(ok, what):
     failed += not ok
     print("%s: %s" % ("PASS" if ok else "FAIL", what))
 
+def wake(k):
+    return k[0] == "spinlock" and k[1].startswith("try_to_wake_up")
+
 pn, bn = sum(v[0] for v in perf.values()), sum(v[0] for v in bpf.values())
 pw, bw = sum(v[1] for v in perf.values()), sum(v[1] for v in bpf.values())
-check(pn > 1000 and abs(bn - pn) <= 0.001 * pn,
-      "pid %d: %d contentions on perf, %d on bpf (%+.3f%%, at most 0.1%%)"
-      % (pid, pn, bn, (bn - pn) * 100.0 / max(pn, 1)))
+# perf misses the wake-ups of its own reader (try_to_wake_up's rows, checked row by row below):
+# a near-constant few a run (seen: 10 and 19), which a workload slowed by a loaded machine (3.5 k
+# contentions where 20-170 k is usual) makes more than 0.1%; the rest is held to 0.1%.
+po = sum(v[0] for k, v in perf.items() if not wake(k))
+bo = sum(v[0] for k, v in bpf.items() if not wake(k))
+# At least 200 contentions: the workload's threads contend only while both CPUs run them, so a
+# loaded machine cuts them to hundreds (seen: 710 with two busy loops beside it).
+check(pn >= 200 and abs(bo - po) <= max(0.001 * po, 3),
+      "pid %d: %d contentions on perf, %d on bpf (%+.3f%%); outside try_to_wake_up %d and %d "
+      "(%+.3f%%, at most 0.1%% or 3)" % (pid, pn, bn, (bn - pn) * 100.0 / max(pn, 1), po, bo,
+                                           (bo - po) * 100.0 / max(po, 1)))
 per = abs(bw - pw) / max(pn, bn, 1)
 check(abs(bw - pw) <= 0.01 * pw or per <= tracer_ns,
       "pid %d: total wait %.3f ms on perf, %.3f ms on bpf (%+.2f%%, %.1f us per contention,"
@@ -138,9 +151,8 @@ for k in sorted(set(perf) | set(bpf), key=lambda k: -perf.get(k, (0, 0))[1]):
     if max(p[0], b[0]) < min_n:
         continue
     compared += 1
-    wake = k[0] == "spinlock" and k[1].startswith("try_to_wake_up")
     d = b[0] - p[0]
-    ok = abs(d) <= max(0.01 * p[0], 3) or (wake and abs(d) <= 0.1 * p[0] + 3)
+    ok = abs(d) <= max(0.01 * p[0], 3) or (wake(k) and abs(d) <= 0.1 * p[0] + 3)
     if k[0].startswith("rwsem") and ok:
         ok = abs(b[1] - p[1]) <= 0.02 * p[1] + 2 * tracer_ns * max(p[0], b[0])
     failed += not ok
@@ -158,8 +170,12 @@ for name, r in (("perf", perf), ("bpf", bpf)):
 doc = json.load(open(status))
 unpaired = {g["name"]: int(g.get("total", 0)) for g in doc.get("globals", [])
             if g.get("family") == "bpf_events" and g.get("name", "").startswith("contention_")}
-check(sum(unpaired.values()) <= max_unpaired,
-      "BPF source's unpaired or dropped waits: %s (at most %d)" % (unpaired, max_unpaired))
+paired = sqlite3.connect("file:%s?mode=ro" % bpf_db, uri=True).execute(
+    "SELECT coalesce(sum(contended), 0) FROM lock_stats").fetchone()[0]
+allowed = max(max_unpaired, paired // 500)
+check(sum(unpaired.values()) <= allowed,
+      "BPF source's unpaired or dropped waits: %s of %d paired on the machine (at most %d)"
+      % (unpaired, paired, allowed))
 sys.exit(1 if failed else 0)
 EOF
 rc=$?

@@ -56,7 +56,13 @@ TRACER_NS=${TRACER_NS:-25000}
 SOURCE=${LOCKS_SOURCE:-perf}
 MIN_CONTENDED=20
 MIN_CALLERS=3
-MAX_UNPAIRED=20 # LOCKS_SOURCE=bpf: waits the BPF source may leave unpaired in a run
+# LOCKS_SOURCE=bpf: waits the BPF source may leave unpaired in a run: MAX_UNPAIRED or one in
+# UNPAIRED_PER of the waits it paired on the whole machine, whichever is more (a tracer misses the
+# contentions inside its own machinery: an event that fires while the same program already runs
+# on the CPU, from an interrupt, is not traced; how often grows with the machine's load and its
+# contentions: 26 in a run on a CI machine)
+MAX_UNPAIRED=20
+UNPAIRED_PER=500
 
 # shellcheck disable=SC2317 # invoked by the EXIT trap
 cleanup() {
@@ -99,13 +105,16 @@ print(int(e.get("samples", 0)), int(e.get("lost", 0)), "open" if e.get("open") e
 EOF
 }
 
-# The BPF source's waits it could not keep or pair, from the status JSON $1 (one number).
+# The BPF source's waits it could not keep or pair, from the status JSON $1: one number, or with
+# a second argument "names" each counter by name.
 bpf_lost() {
-	python3 - "$1" <<'EOF'
+	python3 - "$1" "${2:-}" <<'EOF'
 import json, sys
 doc = json.load(open(sys.argv[1]))
-print(sum(int(g.get("total", 0)) for g in doc.get("globals", [])
-          if g.get("family") == "bpf_events" and g.get("name", "").startswith("contention_")))
+lost = {g["name"]: int(g.get("total", 0)) for g in doc.get("globals", [])
+        if g.get("family") == "bpf_events" and g.get("name", "").startswith("contention_")}
+print(", ".join("%s %d" % kv for kv in sorted(lost.items())) if sys.argv[2] == "names"
+      else sum(lost.values()))
 EOF
 }
 
@@ -156,11 +165,9 @@ read -r _ END_LOST _ _ _ < <(status_of "$TMP/status2.json" lock:contention_end)
 if [ "$SOURCE" = bpf ]; then
 	# A tracer cannot see the contentions inside its own machinery (a BPF program's map
 	# bucket lock nested in another's), so a few unpaired waits are expected.
+	# Checked after SIGTERM, against the waits paired (the database's lock_stats).
 	BPF_UNPAIRED=$(bpf_lost "$TMP/status2.json")
-	log "BPF source: $BPF_UNPAIRED waits unpaired or not kept (bpf_events contention_*)," \
-		"at most $MAX_UNPAIRED expected"
 	E_LOST=0
-	[ "$BPF_UNPAIRED" -le "$MAX_UNPAIRED" ] || E_LOST=$BPF_UNPAIRED
 	END_LOST=0
 else
 	RATE=$(awk -v n=$((E_SAMPLES - B_SAMPLES)) -v a="$T0" -v b="$T1" \
@@ -200,6 +207,18 @@ fi
 
 # --- SIGTERM: flush the open window and exit 0 -------------------------------------------------
 sigterm_mmlockd
+
+if [ "$SOURCE" = bpf ]; then
+	PAIRED=$(sqlite3 "$DB" 'SELECT coalesce(sum(contended), 0) FROM lock_stats')
+	ALLOWED=$((PAIRED / UNPAIRED_PER > MAX_UNPAIRED ? PAIRED / UNPAIRED_PER : MAX_UNPAIRED))
+	if [ "$BPF_UNPAIRED" -le "$ALLOWED" ]; then
+		pass "BPF source: $BPF_UNPAIRED waits unpaired or not kept (bpf_events contention_*)" \
+			"of $PAIRED paired on the machine, at most $ALLOWED"
+	else
+		fail "BPF source: $BPF_UNPAIRED waits unpaired or not kept ($(bpf_lost "$TMP/status2.json" names))" \
+			"of $PAIRED paired on the machine, at most $ALLOWED"
+	fi
+fi
 
 # --- the two tables --------------------------------------------------------------------------------
 # On the BPF source the iterator heads perf's chains (see above): skipped, and one frame more
