@@ -9,6 +9,9 @@ first or last), --reps rounds, and reports medians:
   none_again       no tracing, a second run in the same round (the "split" suite): its ratio
                    to none is the noise floor, what two untraced runs differ by on this machine
   perf_stat        `perf stat -a` counting the tracepoints mmlockd opens
+  perf_stat_bpf    `perf stat -a` counting every event mmlockd_all_bpf hooks (bpf_hooks(): those
+                   and page_fault_kernel, sched_switch, sched_process_exit, the minor-faults and
+                   major-faults software events): the counting baseline of the BPF source
   mmlockd_default  mmlockd as shipped (no --collectors flag; --source auto: the BPF source
                    where it loads; the fault split in bursts of its default split_duty)
   mmlockd_all      mmlockd --collectors all --source perf (every collector on the perf rings,
@@ -75,6 +78,7 @@ sessions and are stopped by pid only. Standard library only. Run as root.
 
 import argparse
 import datetime
+import glob
 import json
 import math
 import os
@@ -93,6 +97,7 @@ import urllib.request
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 BPF_STATS = "/proc/sys/kernel/bpf_stats_enabled"
+TRACEFS = "/sys/kernel/tracing"
 
 # Workloads: binary and default arguments (each binary's --help explains them).
 WORKLOADS = {
@@ -102,7 +107,8 @@ WORKLOADS = {
 }
 
 SUITES = {
-    "main": ["none", "perf_stat", "mmlockd_default", "mmlockd_all", "mmlockd_all_bpf",
+    "main": ["none", "perf_stat", "perf_stat_bpf", "mmlockd_default", "mmlockd_all",
+             "mmlockd_all_bpf",
              "perf_record", "perf_lock"],
     # The fault split in the default: its cost against the default without it.
     "split": ["none", "none_again", "mmlockd_nosplit", "mmlockd_default", "mmlockd_split5"],
@@ -155,6 +161,7 @@ LABELS = {
     "bpf_floor": "empty BPF programs (bpf_stats' floor)",
     "bpf_floor_all": "empty BPF programs on every hook of all (bpf)",
     "perf_stat": "perf stat -a (counting)",
+    "perf_stat_bpf": "perf stat -a (counting all (bpf)'s hooks)",
     "perf_stat_mmaplock": "perf stat -a, the 3 mmap_lock tracepoints only",
     "perf_stat_mmaplock_switch": "perf stat -a, the 3 mmap_lock tracepoints + sched_switch",
     "perf_stat_faults": "perf stat -a, minor-faults + major-faults",
@@ -633,6 +640,29 @@ def plugin_tracepoints():
     return tps
 
 
+def bpf_hooks():
+    """Every event `--collectors all --source bpf` hooks, named for perf: the sections of
+    plugins/bpf/counters.bpf.c (tp_btf names have no system: found under tracefs's events/), and
+    the fault-completion software events for its perf_event program."""
+    with open(os.path.join(ROOT, "plugins", "bpf", "counters.bpf.c")) as f:
+        secs = re.findall(r'SEC\("([^"]+)"\)', f.read())
+    events = []
+    for sec in secs:
+        kind, _, name = sec.partition("/")
+        if kind == "tracepoint":
+            events.append(name.replace("/", ":", 1))
+        elif kind == "tp_btf":
+            found = [d for d in glob.glob(os.path.join(TRACEFS, "events", "*", name))
+                     if os.path.isdir(d)]
+            if len(found) != 1:
+                raise SystemExit(f"bench: tp_btf/{name}: {len(found)} tracepoints of that name "
+                                 f"under {TRACEFS}/events")
+            events.append(f"{os.path.basename(os.path.dirname(found[0]))}:{name}")
+        elif kind == "perf_event":
+            events += ["minor-faults", "major-faults"]
+    return events
+
+
 class Bench:
     def __init__(self, args):
         self.args = args
@@ -755,6 +785,10 @@ class Bench:
         mmap_tps = [t for t in tps if t.startswith("mmap_lock:")]
         if config == "perf_stat":
             return PerfTool(self, config, "perf_stat", tps)
+        if config == "perf_stat_bpf":
+            # What all (bpf) hooks, counted: its baseline as perf_stat is the ring path's.
+            return PerfTool(self, config, "perf_stat", tps + [e for e in bpf_hooks()
+                                                               if e not in tps])
         if config == "perf_stat_mmaplock":
             # The fallbacks collector's tracepoints enabled, no program and no sample: what
             # enabling them costs apart from what runs on them.
