@@ -551,6 +551,9 @@ static void register_globals(struct mm_bpfsrc *b, struct mm_host *h)
 		[MM_BPF_LOCK_BEGIN_NO_END] = "contention_begin_without_end",
 		[MM_BPF_LOCK_END_NO_BEGIN] = "contention_end_without_begin",
 		[MM_BPF_LOCK_ROWS_DROPPED] = "contention_waits_dropped",
+		[MM_BPF_LOCK_STACK_CACHED] = "lock_stacks_from_cache",
+		[MM_BPF_LOCK_STACK_WALKED] = "lock_stacks_walked",
+		[MM_BPF_LOCK_STACK_WRONG] = "lock_stacks_cache_wrong",
 	};
 	for (unsigned i = 0; i < MM_BPF_NSTATS; i++)
 		b->g_stats[i] = mm_host_global(

@@ -155,6 +155,7 @@ struct thread {
 	__u8 pending_site;  /* enum mm_bpf_site of the pending read start (faults collector) */
 	__u32 win_gen;	    /* split_gen when the window opened */
 	__u8 helper_starts; /* start_site()'s shortcuts taken: per thread, no shared counter */
+	__u8 stack_hits;    /* lock_stack()'s cached stacks: one in CHECK_EVERY is walked too */
 	__u8 nadded;	    /* pages of added[] */
 	struct {
 		__u64 mm, since_ns;
@@ -953,6 +954,246 @@ static __always_inline void name_lock(struct mm_bpf_lock_key *k, __u64 addr, uns
 	}
 }
 
+/* --- the path cache: a contention's stack without the stack walk ---
+ *
+ * bpf_get_stack() costs ~3 us a contention whatever it finds (bench mix, --collectors all on BPF:
+ * on_contention 2.9 us a run at 11-17 k contentions a second, 2-3% of the workload's CPU, most of
+ * what the contention collector costs). The frames it returns past this program's own are return
+ * addresses on the kernel stack above the tracepoint's argument array (a tp_btf program's ctx:
+ * bpf_trace_run2()'s local array), each at a fixed distance from it for a given call path. So
+ * the first walk of a path also finds where its frames lie in the LOCK_WINDOW bytes above ctx
+ * (learn_path(): all of them, in order, from the first that lies there: the frames before it are
+ * this program's and the BPF dispatch's, the same for every contention), and keeps (frames,
+ * offsets) in lock_paths under ctx's depth in its stack and the begin's flags, in one of
+ * LOCK_WAYS ways (paths share depths). A later contention with that depth and flags reads the
+ * window and takes a way's frames only if every frame from the first is at its offset, else it
+ * walks (and learns, into a free way or the next in turn). A wrong hit would need
+ * another path whose stack holds all of those return addresses at those offsets. One cached stack
+ * in CHECK_EVERY per thread is walked all the same and compared: lock_stacks_cache_wrong counts
+ * disagreements (the tests require 0); lock_stacks_from_cache and lock_stacks_walked say how
+ * often it pays (bench mix, --collectors all on BPF: 95% from the cache; on_contention 2.9 ->
+ * 1.1 us a run; what still walks: the check walks, paths seen for the first time or again after
+ * more than LOCK_WAYS others with their depth and flags, and paths that cross from an
+ * interrupt's stack to the task's, whose outer frames are not in the window).
+ * (Not the program's frame pointer r10: since 6.13 a tracing program's stack may be a private
+ * per-CPU one, not the kernel stack.) */
+#define LOCK_WINDOW 2048 /* bytes of stack above ctx searched for a path's frames */
+#define LOCK_WORDS  (LOCK_WINDOW / 8)
+#define LOCK_DEPTH  0x3fff /* ctx's offset in its (16 KiB-aligned) stack: part of the key */
+#define LOCK_GLUE   3	   /* frames before the window at most (program, subprogram, dispatch) */
+#define LOCK_WAYS   4	   /* paths kept per depth and flags (several share them) */
+
+_Static_assert((LOCK_WORDS & (LOCK_WORDS - 1)) == 0, "a power of two");
+_Static_assert(MM_BPF_LOCK_FRAMES <= 16, "lock_path.off[] indexed with & 15");
+
+struct lock_path {
+	__u64 ips[MM_BPF_LOCK_FRAMES];
+	__u16 off[16]; /* bytes from ctx to ips[i] on the stack, for i >= first */
+	__u32 n;       /* frames */
+	__u32 first;   /* the first frame in the window */
+};
+
+struct lock_path_key {
+	__u32 depth; /* ctx's offset in its stack */
+	__u32 flags; /* contention_begin's */
+	__u32 way;   /* one of LOCK_WAYS paths with the above */
+};
+
+struct lock_scratch {
+	__u64 base; /* ctx: an address, no longer a pointer to the verifier */
+	__u64 words[LOCK_WORDS];
+	struct lock_path path;
+	struct lock_path_key key;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct lock_scratch);
+} lock_scratch SEC(".maps");
+
+/* Not preallocated: a path replaced on one CPU while another compares against it is freed only
+ * after that program ends (RCU), so a comparison never sees half of two paths. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 4096);
+	__type(key, struct lock_path_key);
+	__type(value, struct lock_path);
+} lock_paths SEC(".maps");
+
+/* learn_word()'s state: the window's words (read bytes / 8), and the frame looked for next,
+ * from the outermost down. */
+struct learn_ctx {
+	struct lock_scratch *s;
+	__u32 words;
+	__u32 i;
+};
+
+/* The learning scan's step: word @j from the window's top down. From the top: a stale copy of a
+ * frame's return address (left by an earlier, deeper call) lies in an inner frame, below the
+ * frame's own slot, so the first match from the top is the slot itself. */
+static long learn_word(__u64 j, struct learn_ctx *c)
+{
+	struct lock_scratch *s = c->s;
+	if (j >= c->words)
+		return 0;
+	__u32 at = c->words - 1 - (__u32)j;
+	__u32 i = c->i;
+	if (i < 1 || i >= MM_BPF_LOCK_FRAMES)
+		return 1;
+	if (s->words[at & (LOCK_WORDS - 1)] == s->path.ips[i]) {
+		s->path.off[i & 15] = (__u16)(at * 8);
+		s->path.first = i;
+		c->i = i - 1;
+	}
+	return 0;
+}
+
+/* Reads @size bytes of the stack above ctx into s->words. */
+static __always_inline bool read_window(struct lock_scratch *s, __u32 size)
+{
+	if (size == 0 || size > LOCK_WINDOW)
+		return false;
+	/* The same size, in a form the verifier bounds whichever register clang checked. */
+	asm volatile("" : "+r"(size));
+	size = ((size - 1) & (LOCK_WINDOW - 1)) + 1;
+	return bpf_probe_read_kernel(s->words, size, (void *)s->base) == 0;
+}
+
+/* s->path.ips (@n frames, just walked): where its frames lie above ctx, kept under s->key when
+ * all of them from the first were found. */
+static __always_inline void learn_path(struct lock_scratch *s, long n)
+{
+	if (n <= LOCK_GLUE || n > MM_BPF_LOCK_FRAMES)
+		return;
+	s->path.n = (__u32)n;
+	s->path.first = 0;
+	/* Up to the stack's top (16 KiB-aligned stacks; a guard page follows), else shorter. */
+	__u32 to_top = LOCK_DEPTH + 1 - (__u32)(s->base & LOCK_DEPTH);
+	__u32 size = to_top < LOCK_WINDOW ? to_top : LOCK_WINDOW;
+	if (!read_window(s, size)) {
+		size = LOCK_WINDOW / 4;
+		if (!read_window(s, size))
+			return;
+	}
+	/* Every frame from the outermost down to one of the first LOCK_GLUE + 1, in order. */
+	struct learn_ctx c = {.s = s, .words = size / 8, .i = (__u32)n - 1};
+	bpf_loop(LOCK_WORDS, learn_word, &c, 0);
+	bool learned = s->path.first >= 1 && s->path.first <= LOCK_GLUE && c.i < s->path.first;
+	if (learned)
+		bpf_map_update_elem(&lock_paths, &s->key, &s->path, BPF_ANY);
+}
+
+/* @p's frames from its first, each at its offset in the window just read? */
+static __always_inline bool path_holds(struct lock_scratch *s, struct lock_path *p, __u32 pn)
+{
+	__u32 first = p->first;
+	bool found = first >= 1 && first <= LOCK_GLUE;
+#pragma unroll
+	for (unsigned i = 1; i < MM_BPF_LOCK_FRAMES; i++)
+		if (i >= first && i < pn &&
+		    s->words[(p->off[i] / 8) & (LOCK_WORDS - 1)] != p->ips[i])
+			found = false;
+	return found;
+}
+
+/* try_way()'s state. */
+struct way_ctx {
+	struct lock_scratch *s;
+	__u32 have;	/* bytes of the window read */
+	__u32 free_way; /* the first way with no path, LOCK_WAYS if none */
+	__u32 hit;	/* a way's path holds: its frames are in s->path.ips */
+};
+
+/* Way @w of s->key: its path, if it holds, copied to s->path.ips (stops the loop). A callback of
+ * bpf_loop(), verified once: unrolled, the ways' combinations were too many for the verifier. */
+static long try_way(__u64 w, struct way_ctx *c)
+{
+	struct lock_scratch *s = c->s;
+	s->key.way = (__u32)w;
+	struct lock_path *p = bpf_map_lookup_elem(&lock_paths, &s->key);
+	if (!p) {
+		if (c->free_way == LOCK_WAYS)
+			c->free_way = (__u32)w;
+		return 0;
+	}
+	__u32 pn = p->n;
+	asm volatile("" : "+r"(pn));
+	if (pn <= LOCK_GLUE || pn > MM_BPF_LOCK_FRAMES)
+		return 0;
+	__u32 end = p->off[(pn - 1) & 15] + 8u;
+	if (end > c->have) {
+		if (!read_window(s, end))
+			return 1;
+		c->have = end;
+	}
+	if (!path_holds(s, p, pn))
+		return 0;
+#pragma unroll
+	for (unsigned i = 0; i < MM_BPF_LOCK_FRAMES; i++)
+		s->path.ips[i] = p->ips[i];
+	c->hit = 1;
+	return 1;
+}
+
+/* Fills @ips (MM_BPF_LOCK_FRAMES, 0 past the stack's end) with the stack of the contention this
+ * lock_begin() runs for: from the path cache when it holds this path, else walked. One
+ * bpf_get_stack() call site: its return address is the stack's first frame. */
+static __always_inline void lock_stack(void *ctx, struct thread *t, unsigned flags, __u64 *ips)
+{
+	__u32 z = 0;
+	struct lock_scratch *s = bpf_map_lookup_elem(&lock_scratch, &z);
+	if (!s) {
+		long n = bpf_get_stack(ctx, ips, MM_BPF_LOCK_FRAMES * 8, 0);
+		if (n < 0)
+			n = 0;
+		for (unsigned i = 0; i < MM_BPF_LOCK_FRAMES; i++)
+			if (i * 8 >= n)
+				ips[i] = 0;
+		return;
+	}
+	/* Stored as a pointer, read back (volatile: a real load) as a number. */
+	s->base = (__u64)ctx;
+	s->key.depth = (__u32)(*(volatile __u64 *)&s->base & LOCK_DEPTH);
+	s->key.flags = flags;
+	/* The ways in turn (try_way()), a path learned into the first free one. */
+	struct way_ctx c = {.s = s, .free_way = LOCK_WAYS};
+	bpf_loop(LOCK_WAYS, try_way, &c, 0);
+	bool cached = c.hit;
+	if (cached) {
+#pragma unroll
+		for (unsigned i = 0; i < MM_BPF_LOCK_FRAMES; i++)
+			ips[i] = s->path.ips[i];
+		if (++t->stack_hits % CHECK_EVERY) {
+			stat_add(MM_BPF_LOCK_STACK_CACHED);
+			return;
+		}
+	}
+	/* Walked: a path not cached, or the check of one that is. */
+	long n = bpf_get_stack(ctx, s->path.ips, sizeof(s->path.ips), 0);
+	stat_add(MM_BPF_LOCK_STACK_WALKED);
+	if (n < 0)
+		n = 0;
+	bool same = true;
+#pragma unroll
+	for (unsigned i = 0; i < MM_BPF_LOCK_FRAMES; i++) {
+		if (i * 8 >= n)
+			s->path.ips[i] = 0;
+		if (s->path.ips[i] != ips[i])
+			same = false;
+		ips[i] = s->path.ips[i];
+	}
+	if (cached && same)
+		return;
+	if (cached)
+		stat_add(MM_BPF_LOCK_STACK_WRONG);
+	/* Into a free way, else one in turn. */
+	s->key.way = c.free_way < LOCK_WAYS ? c.free_way : (t->stack_hits++ % LOCK_WAYS);
+	learn_path(s, n / 8);
+}
+
 /* A wait begins: paired per thread and lock address as plugins/contention.c on_begin(). */
 static __noinline void lock_begin(void *ctx, __u64 addr, unsigned flags)
 {
@@ -1001,12 +1242,7 @@ static __noinline void lock_begin(void *ctx, __u64 addr, unsigned flags)
 	key->flags = flags;
 	key->gen = 0;
 	name_lock(key, addr, flags);
-	long n = bpf_get_stack(ctx, key->ips, sizeof(key->ips), 0);
-	if (n < 0)
-		n = 0;
-	for (unsigned i = 0; i < MM_BPF_LOCK_FRAMES; i++)
-		if (i * 8 >= n)
-			key->ips[i] = 0;
+	lock_stack(ctx, t, flags, key->ips);
 	t->lw[k].addr = addr;
 	t->lw[k].used = 1;
 	/* After the stack walk: the wait is the lock's, not this program's. */

@@ -115,6 +115,9 @@ enum mm_bpf_stat {
 	MM_BPF_LOCK_BEGIN_NO_END, /* a wait dropped: its end was lost (or the thread exited) */
 	MM_BPF_LOCK_END_NO_BEGIN, /* an end with no open wait of the thread on that lock */
 	MM_BPF_LOCK_ROWS_DROPPED, /* waits the full lock map refused */
+	MM_BPF_LOCK_STACK_CACHED, /* a wait's stack from the path cache (counters.bpf.c) */
+	MM_BPF_LOCK_STACK_WALKED, /* a wait's stack walked (bpf_get_stack) */
+	MM_BPF_LOCK_STACK_WRONG,  /* a cached stack its check walk contradicted: must stay 0 */
 	MM_BPF_NSTATS
 };
 

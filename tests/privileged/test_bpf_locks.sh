@@ -27,6 +27,10 @@
 #                   on 45 of 170 us)
 #   mmap_lock       the workload's mmap_lock rows are named mmap_lock of the workload's pid on
 #                   both sides (BPF: the waiter's own mm, or the mm's owner)
+#   stacks          the BPF source took stacks from its path cache (counters.bpf.c, "the path
+#                   cache"), and no check walk contradicted a cached one (bpf_events
+#                   lock_stacks_cache_wrong 0): the rows above are the proof that the cached
+#                   stacks are the walked ones
 #   unpaired        the BPF source's unpaired or dropped waits (bpf_events contention_*) at most
 #                   MAX_UNPAIRED (20) or 1 in 500 of the waits it paired on the machine (as
 #                   test_locks.sh: more come with a loaded machine's interrupts)
@@ -176,6 +180,14 @@ allowed = max(max_unpaired, paired // 500)
 check(sum(unpaired.values()) <= allowed,
       "BPF source's unpaired or dropped waits: %s of %d paired on the machine (at most %d)"
       % (unpaired, paired, allowed))
+stacks = {g["name"]: int(g.get("total", 0)) for g in doc.get("globals", [])
+          if g.get("family") == "bpf_events" and g.get("name", "").startswith("lock_stacks_")}
+check(stacks.get("lock_stacks_cache_wrong", -1) == 0 and
+      stacks.get("lock_stacks_from_cache", 0) > 0,
+      "BPF source's stacks: %d from the path cache, %d walked, %d cached ones a check walk "
+      "contradicted (must be 0)" % (stacks.get("lock_stacks_from_cache", 0),
+                                    stacks.get("lock_stacks_walked", 0),
+                                    stacks.get("lock_stacks_cache_wrong", -1)))
 sys.exit(1 if failed else 0)
 EOF
 rc=$?
