@@ -78,6 +78,7 @@ sessions and are stopped by pid only. Standard library only. Run as root.
 
 import argparse
 import datetime
+import functools
 import glob
 import json
 import math
@@ -640,10 +641,12 @@ def plugin_tracepoints():
     return tps
 
 
+@functools.lru_cache(maxsize=None)
 def bpf_hooks():
     """Every event `--collectors all --source bpf` hooks, named for perf: the sections of
     plugins/bpf/counters.bpf.c (tp_btf names have no system: found under tracefs's events/), and
-    the fault-completion software events for its perf_event program."""
+    the fault-completion software events for its perf_event program. Read once a run (cached):
+    perf_stat_bpf asks for it every round."""
     with open(os.path.join(ROOT, "plugins", "bpf", "counters.bpf.c")) as f:
         secs = re.findall(r'SEC\("([^"]+)"\)', f.read())
     events = []

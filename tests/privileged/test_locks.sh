@@ -56,13 +56,6 @@ TRACER_NS=${TRACER_NS:-25000}
 SOURCE=${LOCKS_SOURCE:-perf}
 MIN_CONTENDED=20
 MIN_CALLERS=3
-# LOCKS_SOURCE=bpf: waits the BPF source may leave unpaired in a run: MAX_UNPAIRED or one in
-# UNPAIRED_PER of the waits it paired on the whole machine, whichever is more (a tracer misses the
-# contentions inside its own machinery: an event that fires while the same program already runs
-# on the CPU, from an interrupt, is not traced; how often grows with the machine's load and its
-# contentions: 26 in a run on a CI machine)
-MAX_UNPAIRED=20
-UNPAIRED_PER=500
 
 # shellcheck disable=SC2317 # invoked by the EXIT trap
 cleanup() {
@@ -210,7 +203,7 @@ sigterm_mmlockd
 
 if [ "$SOURCE" = bpf ]; then
 	PAIRED=$(sqlite3 "$DB" 'SELECT coalesce(sum(contended), 0) FROM lock_stats')
-	ALLOWED=$((PAIRED / UNPAIRED_PER > MAX_UNPAIRED ? PAIRED / UNPAIRED_PER : MAX_UNPAIRED))
+	ALLOWED=$(bpf_unpaired_allowed "$PAIRED") # lib.sh says why
 	if [ "$BPF_UNPAIRED" -le "$ALLOWED" ]; then
 		pass "BPF source: $BPF_UNPAIRED waits unpaired or not kept (bpf_events contention_*)" \
 			"of $PAIRED paired on the machine, at most $ALLOWED"
