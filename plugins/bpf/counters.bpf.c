@@ -10,7 +10,7 @@
  *
  * Cost: the events count into the thread's own task storage (struct thread.acc, no map lookup),
  * which is flushed into the process's entry with atomic adds when the thread leaves the CPU
- * (sched_switch), exits, or has run FLUSH_NS since its last flush (checked at its faults and
+ * (sched_switch), exits, or has run FLUSH_NS since its last flush (checked at its timed faults and
  * mmap_lock acquisitions): one hash lookup per flush instead of one or more per event, one value
  * per process instead of one per CPU. So a running thread's counts reach the map at most FLUSH_NS
  * late (a window's counts end up to FLUSH_NS before it is read), a sleeping or exited thread's
@@ -49,7 +49,8 @@
  * sampled (1 in MM_BPF_COMPLETION_PERIOD faults of a CPU: running a program on every fault cost
  * mix ~15 points): mm_account_fault() fires one of them when a fault completes (not on
  * VM_FAULT_RETRY or an error; a retried fault is major), so page_fault_user -> that event is the
- * fault's latency, kept in one of two log2 histograms per process: with or without an mmap_lock
+ * fault's latency (of the faults page_fault_user timed: one in MM_BPF_TIMED_FAULTS,
+ * counters.h), kept in one of two log2 histograms per process: with or without an mmap_lock
  * fallback (a read start at the fallback site) in between; for the faults collector it closes
  * the window, and the latency also goes to the histogram of the fault's outcome. Unsampled
  * faults' windows close at the thread's next event that ends them (outcome.h, "completed").
@@ -154,6 +155,7 @@ struct thread {
 	__u8 nheld;	    /* mmap_locks held for write (fork nests two) */
 	__u8 pending_site;  /* enum mm_bpf_site of the pending read start (faults collector) */
 	__u32 win_gen;	    /* split_gen when the window opened */
+	__u64 rnd;	    /* timed(): a linear congruential generator's state */
 	__u8 helper_starts; /* start_site()'s shortcuts taken: per thread, no shared counter */
 	__u8 stack_hits;    /* lock_stack()'s cached stacks: one in CHECK_EVERY is walked too */
 	__u8 nadded;	    /* pages of added[] */
@@ -589,6 +591,20 @@ static __always_inline bool own_mm(struct mm_struct *mm)
 	return (__u64)task->mm == (__u64)mm;
 }
 
+_Static_assert((MM_BPF_TIMED_FAULTS & (MM_BPF_TIMED_FAULTS - 1)) == 0, "a power of two");
+
+/* Whether @t's fault now is timed (counters.h, MM_BPF_TIMED_FAULTS): a draw from the thread's
+ * own generator (Knuth's MMIX constants; its top bits), no helper call. Per fault, not every
+ * n-th: a thread faulting alone on a CPU would otherwise time faults in step with that CPU's
+ * completion events and sample none, or all, of them. */
+static __always_inline bool timed(struct thread *t)
+{
+	if (!t->rnd)
+		t->rnd = t->key.start_boottime_ns ^ bpf_get_prandom_u32();
+	t->rnd = t->rnd * 6364136223846793005ull + 1442695040888963407ull;
+	return (t->rnd >> 60) % MM_BPF_TIMED_FAULTS == 0;
+}
+
 SEC("tp_btf/page_fault_user")
 int BPF_PROG(on_fault, unsigned long address, struct pt_regs *regs, unsigned long error_code)
 {
@@ -596,10 +612,12 @@ int BPF_PROG(on_fault, unsigned long address, struct pt_regs *regs, unsigned lon
 		return *(volatile int *)reject_for_test; /* a scalar dereferenced: refused */
 	if ((!count_mmaplock && !count_faults) || IDLE_BETWEEN_BURSTS())
 		return 0;
-	__u64 now = bpf_ktime_get_ns();
 	struct thread *t = thread(true);
 	if (!t)
 		return 0;
+	/* The clock only for a fault whose latency may be kept: it was most of this program. A
+	 * fault not timed has fault_start_ns 0, which on_fault_done and on_start read as "none". */
+	__u64 now = timed(t) ? bpf_ktime_get_ns() : 0;
 	if (count_mmaplock)
 		counts(t)->faults++;
 	t->fault_start_ns = now;
@@ -610,7 +628,8 @@ int BPF_PROG(on_fault, unsigned long address, struct pt_regs *regs, unsigned lon
 		else
 			open_window(t, address, regs);
 	}
-	flush_if_due(t, now);
+	if (now) /* a thread that only faults flushes within FLUSH_NS + a few faults */
+		flush_if_due(t, now);
 	return 0;
 }
 

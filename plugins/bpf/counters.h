@@ -23,10 +23,17 @@ struct mm_bpf_key {
 };
 
 /* The fault-completion software events (minor-faults, major-faults) run the program on every
- * MM_BPF_COMPLETION_PERIOD-th fault of a CPU: the latency histograms are a sample of 1 in that
- * many completed faults. At 1 (every fault) they cost mix about 15 points of its throughput; at 8
- * about as much as none (bench, session 5). */
+ * MM_BPF_COMPLETION_PERIOD-th fault of a CPU: the latency histograms are a sample of those
+ * completed faults (of the timed ones among them: MM_BPF_TIMED_FAULTS). At 1 (every fault) they
+ * cost mix about 15 points of its throughput; at 8 about as much as none (bench, session 5). */
 #define MM_BPF_COMPLETION_PERIOD 8
+
+/* Of the faults whose completion runs the program, those that page_fault_user timed: one in
+ * MM_BPF_TIMED_FAULTS, drawn per fault (so a histogram is a sample of 1 in
+ * MM_BPF_COMPLETION_PERIOD x MM_BPF_TIMED_FAULTS completed faults, slow ones as likely as fast
+ * ones). The clock read was 30 of on_fault's ~50 ns a run (bpf_stats, bench mix, --collectors
+ * all on BPF: 104 -> 72 ns gross without it), the largest per-fault cost left. A power of two. */
+#define MM_BPF_TIMED_FAULTS 4
 
 /* Outcomes of enum mm_bpf_outcome (outcome.h): the per-outcome latency histograms. */
 #define MM_BPF_NOUTCOMES 5

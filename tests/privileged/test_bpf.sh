@@ -392,11 +392,12 @@ compare_outcomes "outcome_workload file" "$FILE_PID" "$LOST"
 compare_outcomes "outcome_workload swap" "$SWAP_PID" "$LOST" swap
 
 
-# Fault latency (BPF only, page_fault_user to the completion event, sampled 1 in 8 per CPU): the
-# live process's quantiles, which must be there and ordered, under-VMA-lock faults between 256 ns
-# and 1 ms at the median, the same faults by outcome (vma) there too; and faults that fell back
-# slower than the median of those that did not, when fault_workload's map thread made enough of
-# them for a sample (64: some 8 sampled; a quiet run makes 2-9 in all, a busy one thousands).
+# Fault latency (BPF only, page_fault_user to the completion event: 1 in 8 faults of a CPU runs
+# the completion program, and 1 in 4 faults is timed, so 1 in 32 is sampled): the live process's
+# quantiles, which must be there and ordered, under-VMA-lock faults between 256 ns and 1 ms at the
+# median, the same faults by outcome (vma) there too; and faults that fell back slower than the
+# median of those that did not, when fault_workload's map thread made enough of them for a sample
+# (256: some 8 sampled; a quiet run makes 2-9 in all, a busy one thousands).
 if lat=$(python3 - "$TMP/bpf.processes.json" "$FAULT_PID" <<'EOF'
 import json, sys
 d = json.load(open(sys.argv[1]))
@@ -409,7 +410,7 @@ q = [t[k] for k in ("fault_ns_vma_p50", "fault_ns_vma_p99", "fault_ns_mmap_p50",
 fb = t["faults_mmap_fallback"]
 print(*q, "of", fb, "fallbacks")
 ok = 256 <= q[0] <= 1000000 and q[0] <= q[1] and 256 <= q[4] <= q[5]
-if fb >= 64:
+if fb >= 256:
     ok = ok and 0 < q[2] <= q[3] and q[2] > q[0]
 sys.exit(0 if ok else "quantiles out of order or range: %r" % q)
 EOF
