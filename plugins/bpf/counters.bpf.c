@@ -137,6 +137,11 @@ volatile __u32 lock_gen = 0;
 /* Set by the loader for the rejection test only: makes the verifier refuse the program. */
 const volatile __u64 reject_for_test = 0;
 
+/* The reasons a fault window closes (enum mm_bpf_stat, MM_BPF_WIN_COMPLETED..MM_BPF_WIN_LEFT):
+ * counted in the thread, added to the global counters at its flush (a per-CPU counter's line
+ * written on every fault was ~5% of on_fault's time, session 15). */
+#define NCLOSES (MM_BPF_WIN_LEFT - MM_BPF_WIN_COMPLETED + 1)
+
 struct thread {
 	struct mm_bpf_key key;	  /* the process's, read when the storage was made */
 	__u64 flushed_ns;	  /* when acc was last flushed */
@@ -147,18 +152,19 @@ struct thread {
 	__u8 fault_fellback;	  /* that fault fell back to mmap_lock */
 	__u64 wait_start_ns;	  /* mmap_lock_start_locking, while waiting */
 	__u64 wait_mm;
-	__u8 waiting;	    /* between start_locking and acquire_returned */
-	__u8 contended;	    /* a sleeping rwsem contention in that wait */
-	__u8 at_site;	    /* the pending read start is lock_mm_and_find_vma's */
-	__u8 fb_failed;	    /* the last attempt there failed: the next start is its retry */
-	__u8 fb_waited;	    /* the fallback in progress has counted its wait */
-	__u8 nheld;	    /* mmap_locks held for write (fork nests two) */
-	__u8 pending_site;  /* enum mm_bpf_site of the pending read start (faults collector) */
-	__u32 win_gen;	    /* split_gen when the window opened */
-	__u64 rnd;	    /* timed(): a linear congruential generator's state */
-	__u8 helper_starts; /* start_site()'s shortcuts taken: per thread, no shared counter */
-	__u8 stack_hits;    /* lock_stack()'s cached stacks: one in CHECK_EVERY is walked too */
-	__u8 nadded;	    /* pages of added[] */
+	__u8 waiting;	       /* between start_locking and acquire_returned */
+	__u8 contended;	       /* a sleeping rwsem contention in that wait */
+	__u8 at_site;	       /* the pending read start is lock_mm_and_find_vma's */
+	__u8 fb_failed;	       /* the last attempt there failed: the next start is its retry */
+	__u8 fb_waited;	       /* the fallback in progress has counted its wait */
+	__u8 nheld;	       /* mmap_locks held for write (fork nests two) */
+	__u8 pending_site;     /* enum mm_bpf_site of the pending read start (faults collector) */
+	__u32 win_gen;	       /* split_gen when the window opened */
+	__u64 rnd;	       /* timed(): a linear congruential generator's state */
+	__u32 closed[NCLOSES]; /* windows closed, by MM_BPF_WIN_* reason, since the last flush */
+	__u8 helper_starts;    /* start_site()'s shortcuts taken: per thread, no shared counter */
+	__u8 stack_hits;       /* lock_stack()'s cached stacks: one in CHECK_EVERY is walked too */
+	__u8 nadded;	       /* pages of added[] */
 	struct {
 		__u64 mm, since_ns;
 	} held[MM_BPF_MAX_HELD];
@@ -292,6 +298,15 @@ static __noinline void flush(struct thread *t, __u64 now)
 	if (!dirty)
 		return;
 	t->dirty = 0;
+	for (unsigned i = 0; i < NCLOSES; i++) {
+		if (!t->closed[i])
+			continue;
+		__u32 idx = MM_BPF_WIN_COMPLETED + i;
+		__u64 *v = bpf_map_lookup_elem(&stats, &idx);
+		if (v)
+			*v += t->closed[i];
+		t->closed[i] = 0;
+	}
 	struct mm_bpf_counts *c = proc_entry(t);
 	if (!c) {
 		t->dirty = dirty; /* kept for a later flush, when the map has room */
@@ -492,7 +507,10 @@ static __always_inline int close_window(struct thread *t, enum mm_bpf_stat why)
 		stat_add(MM_BPF_WIN_LATE); /* counted all the same: see split_gen */
 	if (why != MM_BPF_WIN_EXIT)
 		t->win.completed = 1; /* the thread went on after the fault (outcome.h) */
-	stat_add(why);
+	unsigned k = why - MM_BPF_WIN_COMPLETED;
+	asm volatile("" : "+r"(k));
+	if (k < NCLOSES)
+		t->closed[k]++;
 	struct mm_bpf_counts *c = counts(t);
 	unsigned o = mm_bpf_outcome_of(&t->win);
 	asm volatile("" : "+r"(o)); /* bounded below, whatever register clang keeps it in */
@@ -511,7 +529,11 @@ static __always_inline int close_window(struct thread *t, enum mm_bpf_stat why)
  * loop has the same ip and sp but a different address in some register. With ip and sp alone, a
  * window left open past its burst (on_fault detached) took the next faults' swap-in sleeps at the
  * same instruction for its own: the kernel lab's patched swap runs then called 99% of the bursts'
- * completed faults vma_retry against 81% continuous (lab/results/split.md, session 13). */
+ * completed faults vma_retry against 81% continuous (lab/results/split.md, session 13).
+ * Folded in bursts only (split_gen set): when the faults collector runs continuously on_fault
+ * sees that next fault and closes the window itself, and a system call or signal handler after
+ * the fault has another ip or sp, so the fold (15 loads and their rotations on every fault,
+ * ~5% of on_fault's time) would tell nothing more. */
 static __always_inline __u64 gprs_of(struct pt_regs *r)
 {
 	__u64 f = r->ax;
@@ -540,7 +562,7 @@ static __always_inline void open_window(struct thread *t, unsigned long address,
 	__builtin_memset(&t->win, 0, sizeof(t->win));
 	t->fault_ip = regs->ip;
 	t->fault_sp = regs->sp;
-	t->fault_gprs = gprs_of(regs);
+	t->fault_gprs = split_gen ? gprs_of(regs) : 0; /* only bursts need it: close_if_left() */
 	t->nadded = 0;
 	t->win.open = 1;
 	t->win_gen = split_gen;
@@ -699,7 +721,8 @@ static __always_inline void close_if_left(struct thread *t)
 	if (!t->win.open)
 		return;
 	struct pt_regs *r = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
-	if (r->ip != t->fault_ip || r->sp != t->fault_sp || gprs_of(r) != t->fault_gprs)
+	if (r->ip != t->fault_ip || r->sp != t->fault_sp ||
+	    (split_gen && gprs_of(r) != t->fault_gprs))
 		close_window(t, MM_BPF_WIN_LEFT);
 }
 
