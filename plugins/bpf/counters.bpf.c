@@ -677,7 +677,6 @@ int BPF_PROG(on_fault_kernel, unsigned long address, struct pt_regs *regs, unsig
 SEC("perf_event")
 int on_fault_done(struct bpf_perf_event_data *ctx)
 {
-	__u64 now = bpf_ktime_get_ns();
 #if defined(__TARGET_ARCH_x86)
 	/* A direct 8-byte load: the verifier rewrites ctx loads and refuses narrower ones. */
 	__u64 cs = *(volatile __u64 *)((char *)ctx + offsetof(struct pt_regs, cs));
@@ -687,11 +686,13 @@ int on_fault_done(struct bpf_perf_event_data *ctx)
 	struct thread *t = thread(false);
 	if (!t)
 		return 0;
+	/* The clock for a timed fault only (MM_BPF_TIMED_FAULTS), before the window's close. */
+	__u64 now = t->fault_start_ns ? bpf_ktime_get_ns() : 0;
 	int o = -1;
 	if (count_faults && t->win.open) {
 		o = close_window(t, MM_BPF_WIN_COMPLETED);
 	}
-	if (!t->fault_start_ns)
+	if (!now)
 		return 0;
 	__u64 start = t->fault_start_ns;
 	t->fault_start_ns = 0;
