@@ -803,11 +803,12 @@ static int load(struct mm_bpfsrc *b, bool *want, const struct mm_symbols *syms, 
 	bpf_program__set_autoload(s->progs.on_released, want[W_MMAPLOCK]);
 	bpf_program__set_autoload(s->progs.on_contention, want[W_MMAPLOCK] || want[W_CONTENTION]);
 	bpf_program__set_autoload(s->progs.on_contention_end, want[W_CONTENTION]);
-	/* The per-process counters' programs: nothing of them runs for contention alone. */
+	/* The per-process counters' programs: nothing of them runs for contention alone, but
+	 * on_switch, where a thread's ended waits reach their rows (lock_rows()). */
 	bool counters = want[W_MMAPLOCK] || want[W_FALLBACKS] || want[W_FAULTS];
 	bpf_program__set_autoload(s->progs.on_start, counters);
 	bpf_program__set_autoload(s->progs.on_acquired, counters);
-	bpf_program__set_autoload(s->progs.on_switch, counters);
+	bpf_program__set_autoload(s->progs.on_switch, counters || want[W_CONTENTION]);
 	/* The faults collector's evidence: nothing of it runs for the others. */
 	bpf_program__set_autoload(s->progs.on_fault_kernel, want[W_FAULTS]);
 	bpf_program__set_autoload(s->progs.on_filemap_fault, want[W_FAULTS]);

@@ -174,9 +174,10 @@ struct thread {
 	} added[MM_BPF_MAX_ADDED]; /* pages added to the page cache in the window */
 	struct {
 		__u64 addr, begin_ns;
-		__u8 used;
+		__u64 wait_ns;		    /* LW_ENDED: its length */
+		__u8 used;		    /* 0, LW_OPEN or LW_ENDED */
 		struct mm_bpf_lock_key key; /* the row the wait goes to, but for gen */
-	} lw[MM_BPF_LOCK_PENDING];	    /* the contention collector's open waits */
+	} lw[MM_BPF_LOCK_PENDING];	    /* the contention collector's open and ended waits */
 	struct mm_bpf_counts acc;	    /* counted since the last flush */
 	__u64 hmask[MM_BPF_NHISTS];	    /* buckets of each histogram of acc with counts */
 };
@@ -955,6 +956,9 @@ int on_released(unsigned long long *ctx)
 
 /* --- the contention collector (plugins/contention.c's rules) --- */
 
+#define LW_OPEN	 1 /* struct thread.lw[].used: a wait begun */
+#define LW_ENDED 2 /* ended, not yet in its row (lock_rows()) */
+
 /* An index the verifier can bound whatever registers clang keeps it in. */
 static __always_inline unsigned lw_index(unsigned i)
 {
@@ -1232,12 +1236,15 @@ static __always_inline void lock_stack(void *ctx, struct thread *t, unsigned fla
 	learn_path(s, n / 8);
 }
 
+static __noinline void lock_rows(struct thread *t);
+
 /* A wait begins: paired per thread and lock address as plugins/contention.c on_begin(). */
 static __noinline void lock_begin(void *ctx, __u64 addr, unsigned flags)
 {
 	struct thread *t = thread(true);
 	if (!t)
 		return;
+	lock_rows(t); /* no LW_ENDED slot from here on */
 	int slot = -1;
 	for (unsigned i = 0; i < MM_BPF_LOCK_PENDING; i++) {
 		if (!t->lw[i].used || t->lw[i].addr != addr)
@@ -1282,25 +1289,26 @@ static __noinline void lock_begin(void *ctx, __u64 addr, unsigned flags)
 	name_lock(key, addr, flags);
 	lock_stack(ctx, t, flags, key->ips);
 	t->lw[k].addr = addr;
-	t->lw[k].used = 1;
+	t->lw[k].used = LW_OPEN;
 	/* After the stack walk: the wait is the lock's, not this program's. */
 	t->lw[k].begin_ns = bpf_ktime_get_ns();
 }
 
-/* A wait ends: added to its row of this window's generation. */
-static __noinline void lock_end(__u64 addr)
+/* Adds the thread's ended waits to their rows of this window's generation (lock_waits). Not at
+ * contention_end itself: that fires once the waiter holds the lock, so what runs there lengthens
+ * the hold every other waiter of the lock waits out (an rwsem's writer: mprotect's mmap_lock,
+ * which the faulting readers queue behind). Done at the thread's next contention_begin (about to
+ * wait anyway), when it leaves the CPU, and at its exit; the loader reads the rows at its ticks,
+ * so a wait reaches them at most that late, in the window it was added in (bench mix, session
+ * 15: the contention collector cost ~2 points of throughput with the row update in the hold,
+ * where its programs took ~1% of the CPU). */
+static __noinline void lock_rows(struct thread *t)
 {
-	__u64 now = bpf_ktime_get_ns();
-	struct thread *t = thread(false);
-	if (!t) {
-		stat_add(MM_BPF_LOCK_END_NO_BEGIN);
-		return;
-	}
 	for (unsigned i = 0; i < MM_BPF_LOCK_PENDING; i++) {
-		if (!t->lw[i].used || t->lw[i].addr != addr)
+		if (t->lw[i].used != LW_ENDED)
 			continue;
 		t->lw[i].used = 0;
-		__u64 wait = now >= t->lw[i].begin_ns ? now - t->lw[i].begin_ns : 0;
+		__u64 wait = t->lw[i].wait_ns;
 		struct mm_bpf_lock_key *key = &t->lw[i].key;
 		key->gen = lock_gen;
 		struct mm_bpf_lock_value *v = bpf_map_lookup_elem(&lock_waits, key);
@@ -1315,7 +1323,7 @@ static __noinline void lock_end(__u64 addr)
 		}
 		if (!v) {
 			stat_add(MM_BPF_LOCK_ROWS_DROPPED);
-			return;
+			continue;
 		}
 		/* Other CPUs add to the row too: atomic adds; the extremes are plain stores, as
 		 * perf lock contention -b keeps them (two waits of one row ending at the same
@@ -1330,6 +1338,23 @@ static __noinline void lock_end(__u64 addr)
 		asm volatile("" : "+r"(b));
 		if (b < MM_BPF_HIST_BUCKETS)
 			__sync_fetch_and_add(&v->hist[b], 1);
+	}
+}
+
+/* A wait ends: its length kept in its slot until lock_rows(). */
+static __noinline void lock_end(__u64 addr)
+{
+	__u64 now = bpf_ktime_get_ns();
+	struct thread *t = thread(false);
+	if (!t) {
+		stat_add(MM_BPF_LOCK_END_NO_BEGIN);
+		return;
+	}
+	for (unsigned i = 0; i < MM_BPF_LOCK_PENDING; i++) {
+		if (t->lw[i].used != LW_OPEN || t->lw[i].addr != addr)
+			continue;
+		t->lw[i].used = LW_ENDED;
+		t->lw[i].wait_ns = now >= t->lw[i].begin_ns ? now - t->lw[i].begin_ns : 0;
 		return;
 	}
 	stat_add(MM_BPF_LOCK_END_NO_BEGIN);
@@ -1338,6 +1363,7 @@ static __noinline void lock_end(__u64 addr)
 /* Waits a thread still had open when it exited: their ends were lost. */
 static __always_inline void lock_exit(struct thread *t)
 {
+	lock_rows(t);
 	for (unsigned i = 0; i < MM_BPF_LOCK_PENDING; i++) {
 		if (t->lw[i].used) {
 			t->lw[i].used = 0;
@@ -1387,10 +1413,15 @@ SEC("tp_btf/sched_switch")
 int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
 	     unsigned int prev_state)
 {
-	if (IDLE_BETWEEN_BURSTS())
+	bool idle = IDLE_BETWEEN_BURSTS();
+	if (idle && !count_contention)
 		return 0;
 	struct thread *t = thread(false);
 	if (!t)
+		return 0;
+	if (count_contention)
+		lock_rows(t);
+	if (idle)
 		return 0;
 	if (count_faults && !preempt && prev_state)
 		close_if_left(t);

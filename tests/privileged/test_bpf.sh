@@ -335,6 +335,12 @@ compare_outcomes() {
 		"of ${p[faults]}, bpf" \
 		"${b[faults_vma]}/${b[faults_vma_retry]}/${b[faults_mmap_retry]}/${b[faults_mmap_abort]}/${b[faults_mmap_unknown]}" \
 		"of ${b[faults]}"
+	# Fallbacks the perf path missed (short of BPF's faults_mmap_fallback within short_ok):
+	# each turned a fallback fault into a vma one there (seen once: perf vma 15247, bpf 15246,
+	# mmap_retry 1538 and 1539, session 15).
+	local missed=$((b[faults_mmap_fallback] - p[faults_mmap_fallback]))
+	[ "$missed" -gt 0 ] && [ "$missed" -le "$(short_ok "${p[faults_mmap_fallback]}")" ] ||
+		missed=0
 	for c in faults_vma faults_vma_retry faults_mmap_fallback faults_mmap_lock_retries \
 		mmap_lock_by_fault mmap_lock_by_fault_other mmap_lock_by_fault_kernel; do
 		if TOL=$tol within "${p[$c]}" "${b[$c]}"; then
@@ -344,18 +350,22 @@ compare_outcomes() {
 			# lock: they show in faults_vma too.
 			pass "$label $c: perf ${p[$c]}, bpf ${b[$c]}: the perf path short by" \
 				"$((b[$c] - p[$c])) (see compare())"
+		elif [ "$c" = faults_vma ] && [ "${b[$c]}" -lt "${p[$c]}" ] &&
+			[ $((p[$c] - b[$c])) -le "$missed" ]; then
+			pass "$label $c: perf ${p[$c]}, bpf ${b[$c]}: perf's vma holds the" \
+				"$((p[$c] - b[$c])) of its $missed missed fallbacks"
 		else
 			fail "$label $c: perf ${p[$c]}, bpf ${b[$c]} (tolerance $tol%)"
 		fi
 	done
-	local hi=$((p[faults_mmap_retry] + p[faults_mmap_abort] + p[faults_mmap_unknown]))
+	local hi=$((p[faults_mmap_retry] + p[faults_mmap_abort] + p[faults_mmap_unknown] + missed))
 	if [ "${b[faults_mmap_retry]}" -ge "${p[faults_mmap_retry]}" ] &&
 		[ "${b[faults_mmap_retry]}" -le "$hi" ]; then
 		pass "$label faults_mmap_retry: bpf ${b[faults_mmap_retry]} within perf's" \
-			"mmap_retry ${p[faults_mmap_retry]} .. + abort + unknown $hi"
+			"mmap_retry ${p[faults_mmap_retry]} .. + abort + unknown (+ missed) $hi"
 	else
 		fail "$label faults_mmap_retry: bpf ${b[faults_mmap_retry]} outside perf's" \
-			"mmap_retry ${p[faults_mmap_retry]} .. + abort + unknown $hi"
+			"mmap_retry ${p[faults_mmap_retry]} .. + abort + unknown (+ missed) $hi"
 	fi
 	local sum=$((b[faults_vma] + b[faults_vma_retry] + b[faults_mmap_retry] +
 		b[faults_mmap_abort] + b[faults_mmap_unknown]))
