@@ -30,8 +30,10 @@
  *   lock:contention_begin                 a sleeping rwsem wait between start and acquired;
  *                                         for contention, a wait begins (its stack, its lock:
  *                                         an mm's mmap_lock is named by the mm's owner)
- *   lock:contention_end                   contention: the wait ends, and is summed into its row
- *                                         of the lock_waits hash (counters.h) of this window's
+ *   lock:contention_end                   contention: the wait ends; at the thread's next
+ *                                         contention_begin, switch or exit (outside the lock's
+ *                                         hold: lock_rows()) it is summed into its row of the
+ *                                         lock_waits hash (counters.h) of that window's
  *                                         generation (lock_gen), which the loader reads and
  *                                         deletes
  *   sched:sched_process_exit              a thread exits (its window closes, its counts are
