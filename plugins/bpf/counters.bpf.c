@@ -241,11 +241,16 @@ struct {
 	__uint(max_entries, 256 * 1024);
 } exits SEC(".maps");
 
-static __always_inline void stat_add(__u32 idx)
+static __always_inline void stat_add_n(__u32 idx, __u64 n)
 {
 	__u64 *v = bpf_map_lookup_elem(&stats, &idx);
 	if (v)
-		(*v)++;
+		*v += n;
+}
+
+static __always_inline void stat_add(__u32 idx)
+{
+	stat_add_n(idx, 1);
 }
 
 static __always_inline void key_of(struct task_struct *task, struct mm_bpf_key *key)
@@ -304,10 +309,7 @@ static __noinline void flush(struct thread *t, __u64 now)
 	for (unsigned i = 0; i < NCLOSES; i++) {
 		if (!t->closed[i])
 			continue;
-		__u32 idx = MM_BPF_WIN_COMPLETED + i;
-		__u64 *v = bpf_map_lookup_elem(&stats, &idx);
-		if (v)
-			*v += t->closed[i];
+		stat_add_n(MM_BPF_WIN_COMPLETED + i, t->closed[i]);
 		t->closed[i] = 0;
 	}
 	struct mm_bpf_counts *c = proc_entry(t);
@@ -624,8 +626,8 @@ _Static_assert((MM_BPF_TIMED_FAULTS & (MM_BPF_TIMED_FAULTS - 1)) == 0, "a power 
  * completion events and sample none, or all, of them. */
 static __always_inline bool timed(struct thread *t)
 {
-	if (!t->rnd)
-		t->rnd = t->key.start_boottime_ns ^ bpf_get_prandom_u32();
+	if (!t->rnd) /* seeded once per thread */
+		t->rnd = (__u64)bpf_get_prandom_u32() << 32 | 1;
 	t->rnd = t->rnd * 6364136223846793005ull + 1442695040888963407ull;
 	return (t->rnd >> 60) % MM_BPF_TIMED_FAULTS == 0;
 }
