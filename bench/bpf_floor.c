@@ -3,9 +3,10 @@
  * bench_bpf_floor: loads and attaches bench/floor.bpf.c's empty programs, prints "ready", and
  * holds them until SIGINT or SIGTERM. bench/run.py reads their run_time_ns / run_cnt from this
  * process's fdinfo, as it reads mmlockd's: what kernel.bpf_stats_enabled itself counts per run.
- * With --all, an empty program on every hook of `mmlockd --collectors all --source bpf` (the
- * tracepoints, and the minor/major-faults software events of every CPU at the daemon's sample
- * period), for the configuration bpf_floor_all: what those hooks cost a workload by themselves.
+ * With --all, an empty program on every tracepoint of `mmlockd --collectors all --source bpf`,
+ * for the configuration bpf_floor_all: what those hooks cost a workload by themselves; with
+ * --all --latency also on the minor/major-faults software events of every CPU at the daemon's
+ * sample period (its --fault-latency on), for bpf_floor_all_latency.
  * Run as root.
  */
 #include <bpf/libbpf.h>
@@ -50,9 +51,11 @@ static int attach_completions(struct mm_floor *s, struct bpf_link **links, int m
 
 int main(int argc, char **argv)
 {
-	bool all = argc == 2 && !strcmp(argv[1], "--all");
-	if (argc > 2 || (argc == 2 && !all)) {
-		fprintf(stderr, "usage: bench_bpf_floor [--all] (SIGINT or SIGTERM stops it)\n");
+	bool all = argc >= 2 && !strcmp(argv[1], "--all");
+	bool latency = all && argc == 3 && !strcmp(argv[2], "--latency");
+	if (argc > 3 || (argc >= 2 && !all) || (argc == 3 && !latency)) {
+		fprintf(stderr, "usage: bench_bpf_floor [--all [--latency]] (SIGINT or SIGTERM "
+				"stops it)\n");
 		return 2;
 	}
 	libbpf_set_print(quiet);
@@ -85,7 +88,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	struct bpf_link *links[2 * 1024];
-	int nlinks = all ? attach_completions(s, links, 2 * 1024) : 0;
+	int nlinks = latency ? attach_completions(s, links, 2 * 1024) : 0;
 	if (nlinks < 0) {
 		fprintf(stderr, "bench_bpf_floor: the fault-completion events: %s\n",
 			strerror(errno));

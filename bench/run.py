@@ -10,8 +10,10 @@ first or last), --reps rounds, and reports medians:
                    to none is the noise floor, what two untraced runs differ by on this machine
   perf_stat        `perf stat -a` counting the tracepoints mmlockd opens
   perf_stat_bpf    `perf stat -a` counting every event mmlockd_all_bpf hooks (bpf_hooks(): those
-                   and page_fault_kernel, sched_switch, sched_process_exit, the minor-faults and
-                   major-faults software events): the counting baseline of the BPF source
+                   and page_fault_kernel, sched_switch, sched_process_exit): the counting
+                   baseline of the BPF source
+  mmlockd_all_bpf_latency  the same with --fault-latency on (the minor-faults and major-faults
+                   software events on every CPU too: what sampling fault latency costs)
   mmlockd_default  mmlockd as shipped (no --collectors flag; --source auto: the BPF source
                    where it loads; the fault split in bursts of its default split_duty)
   mmlockd_all      mmlockd --collectors all --source perf (every collector on the perf rings,
@@ -38,7 +40,7 @@ it with --split-duty 0, mmlockd_fallbacks_bpf_duty10 with --split-duty 10% (five
 default's bursts: what scales with the duty and what does not), mmlockd_fallbacks_bpf_keep with
 the split's programs held attached between bursts (MMLOCKD_BPF_KEEP_ATTACHED=1: what attaching
 and detaching them costs), and mmlockd_fallbacks_bpf_done with the fault-completion software
-events opened for the bursts too (MMLOCKD_BPF_BURST_COMPLETIONS=1), as the default had them
+events opened for the bursts too (--fault-latency on), as the default had them
 before session 12 (bench/results/*nodone* measured the other way round, as
 mmlockd_fallbacks_bpf_nodone: on_fault_done not loaded).
 The "breakdown" suite runs mmlockd with one collector at a time and `perf record` of one group of
@@ -61,8 +63,9 @@ tracepoints the workloads hit) and the report gives each program's time also net
 what the kernel spends reaching a program (the tracepoint's call, the BPF dispatch), which the
 program's own time never included. The configuration bpf_floor_all (bench_bpf_floor --all) is
 that other part: an empty program on every hook of `--collectors all --source bpf` (its
-tracepoints and its fault-completion software events), so its ratio is the throughput floor of
-any in-kernel design counting on those hooks, whatever its programs do.
+tracepoints), so its ratio is the throughput floor of any in-kernel design counting on those
+hooks, whatever its programs do; bpf_floor_all_latency (--all --latency) adds its
+fault-completion software events (--fault-latency on).
 
 Per run it records the workload's throughput (rounds/s in its measured phase), the tracer's CPU
 time (/proc/PID/stat), events consumed and lost (mmlockd's /api/v1/status; perf's own counts),
@@ -109,7 +112,7 @@ WORKLOADS = {
 
 SUITES = {
     "main": ["none", "perf_stat", "perf_stat_bpf", "mmlockd_default", "mmlockd_all",
-             "mmlockd_all_bpf",
+             "mmlockd_all_bpf", "mmlockd_all_bpf_latency",
              "perf_record", "perf_lock"],
     # The fault split in the default: its cost against the default without it.
     "split": ["none", "none_again", "mmlockd_nosplit", "mmlockd_default", "mmlockd_split5"],
@@ -153,7 +156,9 @@ FALLBACKS_BPF_CONFIGS = {
     "mmlockd_fallbacks_bpf_nosplit": ("fallbacks", [], ["--split-duty", "0"], {}),
     "mmlockd_fallbacks_bpf_duty10": ("fallbacks", [], ["--split-duty", "10%"], {}),
     "mmlockd_fallbacks_bpf_keep": ("fallbacks", [], [], {"MMLOCKD_BPF_KEEP_ATTACHED": "1"}),
-    "mmlockd_fallbacks_bpf_done": ("fallbacks", [], [], {"MMLOCKD_BPF_BURST_COMPLETIONS": "1"}),
+    "mmlockd_fallbacks_bpf_done": ("fallbacks", [], ["--fault-latency", "on"], {}),
+    # Not the fallbacks collector: all of them with fault latency sampled (main suite).
+    "mmlockd_all_bpf_latency": ("all", [], ["--fault-latency", "on"], {}),
 }
 
 LABELS = {
@@ -161,6 +166,7 @@ LABELS = {
     "none_again": "no tracing (again: noise floor)",
     "bpf_floor": "empty BPF programs (bpf_stats' floor)",
     "bpf_floor_all": "empty BPF programs on every hook of all (bpf)",
+    "bpf_floor_all_latency": "empty BPF programs on every hook of all (bpf) --fault-latency on",
     "perf_stat": "perf stat -a (counting)",
     "perf_stat_bpf": "perf stat -a (counting all (bpf)'s hooks)",
     "perf_stat_mmaplock": "perf stat -a, the 3 mmap_lock tracepoints only",
@@ -175,6 +181,7 @@ LABELS = {
     "mmlockd_fallbacks_bpf_duty10": "fallbacks on BPF, --split-duty 10%",
     "mmlockd_fallbacks_bpf_keep": "fallbacks on BPF, the split's programs kept attached",
     "mmlockd_fallbacks_bpf_done": "fallbacks on BPF, bursts with completion events",
+    "mmlockd_all_bpf_latency": "mmlockd all (bpf) --fault-latency on",
     "mmlockd_default": "mmlockd default",
     "mmlockd_nosplit": "mmlockd default, --split-duty 0",
     "mmlockd_split5": "mmlockd default, --split-duty 5%",
@@ -644,9 +651,10 @@ def plugin_tracepoints():
 @functools.lru_cache(maxsize=None)
 def bpf_hooks():
     """Every event `--collectors all --source bpf` hooks, named for perf: the sections of
-    plugins/bpf/counters.bpf.c (tp_btf names have no system: found under tracefs's events/), and
-    the fault-completion software events for its perf_event program. Read once a run (cached):
-    perf_stat_bpf asks for it every round."""
+    plugins/bpf/counters.bpf.c (tp_btf names have no system: found under tracefs's events/).
+    Not the fault-completion software events of its perf_event program: those are open with
+    --fault-latency on only (mmlockd_all_bpf_latency). Read once a run (cached): perf_stat_bpf
+    asks for it every round."""
     with open(os.path.join(ROOT, "plugins", "bpf", "counters.bpf.c")) as f:
         secs = re.findall(r'SEC\("([^"]+)"\)', f.read())
     events = []
@@ -661,8 +669,6 @@ def bpf_hooks():
                 raise SystemExit(f"bench: tp_btf/{name}: {len(found)} tracepoints of that name "
                                  f"under {TRACEFS}/events")
             events.append(f"{os.path.basename(os.path.dirname(found[0]))}:{name}")
-        elif kind == "perf_event":
-            events += ["minor-faults", "major-faults"]
     return events
 
 
@@ -764,10 +770,11 @@ class Bench:
     def tracer(self, config):
         if untraced(config):
             return Tracer(self, config)
-        if config in ("bpf_floor", "bpf_floor_all"):
+        if config in ("bpf_floor", "bpf_floor_all", "bpf_floor_all_latency"):
             if not self.bpf_floor:
                 raise RuntimeError(f"{config}: bench_bpf_floor was not built (no BPF toolchain)")
-            return BpfFloor(self, config, ["--all"] if config == "bpf_floor_all" else [])
+            return BpfFloor(self, config, {"bpf_floor": [], "bpf_floor_all": ["--all"],
+                                           "bpf_floor_all_latency": ["--all", "--latency"]}[config])
         if config == "mmlockd_default":
             return Mmlockd(self, config, None)
         if config in FALLBACKS_BPF_CONFIGS:

@@ -180,6 +180,10 @@ void mm_api_status(const struct mm_snapshot *s, struct mm_buf *out)
 	put_str(&split, "source", s->split.source);
 	put_str(&split, "why", s->split.why);
 	mm_buf_puts(out, "}");
+	struct json lat = json_open(member(&o, "fault_latency"), "{");
+	put_str(&lat, "mode", s->latency.mode);
+	put_str(&lat, "why", s->latency.why);
+	mm_buf_puts(out, "}");
 	put_objects(member(&o, "events"), s->events, s->nevents, sizeof(*s->events), put_event);
 	put_objects(member(&o, "globals"), s->globals, s->nglobals, sizeof(*s->globals),
 		    put_global);

@@ -98,7 +98,6 @@ struct mm_bpfsrc {
 	 * needs are attached for a burst only (an attached program costs every event). */
 	bool bursts, opener_bursts; /* opener_bursts: on_fault too (mmaplock not counted) */
 	bool keep_attached;	    /* MMLOCKD_BPF_KEEP_ATTACHED: no detaching between bursts */
-	bool burst_completions;	    /* MMLOCKD_BPF_BURST_COMPLETIONS: the bursts' own */
 	bool attach_failed;
 	enum mm_split_phase phase;
 	struct mm_bpf_key *settle; /* map entries to delete after the walk */
@@ -584,7 +583,7 @@ void mm_bpfsrc_free(struct mm_bpfsrc *b)
 /* The fault-completion program on the minor-faults and major-faults software events of every
  * CPU. Without them (not permitted, a CPU offline) the latency histograms stay empty or partial:
  * said once, not fatal. */
-static void attach_completions(struct mm_bpfsrc *b)
+static unsigned attach_completions(struct mm_bpfsrc *b)
 {
 	long ncpus = sysconf(_SC_NPROCESSORS_CONF);
 	int failed = 0, err = 0;
@@ -611,6 +610,7 @@ static void attach_completions(struct mm_bpfsrc *b)
 		log_warning("BPF source: fault completion events on %d of %ld CPUs could not be "
 			    "attached (%s): fault latencies are incomplete",
 			    failed, 2 * ncpus, strerror(err));
+	return (unsigned)failed;
 }
 
 /* Attaches (@on) or detaches a program only the fault split's bursts need; false on failure
@@ -646,8 +646,8 @@ void mm_bpfsrc_set_phase(struct mm_bpfsrc *b, enum mm_split_phase phase)
 	if (evidence != (b->phase != MM_SPLIT_OFF)) {
 		for (size_t i = 0; evidence && i < sizeof(progs) / sizeof(progs[0]); i++)
 			ok &= switch_link(progs[i], links[i], true);
-		/* The completion events, under MMLOCKD_BPF_BURST_COMPLETIONS only (none are
-		 * open otherwise): disabled, not closed, between bursts. An open software event
+		/* The completion events, with fault_latency on only (none are open
+		 * otherwise): disabled, not closed, between bursts. An open software event
 		 * keeps perf_sw_event()'s static key on, so every fault of every process still
 		 * calls __perf_sw_event(), but the collection thread has dropped the capabilities
 		 * perf_event_open() needs, so they cannot be opened per burst (tried in session
@@ -901,17 +901,24 @@ int mm_bpfsrc_open(struct mm_host *h, const struct mm_config *cfg, const struct 
 	b->bursts = bursts && want[W_FAULTS];
 	b->locks = want[W_CONTENTION];
 	b->opener_bursts = b->bursts && !want[W_MMAPLOCK];
-	/* The fault-completion events close a sampled window and time the fault (the latency
-	 * histograms). The defaults' bursts go without them: an open software event keeps
-	 * perf_sw_event()'s static key on for every fault of every process, and they cost mix
-	 * about 4 of the bursts' 6 points (bench/results/mix-nodone-20-20261202.md, 20 rounds);
-	 * the windows close at the thread's next event, as 7 in 8 did with them. The latencies
-	 * come with mmaplock, or faults counted continuously (--split-duty 100%).
-	 * MMLOCKD_BPF_BURST_COMPLETIONS=1 (a benchmark's knob) opens them for the bursts too. */
-	const char *bc = getenv("MMLOCKD_BPF_BURST_COMPLETIONS");
-	b->burst_completions = b->opener_bursts && bc && !strcmp(bc, "1");
-	if (want[W_MMAPLOCK] || (want[W_FAULTS] && (!b->opener_bursts || b->burst_completions)))
-		attach_completions(b);
+	/* The fault-completion events time the sampled faults (the latency histograms) and close
+	 * their windows at the fault's end. Only with fault_latency on: an open software event
+	 * keeps perf_sw_event()'s static key on, and every fault of every process then pays
+	 * __perf_sw_event(), the event enabled or not (bench/swevent.c: ~1540 ns an anonymous
+	 * fault without, +39 ns enabled, +12 ns disabled; bench/results/latency-cost-20261203.md).
+	 * Without them a window closes at the thread's next event (outcome.h, "completed"). In
+	 * bursts they are enabled for each burst only (mm_bpfsrc_set_phase). */
+	if (cfg->fault_latency && (want[W_MMAPLOCK] || want[W_FAULTS])) {
+		unsigned failed = attach_completions(b);
+		char lwhy[256];
+		snprintf(lwhy, sizeof(lwhy),
+			 "fault_latency = on: 1 in %u completed faults timed%s (minor/major-faults "
+			 "software events: %u of %u open)",
+			 MM_BPF_COMPLETION_PERIOD * MM_BPF_TIMED_FAULTS,
+			 b->opener_bursts ? ", in the split's bursts" : "", b->nlinks,
+			 b->nlinks + failed);
+		mm_host_set_latency(h, !b->nlinks ? "off" : failed ? "partial" : "sampled", lwhy);
+	}
 	const char *keep = getenv("MMLOCKD_BPF_KEEP_ATTACHED");
 	b->keep_attached = b->bursts && keep && !strcmp(keep, "1");
 	if (b->keep_attached)

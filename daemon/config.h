@@ -37,6 +37,9 @@ struct mm_config {
 				 faults collector) runs, per mille; -1 (default): continuous
 				 when collectors names faults, else MM_SPLIT_DUTY_DEFAULT_PM in
 				 bursts; 0: off (see mm_config_split_duty_pm) */
+	bool fault_latency;   /* key "fault_latency": on|off (default off), sample fault latency
+				 per outcome on the BPF source (the fault-completion software
+				 events, which cost every fault on the machine while open) */
 };
 
 /* The default burst share: 2% of each window (README "The split in the default": the cost on

@@ -121,6 +121,7 @@ struct mm_host {
 	uint64_t split_done_slot, split_observed_ms;
 	enum mm_burst_role adding; /* in mm_host_wanted(): the role of streams being added */
 	int g_outside_burst;	   /* global: burst-stream records stamped outside their phase */
+	char latency_mode[16], latency_why[256]; /* mm_host_set_latency */
 };
 
 struct mm_host *mm_host_new(const struct mm_config *cfg, mm_proc_lookup_fn lookup, void *ctx,
@@ -164,6 +165,13 @@ struct mm_host *mm_host_new(const struct mm_config *cfg, mm_proc_lookup_fn looku
 		mm_split_clock_init(&h->split, cfg->interval_s, h->split_duty_pm, start_ms);
 		h->split_done_slot = start_ms / h->split.slot_ms;
 	}
+	mm_host_set_latency(
+		h, "off",
+		cfg->fault_latency
+			? "fault_latency = on, but it needs mmaplock or faults on the BPF "
+			  "source"
+			: "fault_latency = off (the default): the fault-completion software "
+			  "events it needs cost every fault on the machine while open");
 	struct utsname u;
 	if (uname(&u) == 0)
 		snprintf(h->kernel, sizeof(h->kernel), "%s", u.release);
@@ -320,6 +328,12 @@ void mm_host_set_source(struct mm_host *h, const char *name, const char *source,
 		sl->fed = in_kernel && sl->p->waits;
 		sl->external = in_kernel && !sl->fed;
 	}
+}
+
+void mm_host_set_latency(struct mm_host *h, const char *mode, const char *why)
+{
+	snprintf(h->latency_mode, sizeof(h->latency_mode), "%s", mode);
+	snprintf(h->latency_why, sizeof(h->latency_why), "%s", why);
 }
 
 void mm_host_waits(struct mm_host *h, const char *name, const struct mm_lock_wait *w)
@@ -848,6 +862,8 @@ static struct mm_snapshot *build(struct mm_host *h, uint64_t now_ms, bool closin
 		memcpy(sc->source_note, h->slots[c].source_note, sizeof(sc->source_note));
 	}
 	split_status(h, s);
+	snprintf(s->latency.mode, sizeof(s->latency.mode), "%s", h->latency_mode);
+	snprintf(s->latency.why, sizeof(s->latency.why), "%s", h->latency_why);
 	s->windows_stored = h->windows_stored;
 	s->store_errors = h->store_errors;
 	s->procs_tracked = mm_proctable_count(h->procs);

@@ -87,6 +87,10 @@ void mm_host_stream_opened(struct mm_host *h, unsigned stream, uint64_t sample_t
  * ignored. */
 void mm_host_set_source(struct mm_host *h, const char *name, const char *source, const char *note);
 
+/* What /api/v1/status says of fault latency: @mode "sampled", "partial" or "off", and why. Set
+ * from the configuration by mm_host_new(), then by the BPF source that samples it. */
+void mm_host_set_latency(struct mm_host *h, const char *mode, const char *why);
+
 /* For an in-kernel source feeding collector @name (one with a waits hook, set to that source with
  * mm_host_set_source): hands it @w, into the open window (the closing one during its closing
  * tick). Ignored when the collector is not running or not fed. */

@@ -124,6 +124,13 @@ struct mm_snapshot {
 		char why[256];
 	} split;
 
+	/* Fault latency (config fault_latency): "sampled", "partial" (some CPUs' completion
+	 * events missing) or "off"; why. */
+	struct {
+		char mode[16];
+		char why[256];
+	} latency;
+
 	uint64_t windows_stored; /* windows committed to SQLite since start */
 	uint64_t store_errors;	 /* windows that failed to store */
 	uint64_t procs_tracked;	 /* processes in the table now */

@@ -568,9 +568,10 @@ async function viewProcess(v, id) {
 		if (running("totals")) stats.append(stat("faults in the open window", "pending", "pending", "arrive when the window closes"));
 		if (running("fallbacks")) stats.append(stat("fallbacks so far in the open window", fmtNum(live.window.fallback_locks)));
 	}
-	/* Fault latency: the BPF source's histograms, live since mmlockd started (not stored), a
-	 * sample of 1 in 8 completed faults; by outcome when the faults collector runs there. */
-	const latTitle = "upper bounds of log2 buckets; a sample of 1 in 8 completed faults";
+	/* Fault latency (--fault-latency on): the BPF source's histograms, live since mmlockd
+	 * started (not stored), a sample of 1 in 32 completed faults; by outcome when the faults
+	 * collector runs there. */
+	const latTitle = "upper bounds of log2 buckets; a sample of 1 in 32 completed faults (--fault-latency on)";
 	const lt = live ? live.total : null;
 	const byOutcome = lt ? OUTCOMES.filter((o) => lt["fault_ns_outcome_" + o + "_p50"]) : [];
 	if (byOutcome.length) {

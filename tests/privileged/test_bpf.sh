@@ -106,6 +106,10 @@ for c in doc.get("collectors", []):
 else:
     print("absent |")
 EOF
+latency_mode() { # STATUS_JSON: /api/v1/status's fault_latency mode
+	python3 -c 'import json, sys
+print(json.load(open(sys.argv[1])).get("fault_latency", {}).get("mode", "absent"))' "$1"
+}
 
 # --- can BPF load here? ---------------------------------------------------------------------
 DB=$TMP/probe.db
@@ -116,6 +120,12 @@ if [ "$src" != bpf ]; then
 	stop_process "$DAEMON_PID" TERM
 	DAEMON_PID=
 	skip "the BPF source does not run here: ${why:-no BPF in this build}"
+fi
+# Fault latency is opt-in (fault_latency = on): its completion events cost every fault.
+if [ "$(latency_mode "$TMP/status.json")" = off ]; then
+	pass "fault latency off by default (no completion events open)"
+else
+	fail "fault latency by default: $(latency_mode "$TMP/status.json"), off wanted"
 fi
 sigterm_mmlockd
 
@@ -216,7 +226,7 @@ run_pair() {
 	PAIR=$((${PAIR:-0} + 1))
 	rm -f "$TMP"/perf.db* "$TMP"/bpf.db*
 	start_daemon perf --collectors "$1" --source perf --ring-pages 1024
-	start_daemon bpf --collectors "$2" --source bpf
+	start_daemon bpf --collectors "$2" --source bpf --fault-latency on
 	grep -q "BPF source: counting" "$TMP/bpf.log" ||
 		fatal "the bpf daemon does not say it counts in the kernel"
 	read -r src _ < <(python3 "$TMP/status.py" "$TMP/perf.status.json" mmaplock)
@@ -284,6 +294,11 @@ if [ "$src" = bpf ]; then
 	pass "the faults collector runs on the bpf source ($note)"
 else
 	fail "the faults collector runs on '$src' in the bpf daemon: $note"
+fi
+if [ "$(latency_mode "$TMP/bpf.status.json")" = sampled ]; then
+	pass "--fault-latency on: fault latency sampled"
+else
+	fail "--fault-latency on: fault latency $(latency_mode "$TMP/bpf.status.json"), sampled wanted"
 fi
 # The perf fallbacks collector with the BPF programs attached: on_start shares perf's probe (a
 # classic tracepoint program), so start samples keep their site's IP, and failed attempts go by
@@ -402,8 +417,9 @@ compare_outcomes "outcome_workload file" "$FILE_PID" "$LOST"
 compare_outcomes "outcome_workload swap" "$SWAP_PID" "$LOST" swap
 
 
-# Fault latency (BPF only, page_fault_user to the completion event: 1 in 8 faults of a CPU runs
-# the completion program, and 1 in 4 faults is timed, so 1 in 32 is sampled): the live process's
+# Fault latency (BPF only, with --fault-latency on; page_fault_user to the completion event: 1 in
+# 8 faults of a CPU runs the completion program, and 1 in 4 faults is timed, so 1 in 32 is
+# sampled): the live process's
 # quantiles, which must be there and ordered, under-VMA-lock faults between 256 ns and 1 ms at the
 # median, the same faults by outcome (vma) there too; and faults that fell back slower than the
 # median of those that did not, when fault_workload's map thread made enough of them for a sample

@@ -673,6 +673,26 @@ static void test_source_accepts_auto_bpf_perf_only(void)
 	CHECK(rejects("source", "perf,bpf"));
 }
 
+static void test_fault_latency_is_off_by_default_and_on_or_off_only(void)
+{
+	struct mm_config c;
+	enum mm_command cmd;
+	mm_config_defaults(&c);
+	CHECK(!c.fault_latency);
+	CHECK(set1(&c, "fault_latency", "on") == 0);
+	CHECK(c.fault_latency);
+	CHECK(set1(&c, "fault-latency", "off") == 0);
+	CHECK(!c.fault_latency);
+	CHECK(rejects("fault_latency", ""));
+	CHECK(rejects("fault_latency", "1"));
+	CHECK(rejects("fault_latency", "yes"));
+	CHECK(FROM_ARGS(&c, &cmd, "--fault-latency", "on") == 0);
+	CHECK(c.fault_latency);
+	CHECK(FROM_ARGS(&c, &cmd, "--fault-latency", "sometimes") == -EINVAL);
+	CHECK_CONTAINS(err, "--fault-latency");
+	CHECK_CONTAINS(err, "expected on or off");
+}
+
 static void test_flags_override_file_whatever_their_order(void)
 {
 	struct mm_config c;
@@ -941,6 +961,7 @@ int main(void)
 	RUN(test_load_missing_file_and_directory_return_errno);
 	RUN(test_flags_set_every_key);
 	RUN(test_flags_override_file_whatever_their_order);
+	RUN(test_fault_latency_is_off_by_default_and_on_or_off_only);
 	RUN(test_from_args_can_run_repeatedly);
 	RUN(test_config_flag_with_missing_file_is_error);
 	RUN(test_bad_file_or_flag_value_fails_from_args_with_reason);
