@@ -144,33 +144,38 @@ const volatile __u64 reject_for_test = 0;
  * written on every fault was ~5% of on_fault's time, session 15). */
 #define NCLOSES (MM_BPF_WIN_LEFT - MM_BPF_WIN_COMPLETED + 1)
 
+/* The fields a fault touches (on_fault, the window's close) come first, together, and acc's
+ * fault counters start acc (counters.h), right after them: a page fault reads and writes three
+ * or four cache lines of the thread's storage, not six spread over its ~3 KiB. */
 struct thread {
 	struct mm_bpf_key key;	  /* the process's, read when the storage was made */
-	__u64 flushed_ns;	  /* when acc was last flushed */
-	__u8 dirty;		  /* DIRTY_* groups of acc with counts */
-	__u64 fault_start_ns;	  /* page_fault_user of a fault not completed yet, else 0 */
 	__u64 fault_ip, fault_sp; /* an open window's user registers (the exception frame) */
-	__u64 fault_gprs;	  /* and a fold of the others (gprs_of()) */
+	__u64 fault_address;	  /* and its fault's address (special_mapping() at a fallback) */
+	__u64 fault_start_ns;	  /* page_fault_user of a fault not completed yet, else 0 */
+	__u64 rnd;		  /* timed(): a linear congruential generator's state */
+	struct mm_bpf_window win; /* the faults collector's evidence of the open fault */
+	__u32 win_gen;		  /* split_gen when the window opened */
+	__u32 closed[NCLOSES];	  /* windows closed, by MM_BPF_WIN_* reason, since the last flush */
+	__u8 dirty;		  /* DIRTY_* groups of acc with counts */
 	__u8 fault_fellback;	  /* that fault fell back to mmap_lock */
+	__u8 nadded;		  /* pages of added[] */
+	__u64 flushed_ns;	  /* when acc was last flushed */
+	struct mm_bpf_counts acc; /* counted since the last flush */
+	__u64 fault_gprs;	  /* a fold of the open window's other registers (gprs_of()) */
 	__u64 wait_start_ns;	  /* mmap_lock_start_locking, while waiting */
 	__u64 wait_mm;
-	__u8 waiting;	       /* between start_locking and acquire_returned */
-	__u8 contended;	       /* a sleeping rwsem contention in that wait */
-	__u8 at_site;	       /* the pending read start is lock_mm_and_find_vma's */
-	__u8 fb_failed;	       /* the last attempt there failed: the next start is its retry */
-	__u8 fb_waited;	       /* the fallback in progress has counted its wait */
-	__u8 nheld;	       /* mmap_locks held for write (fork nests two) */
-	__u8 pending_site;     /* enum mm_bpf_site of the pending read start (faults collector) */
-	__u32 win_gen;	       /* split_gen when the window opened */
-	__u64 rnd;	       /* timed(): a linear congruential generator's state */
-	__u32 closed[NCLOSES]; /* windows closed, by MM_BPF_WIN_* reason, since the last flush */
-	__u8 helper_starts;    /* start_site()'s shortcuts taken: per thread, no shared counter */
-	__u8 stack_hits;       /* lock_stack()'s cached stacks: one in CHECK_EVERY is walked too */
-	__u8 nadded;	       /* pages of added[] */
+	__u8 waiting;	    /* between start_locking and acquire_returned */
+	__u8 contended;	    /* a sleeping rwsem contention in that wait */
+	__u8 at_site;	    /* the pending read start is lock_mm_and_find_vma's */
+	__u8 fb_failed;	    /* the last attempt there failed: the next start is its retry */
+	__u8 fb_waited;	    /* the fallback in progress has counted its wait */
+	__u8 nheld;	    /* mmap_locks held for write (fork nests two) */
+	__u8 pending_site;  /* enum mm_bpf_site of the pending read start (faults collector) */
+	__u8 helper_starts; /* start_site()'s shortcuts taken: per thread, no shared counter */
+	__u8 stack_hits;    /* lock_stack()'s cached stacks: one in CHECK_EVERY is walked too */
 	struct {
 		__u64 mm, since_ns;
 	} held[MM_BPF_MAX_HELD];
-	struct mm_bpf_window win; /* the faults collector's evidence of the open fault */
 	struct {
 		__u64 mapping, index;
 	} added[MM_BPF_MAX_ADDED]; /* pages added to the page cache in the window */
@@ -180,7 +185,6 @@ struct thread {
 		__u8 used;		    /* 0, LW_OPEN or LW_ENDED */
 		struct mm_bpf_lock_key key; /* the row the wait goes to, but for gen */
 	} lw[MM_BPF_LOCK_PENDING];	    /* the contention collector's open and ended waits */
-	struct mm_bpf_counts acc;	    /* counted since the last flush */
 	__u64 hmask[MM_BPF_NHISTS];	    /* buckets of each histogram of acc with counts */
 };
 
@@ -571,6 +575,7 @@ static __always_inline void open_window(struct thread *t, unsigned long address,
 	t->nadded = 0;
 	t->win.open = 1;
 	t->win_gen = split_gen;
+	t->fault_address = address;
 	struct task_struct *task = bpf_get_current_task_btf();
 	struct mm_struct *mm = task->mm;
 	if (!mm)
@@ -579,13 +584,20 @@ static __always_inline void open_window(struct thread *t, unsigned long address,
 	t->win.writer = t->win.seq & 1;
 	if (!t->win.seq) /* or no mm_lock_seq in this kernel: the rwsem's writer bit */
 		t->win.writer = mm->mmap_lock.count.counter & RWSEM_WRITER_LOCKED;
+}
+
+/* Whether @address lies in @mm's vDSO special mappings (outcome.h, "special"). Asked at a
+ * window's first fallback, the only time the outcome reads it: mm->context is a cache line of
+ * its own that no fault needs otherwise. */
+static __always_inline bool special_mapping(struct mm_struct *mm, __u64 address)
+{
 #if defined(__TARGET_ARCH_x86)
 	if (vdso_above) {
 		__u64 vdso = (__u64)mm->context.vdso;
-		t->win.special =
-			vdso && address + vdso_below >= vdso && address < vdso + vdso_above;
+		return vdso && address + vdso_below >= vdso && address < vdso + vdso_above;
 	}
 #endif
+	return false;
 }
 
 /* The mmap_lock tracepoints' arguments after mm. Up to 6.12 they pass the memcg path second
@@ -792,10 +804,12 @@ int on_start(struct trace_event_raw_mmap_lock *ctx)
 				close_window(t, MM_BPF_WIN_SYSCALL);
 		} else if (site == MM_BPF_SITE_FALLBACK) {
 			/* own: mm is current->mm, typed (the record's is a plain number). */
+			struct mm_struct *cur = bpf_get_current_task_btf()->mm;
+			if (!t->win.falling_back)
+				t->win.special = special_mapping(cur, t->fault_address);
 			if (write)
 				t->win.no_vma = 1; /* the stack expansion's upgrade */
-			else if (!t->win.falling_back &&
-				 lock_seq(bpf_get_current_task_btf()->mm) != t->win.seq)
+			else if (!t->win.falling_back && lock_seq(cur) != t->win.seq)
 				t->win.writer = 1;
 			t->win.falling_back = 1; /* a sleep in its wait is not an attempt */
 		} else if (!t->win.falling_back) {

@@ -40,8 +40,17 @@ struct mm_bpf_key {
 
 /* Scalars first, then the histograms (the program flushes them in these two groups). */
 struct mm_bpf_counts {
-	/* mmaplock collector */
+	/* What every fault counts first, in one cache line: the mmaplock collector's faults, */
 	__u64 faults;
+	/* the faults collector's outcomes in the order of enum mm_bpf_outcome (outcome.h), */
+	__u64 faults_vma;
+	__u64 faults_vma_retry;
+	__u64 faults_mmap_retry;
+	__u64 faults_mmap_abort;
+	__u64 faults_mmap_unknown;
+	__u64 faults_mmap_fallback;
+	__u64 faults_mmap_lock_retries;
+	/* mmaplock collector */
 	__u64 mmap_lock_read;
 	__u64 mmap_lock_write;
 	__u64 mmap_lock_trylock_fail;
@@ -52,14 +61,7 @@ struct mm_bpf_counts {
 	/* fallbacks collector */
 	__u64 fallback_locks;
 	__u64 fallback_lock_waits;
-	/* faults collector: the outcomes in the order of enum mm_bpf_outcome (outcome.h), */
-	__u64 faults_vma;
-	__u64 faults_vma_retry;
-	__u64 faults_mmap_retry;
-	__u64 faults_mmap_abort;
-	__u64 faults_mmap_unknown;
-	__u64 faults_mmap_fallback;
-	__u64 faults_mmap_lock_retries;
+	/* faults collector */
 	__u64 faults_mmap_lock_wait_ns;
 	__u64 faults_pages_reread;
 	/* and the fault paths' acquisitions (the other mmap_lock_by_* need a callchain each) */
