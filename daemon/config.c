@@ -769,7 +769,7 @@ static const char usage[] =
 	       "                          process) on the BPF source, with mmaplock or faults\n"
 	       "                          (default: off: the minor/major-faults software\n"
 	       "                          events it needs cost every fault on the machine\n"
-	       "                          ~35 ns while open, about 3% of an anonymous fault)\n"
+	       "                          up to ~40 ns while open, ~2.5% of an anonymous fault)\n"
 	       "  -h, --help              show this help and exit\n"
 	       "  -V, --version           show the version and exit\n"
 	       "\n"
