@@ -12,6 +12,7 @@
 #include "replay.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -183,17 +184,59 @@ static int read_header(struct replay *rp, const char *path, struct mm_rec_reader
 	return 0;
 }
 
+/* Whether the first @len bytes of a format (its lines before "print fmt:") are printable text
+ * (tabs and newlines aside) whose field declarations close every '[' they open before their ';'.
+ * libtraceevent 1.7 reads an array size up to its ']' and dereferences NULL at the end of the
+ * text when there is none (fuzz_replay found `__data_loc char[\x1d memcg_path;`). */
+static bool fields_well_formed(const char *format, size_t len)
+{
+	int depth = 0;
+	bool in_decl = false;
+	for (size_t i = 0; i < len; i++) {
+		unsigned char ch = (unsigned char)format[i];
+		if (ch == '\n') {
+			if (depth)
+				return false;
+			in_decl = false;
+			continue;
+		}
+		if ((ch < 0x20 && ch != '\t') || ch > 0x7e)
+			return false;
+		if (!in_decl) {
+			/* A declaration runs from "field:" to its first ';'. */
+			in_decl = i + 6 <= len && !strncmp(format + i, "field:", 6) &&
+				  (i == 0 || format[i - 1] == '\t' || format[i - 1] == '\n');
+			if (in_decl)
+				i += 5;
+			continue;
+		}
+		if (ch == '[')
+			depth++;
+		else if (ch == ']' && --depth < 0)
+			return false;
+		else if (ch == ';') {
+			if (depth)
+				return false;
+			in_decl = false;
+		}
+	}
+	return depth == 0;
+}
+
 /* Parses a recorded tracepoint format into *ret for its fields only. Collectors read fields
  * by name and never print an event, so the "print fmt:" line is replaced by an empty one:
  * libtraceevent 1.7 dereferences NULL on some malformed print arguments (fuzz_replay found
  * `__print_flags(REC->longs, ...)`, a field that does not exist), and a recording is input from
- * anywhere. Returns 0, -EINVAL when libtraceevent refuses it, or -ENOMEM. */
+ * anywhere; the fields are checked first (fields_well_formed()). Returns 0, -EINVAL when they
+ * are malformed or libtraceevent refuses them, or -ENOMEM. */
 static int parse_fields(struct tep_handle *tep, struct tep_event **ret, const char *format,
 			const char *system)
 {
 	static const char empty_print[] = "print fmt: \"\"\n";
 	const char *print = strstr(format, "\nprint fmt:");
 	size_t head = print ? (size_t)(print - format) + 1 : strlen(format);
+	if (!fields_well_formed(format, head))
+		return -EINVAL;
 	char *text = malloc(head + sizeof(empty_print));
 	if (!text)
 		return -ENOMEM;
