@@ -336,6 +336,13 @@ void mm_host_set_latency(struct mm_host *h, const char *mode, const char *why)
 	snprintf(h->latency_why, sizeof(h->latency_why), "%s", why);
 }
 
+bool mm_host_latency_sampled(const struct mm_host *h, const char **why)
+{
+	if (why)
+		*why = h->latency_why;
+	return strcmp(h->latency_mode, "off") != 0;
+}
+
 void mm_host_waits(struct mm_host *h, const char *name, const struct mm_lock_wait *w)
 {
 	for (unsigned i = 0; i < h->nslots; i++) {

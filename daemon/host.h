@@ -91,6 +91,10 @@ void mm_host_set_source(struct mm_host *h, const char *name, const char *source,
  * from the configuration by mm_host_new(), then by the BPF source that samples it. */
 void mm_host_set_latency(struct mm_host *h, const char *mode, const char *why);
 
+/* Whether fault latency is sampled (mode "sampled" or "partial"); @why (if not NULL) says why
+ * or why not. */
+bool mm_host_latency_sampled(const struct mm_host *h, const char **why);
+
 /* For an in-kernel source feeding collector @name (one with a waits hook, set to that source with
  * mm_host_set_source): hands it @w, into the open window (the closing one during its closing
  * tick). Ignored when the collector is not running or not fed. */

@@ -286,6 +286,9 @@ int mm_live_open(struct mm_live *l, const struct mm_live_hooks *hooks, mm_proc_l
 		return r;
 	if (l->bpf)
 		mm_host_set_counter_source(l->host, mm_bpfsrc_collect, l->bpf);
+	const char *latency_why;
+	if (l->cfg.fault_latency && !mm_host_latency_sampled(l->host, &latency_why))
+		log_warning("fault latency not sampled: %s", latency_why);
 	r = mm_host_wanted(l->host, open_tp, l);
 	if (r >= 0)
 		r = open_task_stream(l);

@@ -225,7 +225,7 @@ compare() {
 run_pair() {
 	PAIR=$((${PAIR:-0} + 1))
 	rm -f "$TMP"/perf.db* "$TMP"/bpf.db*
-	start_daemon perf --collectors "$1" --source perf --ring-pages 1024
+	start_daemon perf --collectors "$1" --source perf --ring-pages 1024 --fault-latency on
 	start_daemon bpf --collectors "$2" --source bpf --fault-latency on
 	grep -q "BPF source: counting" "$TMP/bpf.log" ||
 		fatal "the bpf daemon does not say it counts in the kernel"
@@ -299,6 +299,13 @@ if [ "$(latency_mode "$TMP/bpf.status.json")" = sampled ]; then
 	pass "--fault-latency on: fault latency sampled"
 else
 	fail "--fault-latency on: fault latency $(latency_mode "$TMP/bpf.status.json"), sampled wanted"
+fi
+# The perf daemon was asked for latency too, which only the BPF source samples: one line says so.
+if [ "$(latency_mode "$TMP/perf.status.json")" = off ] &&
+	grep -q "fault latency not sampled: .*needs mmaplock or faults on the BPF source" "$TMP/perf.log"; then
+	pass "--fault-latency on with --source perf: off, $(grep -m1 -o 'fault latency not sampled.*' "$TMP/perf.log")"
+else
+	fail "--fault-latency on with --source perf: $(latency_mode "$TMP/perf.status.json"), no warning line"
 fi
 # The perf fallbacks collector with the BPF programs attached: on_start shares perf's probe (a
 # classic tracepoint program), so start samples keep their site's IP, and failed attempts go by
