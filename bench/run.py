@@ -142,13 +142,14 @@ SPLIT_ARGS = {"mmlockd_nosplit": ["--split-duty", "0"], "mmlockd_split5": ["--sp
               "mmlockd_default_perf": ["--source", "perf"],
               "mmlockd_nosplit_bpf": ["--split-duty", "0", "--source", "bpf"]}
 
-# The fallbacks collector on BPF alone, as (collectors, programs not loaded, extra arguments,
-# extra environment): with some of its programs not loaded (MMLOCKD_BPF_SKIP), what each costs a
-# workload (their counts are wrong; only throughput is read from them); _nosplit: with the
-# split's bursts off (no program of theirs, no fault-completion perf events open); _keep: the
-# split's programs held attached between bursts (MMLOCKD_BPF_KEEP_ATTACHED), to tell the
-# switching's cost from theirs.
-FALLBACKS_BPF_CONFIGS = {
+# mmlockd on BPF with one thing changed, as (collectors, programs not loaded, extra arguments,
+# extra environment). The fallbacks collector alone: with some of its programs not loaded
+# (MMLOCKD_BPF_SKIP), what each costs a workload (their counts are wrong; only throughput is read
+# from them); _nosplit: with the split's bursts off (no program of theirs, no fault-completion
+# perf events open); _keep: the split's programs held attached between bursts
+# (MMLOCKD_BPF_KEEP_ATTACHED), to tell the switching's cost from theirs; _done: the bursts with
+# the fault-completion events. And all collectors with fault latency sampled (the main suite).
+BPF_CONFIGS = {
     "mmlockd_fallbacks_bpf_noswitch": ("fallbacks", ["on_switch"], [], {}),
     "mmlockd_fallbacks_bpf_nostart": ("fallbacks", ["on_start"], [], {}),
     "mmlockd_fallbacks_bpf_noacquired": ("fallbacks", ["on_acquired"], [], {}),
@@ -157,7 +158,6 @@ FALLBACKS_BPF_CONFIGS = {
     "mmlockd_fallbacks_bpf_duty10": ("fallbacks", [], ["--split-duty", "10%"], {}),
     "mmlockd_fallbacks_bpf_keep": ("fallbacks", [], [], {"MMLOCKD_BPF_KEEP_ATTACHED": "1"}),
     "mmlockd_fallbacks_bpf_done": ("fallbacks", [], ["--fault-latency", "on"], {}),
-    # Not the fallbacks collector: all of them with fault latency sampled (main suite).
     "mmlockd_all_bpf_latency": ("all", [], ["--fault-latency", "on"], {}),
 }
 
@@ -777,8 +777,8 @@ class Bench:
                                            "bpf_floor_all_latency": ["--all", "--latency"]}[config])
         if config == "mmlockd_default":
             return Mmlockd(self, config, None)
-        if config in FALLBACKS_BPF_CONFIGS:
-            coll, progs, extra, env = FALLBACKS_BPF_CONFIGS[config]
+        if config in BPF_CONFIGS:
+            coll, progs, extra, env = BPF_CONFIGS[config]
             env = dict(env)
             if progs:
                 env["MMLOCKD_BPF_SKIP"] = ",".join(progs)
