@@ -6,7 +6,9 @@
  * With --all, an empty program on every tracepoint of `mmlockd --collectors all --source bpf`,
  * for the configuration bpf_floor_all: what those hooks cost a workload by themselves; with
  * --all --latency also on the minor/major-faults software events of every CPU at the daemon's
- * sample period (its --fault-latency on), for bpf_floor_all_latency.
+ * sample period (its --fault-latency on), for bpf_floor_all_latency; with --all --storage each
+ * program also finds the thread's task storage and writes to it (floor.bpf.c), for
+ * bpf_floor_all_storage.
  * Run as root.
  */
 #include <bpf/libbpf.h>
@@ -53,9 +55,10 @@ int main(int argc, char **argv)
 {
 	bool all = argc >= 2 && !strcmp(argv[1], "--all");
 	bool latency = all && argc == 3 && !strcmp(argv[2], "--latency");
-	if (argc > 3 || (argc >= 2 && !all) || (argc == 3 && !latency)) {
-		fprintf(stderr, "usage: bench_bpf_floor [--all [--latency]] (SIGINT or SIGTERM "
-				"stops it)\n");
+	bool storage = all && argc == 3 && !strcmp(argv[2], "--storage");
+	if (argc > 3 || (argc >= 2 && !all) || (argc == 3 && !latency && !storage)) {
+		fprintf(stderr, "usage: bench_bpf_floor [--all [--latency | --storage]] (SIGINT or "
+				"SIGTERM stops it)\n");
 		return 2;
 	}
 	libbpf_set_print(quiet);
@@ -76,6 +79,7 @@ int main(int argc, char **argv)
 		if (!strncmp(bpf_program__name(prog), "all_", 4))
 			bpf_program__set_autoload(prog, all);
 	}
+	s->rodata->with_storage = storage;
 	if (mm_floor__load(s)) {
 		fprintf(stderr, "bench_bpf_floor: loading the empty programs failed: %s\n",
 			strerror(errno));

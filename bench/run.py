@@ -65,7 +65,9 @@ program's own time never included. The configuration bpf_floor_all (bench_bpf_fl
 that other part: an empty program on every hook of `--collectors all --source bpf` (its
 tracepoints), so its ratio is the throughput floor of any in-kernel design counting on those
 hooks, whatever its programs do; bpf_floor_all_latency (--all --latency) adds its
-fault-completion software events (--fault-latency on).
+fault-completion software events (--fault-latency on); bpf_floor_all_storage (--all --storage)
+has each of those programs find the thread's task storage and write one counter there: the
+floor of a design that keeps per-thread state on those hooks, as mmlockd's programs do.
 
 Per run it records the workload's throughput (rounds/s in its measured phase), the tracer's CPU
 time (/proc/PID/stat), events consumed and lost (mmlockd's /api/v1/status; perf's own counts),
@@ -167,6 +169,7 @@ LABELS = {
     "bpf_floor": "empty BPF programs (bpf_stats' floor)",
     "bpf_floor_all": "empty BPF programs on every hook of all (bpf)",
     "bpf_floor_all_latency": "empty BPF programs on every hook of all (bpf) --fault-latency on",
+    "bpf_floor_all_storage": "BPF programs on every hook of all (bpf) that only touch the thread's storage",
     "perf_stat": "perf stat -a (counting)",
     "perf_stat_bpf": "perf stat -a (counting all (bpf)'s hooks)",
     "perf_stat_mmaplock": "perf stat -a, the 3 mmap_lock tracepoints only",
@@ -770,11 +773,13 @@ class Bench:
     def tracer(self, config):
         if untraced(config):
             return Tracer(self, config)
-        if config in ("bpf_floor", "bpf_floor_all", "bpf_floor_all_latency"):
+        if config in ("bpf_floor", "bpf_floor_all", "bpf_floor_all_latency",
+                      "bpf_floor_all_storage"):
             if not self.bpf_floor:
                 raise RuntimeError(f"{config}: bench_bpf_floor was not built (no BPF toolchain)")
             return BpfFloor(self, config, {"bpf_floor": [], "bpf_floor_all": ["--all"],
-                                           "bpf_floor_all_latency": ["--all", "--latency"]}[config])
+                                           "bpf_floor_all_latency": ["--all", "--latency"],
+                                           "bpf_floor_all_storage": ["--all", "--storage"]}[config])
         if config == "mmlockd_default":
             return Mmlockd(self, config, None)
         if config in BPF_CONFIGS:
