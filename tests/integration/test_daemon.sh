@@ -294,7 +294,6 @@ need_root() {
 
 run_check() {
 	local name=$1 rc
-	# CHECKS="check_a check_b" runs only those (a flaky one in a loop, say).
 	case " ${CHECKS:-$name} " in *" $name "*) ;; *) return 0 ;; esac
 	REASON=
 	"$name"
@@ -1033,8 +1032,8 @@ print(d["taken"] if late else "early", p[0]["total"]["faults"] if p else "none")
 	done
 	case $live in
 	'' | none)
-		# What it listed instead, and what it logged: this failed once in ~50 runs (sessions 15
-		# and 16, CI) and never where it could be looked at.
+		# What it listed instead, and what it logged: this failed once (session 15, a fresh
+		# clone's CI) and never where it could be looked at.
 		REASON="the daemon did not list the exited workload (pid $wl, ended at $wend) in /api/v1/processes: $(python3 -c '
 import json, sys
 d = json.load(open(sys.argv[1]))
