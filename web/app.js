@@ -8,8 +8,14 @@
  *   /api/v1/locks      lock contention by caller for the range (`mmlockd report --locks`)
  * Range data is fetched again whenever a window closes (windows_stored grows) for the "last ..."
  * ranges. A figure whose collector is not running and that is zero over the range is not shown as
- * 0: the page says which --collectors would collect it. Text from the daemon goes through
- * textContent only (el()), never innerHTML. Tests read window.mmlockd (charts, state).
+ * 0: the page says which --collectors would collect it. Every figure is in one of three states:
+ * measured (plain), estimated (the fault split in bursts: "≈", with a 95% interval per value and
+ * the sample it came from) or unknown ("not collected" / "not sampled", with how to get it);
+ * never 0 or "exact" for unknown. The overview leads with the processes and units that fall back
+ * to mmap_lock most; charts follow, each sized to its card by a ResizeObserver. The URL holds the
+ * view and the range (#VIEW/ARGS?range=15m or ?from=T&to=T); without one the range is the last
+ * hour, or the time since mmlockd started when that is shorter. Text from the daemon goes
+ * through textContent only (el()), never innerHTML. Tests read window.mmlockd (charts, state).
  */
 "use strict";
 
@@ -29,8 +35,10 @@ const NEEDS = {
 };
 
 const state = {
-	status: null, live: null, stored: -1, range: "1h", custom: null, view: "overview",
+	status: null, live: null, stored: -1, range: "auto", custom: null, view: "overview",
 	arg: [], sort: {}, filter: "", compareB: "previous", compareCustom: null, renderId: 0,
+	latency: {}, /* the last fault latency seen per process (pid/start), kept after it exits */
+	editing: false, /* the from/to fields were typed in: refreshes leave them alone */
 };
 const charts = {};
 window.mmlockd = {charts, state};
@@ -131,11 +139,25 @@ const OUTCOMES = ["vma", "vma_retry", "mmap_retry", "mmap_abort", "mmap_unknown"
 /* GET /api/v1/series or /api/v1/top with @params and the page's counters. */
 function api(route, params) { return getJSON("api/v1/" + route + "?" + qs({...params, fields: FIELDS})); }
 
-/* The chosen range as {since, until} in unix seconds. */
+/* The chosen range as {since, until} in unix seconds. "auto" (no range chosen): the last hour,
+ * or since mmlockd started (at least 10 windows, or a minute) when it is younger than that, so a new daemon's data
+ * is not squeezed into a sliver. */
 function rangeA() {
 	if (state.range === "custom" && state.custom) return state.custom;
 	const now = Date.now() / 1000;
+	if (state.range === "auto") {
+		const st = state.status, len = PRESETS["1h"];
+		if (st && st.started && now - st.started < len)
+			return {since: Math.min(st.started - (st.interval_seconds || 0), now - Math.max(60, 10 * (st.interval_seconds || 1))), until: now};
+		return {since: now - len, until: now};
+	}
 	return {since: now - PRESETS[state.range], until: now};
+}
+
+/* Whether the "auto" range is the time since start (the daemon is younger than an hour). */
+function autoSinceStart() {
+	const st = state.status;
+	return state.range === "auto" && !!st && !!st.started && Date.now() / 1000 - st.started < PRESETS["1h"];
 }
 
 function rangeB(a) {
@@ -196,6 +218,45 @@ function shown(col, t, keys) {
 	return running(col) || keys.some(k => (t[k] || 0) > 0);
 }
 
+/* The fault split's mode now: "continuous" (exact outcomes), "bursts" (estimates) or "off". */
+function splitMode() { return state.status && state.status.split ? state.status.split.mode : "off"; }
+
+/* Whether the fallbacks' own mmap_lock wait (faults_mmap_lock_wait_ns) is collected: only with
+ * the split continuous (bursts have no exact total to scale it to), or when the range holds it. */
+function faultWaitCollected(t) { return splitMode() === "continuous" || (t.faults_mmap_lock_wait_ns || 0) > 0; }
+
+const HOW_FAULT_WAIT = "--split-duty 100%";
+
+/* The state of a row's (process, unit, range) fault split, from the counters it already has:
+ *   {kind: "exact"}      outcomes classified one by one (split continuous)
+ *   {kind: "estimated"}  split_estimated windows: shares seen in bursts applied to exact totals;
+ *                        err is the 95% bound on each outcome (the largest), seen the sample
+ *   {kind: "unknown"}    no window of it was classified (no burst caught it), or nobody classifies
+ * and notSampled: the faults of its windows that no estimate covers, so that the outcomes plus
+ * notSampled add up to its fault count. */
+function splitState(r) {
+	const outs = OUTCOMES.reduce((a, o) => a + (r["faults_" + o] || 0), 0);
+	const total = faultsOf(r);
+	if ((r.split_estimated || 0) > 0)
+		return {kind: "estimated", outs, err: r.split_err || 0, seen: r.split_faults_seen || 0,
+			windows: r.split_estimated, notSampled: Math.max(0, total - outs)};
+	if (outs > 0 && splitMode() !== "bursts") return {kind: "exact", outs, notSampled: 0};
+	return {kind: "unknown", outs: 0, notSampled: total,
+		why: {off: "not collected", bursts: "not sampled"}[splitMode()] || "none classified"};
+}
+
+/* The 95% interval of estimate @v whose bound is @err, within [0, @cap] (the exact count of its
+ * side: no outcome can exceed the faults or fallbacks it is a share of). */
+function estInterval(v, err, cap) {
+	return [Math.max(0, v - err), Math.min(cap === undefined ? Infinity : cap, v + err)];
+}
+
+/* An estimated value as text: "≈ V (lo–hi)". */
+function fmtEst(v, err, cap) {
+	const [lo, hi] = estInterval(v, err, cap);
+	return "≈ " + fmtNum(v) + " (" + fmtNum(lo) + "–" + fmtNum(hi) + ")";
+}
+
 /* What a running collector says about itself (e.g. that it cannot attribute fallbacks on this
  * kernel or next to another probe), as a note under its charts; null when it says nothing. */
 function collectorNote(name) {
@@ -226,13 +287,37 @@ function axisOpts(unit, fmt) {
 /* The width inside @box's padding, which is what a chart in it may take. */
 function contentWidth(box) {
 	const cs = getComputedStyle(box);
-	return Math.max(280, Math.floor(box.clientWidth - parseFloat(cs.paddingLeft) - parseFloat(cs.paddingRight)));
+	return Math.max(160, Math.floor(box.clientWidth - parseFloat(cs.paddingLeft) - parseFloat(cs.paddingRight)));
+}
+
+/* Every chart follows its card's width: the card's size is known only once the grid holds all
+ * its cards (and changes with the window), so a chart is resized whenever its card is. */
+const resizer = new ResizeObserver(entries => {
+	for (const e of entries) {
+		const u = e.target.uplot;
+		if (!u) continue;
+		const w = contentWidth(e.target);
+		if (Math.abs(u.width - w) >= 1) u.setSize({width: w, height: CHART_H});
+	}
+});
+const CHART_H = 220;
+
+/* The last non-null value of @arr and its index, or null. */
+function lastOf(arr) {
+	for (let i = (arr || []).length - 1; i >= 0; i--) if (arr[i] !== null && arr[i] !== undefined) return i;
+	return null;
 }
 
 /* Draws (or redraws) chart @id in @box over the range @xr ({since, until}): x = bucket end times,
- * @lines = [{label, values, color}], y values formatted by @fmt (fmtNum by default). */
+ * @lines = [{label, values, color}], y values formatted by @fmt (fmtNum by default). Until the
+ * cursor is on it, its legend shows the latest point, not dashes. */
 function drawChart(id, box, xr, title, unit, xs, lines, fmt) {
-	if (charts[id]) { charts[id].destroy(); delete charts[id]; }
+	if (charts[id]) {
+		const old = charts[id].root.parentElement;
+		if (old) { resizer.unobserve(old); old.uplot = null; }
+		charts[id].destroy();
+		delete charts[id];
+	}
 	box.replaceChildren();
 	box.classList.add("chart");
 	if (!xs.length) {
@@ -240,16 +325,26 @@ function drawChart(id, box, xr, title, unit, xs, lines, fmt) {
 		return null;
 	}
 	const colors = ["--c1", "--c2", "--c3", "--c4", "--c5", "--c6"];
+	const f = fmt || fmtNum;
+	const latest = lastOf(xs);
 	const opts = {
-		title, width: contentWidth(box), height: 220,
+		title, width: contentWidth(box), height: CHART_H,
 		scales: {x: {time: true, range: () => [xr.since, xr.until]}, y: {range: (u, min, max) => [0, max > 0 ? max * 1.08 : 1]}},
-		axes: [axisOpts("", null), axisOpts(unit, fmt || fmtNum)],
-		series: [{value: (u, v) => v === null ? "–" : fmtTime(v)}].concat(lines.map((l, i) => ({
-			label: l.label, stroke: css(l.color || colors[i % colors.length]), width: 1.5,
-			fill: lines.length === 1 ? css(l.color || colors[0]) + "22" : undefined,
-			points: {show: xs.length < 60},
-			value: (u, v) => v === null ? "–" : (fmt || fmtNum)(v) + " " + unit,
-		}))),
+		axes: [axisOpts("", null), axisOpts(unit, f)],
+		series: [{label: "Time", value: (u, v, si, idx) => idx === null || idx === undefined
+			? (latest === null ? "–" : "latest, " + fmtTime(xs[latest])) : v === null ? "–" : fmtTime(v)}]
+			.concat(lines.map((l, i) => ({
+				label: l.label, stroke: css(l.color || colors[i % colors.length]), width: 1.5,
+				fill: lines.length === 1 ? css(l.color || colors[0]) + "22" : undefined,
+				points: {show: xs.length < 60},
+				value: (u, v, si, idx) => {
+					if (idx === null || idx === undefined) {
+						const k = lastOf(l.values);
+						return k === null ? "no data" : f(l.values[k]) + " " + unit;
+					}
+					return v === null ? "–" : f(v) + " " + unit;
+				},
+			}))),
 		legend: {live: true},
 		cursor: {drag: {x: true, y: false}},
 		hooks: {setSelect: [u => {
@@ -260,15 +355,10 @@ function drawChart(id, box, xr, title, unit, xs, lines, fmt) {
 	};
 	const u = new uPlot(opts, [xs].concat(lines.map(l => l.values)), box);
 	charts[id] = u;
+	box.uplot = u;
+	resizer.observe(box);
 	return u;
 }
-
-window.addEventListener("resize", () => {
-	for (const u of Object.values(charts)) {
-		const box = u.root.parentElement;
-		if (box) u.setSize({width: contentWidth(box), height: 220});
-	}
-});
 
 const rate = (cols, k) => cols[k].map((v, i) => v === null ? null : cols.seconds[i] > 0 ? v / cols.seconds[i] : 0);
 
@@ -306,7 +396,12 @@ function seriesCharts(prefix, cols, grid, xr) {
 	} else add().append(el("h3", "Fallbacks to mmap_lock"), optIn("fallbacks"));
 
 	const split = OUTCOMES.map((o) => "faults_" + o);
-	if (shown("faults", t, split)) {
+	const ss = splitState(t);
+	if (shown("faults", t, split) && ss.kind === "unknown") {
+		const b = add();
+		b.id = prefix + "split-unknown";
+		b.append(el("h3", "Fault split: how faults completed"), notSampled(ss));
+	} else if (shown("faults", t, split)) {
 		const box = add();
 		drawChart(prefix + "split", box, xr, "Fault split: how faults completed", "faults/s", xs, [
 			{label: "VMA lock", values: rate(cols, "faults_vma"), color: "--c3"},
@@ -319,27 +414,61 @@ function seriesCharts(prefix, cols, grid, xr) {
 		if (note) box.append(note);
 	} else add().append(el("h3", "Fault split"), optIn("faults"));
 
-	if (shown("faults", t, ["faults_mmap_lock_wait_ns"]) || shown("mmaplock", t, ["mmap_lock_wait_ns"])) {
+	const fwait = running("faults") && faultWaitCollected(t);
+	if (fwait || shown("mmaplock", t, ["mmap_lock_wait_ns"])) {
 		const lines = [];
-		if (shown("faults", t, ["faults_mmap_lock_wait_ns"]))
+		if (fwait)
 			lines.push({label: "faults waiting for mmap_lock", values: rate(cols, "faults_mmap_lock_wait_ns").map(nsToMs), color: "--c4"});
 		if (shown("mmaplock", t, ["mmap_lock_wait_ns"]))
 			lines.push({label: "every mmap_lock wait", values: rate(cols, "mmap_lock_wait_ns").map(nsToMs), color: "--c5"});
 		drawChart(prefix + "wait", add(), xr, "mmap_lock wait", "ms/s", xs, lines);
+	} else if (running("faults")) {
+		add().append(el("h3", "mmap_lock wait"), unknownBox("How long fallbacks waited for mmap_lock: not collected while the " +
+			"split runs in bursts (they have no exact total to scale to).", HOW_FAULT_WAIT));
 	} else add().append(el("h3", "mmap_lock wait"), optIn("faults", "How long faults waited for mmap_lock"));
 	return boxes;
 }
 
+/* An "unknown" box: what is not known and the flag that gets it. */
+function unknownBox(text, how) {
+	const d = el("div", null, "optin");
+	d.append(el("div", text));
+	if (how) {
+		const p = el("div", "Run mmlockd with ");
+		p.append(el("code", how), document.createTextNode(" to collect it."));
+		d.append(p);
+	}
+	return d;
+}
+
+/* Why a split is unknown, as a box. */
+function notSampled(ss) {
+	if (ss.why === "not collected") return optIn("faults");
+	if (ss.why === "none classified")
+		return unknownBox("No fault of it was classified in this range: none of its faults was a user fault the split saw.");
+	return unknownBox("Not sampled: no burst of the fault split caught a fault of it in this range, so how its " +
+		fmtNum(ss.notSampled) + " faults completed is unknown (not 0).", HOW_FAULT_WAIT);
+}
+
 /* Where the fault split ran in bursts (the default) its figures are estimates: says so, with the
- * sample they come from and their error bound (README, "The split in the default"). */
+ * sample they come from, a 95% interval per outcome, and the faults no burst covered (README,
+ * "The split in the default"). */
 function splitNote(t) {
-	if (!((t.split_estimated || 0) > 0)) return null;
+	const ss = splitState(t);
+	if (ss.kind !== "estimated") return null;
 	const s = state.status && state.status.split;
 	const how = s && s.mode === "bursts" ? " (bursts of " + s.duty_permille / 10 + "% of each window)" : "";
-	return el("div", "Estimated" + how + ": the outcome shares of " + fmtNum(t.split_faults_seen || 0) +
-		" classified faults (" + fmtPct(100 * (t.split_faults_seen || 0) / Math.max(faultsOf(t), 1)) +
-		" of all) applied to the exact fault and fallback counts; 95% error bound ±" +
-		fmtNum(t.split_err || 0) + " faults on each outcome over the range.", "note");
+	const fb = t.faults_mmap_fallback || 0, vmaSide = Math.max(0, ss.outs - fb);
+	const parts = [["VMA lock", (t.faults_vma || 0), vmaSide], ["VMA lock, retried", t.faults_vma_retry || 0, vmaSide],
+		["mmap_lock retry", t.faults_mmap_retry || 0, fb], ["mmap_lock abort", t.faults_mmap_abort || 0, fb],
+		["mmap_lock (retry or abort)", t.faults_mmap_unknown || 0, fb]]
+		.filter(([, v, cap]) => v > 0 || cap > 0)
+		.map(([n, v, cap]) => n + " " + fmtEst(v, ss.err, cap));
+	const d = el("div", "Estimated" + how + " from " + fmtNum(ss.seen) + " faults classified in " + fmtNum(ss.windows) +
+		" process windows, applied to the exact fault and fallback counts. 95% intervals over the range: " +
+		parts.join("; ") + "." + (ss.notSampled > 0 ? " Not sampled (no estimate): " + fmtNum(ss.notSampled) + " faults." : ""), "note");
+	d.id = "split-note";
+	return d;
 }
 
 const nsToMs = v => v === null ? null : v / 1e6;
@@ -408,19 +537,42 @@ function figureCols(t) {
 		if (tot) cols.push({key: "majflt", label: "Major", num: true, get: r => r.majflt, fmt: fmtNum});
 	}
 	if (shown("fallbacks", t, ["fallback_locks"])) {
-		cols.push({key: "fallbacks", label: "Fallbacks to mmap_lock", num: true, get: r => r.fallback_locks, fmt: fmtNum});
+		cols.push({key: "fallbacks", label: "Fallbacks", num: true, get: r => r.fallback_locks, fmt: fmtNum,
+			title: "faults that fell back to mmap_lock"});
 		cols.push({key: "share", label: "Fallback share", num: true,
 			get: r => faultsOf(r) ? 100 * r.fallback_locks / faultsOf(r) : null, fmt: fmtPct});
-		cols.push({key: "waited", label: "Fallbacks that waited", num: true, get: r => r.fallback_lock_waits, fmt: fmtNum});
+		cols.push({key: "waited", label: "Waited", num: true, get: r => r.fallback_lock_waits, fmt: fmtNum,
+			title: "fallbacks that found mmap_lock taken"});
 	}
 	if (shown("faults", t, ["faults_vma", "faults_mmap_fallback"])) {
-		cols.push({key: "vma", label: "Under VMA lock", num: true, get: r => r.faults_vma + r.faults_vma_retry, fmt: fmtNum});
-		cols.push({key: "mmapf", label: "Under mmap_lock", num: true, get: r => r.faults_mmap_fallback, fmt: fmtNum});
-		cols.push({key: "fwait", label: "Fault wait", num: true, get: r => r.faults_mmap_lock_wait_ns, fmt: fmtNs});
-		if (shown("faults", t, ["split_estimated"]) && (t.split_estimated || 0) > 0)
-			cols.push({key: "splerr", label: "Split: estimated ± (95%)", num: true,
-				get: r => r.split_estimated ? r.split_err : null,
-				fmt: v => v === null || v === undefined ? "exact" : "± " + fmtNum(v)});
+		/* The split in its three states: a count, "≈ count" (its interval in the tooltip and
+		 * the Split column) or why it is unknown; never 0 for a process no burst caught. */
+		const side = (r, v, cap) => {
+			const ss = splitState(r);
+			if (ss.kind === "unknown") return {text: ss.why, cls: "unk", tip: ss.why === "not sampled"
+				? "no burst of the fault split caught a fault of it; " + HOW_FAULT_WAIT + " classifies every fault" : ""};
+			if (ss.kind === "exact") return {text: fmtNum(v), cls: ""};
+			const [lo, hi] = estInterval(v, ss.err, cap);
+			return {text: "≈ " + fmtNum(v), cls: "est", tip: "estimate, 95% interval " + fmtNum(lo) + "–" + fmtNum(hi) +
+				", from " + fmtNum(ss.seen) + " faults classified in bursts"};
+		};
+		const vmaOf = r => (r.faults_vma || 0) + (r.faults_vma_retry || 0);
+		const splitCol = (key, label, get, cap) => ({key, label, num: true,
+			get: r => splitState(r).kind === "unknown" ? null : get(r),
+			fmt: (v, r) => side(r, v, cap(r)).text, cls: (v, r) => side(r, v, cap(r)).cls,
+			tip: (v, r) => side(r, v, cap(r)).tip});
+		cols.push(splitCol("vma", "Under VMA lock", vmaOf, r => Math.max(0, splitState(r).outs - (r.faults_mmap_fallback || 0))));
+		cols.push(splitCol("mmapf", "Under mmap_lock", r => r.faults_mmap_fallback || 0, r => r.faults_mmap_fallback || 0));
+		cols.push({key: "split", label: "Split", title: "exact; estimated: ±95% bound on each outcome, n faults classified in " +
+			"bursts, faults of windows no burst covered; or why it is unknown", get: r => splitState(r).kind, fmt: (v, r) => {
+			const ss = splitState(r);
+			if (ss.kind === "exact") return "exact";
+			if (ss.kind === "unknown") return ss.why;
+			return "±" + fmtNum(ss.err) + ", n=" + fmtNum(ss.seen) +
+				(ss.notSampled > 0 ? "; " + fmtNum(ss.notSampled) + " not sampled" : "");
+		}, cls: v => v === "unknown" ? "unk" : v === "estimated" ? "est" : ""});
+		if (faultWaitCollected(t))
+			cols.push({key: "fwait", label: "Fault wait", num: true, get: r => r.faults_mmap_lock_wait_ns, fmt: fmtNs});
 	}
 	if (shown("mmaplock", t, ["mmap_lock_waits"])) {
 		cols.push({key: "waits", label: "mmap_lock waits", num: true, get: r => r.mmap_lock_waits, fmt: fmtNum});
@@ -458,37 +610,127 @@ function openWindowStats(box, live) {
 		box.append(stat("fallbacks so far in the open window (" + fmtDuration(open) + ")", fmtNum(w.fallback_locks)));
 }
 
+/* How the fallbacks of row @r split into retries (an attempt under the VMA lock first) and
+ * aborts (straight to mmap_lock), in its three states. */
+function fallbackHow(r) {
+	const ss = splitState(r);
+	if (ss.kind === "unknown") return {text: ss.why, cls: "unk"};
+	const fb = r.faults_mmap_fallback || 0;
+	if (!fb) return {text: "–", cls: "muted"};
+	const parts = [["retry", r.faults_mmap_retry || 0], ["abort", r.faults_mmap_abort || 0], ["either", r.faults_mmap_unknown || 0]]
+		.filter(([, x]) => x > 0);
+	if (ss.kind === "exact") return {text: parts.map(([n, x]) => n + " " + fmtPct(100 * x / fb)).join(" · "), cls: ""};
+	const pts = 100 * Math.min(ss.err, fb) / fb;
+	const tip = "estimated from " + fmtNum(ss.seen) + " faults classified in bursts; ± is the 95% bound on each share";
+	if (ss.seen < 30) /* a handful of faults: the shares say nothing yet */
+		return {text: "too few sampled (n=" + fmtNum(ss.seen) + ")", cls: "unk", tip: tip + " (±" + fmtPct(pts).replace(" %", " pts") + ")"};
+	return {text: "≈ " + parts.map(([n, x]) => n + " " + fmtPct(100 * x / fb)).join(" · ") + " ±" + fmtPct(pts).replace(" %", " pts"),
+		cls: "est", tip};
+}
+
+/* The answer first: which processes and units fall back to mmap_lock most over the range, how
+ * often, what share of their faults, how many of those waited, what the wait cost where it is
+ * collected, and how they fell back where that is known. */
+function leadCard(procs, units, secs) {
+	const iv = state.status ? state.status.interval_seconds : 1;
+	/* Rates are per second of the range (the windows stored in it), for processes and units
+	 * alike, so the order of the table is that of the fallbacks. */
+	const c = el("section", null, "card lead");
+	c.id = "lead";
+	const r = rangeA();
+	const rangeWords = autoSinceStart() ? "since mmlockd started (" + fmtDuration(r.until - r.since) + ")"
+		: "over " + fmtDuration(r.until - r.since);
+	if (!running("fallbacks") && !procs.some(p => p.fallback_locks > 0)) {
+		c.append(el("h2", "Fallbacks to mmap_lock " + rangeWords), optIn("fallbacks"));
+		return c;
+	}
+	const alive = () => Math.max(1, secs || iv);
+	const fb = procs.filter(p => p.fallback_locks > 0).sort((a, b) => b.fallback_locks - a.fallback_locks);
+	const ufb = units.filter(u => u.fallback_locks > 0).sort((a, b) => b.fallback_locks - a.fallback_locks);
+	c.append(el("h2", "Who falls back to mmap_lock most, " + rangeWords));
+	const answer = el("p", null, "answer");
+	answer.id = "lead-answer";
+	if (!fb.length) answer.textContent = "No process fell back to mmap_lock in this range.";
+	else {
+		const p = fb[0], f = faultsOf(p);
+		answer.append(el("b", p.comm), document.createTextNode(" (pid " + p.pid + ") falls back most: " +
+			fmtNum(p.fallback_locks / alive(p)) + " fallbacks/s, " + (f ? fmtPct(100 * p.fallback_locks / f) : "–") +
+			" of its faults took mmap_lock" + (p.fallback_locks ? ", " + fmtPct(100 * p.fallback_lock_waits / p.fallback_locks) +
+			" of those waited for it." : ".")));
+	}
+	c.append(answer);
+	const t = procCols(procs);
+	const wait = faultWaitCollected(t);
+	const howKnown = running("faults") || procs.some(p => splitState(p).kind !== "unknown");
+	const pcols = [
+		{key: "comm", label: "Process", get: p => p.comm + " (" + p.pid + ")"},
+		{key: "rate", label: "Fallbacks/s", num: true, sortDefault: true, get: p => p.fallback_locks / alive(p), fmt: fmtNum,
+			title: "its fallbacks to mmap_lock per second of the range"},
+		{key: "share", label: "Share of faults", num: true, get: p => faultsOf(p) ? 100 * p.fallback_locks / faultsOf(p) : null, fmt: fmtPct},
+		{key: "waited", label: "Waited", num: true, get: p => 100 * p.fallback_lock_waits / p.fallback_locks, fmt: fmtPct,
+			title: "share of its fallbacks that found mmap_lock taken"},
+	];
+	if (wait) pcols.push({key: "wait", label: "Wait", num: true, get: p => p.faults_mmap_lock_wait_ns / alive(p), fmt: v => fmtNs(v) + "/s"});
+	if (howKnown) pcols.push({key: "how", label: "How they fell back", get: p => fallbackHow(p).text,
+		cls: (v, p) => "how " + fallbackHow(p).cls, tip: (v, p) => fallbackHow(p).tip || ""});
+	state.sort["lead-procs"] = state.sort["lead-procs"] || {key: "rate", asc: false};
+	const wrap = el("div", null, "lead-grid");
+	const pbox = el("div");
+	pbox.append(table("lead-procs", pcols, fb.slice(0, 8), p => go("process/" + p.pid + "/" + p.start_time.toFixed(3)),
+		"no process fell back to mmap_lock in this range"));
+	const more = el("div", null, "note");
+	if (fb.length > 8) {
+		const a = el("a", "all " + fmtNum(fb.length) + " processes that fell back");
+		a.href = "#processes";
+		more.append(a, document.createTextNode(" · "));
+	}
+	more.append(document.createTextNode(wait ? "" : "Wait time of fallbacks: not collected while the fault split runs in bursts (" +
+		HOW_FAULT_WAIT + " collects it). "));
+	if (!howKnown) more.append(document.createTextNode("How they fell back: not collected (" + collectorsWith("faults") + ")."));
+	pbox.append(more);
+	const ubox = el("div");
+	ubox.append(table("lead-units", [
+		{key: "cg", label: "Unit", get: u => u.cgroup || "(unknown)", cls: () => "cg", tip: v => v},
+		{key: "rate", label: "Fallbacks/s", num: true, sortDefault: true, get: u => u.fallback_locks / Math.max(1, secs || 1), fmt: fmtNum},
+		{key: "share", label: "Share", num: true, get: u => faultsOf(u) ? 100 * u.fallback_locks / faultsOf(u) : null, fmt: fmtPct},
+	], ufb.slice(0, 5), u => go("unit/" + encodeURIComponent(u.cgroup)), "no unit fell back"));
+	wrap.append(pbox, ubox);
+	c.append(wrap);
+	return c;
+}
+
 async function viewOverview(v, id) {
 	const r = rangeA();
-	const [ser, top] = await Promise.all([
-		api("series", {since: r.since.toFixed(3), until: r.until.toFixed(3), points: SERIES_POINTS}),
-		api("top", {since: r.since.toFixed(3), until: r.until.toFixed(3), limit: 10}),
+	const q = {since: r.since.toFixed(3), until: r.until.toFixed(3)};
+	const [ser, top, units] = await Promise.all([
+		api("series", {...q, points: SERIES_POINTS}),
+		api("top", {...q, limit: 1000}),
+		api("top", {...q, limit: 1000, by: "cgroup"}),
 	]);
 	if (id !== state.renderId) return;
 	const cols = columns(ser), t = totals(cols);
 	const stats = el("div", null, "stats");
 	const secs = t.seconds || 0;
 	const f = faultsOf(t);
-	if (shown("totals", t, ["minflt", "majflt"]) || shown("mmaplock", t, ["faults"]))
-		stats.append(stat("faults/s over the range", secs ? fmtNum(f / secs) : "–", "", fmtNum(f) + " faults in " + fmtDuration(secs)));
 	if (shown("fallbacks", t, ["fallback_locks"])) {
+		stats.append(stat("fallbacks/s, all processes", secs ? fmtNum(t.fallback_locks / secs) : "–", "",
+			fmtNum(t.fallback_locks) + " fallbacks in " + fmtDuration(secs)));
 		stats.append(stat("fallback share", f ? fmtPct(100 * t.fallback_locks / f) : "–", "",
 			fmtNum(t.fallback_locks) + " faults took mmap_lock"));
 		stats.append(stat("fallbacks that waited", t.fallback_locks ? fmtPct(100 * t.fallback_lock_waits / t.fallback_locks) : "–", "",
 			fmtNum(t.fallback_lock_waits) + " found mmap_lock taken"));
 	}
+	if (shown("totals", t, ["minflt", "majflt"]) || shown("mmaplock", t, ["faults"]))
+		stats.append(stat("faults/s over the range", secs ? fmtNum(f / secs) : "–", "", fmtNum(f) + " faults in " + fmtDuration(secs)));
 	stats.append(stat("lost events", fmtNum(t.lost || 0), t.lost ? "lost" : "", "samples the kernel dropped (ring overflow) in the range"));
 	stats.append(stat("windows stored in the range", fmtNum(t.windows || 0)));
 	openWindowStats(stats, state.live);
 	const grid = el("div", null, "grid");
 	const lostBox = el("section", null, "card");
-	v.replaceChildren(stats, grid);
+	v.replaceChildren(leadCard(top.rows, units.rows, secs), stats, grid);
 	seriesCharts("ov-", cols, grid, r);
 	grid.append(lostBox);
 	drawChart("ov-lost", lostBox, r, "Lost events", "events", cols.t, [{label: "lost", values: cols.lost, color: "--c4"}]);
-	const tc = card("Busiest processes in the range");
-	tc.append(procTable("ov-procs", top.rows));
-	v.append(tc);
 }
 
 function procCols(rows) {
@@ -499,11 +741,14 @@ function procCols(rows) {
 
 function procTable(id, rows) {
 	const t = procCols(rows);
+	/* The figures first, the cgroup (long) after them, so the costs fit the screen. */
 	const cols = [
 		{key: "pid", label: "PID", num: true, get: r => r.pid},
 		{key: "comm", label: "Command", get: r => r.comm},
+	].concat(figureCols(t), [
 		{key: "cgroup", label: "cgroup", get: r => r.cgroup, cls: () => "muted cg", tip: v => v},
-	].concat(figureCols(t), [{key: "last", label: "Last seen", num: true, get: r => r.last, fmt: fmtTime}]);
+		{key: "last", label: "Last seen", num: true, get: r => r.last, fmt: fmtTime},
+	]);
 	return table(id, cols, rows, r => go("process/" + r.pid + "/" + r.start_time.toFixed(3)), "no process did anything in this range");
 }
 
@@ -570,20 +815,26 @@ async function viewProcess(v, id) {
 	}
 	/* Fault latency (--fault-latency on): the BPF source's histograms, live since mmlockd
 	 * started (not stored), a sample of 1 in 32 completed faults; by outcome when the faults
-	 * collector runs there. */
-	const latTitle = "upper bounds of log2 buckets; a sample of 1 in 32 completed faults (--fault-latency on)";
-	const lt = live ? live.total : null;
+	 * collector runs there. A quantile is known only to its log2 bucket, so it shows as the
+	 * bucket [upper/2, upper). The last values seen stay (marked so) once the process exits. */
+	const key = pid + "/" + start;
+	if (live && live.total) state.latency[key] = {at: state.live.taken, total: live.total};
+	const seen = state.latency[key];
+	const lt = seen ? seen.total : null;
+	const gone = seen && (!live || live.exited);
+	const latTitle = "the log2 bucket the quantile falls in; a sample of 1 in 32 completed faults (--fault-latency on)" +
+		(gone ? "; as last seen at " + fmtTime(seen.at) + ", before it exited" : "");
+	const bucket = ns => ns ? fmtNs(ns / 2) + "–" + fmtNs(ns) : "–";
+	const latStat = (what, p50, p99) => stats.append(stat("fault latency, " + what + ", p50 / p99 " +
+		(gone ? "until it exited" : "since start"), bucket(p50) + " / " + bucket(p99), "", latTitle));
 	const byOutcome = lt ? OUTCOMES.filter((o) => lt["fault_ns_outcome_" + o + "_p50"]) : [];
 	if (byOutcome.length) {
-		for (const o of byOutcome)
-			stats.append(stat("fault latency, " + o + ", p50 / p99 since start",
-				fmtNs(lt["fault_ns_outcome_" + o + "_p50"]) + " / " + fmtNs(lt["fault_ns_outcome_" + o + "_p99"]), "", latTitle));
+		for (const o of byOutcome) latStat(o, lt["fault_ns_outcome_" + o + "_p50"], lt["fault_ns_outcome_" + o + "_p99"]);
 	} else if (lt && (lt.fault_ns_vma_p50 || lt.fault_ns_mmap_p50)) {
-		stats.append(stat("fault latency under the VMA lock, p50 / p99 since start",
-			fmtNs(lt.fault_ns_vma_p50) + " / " + fmtNs(lt.fault_ns_vma_p99), "", latTitle));
-		if (lt.fault_ns_mmap_p50)
-			stats.append(stat("fault latency under mmap_lock, p50 / p99 since start",
-				fmtNs(lt.fault_ns_mmap_p50) + " / " + fmtNs(lt.fault_ns_mmap_p99), "", latTitle));
+		latStat("under the VMA lock", lt.fault_ns_vma_p50, lt.fault_ns_vma_p99);
+		if (lt.fault_ns_mmap_p50) latStat("under mmap_lock", lt.fault_ns_mmap_p50, lt.fault_ns_mmap_p99);
+	} else if (!live && state.status && state.status.fault_latency && state.status.fault_latency.mode !== "off") {
+		stats.append(stat("fault latency", "not kept", "muted", "fault latency is live only (not stored); this page did not see the process while it ran"));
 	}
 	const grid = el("div", null, "grid");
 	v.replaceChildren(head, stats, grid);
@@ -716,8 +967,17 @@ async function viewCompare(v, id) {
 		rows.push(["Fallbacks that waited", T => pct(T.fallback_lock_waits || 0, T.fallback_locks || 0), fmtPct, -1]);
 	}
 	if (shown("faults", both, ["faults_vma", "faults_mmap_fallback"])) {
-		rows.push(["Faults under the VMA lock", T => pct((T.faults_vma || 0) + (T.faults_vma_retry || 0), T.faults || faultsOf(T)), fmtPct, 1]);
-		rows.push(["mmap_lock wait of faults", T => per(T, "faults_mmap_lock_wait_ns"), v => fmtNs(v) + "/s", -1]);
+		/* Estimated on a side that ran the split in bursts (≈), unknown where nothing was
+		 * classified: the share of the faults the split covered, not of all. */
+		const vmaShare = T => {
+			const ss = splitState(T);
+			return ss.kind === "unknown" || !ss.outs ? null : pct((T.faults_vma || 0) + (T.faults_vma_retry || 0), ss.outs);
+		};
+		const est = splitState(A).kind === "estimated" || splitState(B).kind === "estimated";
+		rows.push([est ? "Faults under the VMA lock (≈ estimated)" : "Faults under the VMA lock", vmaShare,
+			v => (est ? "≈ " : "") + fmtPct(v), 1]);
+		if (faultWaitCollected(both))
+			rows.push(["mmap_lock wait of faults", T => per(T, "faults_mmap_lock_wait_ns"), v => fmtNs(v) + "/s", -1]);
 	}
 	if (shown("mmaplock", both, ["mmap_lock_waits"]))
 		rows.push(["mmap_lock wait, all", T => per(T, "mmap_lock_wait_ns"), v => fmtNs(v) + "/s", -1]);
@@ -740,7 +1000,7 @@ async function viewCompare(v, id) {
 			ch = (d > 0 ? "+" : "") + d.toFixed(1) + " %";
 			if (better && Math.abs(d) >= 1) cls = (d * better > 0) ? "better" : "worse";
 		}
-		tr.append(el("td", name), el("td", x === null ? "–" : fmt(x), "n"), el("td", y === null ? "–" : fmt(y), "n"), el("td", ch, "n " + cls));
+		tr.append(el("td", name), el("td", x === null ? "unknown" : fmt(x), "n"), el("td", y === null ? "unknown" : fmt(y), "n"), el("td", ch, "n " + cls));
 		body.append(tr);
 	}
 	ct.append(body);
@@ -815,7 +1075,9 @@ async function viewCollectors(v, id) {
 		{key: "gives", label: "Gives", get: r => NEEDS[r.name] || "", cls: () => "wrap"},
 		{key: "source", label: "Source", get: r => (r.source || "") + (r.source_note ? ": " + r.source_note : ""),
 			cls: () => "muted wrap"},
-		{key: "default", label: "Default", get: r => defaults.includes(r.name) ? "default" : "opt-in", cls: () => "muted"},
+		{key: "default", label: "Default", get: r => r.name === "faults" && st.split && st.split.mode === "bursts"
+			? "in bursts (" + st.split.duty_permille / 10 + "% of each window): outcome counts are estimates"
+			: defaults.includes(r.name) ? "default" : "opt-in", cls: () => "muted wrap"},
 		{key: "reason", label: "Reason", get: r => r.reason, cls: () => "muted wrap"},
 	], st.collectors || [], null, "no collectors"));
 	const e = card("Events");
@@ -844,13 +1106,47 @@ const VIEWS = {overview: viewOverview, processes: viewProcesses, process: viewPr
 
 /* ---- navigation and refresh ---- */
 
-function go(hash) { location.hash = "#" + hash; }
+/* The range as URL parameters: range=PRESET or from=T&to=T (unix seconds); "" for auto. */
+function rangeQuery() {
+	if (state.range === "custom" && state.custom)
+		return "from=" + state.custom.since.toFixed(0) + "&to=" + state.custom.until.toFixed(0);
+	return state.range === "auto" ? "" : "range=" + state.range;
+}
 
+/* Opens view @hash ("process/PID/START"), keeping the range. */
+function go(hash) {
+	const q = rangeQuery();
+	location.hash = "#" + hash + (q ? "?" + q : "");
+}
+
+/* Reads the view and, when the URL has one, the range from location.hash. */
 function parseHash() {
-	const parts = location.hash.replace(/^#/, "").split("/");
+	const [path, query] = location.hash.replace(/^#/, "").split("?");
+	const parts = path.split("/");
 	state.view = VIEWS[parts[0]] ? parts[0] : "overview";
 	state.arg = parts.slice(1).map(decodeURIComponent);
 	if (state.view === "unit" && state.arg.length > 1) state.arg = [state.arg.join("/")];
+	const p = new URLSearchParams(query || "");
+	const from = Number(p.get("from")), to = Number(p.get("to"));
+	if (PRESETS[p.get("range")]) state.range = p.get("range");
+	else if (p.get("from") && p.get("to") && to > from) {
+		state.range = "custom";
+		state.custom = {since: from, until: to};
+	}
+}
+
+/* Writes the view and the range into the URL without a new history entry (a reload or a shared
+ * link shows the same), and the from/to fields the range shown. */
+function syncLocation() {
+	const path = location.hash.replace(/^#/, "").split("?")[0] || state.view;
+	const q = rangeQuery();
+	const want = "#" + path + (q ? "?" + q : "");
+	if (location.hash !== want) history.replaceState(null, "", want);
+	if (state.range !== "custom" && !state.editing) {
+		const r = rangeA();
+		$("custom-from").value = toLocalInput(r.since);
+		$("custom-to").value = toLocalInput(r.until);
+	}
 }
 
 function banner(text, bad) {
@@ -868,9 +1164,11 @@ async function render() {
 	const tab = {process: "processes", unit: "units"}[state.view] || state.view;
 	for (const a of document.querySelectorAll("#tabs a"))
 		a.classList.toggle("active", a.dataset.view === tab);
+	const preset = state.range === "auto" && !autoSinceStart() ? "1h" : state.range;
 	for (const b of document.querySelectorAll("#ranges button[data-range]"))
-		b.classList.toggle("active", b.dataset.range === state.range);
-	$("range-text").textContent = rangeText(rangeA());
+		b.classList.toggle("active", b.dataset.range === preset);
+	$("range-text").textContent = (autoSinceStart() ? "since mmlockd started: " : "") + rangeText(rangeA());
+	syncLocation();
 	$("ranges").style.display = state.view === "collectors" ? "none" : "";
 	$("range-label").textContent = state.view === "compare" ? "range A" : "range";
 	try {
@@ -885,6 +1183,7 @@ async function render() {
 
 function setCustom(r) {
 	state.range = "custom";
+	state.editing = false;
 	state.custom = {since: r.since, until: r.until};
 	$("custom-from").value = toLocalInput(r.since);
 	$("custom-to").value = toLocalInput(r.until);
@@ -937,14 +1236,16 @@ for (const b of document.querySelectorAll("#ranges button[data-range]")) {
 			return;
 		}
 		state.range = b.dataset.range;
+		state.editing = false;
 		render();
 	});
 }
+for (const f of [$("custom-from"), $("custom-to")]) f.addEventListener("input", () => { state.editing = true; });
 window.addEventListener("hashchange", () => { parseHash(); render(); });
-{
-	const now = Date.now() / 1000;
-	$("custom-from").value = toLocalInput(now - 3600);
-	$("custom-to").value = toLocalInput(now);
-}
 parseHash();
+{
+	const r = rangeA();
+	$("custom-from").value = toLocalInput(r.since);
+	$("custom-to").value = toLocalInput(r.until);
+}
 poll();

@@ -3,7 +3,7 @@
 # (totals, fallbacks, vmstat) and its default 10-second windows, on a temporary database and a
 # free loopback port, with outcome_workload (anon mode: faults, and fallbacks to mmap_lock while
 # its writers hold the lock for write) running, plus a short run of a copy of it named
-# "<i>xss<script>". Then page.test.mjs drives Debian's chromium through playwright-core (npm,
+# "<i>xss<script>", and short runs of a copy named "shortlived". Then page.test.mjs drives Debian's chromium through playwright-core (npm,
 # scripts/deps.sh) and checks the page as a user sees it (see that file for the list).
 #
 # Usage: test_browser.sh MMLOCKD OUTCOME_WORKLOAD SOURCE_DIR
@@ -66,8 +66,18 @@ cp "$WORKLOAD" "$TMP/$XSS_NAME"
 "$TMP/$XSS_NAME" anon --rounds 300 --writer-delay-us 200 --dir "$TMP" >"$TMP/xss.out" 2>&1 ||
 	fail "the copy named $XSS_NAME did not run: $(tail -n 3 "$TMP/xss.out")"
 
+# Short-lived processes (~0.1 s, ~1,200 faults each): with the fault split in bursts (20 ms of
+# each second on the defaults) most runs are caught by no burst, the "not sampled" state.
+SHORT_NAME=shortlived
+cp "$WORKLOAD" "$TMP/$SHORT_NAME"
+for _ in $(seq 12); do
+	"$TMP/$SHORT_NAME" anon --rounds 3 --writer-delay-us 200 --dir "$TMP" >>"$TMP/short.out" 2>&1 ||
+		fail "a run of $SHORT_NAME failed: $(tail -n 3 "$TMP/short.out")"
+	sleep 0.3
+done
+
 URL="http://127.0.0.1:$PORT/" SHOTS="$SHOTS" WL_PID="$WL_PID" WL_START="$WL_START" \
-	XSS_NAME="$XSS_NAME" CHROMIUM="$CHROMIUM" NODE_PATH="$SRC/node_modules" \
+	XSS_NAME="$XSS_NAME" SHORT_NAME="$SHORT_NAME" CHROMIUM="$CHROMIUM" NODE_PATH="$SRC/node_modules" \
 	node "$(dirname "$0")/page.test.mjs" "$SRC/node_modules/playwright-core/index.mjs" \
 	2>&1 | tee "$TMP/page.out"
 rc=${PIPESTATUS[0]}
