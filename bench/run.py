@@ -1298,7 +1298,7 @@ def write_report(bench, configs, rows, churn, t_start, t_end):
     if bench.failures:
         L.append(f"\nFailed runs (retried once; not in the medians): {len(bench.failures)}; "
                  "see `failures` in the JSON.\n")
-    L.append("\nColumns: see README.md, section Benchmarks. JSON with every run: "
+    L.append("\nColumns: see docs/cost.md. JSON with every run: "
              f"`{a.suite}.json`.\n")
     with open(base + ".md", "w") as f:
         f.write("\n".join(L))
