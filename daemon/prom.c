@@ -13,6 +13,15 @@
  * (backslash, double quote, newline) and invalid UTF-8 (a comm is 16 arbitrary bytes) is replaced
  * by U+FFFD, because Prometheus rejects label values that are not UTF-8.
  *
+ * Three states: a family whose collector does not run is absent (unknown, not 0); with the fault
+ * split in bursts (split.h) the outcome counts are estimates, so they are exported under their own
+ * name, page_faults_estimated_total, with outcome="not_sampled" for the faults of windows no
+ * burst covered (the outcomes then add up to page_faults_accounted_total), and the families bursts
+ * cannot estimate (mmap_lock_acquisitions_by_source_total, page_fault_mmap_lock_wait_seconds_total,
+ * page_fault_pages_reread_total, page_fault_mmap_lock_retries_total: split.c zeroes them, having
+ * no exact total to scale them to) and page_fault_fallbacks_total (the estimate's fallback side
+ * is fault_fallback_locks_total itself) are left out rather than exported as 0.
+ *
  * The mmap_lock wait histogram is kept in log2 buckets (stats.h: bucket i counts waits in
  * [2^i, 2^(i+1)) ns). It is exported with a cumulative bucket at every second power of two from
  * 2^10 ns (~1 us) to 2^34 ns (~17 s), plus +Inf. Prometheus buckets are "<= le" while ours are
@@ -31,6 +40,7 @@
 #define PROC_PREFIX   "mmlockd_process_"
 #define CG_PREFIX     "mmlockd_cgroup_"
 #define WAIT_HIST     "mmap_lock_wait_seconds"
+#define FAULT_LAT     "page_fault_latency_seconds"
 #define LOCK_CONT     "lock_contended_total"
 #define LOCK_WAIT     "lock_wait_seconds_total"
 #define HIST_MIN_EXP  10 /* first finite bucket: 2^10 ns */
@@ -253,18 +263,63 @@ static void put_series_labels(struct mm_buf *out, const struct mm_snapshot *s, e
 		put_label(out, "cgroup", s->cgroups[k].cgroup);
 }
 
+/* Whether the fault split runs in bursts, its outcome counts estimates (snapshot.h). */
+static bool split_bursts(const struct mm_snapshot *s)
+{
+	return !strcmp(s->split.mode, "bursts");
+}
+
+/* Whether family @fam is always 0 (or redundant) with the split in bursts: see the header. */
+static bool burst_blind(const struct mm_field *fam)
+{
+	static const char *const blind[] = {
+		"mmap_lock_acquisitions_by_source_total",
+		"page_fault_mmap_lock_wait_seconds_total",
+		"page_fault_pages_reread_total",
+		"page_fault_mmap_lock_retries_total",
+		"page_fault_fallbacks_total",
+	};
+	for (size_t i = 0; i < sizeof(blind) / sizeof(blind[0]); i++)
+		if (!strcmp(fam->prom, blind[i]))
+			return true;
+	return false;
+}
+
+#define OUTCOMES_FAMILY	 "page_faults_total"
+#define ESTIMATED_FAMILY "page_faults_estimated_total"
+#define ESTIMATED_HELP                                                                             \
+	"Estimated user page faults by how they were handled (the fault split in bursts): the "    \
+	"outcome shares classified in bursts applied to the exact fault and fallback counts; "     \
+	"outcome=\"not_sampled\" counts the faults of windows no burst covered, so the outcomes "  \
+	"add up to page_faults_accounted_total. page_fault_split_* give the sample and the error."
+
+/* Faults of @st that no estimate covers: minflt + majflt minus the five outcomes (0 if less). */
+static uint64_t not_sampled(const struct mm_proc_stats *st)
+{
+	uint64_t outs = st->faults_vma + st->faults_vma_retry + st->faults_mmap_retry +
+			st->faults_mmap_abort + st->faults_mmap_unknown;
+	uint64_t all = st->minflt + st->majflt;
+	return all > outs ? all - outs : 0;
+}
+
 /* Every family of mm_proc_fields[] whose collector runs, with @nseries series each. */
 static void put_fields(struct mm_buf *out, const struct mm_snapshot *s, const size_t *procs,
 		       size_t nseries, enum breakdown by, struct names *ns)
 {
 	char name[NAME_MAX_LEN];
 
+	bool bursts = split_bursts(s);
+
 	for (size_t i = 0; i < mm_proc_nfields; i++) {
 		const struct mm_field *fam = &mm_proc_fields[i];
-		if (!family_first(i) || !collector_running(s, fam->collector))
+		if (!family_first(i) || !collector_running(s, fam->collector) ||
+		    (bursts && burst_blind(fam)))
 			continue;
-		snprintf(name, sizeof(name), "%s%s", breakdown_prefix[by], fam->prom);
-		if (!begin_family(out, ns, name, fam->help, field_type(fam)))
+		bool estimated = bursts && !strcmp(fam->prom, OUTCOMES_FAMILY);
+		snprintf(name, sizeof(name), "%s%s", breakdown_prefix[by],
+			 estimated ? ESTIMATED_FAMILY : fam->prom);
+		if (!begin_family(out, ns, name, estimated ? ESTIMATED_HELP : fam->help,
+				  field_type(fam)))
 			continue;
 		for (size_t k = 0; k < nseries; k++) {
 			const struct mm_proc_stats *st = series_stats(s, by, procs, k);
@@ -285,6 +340,12 @@ static void put_fields(struct mm_buf *out, const struct mm_snapshot *s, const si
 				mm_buf_puts(out, " ");
 				put_field_value(out, f, mm_field_get(st, f));
 				mm_buf_puts(out, "\n");
+			}
+			if (estimated && collector_running(s, "totals")) {
+				mm_buf_printf(out, "%s{", name);
+				put_series_labels(out, s, by, procs, k);
+				mm_buf_printf(out, "%soutcome=\"not_sampled\"} %" PRIu64 "\n",
+					      by != BY_NONE ? "," : "", not_sampled(st));
 			}
 		}
 	}
@@ -315,11 +376,31 @@ static const struct mm_field *wait_ns_field(void)
 	return NULL;
 }
 
-static void put_hist_series(struct mm_buf *out, const char *name, const struct mm_snap_proc *p,
-			    const struct mm_proc_stats *st)
+/* Labels of a histogram series: the process's (or none) and @extra ("key=\"value\"", or NULL),
+ * each followed by a comma when @trailing (the le label comes next). Returns whether any. */
+static bool put_hist_labels(struct mm_buf *out, const struct mm_snap_proc *p, const char *extra,
+			    bool trailing)
 {
-	const struct mm_hist *h = &st->mmap_lock_wait_hist;
-	const struct mm_field *sum_f = wait_ns_field();
+	if (p) {
+		put_proc_labels(out, p);
+		if (extra || trailing)
+			mm_buf_puts(out, ",");
+	}
+	if (extra) {
+		mm_buf_puts(out, extra);
+		if (trailing)
+			mm_buf_puts(out, ",");
+	}
+	return p || extra;
+}
+
+/* The series of log2 histogram @h as a Prometheus histogram @name: labels of @p and @extra, and
+ * _sum @sum_ns. Without @has_sum no _sum is written (the log2 buckets do not give one, and a
+ * guessed sum would read as a measured one). */
+static void put_hist_series(struct mm_buf *out, const char *name, const struct mm_snap_proc *p,
+			    const char *extra, const struct mm_hist *h, bool has_sum,
+			    uint64_t sum_ns)
+{
 	uint64_t cum = 0;
 	unsigned i = 0;
 
@@ -328,10 +409,7 @@ static void put_hist_series(struct mm_buf *out, const char *name, const struct m
 		for (; i < e && i < MM_HIST_BUCKETS; i++)
 			cum += h->bucket[i];
 		mm_buf_printf(out, "%s_bucket{", name);
-		if (p) {
-			put_proc_labels(out, p);
-			mm_buf_puts(out, ",");
-		}
+		put_hist_labels(out, p, extra, true);
 		mm_buf_puts(out, "le=\"");
 		put_fixed(out, 1ull << e, 9);
 		mm_buf_printf(out, "\"} %" PRIu64 "\n", cum);
@@ -339,26 +417,41 @@ static void put_hist_series(struct mm_buf *out, const char *name, const struct m
 	for (; i < MM_HIST_BUCKETS; i++)
 		cum += h->bucket[i];
 	mm_buf_printf(out, "%s_bucket{", name);
-	if (p) {
-		put_proc_labels(out, p);
-		mm_buf_puts(out, ",");
-	}
+	put_hist_labels(out, p, extra, true);
 	mm_buf_printf(out, "le=\"+Inf\"} %" PRIu64 "\n", cum);
 
-	for (int k = 0; k < 2; k++) {
+	for (int k = has_sum ? 0 : 1; k < 2; k++) {
 		mm_buf_printf(out, "%s_%s", name, k ? "count" : "sum");
-		if (p) {
+		if (p || extra) {
 			mm_buf_puts(out, "{");
-			put_proc_labels(out, p);
+			put_hist_labels(out, p, extra, false);
 			mm_buf_puts(out, "}");
 		}
 		mm_buf_puts(out, " ");
 		if (k)
 			mm_buf_printf(out, "%" PRIu64, cum);
 		else
-			put_fixed(out, sum_f ? mm_field_get(st, sum_f) : 0, 9);
+			put_fixed(out, sum_ns, 9);
 		mm_buf_puts(out, "\n");
 	}
+}
+
+/* Fault latency (--fault-latency on, BPF source), machine-wide: page_fault_user to the fault's
+ * completion, a sample of completed faults, by whether the fault fell back to mmap_lock. Absent
+ * while it is not sampled. */
+static void put_fault_latency(struct mm_buf *out, const struct mm_snapshot *s, struct names *ns)
+{
+	const char *name = PREFIX FAULT_LAT;
+	if (!strcmp(s->latency.mode, "off") || !s->latency.mode[0] ||
+	    !begin_family(out, ns, name,
+			  "Latency of sampled user page faults (page_fault_user to completion, "
+			  "--fault-latency on), by whether they fell back to mmap_lock (path). "
+			  "From log2 buckets, so no _sum.",
+			  "histogram"))
+		return;
+	put_hist_series(out, name, NULL, "path=\"vma\"", &s->all_total.fault_ns_vma_hist, false, 0);
+	put_hist_series(out, name, NULL, "path=\"mmap_lock\"", &s->all_total.fault_ns_mmap_hist,
+			false, 0);
 }
 
 static void put_hists(struct mm_buf *out, const struct mm_snapshot *s, const size_t *procs,
@@ -374,11 +467,14 @@ static void put_hists(struct mm_buf *out, const struct mm_snapshot *s, const siz
 			  "histogram"))
 		return;
 	if (!per_process) {
-		put_hist_series(out, name, NULL, &s->all_total);
+		put_hist_series(out, name, NULL, NULL, &s->all_total.mmap_lock_wait_hist, true,
+				mm_field_get(&s->all_total, sum_f));
 		return;
 	}
 	for (size_t k = 0; k < nprocs; k++)
-		put_hist_series(out, name, &s->procs[procs[k]], &s->procs[procs[k]].total);
+		put_hist_series(out, name, &s->procs[procs[k]], NULL,
+				&s->procs[procs[k]].total.mmap_lock_wait_hist, true,
+				mm_field_get(&s->procs[procs[k]].total, sum_f));
 }
 
 static void put_events(struct mm_buf *out, const struct mm_snapshot *s, struct names *ns)
@@ -425,14 +521,18 @@ static void put_collectors(struct mm_buf *out, const struct mm_snapshot *s, stru
 	name = PREFIX "collector_source";
 	if (!begin_family(out, ns, name,
 			  "What feeds each collector (perf rings, bpf in-kernel counters, procfs); "
-			  "why_not_bpf says why BPF is not used. Always 1.",
+			  "why_not_bpf says why BPF is not used, empty where it is (or where BPF "
+			  "has nothing to offer, procfs). Always 1.",
 			  "gauge"))
 		return;
 	for (size_t i = 0; i < s->ncollectors; i++) {
 		const struct mm_snap_collector *c = &s->collectors[i];
+		/* A collector on BPF may carry a note about what that source lacks: it is not
+		 * a reason for not using BPF (GET /api/v1/status has it as source_note). */
+		bool on_bpf = !strcmp(c->source, "bpf") || !strcmp(c->source, "procfs");
 		put_series(out, name,
 			   (const char *[]){"collector", c->name, "source", c->source,
-					    "why_not_bpf", c->source_note, NULL});
+					    "why_not_bpf", on_bpf ? "" : c->source_note, NULL});
 		mm_buf_puts(out, "1\n");
 	}
 }
@@ -553,7 +653,7 @@ static void reserve_fixed(struct names *ns, struct mm_buf *out)
 		PREFIX "events_total",	     PREFIX "events_lost_total",
 		PREFIX "tracepoint_up",	     PREFIX WAIT_HIST,
 		PROC_PREFIX WAIT_HIST,	     CG_PREFIX "processes",
-		PREFIX "collector_source",
+		PREFIX "collector_source",   PREFIX FAULT_LAT,
 	};
 	char name[NAME_MAX_LEN];
 
@@ -561,6 +661,9 @@ static void reserve_fixed(struct names *ns, struct mm_buf *out)
 		names_claim(ns, fixed[i], out);
 	names_claim(ns, PREFIX LOCK_CONT, out);
 	names_claim(ns, PREFIX LOCK_WAIT, out);
+	names_claim(ns, PREFIX ESTIMATED_FAMILY, out);
+	names_claim(ns, PROC_PREFIX ESTIMATED_FAMILY, out);
+	names_claim(ns, CG_PREFIX ESTIMATED_FAMILY, out);
 	for (size_t i = 0; i < mm_proc_nfields; i++) {
 		snprintf(name, sizeof(name), "%s%s", PREFIX, mm_proc_fields[i].prom);
 		names_claim(ns, name, out);
@@ -604,6 +707,7 @@ void mm_prom_format(const struct mm_snapshot *s, unsigned top_n, struct mm_buf *
 
 	put_fields(out, s, NULL, 1, BY_NONE, &written);
 	put_hists(out, s, NULL, 0, false, &written);
+	put_fault_latency(out, s, &written);
 	if (s->ncgroups) {
 		put_cgroup_processes(out, s, &written);
 		put_fields(out, s, NULL, s->ncgroups, BY_CGROUP, &written);

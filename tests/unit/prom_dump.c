@@ -6,7 +6,10 @@
  * with its own series, the others in "other").
  * promtool_check.sh pipes it to `promtool check metrics`, so the format is checked by Prometheus's
  * own parser and linter rather than by our reading of the specification.
+ * Usage: prom_dump [bursts]: with "bursts", the defaults' fault split in bursts (estimated outcome
+ * family) and fault latency sampled (its histogram family).
  */
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -26,8 +29,9 @@ static void fill(struct mm_proc_stats *st, uint64_t scale)
 			mm_hist_add(&st->mmap_lock_wait_hist, w);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+	bool bursts = argc > 1 && !strcmp(argv[1], "bursts");
 	static const char *const comms[] = {"postgres",	   "java",     "bad\"na\\me\n\xff",
 					    "kworker/0:1", "postgres", "sh"};
 	const size_t nprocs = sizeof(comms) / sizeof(comms[0]);
@@ -41,6 +45,10 @@ int main(void)
 		return 1;
 	snap_origin(s, "0.1.0", "6.12.0-test", 1700000000000, 1700000123456);
 	s->window_start_ms = 1700000120000;
+	if (bursts) {
+		strcpy(s->split.mode, "bursts");
+		strcpy(s->latency.mode, "sampled");
+	}
 	s->interval_s = 10;
 	for (size_t i = 0; i < nprocs; i++) {
 		struct mm_snap_proc *p = &s->procs[i];
@@ -53,6 +61,10 @@ int main(void)
 				 : "/system.slice/test.service");
 		fill(&p->window, nprocs - i);
 		fill(&p->total, 10 * (nprocs - i));
+		for (uint64_t ns = 700; bursts && ns < 50000000; ns = ns * 2 + 1) {
+			mm_hist_add(&p->total.fault_ns_vma_hist, ns);
+			mm_hist_add(&p->total.fault_ns_mmap_hist, 3 * ns);
+		}
 		mm_stats_add(&s->all_window, &p->window);
 		mm_stats_add(&s->all_total, &p->total);
 	}

@@ -15,17 +15,21 @@ fi
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-"$dump" >"$tmp/metrics"
-if [ ! -s "$tmp/metrics" ]; then
-	echo "prom_dump printed nothing" >&2
-	exit 1
-fi
+# Both configurations: every collector with the split continuous, and the split in bursts with
+# fault latency sampled (the estimated outcome family, the latency histogram).
+for mode in "" bursts; do
+	"$dump" $mode >"$tmp/metrics"
+	if [ ! -s "$tmp/metrics" ]; then
+		echo "prom_dump $mode printed nothing" >&2
+		exit 1
+	fi
 
-rc=0
-promtool check metrics <"$tmp/metrics" >"$tmp/report" 2>&1 || rc=$?
-if [ "$rc" -ne 0 ] || [ -s "$tmp/report" ]; then
-	echo "promtool check metrics failed (exit $rc):" >&2
-	cat "$tmp/report" >&2
-	exit 1
-fi
-echo "promtool check metrics: $(grep -c '^# TYPE' "$tmp/metrics") families, no complaints"
+	rc=0
+	promtool check metrics <"$tmp/metrics" >"$tmp/report" 2>&1 || rc=$?
+	if [ "$rc" -ne 0 ] || [ -s "$tmp/report" ]; then
+		echo "promtool check metrics failed on prom_dump $mode (exit $rc):" >&2
+		cat "$tmp/report" >&2
+		exit 1
+	fi
+	echo "promtool check metrics ${mode:-continuous}: $(grep -c '^# TYPE' "$tmp/metrics") families, no complaints"
+done

@@ -36,7 +36,8 @@ assert len(ids) == len(set(ids)), "duplicate panel ids"
 print("dashboard: %d panels, %d queries" % (len(panels), sum(len(p["targets"]) for p in panels)))
 PY
 
-"$dump" >"$tmp/metrics"
+# Both configurations' families (prom_dump bursts: the estimated outcome family).
+{ "$dump"; "$dump" bursts; } >"$tmp/metrics"
 sed -n 's/^# TYPE \([^ ]*\) .*/\1/p' "$tmp/metrics" | sort -u >"$tmp/families"
 # Metric names, not the recording rules' level:metric:operation names.
 grep -ohE '(^|[^:a-z0-9_])mmlockd_[a-z0-9_]+' "$rules" "$dash" | sed 's/^[^m]//' | sort -u >"$tmp/used"

@@ -478,8 +478,128 @@ static void test_cgroup_series_carry_the_cgroup_and_other(void)
 	mm_snapshot_unref(s);
 }
 
+/* The defaults (totals, fallbacks, vmstat, faults in bursts): the estimated outcome counts have
+ * their own family, with outcome="not_sampled" for the faults no burst covered so that the
+ * outcomes add up to page_faults_accounted_total; the families bursts cannot estimate are
+ * absent rather than 0; with the split continuous the exact family is back. */
+static void test_estimated_outcomes_have_their_own_family_and_add_up(void)
+{
+	struct mm_snapshot *s = snap(0);
+	set_collectors(s, "mmaplock,contention");
+	strcpy(s->split.mode, "bursts");
+	s->all_total.minflt = 900;
+	s->all_total.majflt = 100;
+	s->all_total.faults_vma = 600; /* estimated windows: 700 faults */
+	s->all_total.faults_mmap_abort = 100;
+	s->all_total.faults_mmap_fallback = 100;
+	s->all_total.split_estimated = 3;
+	char *t = format(s, 0);
+
+	CHECK(!strstr(t, "mmlockd_page_faults_total"));
+	CHECK_CONTAINS(t, "# TYPE mmlockd_page_faults_estimated_total counter\n");
+	CHECK_CONTAINS(t, "\nmmlockd_page_faults_estimated_total{outcome=\"vma\"} 600\n");
+	CHECK_CONTAINS(t, "\nmmlockd_page_faults_estimated_total{outcome=\"mmap_abort\"} 100\n");
+	CHECK_CONTAINS(t, "\nmmlockd_page_faults_estimated_total{outcome=\"not_sampled\"} 300\n");
+	for (const char *const *f = (const char *const[]){"mmap_lock_acquisitions_by_source_total",
+							  "page_fault_mmap_lock_wait_seconds_total",
+							  "page_fault_pages_reread_total",
+							  "page_fault_mmap_lock_retries_total",
+							  "page_fault_fallbacks_total", NULL};
+	     *f; f++)
+		CHECK(!strstr(t, *f));
+	CHECK_CONTAINS(t, "# TYPE mmlockd_page_fault_split_classified_total counter\n");
+	free(t);
+
+	strcpy(s->split.mode, "continuous");
+	t = format(s, 0);
+	CHECK(!strstr(t, "estimated_total{"));
+	CHECK_CONTAINS(t, "\nmmlockd_page_faults_total{outcome=\"vma\"} 600\n");
+	CHECK_CONTAINS(t, "# TYPE mmlockd_page_fault_mmap_lock_wait_seconds_total counter\n");
+	free(t);
+	mm_snapshot_unref(s);
+}
+
+/* why_not_bpf says why BPF is not used, nothing else: a note of a collector on BPF stays out. */
+static void test_why_not_bpf_is_empty_on_bpf(void)
+{
+	struct mm_snapshot *s = snap(0);
+	for (size_t i = 0; i < s->ncollectors; i++) {
+		struct mm_snap_collector *c = &s->collectors[i];
+		bool bpf = !strcmp(c->name, "faults");
+		strcpy(c->source, bpf ? "bpf" : "perf");
+		strcpy(c->source_note, bpf ? "callchains: 0 on this source" : "no BTF");
+	}
+	char *t = format(s, 0);
+
+	CHECK_CONTAINS(t, "{collector=\"faults\",source=\"bpf\",why_not_bpf=\"\"} 1\n");
+	CHECK_CONTAINS(t, "{collector=\"mmaplock\",source=\"perf\",why_not_bpf=\"no BTF\"} 1\n");
+	CHECK(!strstr(t, "callchains"));
+	free(t);
+	mm_snapshot_unref(s);
+}
+
+/* Fault latency, when sampled, is a histogram family by path, without a made-up _sum; absent
+ * when it is off. */
+static void test_fault_latency_is_a_histogram_when_sampled(void)
+{
+	struct mm_snapshot *s = snap(0);
+	char *t = format(s, 0);
+	CHECK(!strstr(t, "page_fault_latency_seconds"));
+	free(t);
+
+	strcpy(s->latency.mode, "sampled");
+	mm_hist_add(&s->all_total.fault_ns_vma_hist, 3000);
+	mm_hist_add(&s->all_total.fault_ns_vma_hist, 70000);
+	mm_hist_add(&s->all_total.fault_ns_mmap_hist, 5000000);
+	t = format(s, 0);
+	CHECK_CONTAINS(t, "# TYPE mmlockd_page_fault_latency_seconds histogram\n");
+	CHECK_CONTAINS(
+		t,
+		"\nmmlockd_page_fault_latency_seconds_bucket{path=\"vma\",le=\"0.000004096\"} 1\n");
+	CHECK_CONTAINS(t,
+		       "\nmmlockd_page_fault_latency_seconds_bucket{path=\"vma\",le=\"+Inf\"} 2\n");
+	CHECK_CONTAINS(t, "\nmmlockd_page_fault_latency_seconds_count{path=\"mmap_lock\"} 1\n");
+	CHECK(!strstr(t, "mmlockd_page_fault_latency_seconds_sum"));
+	free(t);
+	mm_snapshot_unref(s);
+}
+
+/* The bound docs/metrics.md states: the series of the default configuration (totals, fallbacks,
+ * vmstat, faults in bursts; top 0, cgroup_top 20) with 20 units and "other". */
+static void test_series_on_the_defaults_stay_within_the_documented_bound(void)
+{
+	struct mm_snapshot *s = snap(0);
+	set_collectors(s, "mmaplock,contention");
+	strcpy(s->split.mode, "bursts");
+	for (size_t i = 0; i < s->ncollectors; i++)
+		strcpy(s->collectors[i].source, "bpf");
+	struct mm_snap_cgroup *cg = calloc(21, sizeof(*cg));
+	for (int i = 0; i < 21; i++) {
+		snprintf(cg[i].cgroup, sizeof(cg[i].cgroup),
+			 i < 20 ? "/system.slice/u%d.service" : "other", i);
+		cg[i].other = i == 20;
+		cg[i].total.minflt = 10;
+	}
+	mm_snapshot_set_cgroups(s, cg, 21);
+	char *t = format(s, 0);
+	unsigned series = 0;
+	for (const char *p = t; *p; p = strchr(p, '\n') + 1)
+		series += *p != '#';
+	printf("# series on the defaults with 20 units (no globals, events or lock callers): %u\n",
+	       series);
+	/* 16 per unit (6 outcomes estimated, 2 accounted, 5 of the split's sample and error, 2 of
+	 * fallbacks, processes) and about 32 machine-wide. */
+	CHECK(series <= 16 * 21 + 40);
+	free(t);
+	mm_snapshot_unref(s);
+}
+
 int main(void)
 {
+	RUN(test_estimated_outcomes_have_their_own_family_and_add_up);
+	RUN(test_why_not_bpf_is_empty_on_bpf);
+	RUN(test_fault_latency_is_a_histogram_when_sampled);
+	RUN(test_series_on_the_defaults_stay_within_the_documented_bound);
 	RUN(test_shared_family_has_one_help_and_type_and_both_modes);
 	RUN(test_every_type_line_is_unique);
 	RUN(test_ns_fields_are_exported_as_exact_seconds);
