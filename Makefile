@@ -9,6 +9,9 @@
 #               the other; prints executions and findings per target. FUZZ_TARGETS="sample config"
 #               picks some; the corpus grows in build-asan/fuzz-corpus/, findings land in
 #               build-asan/fuzz-findings/.
+#   make deb    the Debian package (debian/, dh with meson): installs its build tools and
+#               Build-Depends, leaves mmlockd_VERSION_ARCH.deb here and runs lintian on it
+#               (docs/install.md)
 #   make install  meson install: binary, unit, mmlockd.conf, mmlockd(8), dashboard and rules
 #               under meson's prefix (/usr/local); DESTDIR=D stages them under D
 # Also: make build, make clean. ARGS="..." passes flags to mmlockd in `make run`.
@@ -21,7 +24,7 @@ BENCH_ARGS ?=
 FUZZ_SECONDS ?= 60
 FUZZ_TARGETS ?= sample recording config route replay
 
-.PHONY: all deps build build-asan run test clean lab bench install fuzz
+.PHONY: all deps build build-asan run test clean lab bench install fuzz deb
 
 all: build
 
@@ -62,6 +65,16 @@ lab: build
 
 install: build
 	meson install -C $(BUILD) --no-rebuild $(if $(DESTDIR),--destdir $(DESTDIR))
+
+DEB_VERSION = $(shell dpkg-parsechangelog -SVersion 2>/dev/null)
+DEB_ARCH = $(shell dpkg-architecture -qDEB_HOST_ARCH 2>/dev/null)
+deb:
+	@./scripts/deps.sh dpkg-dev debhelper lintian
+	@dpkg-checkbuilddeps 2>/dev/null || apt-get build-dep -y -q ./
+	dpkg-buildpackage -b -us -uc
+	mv ../mmlockd_$(DEB_VERSION)_$(DEB_ARCH).deb ../mmlockd-dbgsym_$(DEB_VERSION)_$(DEB_ARCH).deb \
+		../mmlockd_$(DEB_VERSION)_$(DEB_ARCH).buildinfo ../mmlockd_$(DEB_VERSION)_$(DEB_ARCH).changes .
+	lintian --fail-on error mmlockd_$(DEB_VERSION)_$(DEB_ARCH).deb
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD)

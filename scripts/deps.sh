@@ -2,6 +2,7 @@
 # Installs what building and testing mmlockd needs on Debian 12, then extracts libperf's sources
 # from Debian's linux-source-6.12 package into subprojects/libperf/linux/ (ignored by git).
 # Idempotent and quiet when everything is already there; must run as root when anything is missing.
+# Arguments are more Debian packages to install the same way (`make deb`: its packaging tools).
 set -eu
 cd "$(dirname "$0")/.."
 
@@ -26,6 +27,7 @@ PKGS="$PKGS chromium"
 # driver (playwright-core) from package-lock.json. Debian's nodejs and npm, unless a node with npm
 # is installed already (NodeSource's nodejs bundles npm and conflicts with Debian's npm package).
 command -v npm >/dev/null 2>&1 || PKGS="$PKGS nodejs npm"
+PKGS="$PKGS $*"
 
 missing=""
 for p in $PKGS; do
