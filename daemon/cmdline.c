@@ -35,6 +35,7 @@ int mm_cmd_parse(const struct mm_cmd *cmd, struct mm_config *cfg, int argc, char
 	longs[n] = (struct option){"help", no_argument, NULL, 'h'};
 	shorts[ns++] = 'h';
 	optind = 0;
+	opterr = 0; /* one line of ours below, not getopt's and then the whole usage */
 	while ((c = getopt_long(argc, argv, shorts, longs, &index)) != -1) {
 		const struct mm_cmd_opt *o = NULL;
 		int id = -1;
@@ -49,7 +50,20 @@ int mm_cmd_parse(const struct mm_cmd *cmd, struct mm_config *cfg, int argc, char
 				id = (int)i;
 			}
 		if (!o) {
-			fputs(cmd->usage, stderr);
+			const char *bad = argv[optind - 1];
+			if (optopt && optopt < 256 && bad && bad[0] == '-' && bad[1] != '-')
+				fprintf(stderr,
+					"mmlockd %s: %s '-%c'; 'mmlockd %s --help' lists them\n",
+					cmd->name,
+					strchr(shorts, optopt) ? "option needs a value"
+							       : "unknown option",
+					optopt, cmd->name);
+			else
+				fprintf(stderr,
+					"mmlockd %s: %s '%s'; 'mmlockd %s --help' lists them\n",
+					cmd->name,
+					optopt ? "option needs a value" : "unknown option",
+					bad ? bad : "?", cmd->name);
 			return -EINVAL;
 		}
 		if (o->config_key &&

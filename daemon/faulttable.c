@@ -4,6 +4,13 @@
  * Every column is one entry of cols[]: its key (sort key, CSV header, JSON key), its header in the
  * aligned table, how to print it, and the group that decides whether the data has it. Cells are
  * formatted to strings first, so widths are known before the first line is printed, as perf does.
+ * An aligned table wider than opts.width loses columns in the order of drop_order[] (the cgroup,
+ * last, is cut first) and says which; --wide (width 0) keeps all.
+ *
+ * Three states of the fault split per row: exact (classified one by one), estimated (bursts:
+ * "~N" in the table, split "estimated" in CSV and JSON, with split_err, coverage and the faults
+ * no burst covered, not_sampled, so outcomes plus not_sampled add up to faults), or not sampled
+ * (no window of it classified: "-" in the table, empty in CSV, null in JSON; never 0).
  */
 #include "faulttable.h"
 
@@ -17,7 +24,7 @@
 #include "buf.h"
 
 enum kind { K_INT, K_TEXT, K_PCT, K_MS, K_US };
-enum group { G_ID, G_ALWAYS, G_TOTALS, G_FALLBACKS, G_SPLIT, G_ESTIMATE, G_LOCK };
+enum group { G_ID, G_ALWAYS, G_TOTALS, G_FALLBACKS, G_SPLIT, G_ESTIMATE, G_FBWAIT, G_LOCK };
 enum { M_PROC = 1, M_UNIT = 2, M_BOTH = 3 };
 
 struct col {
@@ -47,7 +54,9 @@ enum {
 	C_MMAP_RETRY,
 	C_MMAP_ABORT,
 	C_MMAP_UNKNOWN,
+	C_SPLIT,
 	C_SPLIT_ERR,
+	C_NOT_SAMPLED,
 	C_COVERAGE,
 	C_FB_WAIT,
 	C_LOCK_WAITS,
@@ -75,9 +84,11 @@ static const struct col cols[C_N] = {
 			  COUNTER(faults_mmap_abort)},
 	[C_MMAP_UNKNOWN] = {"mmap_unknown", "mmap_unknown", K_INT, G_SPLIT, M_BOTH,
 			    COUNTER(faults_mmap_unknown)},
+	[C_SPLIT] = {"split", "split", K_TEXT, G_SPLIT, M_BOTH, COMPUTED},
 	[C_SPLIT_ERR] = {"split_err", "+-err", K_INT, G_ESTIMATE, M_BOTH, COUNTER(split_err)},
+	[C_NOT_SAMPLED] = {"not_sampled", "unsampled", K_INT, G_ESTIMATE, M_BOTH, COMPUTED},
 	[C_COVERAGE] = {"split_coverage_pct", "cov%", K_PCT, G_ESTIMATE, M_BOTH, COMPUTED},
-	[C_FB_WAIT] = {"fb_wait_ms", "fb wait ms", K_MS, G_SPLIT, M_BOTH, COMPUTED},
+	[C_FB_WAIT] = {"fb_wait_ms", "fb wait ms", K_MS, G_FBWAIT, M_BOTH, COMPUTED},
 	[C_LOCK_WAITS] = {"lock_waits", "lock waits", K_INT, G_LOCK, M_BOTH,
 			  COUNTER(mmap_lock_waits)},
 	[C_WAIT] = {"wait_ms", "wait ms", K_MS, G_LOCK, M_BOTH, COMPUTED},
@@ -86,26 +97,61 @@ static const struct col cols[C_N] = {
 	[C_CGROUP] = {"cgroup", "cgroup", K_TEXT, G_ID, M_BOTH, COMPUTED},
 };
 
+/* The order in which columns leave a table too wide for the terminal (the cgroup is cut first):
+ * the detail of the split and of every mmap_lock wait before what answers "who falls back". */
+static const int drop_order[] = {
+	C_AVG_WAIT,	C_WAIT,	   C_LOCK_WAITS, C_COVERAGE,   C_NOT_SAMPLED, C_VMA_RETRY,
+	C_MMAP_UNKNOWN, C_FB_WAIT, C_SPLIT_ERR,	 C_MMAP_RETRY, C_MMAP_ABORT,  C_VMA,
+	C_MAJOR,	C_CGROUP,  C_SPLIT,	 C_WAITS,
+};
+
 /* What the rows' data has, decided once over all of them (see faulttable.h). */
 struct sources {
-	bool totals, fallbacks, split, estimate, lock;
+	bool totals, fallbacks, split, estimate, fbwait, lock;
 };
+
+/* The outcome counts of @s summed: 0 for a row the split never classified. */
+static uint64_t outcomes(const struct mm_proc_stats *s)
+{
+	return s->faults_vma + s->faults_vma_retry + s->faults_mmap_retry + s->faults_mmap_abort +
+	       s->faults_mmap_unknown;
+}
 
 static struct sources find_sources(const struct mm_fault_row *rows, size_t n)
 {
-	uint64_t totals = 0, fallbacks = 0, split = 0, estimate = 0, lock = 0;
+	uint64_t totals = 0, fallbacks = 0, split = 0, estimate = 0, lock = 0, fbwait = 0,
+		 exact = 0;
 	for (size_t i = 0; i < n; i++) {
 		const struct mm_proc_stats *s = &rows[i].sum;
 		totals += s->minflt + s->majflt;
 		fallbacks += s->fallback_locks + s->fallback_lock_waits;
-		split += s->faults_vma + s->faults_vma_retry + s->faults_mmap_fallback;
+		split += outcomes(s) + s->faults_mmap_fallback;
 		lock += s->mmap_lock_read + s->mmap_lock_write + s->mmap_lock_waits;
 		estimate += s->split_estimated;
+		fbwait += s->faults_mmap_lock_wait_ns;
+		exact += !s->split_estimated && outcomes(s);
 	}
 	/* Without the faults collector the fallbacks column is the fallbacks collector's, even
-	 * when it counted none. */
-	return (struct sources){totals > 0, fallbacks > 0 || !split, split > 0, estimate > 0,
-				lock > 0};
+	 * when it counted none. The fallbacks' wait is known only where faults were classified
+	 * one by one (bursts have no exact total to scale it to). */
+	return (struct sources){totals > 0,   fallbacks > 0 || !split, split > 0,
+				estimate > 0, fbwait || exact,	       lock > 0};
+}
+
+enum split_state { S_EXACT, S_ESTIMATED, S_UNKNOWN };
+
+static enum split_state split_state(const struct mm_proc_stats *s)
+{
+	if (s->split_estimated)
+		return S_ESTIMATED;
+	return outcomes(s) ? S_EXACT : S_UNKNOWN;
+}
+
+/* Whether column @c is a figure of the split that a row whose split is unknown does not have. */
+static bool split_figure(int c)
+{
+	return (c >= C_VMA && c <= C_MMAP_UNKNOWN) || c == C_SPLIT_ERR || c == C_FB_WAIT ||
+	       c == C_COVERAGE;
 }
 
 static bool col_shown(int c, const struct sources *src, bool by_cgroup)
@@ -121,6 +167,8 @@ static bool col_shown(int c, const struct sources *src, bool by_cgroup)
 		return src->split;
 	case G_ESTIMATE:
 		return src->estimate;
+	case G_FBWAIT:
+		return src->fbwait;
 	case G_LOCK:
 		return src->lock;
 	default:
@@ -149,6 +197,13 @@ static uint64_t counter(const struct mm_fault_row *r, int c)
 	return *(const uint64_t *)((const char *)&r->sum + cols[c].off);
 }
 
+/* Faults of an estimated row's windows that no burst covered: its faults minus its outcomes. */
+static uint64_t num_not_sampled(const struct mm_proc_stats *s)
+{
+	uint64_t all = s->minflt + s->majflt, outs = outcomes(s);
+	return split_state(s) == S_EXACT || all < outs ? 0 : all - outs;
+}
+
 /* Column @c of @r as a number (text columns: 0). */
 static double num(const struct mm_fault_row *r, int c, const struct sources *src)
 {
@@ -168,10 +223,15 @@ static double num(const struct mm_fault_row *r, int c, const struct sources *src
 	case C_FB_PCT:
 		return 100.0 * ratio((double)row_fallbacks(r, src), (double)row_faults(r, src));
 	case C_COVERAGE:
-		/* Rows with exact outcomes (continuous) classified every fault. */
-		return s->split_estimated ? 100.0 * ratio((double)s->split_faults_seen,
-							  (double)(s->minflt + s->majflt))
-					  : 100.0;
+		/* Rows with exact outcomes (continuous) classified every fault, unknown ones
+		 * none. */
+		return split_state(s) == S_ESTIMATED
+			       ? 100.0 * ratio((double)s->split_faults_seen,
+					       (double)(s->minflt + s->majflt))
+		       : split_state(s) == S_EXACT ? 100.0
+						   : 0;
+	case C_NOT_SAMPLED:
+		return (double)num_not_sampled(s);
 	case C_FB_WAIT:
 		return (double)s->faults_mmap_lock_wait_ns / 1e6;
 	case C_WAIT:
@@ -194,6 +254,8 @@ static uint64_t num_int(const struct mm_fault_row *r, int c, const struct source
 		return row_fallbacks(r, src);
 	case C_PROCS:
 		return r->processes;
+	case C_NOT_SAMPLED:
+		return num_not_sampled(&r->sum);
 	default:
 		return (uint64_t)num(r, c, src);
 	}
@@ -201,12 +263,35 @@ static uint64_t num_int(const struct mm_fault_row *r, int c, const struct source
 
 static const char *text(const struct mm_fault_row *r, int c)
 {
+	static const char *const state[] = {"exact", "estimated", "not_sampled"};
+	if (c == C_SPLIT)
+		return state[split_state(&r->sum)];
 	return c == C_COMM ? r->comm : r->cgroup;
 }
 
-static void cell(char *buf, size_t len, const struct mm_fault_row *r, int c,
-		 const struct sources *src)
+/* Column @c of @r as text: "" where its split is unknown (not a 0). Percentages keep their
+ * precision in CSV and JSON (@exact): a share of 0.004% is not 0.00. */
+static void cell_as(char *buf, size_t len, const struct mm_fault_row *r, int c,
+		    const struct sources *src, bool exact)
 {
+	if (split_figure(c) && split_state(&r->sum) == S_UNKNOWN) {
+		snprintf(buf, len, "%s", "");
+		return;
+	}
+	if (c == C_NOT_SAMPLED && split_state(&r->sum) != S_ESTIMATED &&
+	    split_state(&r->sum) != S_UNKNOWN) {
+		snprintf(buf, len, "0");
+		return;
+	}
+	if (cols[c].kind == K_PCT && exact) {
+		snprintf(buf, len, "%.6g", num(r, c, src));
+		return;
+	}
+	if (cols[c].kind == K_PCT) {
+		double v = num(r, c, src);
+		snprintf(buf, len, v > 0 && v < 0.005 ? "%.1g" : "%.2f", v);
+		return;
+	}
 	switch (cols[c].kind) {
 	case K_TEXT:
 		snprintf(buf, len, "%s", text(r, c));
@@ -215,8 +300,7 @@ static void cell(char *buf, size_t len, const struct mm_fault_row *r, int c,
 		snprintf(buf, len, "%" PRIu64, num_int(r, c, src));
 		break;
 	case K_PCT:
-		snprintf(buf, len, "%.2f", num(r, c, src));
-		break;
+		break; /* above */
 	case K_MS:
 		snprintf(buf, len, "%.3f", num(r, c, src));
 		break;
@@ -226,10 +310,21 @@ static void cell(char *buf, size_t len, const struct mm_fault_row *r, int c,
 	}
 }
 
+/* Column @c of @r as the aligned table prints it (CSV and JSON: cell_as(..., true)). */
+static void cell(char *buf, size_t len, const struct mm_fault_row *r, int c,
+		 const struct sources *src)
+{
+	cell_as(buf, len, r, c, src, false);
+}
+
 int mm_fault_column_find(const char *key)
 {
 	for (int c = 0; c < C_N; c++)
 		if (!strcmp(cols[c].key, key))
+			return c;
+	/* What the table's header shows ("fb%", "+-err", "fb wait ms", "procs") too. */
+	for (int c = 0; c < C_N; c++)
+		if (!strcmp(cols[c].head, key))
 			return c;
 	return -1;
 }
@@ -308,15 +403,61 @@ static void table_cell(char *buf, size_t len, const struct mm_fault_row *r, int 
 	}
 }
 
-static int print_table(FILE *out, const struct mm_fault_row *rows, size_t n, const int *shown,
-		       size_t nshown, const struct sources *src, const char *comment)
+/* The width of a line of the columns @shown with @width each, two blanks between. */
+static int line_width(const int *width, size_t nshown)
 {
-	int width[C_N] = {0};
-	char buf[CELL_LEN];
+	int w = 0;
+	for (size_t k = 0; k < nshown; k++)
+		w += width[k] + (k ? 2 : 0);
+	return w;
+}
 
+/* Leaves columns out of @shown/@width, in drop_order[], until a line fits @max (the cgroup, the
+ * last column, is cut to what is left first, down to 12 characters); their keys go to @left. */
+static size_t fit(int *shown, int *width, size_t nshown, int max, char *left, size_t leftlen)
+{
+	size_t o = 0;
+	left[0] = '\0';
+	for (size_t k = 0; k < nshown; k++) {
+		int over = line_width(width, nshown) - max;
+		if (shown[k] == C_CGROUP && over > 0 && width[k] > 12)
+			width[k] -= over < width[k] - 12 ? over : width[k] - 12;
+	}
+	for (size_t d = 0; d < sizeof(drop_order) / sizeof(drop_order[0]); d++) {
+		int over = line_width(width, nshown) - max;
+		if (over <= 0)
+			break;
+		for (size_t k = 0; k < nshown; k++) {
+			if (shown[k] != drop_order[d])
+				continue;
+			if (shown[k] == C_CGROUP && width[k] - over >= 12) {
+				width[k] -= over;
+				break;
+			}
+			o += (size_t)snprintf(left + o, o < leftlen ? leftlen - o : 0, "%s%s",
+					      o ? " " : "", cols[shown[k]].key);
+			memmove(&shown[k], &shown[k + 1], (nshown - k - 1) * sizeof(*shown));
+			memmove(&width[k], &width[k + 1], (nshown - k - 1) * sizeof(*width));
+			nshown--;
+			break;
+		}
+	}
+	return nshown;
+}
+
+static int print_table(FILE *out, const struct mm_fault_row *rows, size_t n, const int *all,
+		       size_t nall, const struct sources *src, const char *comment, unsigned max)
+{
+	int width[C_N] = {0}, shown[C_N];
+	size_t nshown = nall;
+	char buf[CELL_LEN], left[256];
+	bool unknown = false;
+
+	memcpy(shown, all, nall * sizeof(*shown));
 	for (size_t k = 0; k < nshown; k++)
 		width[k] = (int)strlen(cols[shown[k]].head);
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = 0; i < n; i++) {
+		unknown |= src->split && split_state(&rows[i].sum) == S_UNKNOWN;
 		for (size_t k = 0; k < nshown; k++) {
 			table_cell(buf, sizeof(buf), &rows[i], shown[k], src);
 			if ((int)strlen(buf) > width[k])
@@ -324,6 +465,10 @@ static int print_table(FILE *out, const struct mm_fault_row *rows, size_t n, con
 			if (width[k] < 1)
 				width[k] = 1;
 		}
+	}
+	left[0] = '\0';
+	if (max)
+		nshown = fit(shown, width, nshown, (int)max, left, sizeof(left));
 	for (const char *p = comment; p && *p;) {
 		const char *nl = strchrnul(p, '\n');
 		fprintf(out, "# %.*s\n", (int)(nl - p), p);
@@ -332,9 +477,16 @@ static int print_table(FILE *out, const struct mm_fault_row *rows, size_t n, con
 	if (src->estimate)
 		fputs("# ~: estimated from bursts of the fault split (split_duty): the shares "
 		      "classified applied to the exact\n# faults and fallbacks; +-err is the 95% "
-		      "bound on each, cov% the share of faults classified\n",
+		      "bound on each, cov% the share of faults classified,\n# unsampled the faults "
+		      "of windows no burst covered (outcomes + unsampled = faults)\n",
 		      out);
-	if (comment || src->estimate)
+	if (unknown)
+		fputs("# -: not sampled, no burst of the fault split caught a fault of it (not 0; "
+		      "--split-duty 100% classifies every fault)\n",
+		      out);
+	if (left[0])
+		fprintf(out, "# left out to fit %u columns (--wide shows them): %s\n", max, left);
+	if (comment || src->estimate || unknown || left[0])
 		fputs("#\n", out);
 	/* Numbers right-aligned; text left-aligned, the last column unpadded. */
 	for (size_t i = 0; i <= n; i++) {
@@ -347,8 +499,11 @@ static int print_table(FILE *out, const struct mm_fault_row *rows, size_t n, con
 			else
 				table_cell(buf, sizeof(buf), &rows[i - 1], c, src);
 			if (!*v)
-				v = "-"; /* an unknown cgroup, as ps prints it */
-			if (cols[c].kind == K_TEXT && last)
+				v = "-"; /* an unknown cgroup, as ps prints it; an unknown split */
+			if (cols[c].kind == K_TEXT && last && (int)strlen(v) > width[k] &&
+			    width[k] > 3) /* cut to fit: the end of a path tells it apart */
+				fprintf(out, "...%s", v + strlen(v) - (size_t)(width[k] - 3));
+			else if (cols[c].kind == K_TEXT && last)
 				fputs(v, out);
 			else if (cols[c].kind == K_TEXT)
 				fprintf(out, "%-*s", width[k], v);
@@ -385,7 +540,7 @@ static int print_csv(FILE *out, const struct mm_fault_row *rows, size_t n, const
 	fputc('\n', out);
 	for (size_t i = 0; i < n; i++) {
 		for (size_t k = 0; k < nshown; k++) {
-			cell(buf, sizeof(buf), &rows[i], shown[k], src);
+			cell_as(buf, sizeof(buf), &rows[i], shown[k], src, true);
 			if (k)
 				fputs(sep, out);
 			put_csv(out, buf, sep);
@@ -409,11 +564,11 @@ static int print_json(FILE *out, const struct mm_fault_row *rows, size_t n, cons
 			if (k)
 				mm_buf_puts(&b, ", ");
 			mm_buf_json_key(&b, cols[c].key);
-			cell(buf, sizeof(buf), &rows[i], c, src);
+			cell_as(buf, sizeof(buf), &rows[i], c, src, true);
 			if (cols[c].kind == K_TEXT)
 				mm_buf_json_str(&b, buf);
 			else
-				mm_buf_puts(&b, buf);
+				mm_buf_puts(&b, buf[0] ? buf : "null"); /* unknown, not 0 */
 		}
 		mm_buf_puts(&b, "}");
 	}
@@ -450,7 +605,7 @@ int mm_fault_print(FILE *out, struct mm_fault_row *rows, size_t n, const struct 
 		r = print_json(out, rows, n, shown, nshown, &src);
 		break;
 	default:
-		r = print_table(out, rows, n, shown, nshown, &src, comment);
+		r = print_table(out, rows, n, shown, nshown, &src, comment, opts->width);
 		break;
 	}
 	if (r < 0)

@@ -12,10 +12,14 @@
  *   fallbacks  fallback_locks (fallbacks, the default) where stored, else the faults collector's
  *              faults_mmap_fallback; fallback_pct = fallbacks / faults
  *   waits      fallback_lock_waits: fallbacks that found mmap_lock taken (fallbacks)
- *   vma .. mmap_unknown, fb_wait_ms   the fault split and the fallbacks' wait (faults collector);
- *              where the split ran in bursts (split_estimated) the table prints the outcomes
- *              as "~N" and adds split_err (the 95% bound on each, summed over windows) and
- *              split_coverage_pct (faults classified / faults; 100 where every one was)
+ *   vma .. mmap_unknown, split, fb_wait_ms   the fault split, its state (exact, estimated,
+ *              not_sampled) and the fallbacks' wait (faults collector; the wait only where
+ *              faults were classified one by one); where the split ran in bursts
+ *              (split_estimated) the table prints the outcomes as "~N" and adds split_err (the
+ *              95% bound on each, summed over windows), not_sampled (faults of windows no burst
+ *              covered: with it the outcomes add up to faults) and split_coverage_pct (faults
+ *              classified / faults; 100 where every one was, 0 where none); a row never
+ *              classified prints "-" (CSV: empty, JSON: null), never 0
  *   lock_waits, wait_ms, avg_wait_us  every mmap_lock wait of the process (mmaplock collector)
  */
 #ifndef MM_FAULTTABLE_H
@@ -52,10 +56,12 @@ struct mm_fault_opts {
 	const char *sep;	     /* for MM_FAULT_CSV */
 	int sort[MM_FAULT_SORT_MAX]; /* column indexes (mm_fault_column_find), -1 terminated */
 	size_t top;		     /* at most this many rows (0: all) */
+	unsigned width;		     /* aligned table: lines of at most this many characters,
+				      * columns left out to fit (0: every column) */
 };
 
-/* The column named @key ("faults", "fallback_pct", "pid", ...), as an index for opts.sort, or
- * -1. */
+/* The column named @key ("faults", "fallback_pct", "pid", ...) or headed so in the table ("fb%",
+ * "+-err"), as an index for opts.sort, or -1. */
 int mm_fault_column_find(const char *key);
 
 /* Parses a comma-separated list of column keys into opts->sort. Returns 0, or -EINVAL with the

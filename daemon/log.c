@@ -1,5 +1,6 @@
 /*
- * stderr logging with "<N>" syslog priority prefixes (see log.h). One fprintf per line so lines
+ * stderr logging with "<N>" syslog priority prefixes (see log.h) for journald and files; on a
+ * terminal the prefix is left out (a person reads it, not journald). One fprintf per line so lines
  * from different threads do not interleave. Messages quote what others wrote (a configuration
  * line, a request path, a process name), so every line and every reason is escaped on its way
  * out: a control byte or a byte that is not part of valid UTF-8 becomes \xNN (\t, \n, \r by
@@ -10,10 +11,12 @@
 
 #include <errno.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 static int max_level = LOG_INFO;
 
@@ -116,12 +119,24 @@ size_t mm_escape(char *dst, size_t size, const char *src)
 	return o;
 }
 
+/* Whether stderr is a terminal, decided at the first line (it does not change after start-up). */
+static bool on_terminal(void)
+{
+	static int tty = -1;
+	if (tty < 0)
+		tty = isatty(STDERR_FILENO);
+	return tty;
+}
+
 static void vlog(int prio, const char *fmt, va_list ap)
 {
 	char line[1024], safe[1024];
 	vsnprintf(line, sizeof(line), fmt, ap);
 	mm_escape(safe, sizeof(safe), line);
-	fprintf(stderr, "<%d>%s\n", prio, safe);
+	if (on_terminal())
+		fprintf(stderr, "%s\n", safe);
+	else
+		fprintf(stderr, "<%d>%s\n", prio, safe);
 }
 
 int mm_log(int prio, const char *fmt, ...)

@@ -8,6 +8,7 @@
  */
 #include <errno.h>
 #include <stdio.h>
+#include <stdint.h>
 #include <string.h>
 #include <sys/time.h>
 #include <time.h>
@@ -175,10 +176,63 @@ static const struct {
 	{"report", mm_cmd_report},
 };
 
+/* Levenshtein distance of @a and @b, for "did you mean" (names are short). */
+static size_t distance(const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = strlen(b), row[32];
+	if (la >= 31 || lb >= 31)
+		return SIZE_MAX;
+	for (size_t j = 0; j <= lb; j++)
+		row[j] = j;
+	for (size_t i = 1; i <= la; i++) {
+		size_t diag = row[0];
+		row[0] = i;
+		for (size_t j = 1; j <= lb; j++) {
+			size_t up = row[j];
+			size_t best = diag + (a[i - 1] != b[j - 1]);
+			if (up + 1 < best)
+				best = up + 1;
+			if (row[j - 1] + 1 < best)
+				best = row[j - 1] + 1;
+			row[j] = best;
+			diag = up;
+		}
+	}
+	return row[lb];
+}
+
+/* A first argument that is neither an option nor a command: one line naming the closest command
+ * (as git does), exit status 2. */
+static int unknown_command(const char *name)
+{
+	size_t best = 0, d = SIZE_MAX;
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
+		size_t x = distance(name, commands[i].name);
+		if (x < d) {
+			d = x;
+			best = i;
+		}
+	}
+	if (d <= 2)
+		fprintf(stderr,
+			"mmlockd: unknown command '%s'; did you mean 'mmlockd %s'? (the daemon "
+			"itself takes options only: mmlockd --help)\n",
+			name, commands[best].name);
+	else
+		fprintf(stderr,
+			"mmlockd: unknown command '%s'; the commands are record, replay and "
+			"report, "
+			"the daemon itself takes options only (mmlockd --help)\n",
+			name);
+	return 2;
+}
+
 int main(int argc, char **argv)
 {
 	for (size_t i = 0; argc > 1 && i < sizeof(commands) / sizeof(commands[0]); i++)
 		if (!strcmp(argv[1], commands[i].name))
 			return commands[i].fn(argc - 1, argv + 1);
+	if (argc > 1 && argv[1][0] && argv[1][0] != '-')
+		return unknown_command(argv[1]);
 	return cmd_daemon(argc, argv);
 }

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -25,6 +26,8 @@
 #include "log.h"
 #include "parse.h"
 #include "store.h"
+
+#define DEFAULT_TOP 20 /* lines of a table when --top is not given */
 
 static const char usage[] =
 	"Usage: mmlockd report [OPTIONS]                  faults per process\n"
@@ -41,15 +44,19 @@ static const char usage[] =
 	"  fallbacks, fb%         faults that fell back to mmap_lock, and their share of faults\n"
 	"                         (fallbacks collector, else the faults collector's)\n"
 	"  waits                  fallbacks that found mmap_lock taken (fallbacks)\n"
-	"  vma vma_retry mmap_retry mmap_abort mmap_unknown, fb wait ms\n"
-	"                         the outcome of each fault and the fallbacks' wait (faults)\n"
+	"  vma vma_retry mmap_retry mmap_abort mmap_unknown, split, fb wait ms\n"
+	"                         the outcome of each fault, exact, estimated (~N, from the\n"
+	"                         split's bursts, with +-err, unsampled and cov%) or not\n"
+	"                         sampled (-), and the fallbacks' wait (faults)\n"
 	"  lock waits, wait ms, avg wait us   every mmap_lock wait (mmaplock)\n"
 	"  cgroup                 the cgroup (on systemd, the unit)\n"
 	"\n"
 	"  --units          one row per cgroup instead of per process\n"
-	"  --sort KEYS      sort by these columns, comma-separated (numbers largest first):\n"
+	"  --sort KEYS      sort by these columns (their keys or headers, comma-separated;\n"
+	"                   numbers largest first):\n"
 	"                   pid processes faults major fallbacks fallback_pct waits vma\n"
-	"                   vma_retry mmap_retry mmap_abort mmap_unknown fb_wait_ms lock_waits\n"
+	"                   vma_retry mmap_retry mmap_abort mmap_unknown split split_err\n"
+	"                   not_sampled split_coverage_pct fb_wait_ms lock_waits\n"
 	"                   wait_ms avg_wait_us comm cgroup (default: faults)\n"
 	"  -x, --field-separator SEP\n"
 	"                   CSV: a header line of column keys, fields separated by SEP\n"
@@ -71,14 +78,18 @@ static const char usage[] =
 	"  --pid N          only process N\n"
 	"  --cgroup PATH    only processes in cgroup PATH and the cgroups below it\n"
 	"  --comm NAME      only processes named NAME\n"
-	"  --top N          at most N lines\n"
+	"  --top N          at most N lines (default: 20 in a table, all in CSV and JSON;\n"
+	"                   0: all)\n"
+	"  --wide           every column; otherwise a table keeps to $COLUMNS or the\n"
+	"                   terminal's width, leaving out the split's detail first\n"
 	"  --help           show this text\n"
 	"\n"
 	"T is unix seconds, 'now', a duration before now (90s, 15m, 2h, 7d) or a local time\n"
 	"'YYYY-MM-DD[ HH:MM[:SS]]'. Callers are named as by `perf lock contention --stack-skip "
 	"0`.\n";
 
-/* A "SINCE..UNTIL" range (either end may be empty) into unix seconds. */
+/* A "SINCE..UNTIL" range (either end may be empty) into unix seconds: -EINVAL when it is not
+ * one, -ERANGE when its start comes after its end. */
 static int parse_range(const char *s, double now, double *ret_since, double *ret_until)
 {
 	const char *dots = strstr(s, "..");
@@ -89,17 +100,34 @@ static int parse_range(const char *s, double now, double *ret_since, double *ret
 		return -EINVAL;
 	snprintf(since, sizeof(since), "%.*s", (int)(dots - s), s);
 	if ((since[0] && mm_parse_time(since, now, &a) < 0) ||
-	    (dots[2] && mm_parse_time(dots + 2, now, &b) < 0) || a > b)
+	    (dots[2] && mm_parse_time(dots + 2, now, &b) < 0))
 		return -EINVAL;
+	if (a > b)
+		return -ERANGE;
 	*ret_since = a;
 	*ret_until = b;
+	return 0;
+}
+
+/* The width an aligned table may take: $COLUMNS, else the terminal's when stdout is one, else 0
+ * (no limit: a pipe or a file gets every column). */
+static unsigned term_width(void)
+{
+	const char *env = getenv("COLUMNS");
+	unsigned long v;
+	struct winsize ws;
+
+	if (env && mm_parse_ulong(env, 20, 100000, &v) == 0)
+		return (unsigned)v;
+	if (isatty(STDOUT_FILENO) && ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col >= 20)
+		return ws.ws_col;
 	return 0;
 }
 
 struct args {
 	const char *db, *since, *until, *cgroup, *comm, *labels, *throughput;
 	const char *cmp[2];
-	bool locks, seed, detail, json;
+	bool locks, seed, detail, json, wide, top_given;
 	unsigned long pid, top;
 	struct mm_fault_opts fo;
 	double now, since_s, until_s;
@@ -133,21 +161,52 @@ static struct mm_fault_query query_of(const struct args *a, double since, double
 				       .group = group};
 }
 
+/* Keeps the lock rows of @rows whose process passes --comm and --cgroup: by name, and by the
+ * processes the store has in that cgroup over the range (@procs, @nprocs). Returns the count. */
+static size_t filter_locks(const struct args *a, struct mm_snap_lock *rows, size_t n,
+			   const struct mm_fault_row *procs, size_t nprocs)
+{
+	size_t o = 0;
+	for (size_t i = 0; i < n; i++) {
+		bool keep = !a->comm || !strcmp(rows[i].comm, a->comm);
+		if (keep && a->cgroup) {
+			keep = false;
+			for (size_t k = 0; k < nprocs && !keep; k++)
+				keep = procs[k].pid == rows[i].pid &&
+				       (uint64_t)(procs[k].start_time * 1000 + 0.5) ==
+					       rows[i].start_ms;
+		}
+		if (keep)
+			rows[o++] = rows[i];
+	}
+	return o;
+}
+
 static int report_locks(const struct args *a)
 {
 	struct mm_snap_lock *rows = NULL;
+	struct mm_fault_row *procs = NULL;
 	struct mm_store *st = NULL;
-	size_t n = 0;
+	size_t n = 0, nprocs = 0;
 	int r = mm_store_open_readonly(a->db, &st);
 	if (r < 0)
 		return 1; /* logged */
 	r = mm_store_locks(st, a->pid ? (int)a->pid : -1, a->since_s, a->until_s, 0, &rows, &n);
+	if (r >= 0 && a->cgroup) {
+		struct mm_fault_query q = query_of(a, a->since_s, a->until_s, MM_FAULT_BY_PROCESS);
+		r = mm_store_fault_rows(st, &q, &procs, &nprocs);
+	}
 	mm_store_close(st);
-	if (r < 0)
+	if (r < 0) {
+		free(rows);
 		return 1;
+	}
+	n = filter_locks(a, rows, n, procs, nprocs);
+	free(procs);
 	if (!n)
-		fprintf(stderr, "mmlockd report: no lock contention stored in %s for that range\n",
-			a->db);
+		fprintf(stderr,
+			"mmlockd report: no lock contention stored in %s for that range%s\n", a->db,
+			a->pid || a->cgroup || a->comm ? " and filter" : "");
 	if (a->detail) {
 		if (a->top && n > a->top)
 			n = a->top;
@@ -188,7 +247,8 @@ static int report_faults(const struct args *a)
 	describe(comment, sizeof(comment), a->db, &rg);
 	size_t len = strlen(comment);
 	if (a->top && n > a->top)
-		snprintf(comment + len, sizeof(comment) - len, "\n%zu %s, the first %lu shown", n,
+		snprintf(comment + len, sizeof(comment) - len,
+			 "\n%zu %s, the first %lu shown (--top 0 shows all)", n,
 			 a->fo.by_cgroup ? "cgroups" : "processes", a->top);
 	else
 		snprintf(comment + len, sizeof(comment) - len, "\n%zu %s", n,
@@ -328,11 +388,12 @@ static int report_option(void *ctx, int id, const char *arg)
 		}
 		break;
 	case O_TOP:
-		if (mm_parse_ulong(arg, 1, UINT32_MAX, &a->top) < 0) {
-			fprintf(stderr, "mmlockd report: bad --top '%s'\n", arg);
+		if (mm_parse_ulong(arg, 0, UINT32_MAX, &a->top) < 0) {
+			fprintf(stderr,
+				"mmlockd report: bad --top '%s' (a count of lines; 0: all)\n", arg);
 			return -EINVAL;
 		}
-		a->fo.top = a->top;
+		a->top_given = true;
 		break;
 	case O_SORT:
 		if (mm_fault_parse_sort(&a->fo, arg, err, sizeof(err)) < 0) {
@@ -364,6 +425,7 @@ static int parse_args(int argc, char **argv, struct args *a)
 		{"seed-table", 0, false, NULL, .set = &a->seed},
 		{"detail", 0, false, NULL, .set = &a->detail},
 		{"json", 0, false, NULL, .set = &a->json},
+		{"wide", 0, false, NULL, .set = &a->wide},
 		{"units", 0, false, NULL, .set = &a->fo.by_cgroup},
 		{"db", 0, true, NULL, .value = &a->db},
 		{"since", 0, true, NULL, .value = &a->since},
@@ -402,6 +464,13 @@ static int parse_args(int argc, char **argv, struct args *a)
 	}
 	if (a->json)
 		a->fo.format = MM_FAULT_JSON;
+	/* A table for a person: the first 20 lines, as wide as the terminal. CSV and JSON are
+	 * for programs: every row and column unless --top says otherwise. */
+	if (!a->top_given && a->fo.format == MM_FAULT_TABLE)
+		a->top = DEFAULT_TOP;
+	a->fo.top = a->top;
+	if (!a->wide && a->fo.format == MM_FAULT_TABLE)
+		a->fo.width = term_width();
 	if (a->locks + !!a->cmp[0] + a->fo.by_cgroup > 1) {
 		fprintf(stderr,
 			"mmlockd report: --locks, --compare and --units exclude each other\n");
@@ -435,13 +504,24 @@ static int parse_args(int argc, char **argv, struct args *a)
 	}
 	for (int k = 0; a->cmp[0] && k < 2; k++) {
 		double x, y;
+		int pr;
 		if (access(a->cmp[k], F_OK) != 0 && strstr(a->cmp[k], "..") &&
-		    parse_range(a->cmp[k], a->now, &x, &y) < 0) {
-			fprintf(stderr,
-				"mmlockd report: bad range '%s' for --compare (SINCE..UNTIL, each "
-				"a "
-				"time as for --since, either may be empty)\n",
-				a->cmp[k]);
+		    (pr = parse_range(a->cmp[k], a->now, &x, &y)) < 0) {
+			if (pr == -ERANGE)
+				fprintf(stderr,
+					"mmlockd report: bad range '%s' for --compare: it starts "
+					"after "
+					"it ends (durations count back from now, so the longer "
+					"comes "
+					"first, as in '3m..1m')\n",
+					a->cmp[k]);
+			else
+				fprintf(stderr,
+					"mmlockd report: bad range '%s' for --compare: "
+					"SINCE..UNTIL, "
+					"each a time as for --since (15m, 2h, 'YYYY-MM-DD HH:MM', "
+					"unix seconds), either may be empty\n",
+					a->cmp[k]);
 			return -EINVAL;
 		}
 	}
@@ -458,10 +538,8 @@ int mm_cmd_report(int argc, char **argv)
 	int r = parse_args(argc, argv, &a);
 	if (r > 0)
 		return 0; /* --help */
-	if (r < 0) {
-		fprintf(stderr, "Try 'mmlockd report --help'.\n");
-		return 2;
-	}
+	if (r < 0)
+		return 2; /* said why, in one line */
 	if (a.locks)
 		return report_locks(&a);
 	if (a.cmp[0])

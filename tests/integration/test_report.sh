@@ -8,7 +8,10 @@
 #   2. --compare of two ranges of the one database gives the same table, and two ranges that meet
 #      inside a window count that window once (their faults add up to the whole);
 #   3. the per-process table, -x CSV and --json agree with process_stats; --sort, --top, --comm;
-#   4. bad input: a bad range or sort key exits 2 with a message, a missing database exits 1.
+#   4. a table keeps to 20 lines and $COLUMNS (--wide: all columns), --sort takes header labels,
+#      --locks honours --comm;
+#   5. bad input: a bad range or sort key exits 2 with one line saying why, a missing database
+#      exits 1.
 # Usage: test_report.sh MMLOCKD DATA_DIR. Exit 77 without the recordings or xz.
 set -u -o pipefail
 MMLOCKD=${1:?mmlockd}
@@ -120,6 +123,30 @@ bad() { # EXPECTED_STATUS ARGS...
 	[ "$rc" = "$want" ] && [ -s "$TMP/bad.out" ] || { fail "report $* exited $rc (want $want)"; return; }
 	pass "report $* -> $rc: $(head -n 1 "$TMP/bad.out")"
 }
+# A table for a person: 20 lines by default, as wide as $COLUMNS (the split's detail left out,
+# and said so); --wide and pipes of CSV keep everything.
+COLUMNS=80 "$MMLOCKD" report --db "$TMP/both.db" >"$TMP/table.txt" 2>&1
+rows=$(grep -vc '^#' "$TMP/table.txt")
+widest=$(grep -v '^#' "$TMP/table.txt" | awk '{ if (length($0) > w) w = length($0) } END { print w + 0 }')
+if [ "$rows" -le 21 ] && [ "$widest" -le 80 ] && grep -q '^# left out to fit 80 columns' "$TMP/table.txt"; then
+	pass "report on COLUMNS=80: $((rows - 1)) rows, lines of at most $widest characters"
+else
+	fail "report on COLUMNS=80: $rows lines, widest $widest: $(head -n 5 "$TMP/table.txt")"
+fi
+COLUMNS=80 "$MMLOCKD" report --db "$TMP/both.db" --wide --sort 'fb%,+-err' >"$TMP/wide.txt" 2>&1 &&
+	grep -q 'mmap_unknown' "$TMP/wide.txt" && ! grep -q 'left out' "$TMP/wide.txt" &&
+	pass "--wide keeps every column; --sort takes the header's labels (fb%,+-err)" ||
+	fail "--wide --sort 'fb%,+-err': $(head -n 3 "$TMP/wide.txt")"
+"$MMLOCKD" report --db "$TMP/both.db" --locks --comm nonexistent >"$TMP/locks.txt" 2>/dev/null
+[ "$(grep -v '^ *contended' "$TMP/locks.txt" | grep -c .)" = 0 ] &&
+	pass "--locks --comm nonexistent: no row" || fail "--locks ignores --comm: $(head -n 3 "$TMP/locks.txt")"
+# One line that says what to do, for a wrong option and for a range the wrong way round.
+"$MMLOCKD" report --bogus >"$TMP/bogus.out" 2>&1
+[ $? = 2 ] && [ "$(wc -l <"$TMP/bogus.out")" = 1 ] && grep -q "unknown option '--bogus'" "$TMP/bogus.out" &&
+	pass "report --bogus: $(cat "$TMP/bogus.out")" || fail "report --bogus: $(head -c 300 "$TMP/bogus.out")"
+"$MMLOCKD" report --db "$TMP/both.db" --compare 1m..3m 3m..1m >"$TMP/range.out" 2>&1
+grep -q "starts after it ends" "$TMP/range.out" && [ "$(wc -l <"$TMP/range.out")" = 1 ] &&
+	pass "bad range 1m..3m says why: $(cat "$TMP/range.out")" || fail "bad range 1m..3m: $(cat "$TMP/range.out")"
 bad 2 --db "$TMP/both.db" --compare "x..y" "1h.."
 bad 2 --db "$TMP/both.db" --sort nosuch
 bad 2 --db "$TMP/both.db" --compare "$TMP/vanilla.db"

@@ -78,14 +78,14 @@ static void test_opt_in_data_shows_the_split_and_sampled_faults(void)
 
 	/* No totals: faults are the sampled ones, fallbacks the faults collector's, no major. */
 	CHECK_STR(t, "pid;faults;fallbacks;fallback_pct;vma;vma_retry;mmap_retry;mmap_abort;"
-		     "mmap_unknown;fb_wait_ms;lock_waits;wait_ms;avg_wait_us;comm;cgroup\n"
-		     "5;50;10;20.00;40;0;10;0;0;2.500;4;8.000;2000.0;w;/\n");
+		     "mmap_unknown;split;fb_wait_ms;lock_waits;wait_ms;avg_wait_us;comm;cgroup\n"
+		     "5;50;10;20;40;0;10;0;0;exact;2.500;4;8.000;2000.0;w;/\n");
 	free(t);
 }
 
 static void test_estimated_split_reads_as_estimate_with_error_and_coverage(void)
 {
-	struct mm_fault_row r = row(7, "est", "/", 10000, 1000);
+	struct mm_fault_row r = row(7, "est", "/", 11000, 1000);
 	r.sum.faults_vma = 9000;
 	r.sum.faults_mmap_retry = 600;
 	r.sum.faults_mmap_unknown = 400;
@@ -99,13 +99,70 @@ static void test_estimated_split_reads_as_estimate_with_error_and_coverage(void)
 	CHECK_CONTAINS(t, "+-err");
 	CHECK_CONTAINS(t, "~9000");
 	CHECK_CONTAINS(t, "~600");
-	CHECK_CONTAINS(t, "  120  2.50  ");
+	CHECK_CONTAINS(t, "  ~400  estimated    120       1000  2.27  ");
 	free(t);
 	o.format = MM_FAULT_CSV;
 	t = print(&r, 1, &o, NULL);
-	CHECK(!strchr(t, '~')); /* CSV keeps numbers; the columns say it */
-	CHECK_CONTAINS(t, "mmap_unknown,split_err,split_coverage_pct,");
-	CHECK_CONTAINS(t, ",9000,0,600,0,400,120,2.50,");
+	CHECK(!strchr(t, '~')); /* CSV keeps numbers; the split column says it */
+	CHECK_CONTAINS(t, "mmap_unknown,split,split_err,not_sampled,split_coverage_pct,");
+	/* Outcomes 9000 + 600 + 400 plus 1000 not sampled add up to the 11000 faults. */
+	CHECK_CONTAINS(t, ",9000,0,600,0,400,estimated,120,1000,2.27273,");
+	free(t);
+}
+
+/* A process no burst caught: its split reads "-" (CSV empty, JSON null), never 0 or exact, its
+ * coverage 0, and the table says what "-" means. */
+static void test_never_sampled_split_is_unknown_not_0(void)
+{
+	struct mm_fault_row rows[] = {row(7, "est", "/", 10000, 1000), row(8, "xz", "/", 40600, 3)};
+	rows[0].sum.faults_vma = 10000;
+	rows[0].sum.faults_mmap_abort = 1000;
+	rows[0].sum.faults_mmap_fallback = 1000;
+	rows[0].sum.split_estimated = 3;
+	rows[0].sum.split_faults_seen = 250;
+	rows[0].sum.split_err = 120;
+	struct mm_fault_opts o = opts_sorted("pid");
+	char *t = print(rows, 2, &o, NULL);
+	CHECK_CONTAINS(t, "# -: not sampled");
+	CHECK_CONTAINS(t, "not_sampled");
+	const char *xz =
+		strstr(t, "\n  8   40600      0          3   0.01      0       -          -   ");
+	CHECK(xz && !strstr(xz, "exact"));
+	free(t);
+	o.format = MM_FAULT_JSON;
+	t = print(rows, 2, &o, NULL);
+	CHECK_CONTAINS(t, "\"vma\":null, \"vma_retry\":null");
+	CHECK_CONTAINS(t, "\"fallback_pct\":0.00738916,"); /* not rounded to 0.00 */
+	CHECK_CONTAINS(t, "\"split\":\"not_sampled\", \"split_err\":null, \"not_sampled\":40600");
+	free(t);
+}
+
+/* A table wider than the terminal loses the split's detail first and says so; --wide (0) keeps
+ * every column; the header's labels sort too. */
+static void test_table_fits_the_width_and_sorts_by_header(void)
+{
+	struct mm_fault_row r =
+		row(7, "est", "/system.slice/a-rather-long-unit-name.service", 10000, 1000);
+	r.sum.faults_vma = 9000;
+	r.sum.faults_mmap_abort = 1000;
+	r.sum.faults_mmap_fallback = 1000;
+	r.sum.split_estimated = 3;
+	r.sum.split_faults_seen = 250;
+	r.sum.split_err = 120;
+	r.sum.mmap_lock_waits = 3;
+	r.sum.mmap_lock_read = 3;
+	struct mm_fault_opts o = opts_sorted("fb%,+-err");
+	o.width = 80;
+	char *t = print(&r, 1, &o, NULL);
+	CHECK_CONTAINS(t, "# left out to fit 80 columns (--wide shows them): avg_wait_us");
+	for (const char *p = t; *p; p = strchr(p, '\n') + 1)
+		if (*p != '#')
+			CHECK(strchr(p, '\n') - p <= 80);
+	free(t);
+	o.width = 0;
+	t = print(&r, 1, &o, NULL);
+	CHECK(!strstr(t, "left out"));
+	CHECK_CONTAINS(t, "avg wait us");
 	free(t);
 }
 
@@ -227,6 +284,8 @@ int main(void)
 	RUN(test_default_collectors_show_faults_major_fallbacks_waits_only);
 	RUN(test_opt_in_data_shows_the_split_and_sampled_faults);
 	RUN(test_estimated_split_reads_as_estimate_with_error_and_coverage);
+	RUN(test_never_sampled_split_is_unknown_not_0);
+	RUN(test_table_fits_the_width_and_sorts_by_header);
 	RUN(test_sort_by_any_column_and_top);
 	RUN(test_csv_quotes_and_json_escapes_odd_names);
 	RUN(test_per_unit_rows_show_processes_and_no_pid);
