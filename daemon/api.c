@@ -7,12 +7,15 @@
  * integer milliseconds (no rounding through double); strings go through mm_buf_json_str, which
  * escapes control characters and invalid UTF-8 (a comm is 16 arbitrary bytes), so the output is
  * always valid JSON. Text fields that may be empty (an event's error, a collector's reason) are
- * always strings, "" when there is nothing to say, so clients need not test for null.
+ * always strings, "" when there is nothing to say, so clients need not test for null. The counters
+ * of a collector the snapshot lists as not running, and the fault latency quantiles while fault
+ * latency is off, are left out: unknown is not 0.
  */
 #include "api.h"
 
 #include <inttypes.h>
 #include <stddef.h>
+#include <string.h>
 
 #include "locktable.h"
 
@@ -72,13 +75,30 @@ static void put_bool(struct json *j, const char *key, bool v)
 		name "_p99", offsetof(struct mm_proc_stats, member), 0.99                          \
 	}
 
-/* "key":{"faults":N,...}: every field of mm_proc_fields[], in table order. */
-static void put_stats(struct json *parent, const char *key, const struct mm_proc_stats *st)
+/* Whether the snapshot lists collector @name as not running (disabled or failed): its fields are
+ * then unknown, not 0, and left out. A collector the snapshot does not list keeps its fields. */
+static bool collector_off(const struct mm_snapshot *s, const char *name)
+{
+	for (size_t i = 0; i < s->ncollectors; i++)
+		if (!strcmp(s->collectors[i].name, name))
+			return s->collectors[i].state != MM_COLLECTOR_RUNNING;
+	return false;
+}
+
+/* "key":{"faults":N,...}: the fields of mm_proc_fields[] whose collector runs, in table order,
+ * then the fault latency quantiles unless fault latency is off. */
+static void put_stats(struct json *parent, const char *key, const struct mm_snapshot *s,
+		      const struct mm_proc_stats *st)
 {
 	struct json j = json_open(member(parent, key), "{");
 
 	for (size_t i = 0; i < mm_proc_nfields; i++)
-		put_u64(&j, mm_proc_fields[i].name, mm_field_get(st, &mm_proc_fields[i]));
+		if (!collector_off(s, mm_proc_fields[i].collector))
+			put_u64(&j, mm_proc_fields[i].name, mm_field_get(st, &mm_proc_fields[i]));
+	if (!strcmp(s->latency.mode, "off")) {
+		mm_buf_puts(j.out, "}");
+		return;
+	}
 	/* Fault latency quantiles (BPF source; 0 without it): the upper bound of the log2 bucket.
 	 */
 	static const struct {
@@ -102,11 +122,11 @@ static void put_stats(struct json *parent, const char *key, const struct mm_proc
 	mm_buf_puts(j.out, "}");
 }
 
-static void put_window_total(struct json *j, const struct mm_proc_stats *window,
-			     const struct mm_proc_stats *total)
+static void put_window_total(struct json *j, const struct mm_snapshot *s,
+			     const struct mm_proc_stats *window, const struct mm_proc_stats *total)
 {
-	put_stats(j, "window", window);
-	put_stats(j, "total", total);
+	put_stats(j, "window", s, window);
+	put_stats(j, "total", s, total);
 }
 
 /* An array of objects at @out, one per element of @base (@n of @size bytes): @put writes the
@@ -193,16 +213,15 @@ void mm_api_status(const struct mm_snapshot *s, struct mm_buf *out)
 	mm_buf_puts(out, "}");
 }
 
-static void put_proc(struct json *o, const void *elem)
+static void put_proc(struct json *o, const struct mm_snapshot *s, const struct mm_snap_proc *p)
 {
-	const struct mm_snap_proc *p = elem;
 
 	put_i32(o, "pid", p->pid);
 	put_str(o, "comm", p->comm);
 	put_ms(o, "start_time", p->start_ms);
 	put_str(o, "cgroup", p->cgroup);
 	put_bool(o, "exited", p->exited);
-	put_window_total(o, &p->window, &p->total);
+	put_window_total(o, s, &p->window, &p->total);
 }
 
 void mm_api_processes(const struct mm_snapshot *s, struct mm_buf *out)
@@ -211,9 +230,16 @@ void mm_api_processes(const struct mm_snapshot *s, struct mm_buf *out)
 
 	put_ms(&o, "window_start", s->window_start_ms);
 	put_ms(&o, "taken", s->taken_ms);
-	put_objects(member(&o, "processes"), s->procs, s->nprocs, sizeof(*s->procs), put_proc);
+	/* Not put_objects(): a process's counters depend on the snapshot's collectors. */
+	struct json a = json_open(member(&o, "processes"), "[");
+	for (size_t i = 0; i < s->nprocs; i++) {
+		struct json p = json_open(member(&a, NULL), "{");
+		put_proc(&p, s, &s->procs[i]);
+		mm_buf_puts(out, "}");
+	}
+	mm_buf_puts(out, "]");
 	struct json all = json_open(member(&o, "all"), "{");
-	put_window_total(&all, &s->all_window, &s->all_total);
+	put_window_total(&all, s, &s->all_window, &s->all_total);
 	mm_buf_puts(out, "}}");
 }
 

@@ -320,6 +320,32 @@ static void test_process_keys_equal_field_names(void)
 	mm_snapshot_unref(s);
 }
 
+/* A collector that is off has no keys (unknown is not 0), nor has fault latency while it is off;
+ * no key appears twice in an object. */
+static void test_keys_of_collectors_not_running_are_left_out(void)
+{
+	struct mm_snapshot *s = snap();
+	s->collectors[0].state = MM_COLLECTOR_DISABLED; /* faults */
+	strcpy(s->latency.mode, "off");
+	char *t = processes(s);
+
+	CHECK(valid_json(t));
+	CHECK(!strstr(t, "\"faults_vma\":"));
+	CHECK(!strstr(t, "\"split_err\":"));
+	CHECK(!strstr(t, "fault_ns_"));
+	CHECK_CONTAINS(t, "\"faults\":5,"); /* mmaplock: not listed, so kept */
+	const char *w = strstr(t, "\"window\":{"), *end = w ? strchr(w, '}') : NULL;
+	CHECK(w && end);
+	for (size_t i = 0; w && end && i < mm_proc_nfields; i++) {
+		char key[80];
+		snprintf(key, sizeof(key), "\"%s\":", mm_proc_fields[i].name);
+		const char *k = strstr(w, key);
+		CHECK(!(k && k < end && strstr(k + 1, key) && strstr(k + 1, key) < end));
+	}
+	free(t);
+	mm_snapshot_unref(s);
+}
+
 static void test_process_identity_and_times(void)
 {
 	struct mm_snapshot *s = snap();
@@ -353,6 +379,7 @@ int main(void)
 	RUN(test_status_of_empty_snapshot_is_valid_json);
 	RUN(test_process_keys_equal_field_names);
 	RUN(test_process_identity_and_times);
+	RUN(test_keys_of_collectors_not_running_are_left_out);
 	RUN(test_odd_comm_bytes_are_escaped);
 	return check_summary();
 }
