@@ -650,8 +650,8 @@ void mm_bpfsrc_set_phase(struct mm_bpfsrc *b, enum mm_split_phase phase)
 		 * otherwise): disabled, not closed, between bursts. An open software event
 		 * keeps perf_sw_event()'s static key on, so every fault of every process still
 		 * calls __perf_sw_event(), but the collection thread has dropped the capabilities
-		 * perf_event_open() needs, so they cannot be opened per burst (tried in session
-		 * 10: EPERM at the first burst). */
+		 * perf_event_open() needs, so they cannot be opened per burst (tried on
+		 * 2026-12-02: EPERM at the first burst). */
 		for (unsigned i = 0; b->opener_bursts && i < b->nlinks; i++)
 			ioctl(b->link_fds[i],
 			      evidence ? PERF_EVENT_IOC_ENABLE : PERF_EVENT_IOC_DISABLE, 0);

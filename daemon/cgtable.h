@@ -4,7 +4,7 @@
  *
  * Per-pid series churn (every short-lived bash or curl is a series that lives once); a cgroup (on
  * a systemd host, the unit) is what operators group by and it stays. But a host can have
- * thousands of cgroups (sessions, transient scopes), so only @slots of them get series: the
+ * thousands of cgroups (login scopes, transient scopes), so only @slots of them get series: the
  * busiest in the window that just closed fill free slots, and a slot whose cgroup was idle for
  * MM_CGTABLE_LINGER_MS is given to a busier newcomer. Everything else is "other".
  *

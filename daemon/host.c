@@ -748,7 +748,7 @@ static int cmp_activity(const void *a, const void *b)
 	uint64_t ax = mm_stats_activity(&x->total), ay = mm_stats_activity(&y->total);
 	if (ax != ay)
 		return ax > ay ? -1 : 1;
-	return x->pid - y->pid;
+	return x->pid < y->pid ? -1 : x->pid > y->pid;
 }
 
 /* What /api/v1/status says of the split: the mode, and why. */

@@ -141,7 +141,7 @@ const volatile __u64 reject_for_test = 0;
 
 /* The reasons a fault window closes (enum mm_bpf_stat, MM_BPF_WIN_COMPLETED..MM_BPF_WIN_LEFT):
  * counted in the thread, added to the global counters at its flush (a per-CPU counter's line
- * written on every fault was ~5% of on_fault's time, session 15). */
+ * written on every fault was ~5% of on_fault's time, measured on mix 2026-12-03). */
 #define NCLOSES (MM_BPF_WIN_LEFT - MM_BPF_WIN_COMPLETED + 1)
 
 /* The fields a fault touches (on_fault, the window's close) come first, together, and acc's
@@ -538,7 +538,7 @@ static __always_inline int close_window(struct thread *t, enum mm_bpf_stat why)
  * loop has the same ip and sp but a different address in some register. With ip and sp alone, a
  * window left open past its burst (on_fault detached) took the next faults' swap-in sleeps at the
  * same instruction for its own: the kernel lab's patched swap runs then called 99% of the bursts'
- * completed faults vma_retry against 81% continuous (lab/results/split.md, session 13).
+ * completed faults vma_retry against 81% continuous (lab/results/split.md, 2026-12-03).
  * Folded in bursts only (split_gen set): when the faults collector runs continuously on_fault
  * sees that next fault and closes the window itself, and a system call or signal handler after
  * the fault has another ip or sp, so the fold (15 loads and their rotations on every fault,
@@ -1317,8 +1317,8 @@ static __noinline void lock_begin(void *ctx, __u64 addr, unsigned flags)
  * the hold every other waiter of the lock waits out (an rwsem's writer: mprotect's mmap_lock,
  * which the faulting readers queue behind). Done at the thread's next contention_begin (about to
  * wait anyway), when it leaves the CPU, and at its exit; the loader reads the rows at its ticks,
- * so a wait reaches them at most that late, in the window it was added in (bench mix, session
- * 15: the contention collector cost ~2 points of throughput with the row update in the hold,
+ * so a wait reaches them at most that late, in the window it was added in (bench mix,
+ * 2026-12-03: the contention collector cost ~2 points of throughput with the row update in the hold,
  * where its programs took ~1% of the CPU). */
 static __noinline void lock_rows(struct thread *t)
 {

@@ -25,7 +25,7 @@ struct mm_bpf_key {
 /* The fault-completion software events (minor-faults, major-faults) run the program on every
  * MM_BPF_COMPLETION_PERIOD-th fault of a CPU: the latency histograms are a sample of those
  * completed faults (of the timed ones among them: MM_BPF_TIMED_FAULTS). At 1 (every fault) they
- * cost mix about 15 points of its throughput; at 8 about as much as none (bench, session 5). */
+ * cost mix about 15 points of its throughput; at 8 about as much as none (bench, 2026-12-03). */
 #define MM_BPF_COMPLETION_PERIOD 8
 
 /* Of the faults whose completion runs the program, those that page_fault_user timed: one in
