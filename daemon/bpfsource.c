@@ -1,30 +1,34 @@
 /*
- * The BPF source (see bpfsource.h). Loading: the skeleton generated at build time from
- * plugins/bpf/counters.bpf.c is opened, told in .rodata which collectors to count, where the
- * functions its stack checks look for lie (lock_mm_and_find_vma() for fallbacks; for faults also
- * __vmf_anon_prepare(), [__]handle_mm_fault() and __folio_lock_or_retry(), all from
- * /proc/kallsyms: a collector whose functions are missing stays on the perf rings) and how the
- * vDSO's special mappings lie (from /proc/self/maps), loaded (the verifier's last message is
- * kept for the log) and attached; programs only faults needs are loaded only for it. Any failure
- * leaves every collector on the perf rings with one log line saying why; with `source = bpf` it
- * is fatal instead.
+ * The BPF source (see bpfsource.h), a generic loader: it knows no collector by name. It walks
+ * the collectors that have an in-kernel part (struct mm_plugin_bpf, plugin.h) and are enabled;
+ * each says which programs of the one BPF object it needs, the .rodata flag that makes the
+ * programs count for it, the kernel functions its stack checks compare against (from
+ * /proc/kallsyms: a collector whose required ones are missing stays on the perf rings), what
+ * else its .rodata needs (its configure hook), where its kernel counters land in struct
+ * mm_proc_stats, and which programs its bursts attach and detach. Loading: the skeleton
+ * generated at build time from plugins/bpf/counters.bpf.c is opened, its .rodata variables set
+ * by name (found in the object's BTF), only the programs an enabled collector names loaded (the
+ * verifier's last message is kept for the log) and attached. Any failure leaves every collector
+ * on the perf rings with one log line saying why; with `source = bpf` it is fatal instead.
  *
  * Reading: at each tick the process map is walked (threads flush their counts into it as they
  * leave the CPU, exit, or every 20 ms while running: counters.bpf.c); the growth of each entry
  * since the previous reading (kept here per pid) is added to the process's open window
- * through mm_host_proc(), field by field into the same struct mm_proc_stats members the perf
- * collectors fill. Exits come from the ring buffer (one record per process, when its last thread
- * exits): the final growth is added to the entry the host still holds for the process
- * (mm_host_proc_known, waiting up to SETTLE_TICKS ticks for a process whose FORK record is not
- * delivered yet) and the map entry is deleted, so short-lived processes are counted and the map
- * holds live processes only. A process whose notification was lost (ring full, counted in the
- * kernel) is found gone at the next closing tick (kill(pid, 0): ESRCH) and settled the same way.
- * The host's window closes ~0.1-0.2 s after its wall-clock end (the perf path's horizon), so a
- * window's BPF counts end when it is closed, not at its nominal end; totals are unaffected.
+ * through mm_host_proc(), counter by counter into the struct mm_proc_stats members the
+ * collectors' field tables name (the same ones their perf handlers fill). Exits come from the ring
+ * buffer (one record per process, when its last thread exits): the final growth is added to the
+ * entry the host still holds for the process (mm_host_proc_known, waiting up to SETTLE_TICKS ticks
+ * for a process whose FORK record is not delivered yet) and the map entry is deleted, so
+ * short-lived processes are counted and the map holds live processes only. A process whose
+ * notification was lost (ring full, counted in the kernel) is found gone at the next closing tick
+ * (kill(pid, 0): ESRCH) and settled the same way. The host's window closes ~0.1-0.2 s after its
+ * wall-clock end (the perf path's horizon), so a window's BPF counts end when it is closed, not at
+ * its nominal end; totals are unaffected.
  *
- * The contention collector's rows (lock_waits, one per pid, flags, lock, stack and window
- * generation) are read at every tick too, their growth handed to the collector, and at the
- * closing tick the generation flips and the old one's rows are deleted (collect_locks()).
+ * The lock-wait rows (lock_waits, one per pid, flags, lock, stack and window generation), for the
+ * collector fed by waits (the one with a waits hook), are read at every tick too, their growth
+ * handed to it, and at the closing tick the generation flips and the old one's rows are deleted
+ * (collect_locks()).
  */
 #include "bpfsource.h"
 
@@ -43,6 +47,7 @@
 #ifdef MM_HAVE_BPF
 
 #include <bpf/bpf.h>
+#include <bpf/btf.h>
 #include <bpf/libbpf.h>
 #include <linux/perf_event.h>
 #include <linux/types.h>
@@ -61,13 +66,15 @@
 #define NCOUNTERS    (sizeof(struct mm_bpf_counts) / sizeof(__u64))
 #define LOG_SIZE     (1u << 20)
 #define MAX_CPUS     1024
+#define MAX_PLUGINS  16
+#define MAX_SWITCHED 8
 
 _Static_assert(MM_BPF_HIST_BUCKETS == MM_HIST_BUCKETS, "histograms must have the same buckets");
 _Static_assert(MM_BPF_NOUTCOMES == MM_FAULT_OUTCOMES, "one latency histogram per outcome");
 
 _Static_assert(sizeof(struct mm_bpf_lock_key) % 8 == 0, "an htab key: a multiple of 8, no padding");
 
-/* What was already delivered of a lock row (the contention collector). */
+/* What was already delivered of a lock row. */
 struct lock_track {
 	struct mm_bpf_lock_key key;
 	__u64 contended, wait_ns;
@@ -94,46 +101,89 @@ struct mm_bpfsrc {
 	struct bpf_link *links[2 * MAX_CPUS]; /* the fault-completion perf events */
 	int link_fds[2 * MAX_CPUS];	      /* and their perf events */
 	unsigned nlinks;
-	/* The fault split in bursts (mm_bpfsrc_set_phase): the programs only the faults collector
-	 * needs are attached for a burst only (an attached program costs every event). */
-	bool bursts, opener_bursts; /* opener_bursts: on_fault too (mmaplock not counted) */
-	bool keep_attached;	    /* MMLOCKD_BPF_KEEP_ATTACHED: no detaching between bursts */
+	/* The fault split in bursts (mm_bpfsrc_set_phase): the programs only a collector in
+	 * bursts needs are attached for a burst only (an attached program costs every event):
+	 * its burst programs for the burst and its ending, its openers for the burst only. */
+	bool bursts, opener_bursts; /* opener_bursts: some opener is switched too */
+	const char *evidence[MAX_SWITCHED], *openers[MAX_SWITCHED];
+	unsigned nevidence, nopeners;
+	bool keep_attached; /* MMLOCKD_BPF_KEEP_ATTACHED: no detaching between bursts */
 	bool attach_failed;
 	enum mm_split_phase phase;
 	struct mm_bpf_key *settle; /* map entries to delete after the walk */
 	size_t nsettle, settle_cap;
-	/* The contention collector's rows: delivered so far, by key (struct lock_track). */
-	bool locks;
+	/* The lock-wait rows of the collector fed by waits (NULL: none): delivered so far, by key
+	 * (struct lock_track). */
+	const struct mm_plugin *fed;
 	struct mm_htab lock_tracks;
 	struct mm_host *h; /* during collect */
 };
 
-/* The collectors this source can count (want[] follows this order). */
-static const struct {
-	const char *name;
-} covered[] = {
-	{"mmaplock"},
-	{"fallbacks"},
-	{"faults"},
-	{"contention"},
-};
-enum { W_MMAPLOCK, W_FALLBACKS, W_FAULTS, W_CONTENTION, W_N };
-_Static_assert(W_N == sizeof(covered) / sizeof(covered[0]), "want[] follows covered[]");
-
-/* The functions of enum mm_bpf_site, by index. */
-static const char *const site_names[MM_BPF_NSITES] = {
-	[MM_BPF_SITE_FALLBACK] = "lock_mm_and_find_vma",
-	[MM_BPF_SITE_ANON] = "__vmf_anon_prepare",
-	[MM_BPF_SITE_HMF] = "__handle_mm_fault",
-	[MM_BPF_SITE_HMF_OUTER] = "handle_mm_fault",
-	[MM_BPF_SITE_LOCK_RETRY] = "__folio_lock_or_retry",
+/* The collectors with an in-kernel part, in registry order, and which of them count on BPF. */
+struct wants {
+	const struct mm_plugin *p[MAX_PLUGINS];
+	bool on[MAX_PLUGINS];
+	unsigned n;
 };
 
-static const char *const trace_text_names[MM_BPF_NTRACE_TEXT] = {
-	[MM_BPF_TRACE_HELPER] = "__mmap_lock_do_trace_start_locking",
-	[MM_BPF_TRACE_ITER] = "__traceiter_mmap_lock_start_locking",
-	[MM_BPF_TRACE_CAREFULLY] = "get_mmap_lock_carefully",
-};
+static void wants_init(struct wants *w, const struct mm_config *cfg)
+{
+	w->n = 0;
+	for (const struct mm_plugin *const *p = mm_plugins; *p && w->n < MAX_PLUGINS; p++) {
+		if (!(*p)->bpf)
+			continue;
+		w->p[w->n] = *p;
+		w->on[w->n++] = mm_config_collector_enabled(cfg, (*p)->name);
+	}
+}
+
+/* The names of the collectors on BPF, comma-separated, into @buf. Returns false when none. */
+static bool wants_list(const struct wants *w, char *buf, size_t len)
+{
+	buf[0] = '\0';
+	for (unsigned i = 0; i < w->n; i++)
+		if (w->on[i])
+			snprintf(buf + strlen(buf), len - strlen(buf), "%s%s", buf[0] ? ", " : "",
+				 w->p[i]->name);
+	return buf[0] != '\0';
+}
+
+static void note_all(struct mm_host *h, const struct wants *w, const char *source, const char *why)
+{
+	for (unsigned i = 0; i < w->n; i++)
+		if (w->on[i])
+			mm_host_set_source(h, w->p[i]->name, source, why);
+}
+
+static bool listed(const char *const *names, const char *name)
+{
+	for (; names && *names; names++)
+		if (!strcmp(*names, name))
+			return true;
+	return false;
+}
+
+static bool names_program(const struct mm_plugin_bpf *k, const char *name)
+{
+	return listed(k->programs, name) || listed(k->burst_programs, name) ||
+	       listed(k->opener_programs, name);
+}
+
+/* Whether a collector on BPF needs program @name attached all the time: in its program list,
+ * or in any list of one that does not run in bursts (@bursts: bursts are on). */
+static bool continuous(const struct wants *w, const char *name, bool bursts)
+{
+	for (unsigned i = 0; i < w->n; i++) {
+		const struct mm_plugin_bpf *k = w->p[i]->bpf;
+		if (!w->on[i])
+			continue;
+		if (listed(k->programs, name))
+			return true;
+		if ((!bursts || w->p[i]->duty != MM_DUTY_BURSTS) && names_program(k, name))
+			return true;
+	}
+	return false;
+}
 
 static char *verifier_log;
 static char libbpf_last[256];
@@ -218,46 +268,6 @@ static bool function_text(const struct mm_symbols *syms, const char *name, __u64
 		return false;
 	*lo = start;
 	*hi = end;
-	return true;
-}
-
-/* The vDSO's special mappings around its text, as this process has them ([vvar], [vvar_vclock]
- * right below [vdso] on 6.18; [vvar] on 6.12): every process gets the same layout from the
- * kernel. Sets *below (bytes from the first of them to [vdso]) and *above ([vdso]'s size);
- * false when /proc/self/maps has no [vdso]. */
-static bool vdso_layout(__u64 *below, __u64 *above)
-{
-	FILE *f = fopen("/proc/self/maps", "re");
-	char line[512];
-	uint64_t lo = 0, hi = 0, special_lo = 0, prev_hi = 0;
-	bool found = false;
-	if (!f)
-		return false;
-	while (!found && fgets(line, sizeof(line), f)) {
-		unsigned long long a, e;
-		if (sscanf(line, "%llx-%llx", &a, &e) != 2)
-			continue;
-		const char *name = strrchr(line, ' ');
-		name = name ? name + 1 : "";
-		if (!strncmp(name, "[vdso]", 6)) {
-			lo = a;
-			hi = e;
-			if (!special_lo || prev_hi != a)
-				special_lo = a;
-			found = true;
-		} else if (!strncmp(name, "[vvar", 5)) {
-			if (!special_lo || prev_hi != a)
-				special_lo = a;
-		} else {
-			special_lo = 0;
-		}
-		prev_hi = e;
-	}
-	fclose(f);
-	if (!found)
-		return false;
-	*below = lo - special_lo;
-	*above = hi - lo;
 	return true;
 }
 
@@ -368,8 +378,8 @@ static bool queued(const struct mm_bpfsrc *b, const struct mm_bpf_key *key)
 	return false;
 }
 
-/* Delivers @sum's growth over @t (what was delivered of the row) to the contention collector. */
-static void deliver_lock_row(struct mm_host *h, const struct mm_bpf_lock_key *key,
+/* Delivers @sum's growth over @t (what was delivered of the row) to collector @name. */
+static void deliver_lock_row(struct mm_host *h, const char *name, const struct mm_bpf_lock_key *key,
 			     const struct mm_bpf_lock_value *sum, struct lock_track *t)
 {
 	if (sum->contended <= t->contended)
@@ -392,13 +402,13 @@ static void deliver_lock_row(struct mm_host *h, const struct mm_bpf_lock_key *ke
 	};
 	while (w.nr_ips && !key->ips[w.nr_ips - 1])
 		w.nr_ips--;
-	mm_host_waits(h, "contention", &w);
+	mm_host_waits(h, name, &w);
 	t->contended = sum->contended;
 	t->wait_ns = sum->wait_ns;
 	memcpy(t->hist, sum->hist, sizeof(t->hist));
 }
 
-/* The contention collector's rows: each row's growth since its last delivery goes to the
+/* The lock-wait rows: each row's growth since its last delivery goes to the
  * collector (mm_host_waits). At a closing tick the generation flips first, so the rows of the
  * window being closed stop growing; they are delivered a last time and deleted, and only the
  * new generation's (waits that ended since the flip) are tracked on. A wait whose program read
@@ -425,7 +435,8 @@ static void collect_locks(struct mm_bpfsrc *b, struct mm_host *h, bool closing)
 		/* A row deleted after this delivery needs no new track. */
 		bool stays = !closing || key.gen != old_gen;
 		struct lock_track *t = mm_htab_get(&b->lock_tracks, &key, stays, SIZE_MAX);
-		deliver_lock_row(h, &key, &sum, t ? t : &none); /* out of memory: from zero */
+		/* out of memory: from zero */
+		deliver_lock_row(h, b->fed->name, &key, &sum, t ? t : &none);
 		if (!closing)
 			continue;
 		if (key.gen != old_gen) { /* the new generation's: tracked on */
@@ -512,7 +523,7 @@ void mm_bpfsrc_collect(void *ctx, struct mm_host *h, bool closing)
 	}
 	for (size_t i = 0; i < b->nsettle; i++)
 		bpf_map_delete_elem(fd, &b->settle[i]);
-	if (b->locks)
+	if (b->fed)
 		collect_locks(b, h, closing);
 	collect_stats(b, h);
 	/* The burst's counts are in: its tail ends (counters.bpf.c split_tail), unless the next
@@ -520,13 +531,6 @@ void mm_bpfsrc_collect(void *ctx, struct mm_host *h, bool closing)
 	if (b->bursts && b->phase == MM_SPLIT_OFF && mm_host_reading_burst(h))
 		b->skel->bss->split_tail = 0;
 	b->h = NULL;
-}
-
-static void note_all(struct mm_host *h, const bool *want, const char *source, const char *why)
-{
-	for (size_t i = 0; i < sizeof(covered) / sizeof(covered[0]); i++)
-		if (want[i])
-			mm_host_set_source(h, covered[i].name, source, why);
 }
 
 static void register_globals(struct mm_bpfsrc *b, struct mm_host *h)
@@ -613,10 +617,32 @@ static unsigned attach_completions(struct mm_bpfsrc *b)
 	return (unsigned)failed;
 }
 
-/* Attaches (@on) or detaches a program only the fault split's bursts need; false on failure
- * (said once by the caller). */
-static bool switch_link(struct bpf_program *prog, struct bpf_link **link, bool on)
+/* The link slot of program @name in the skeleton (its program in *ret_prog), or NULL. */
+static struct bpf_link **link_of(const struct mm_bpfsrc *b, const char *name,
+				 struct bpf_program **ret_prog)
 {
+	const struct bpf_object_skeleton *sk = b->skel->skeleton;
+	for (int i = 0; i < sk->prog_cnt; i++) {
+		const struct bpf_prog_skeleton *ps =
+			(const void *)((const char *)sk->progs + (size_t)i * sk->prog_skel_sz);
+		if (!strcmp(ps->name, name)) {
+			*ret_prog = *ps->prog;
+			return ps->link;
+		}
+	}
+	return NULL;
+}
+
+/* Attaches (@on) or detaches program @name, one only a collector's bursts need; false on
+ * failure (said once by the caller). With @keep_if_on, detaching leaves an attached one be. */
+static bool switch_link(struct mm_bpfsrc *b, const char *name, bool on, bool keep_if_on)
+{
+	struct bpf_program *prog = NULL;
+	struct bpf_link **link = link_of(b, name, &prog);
+	if (!link)
+		return false;
+	if (keep_if_on && *link)
+		return true;
 	if (!on) {
 		bpf_link__destroy(*link);
 		*link = NULL;
@@ -632,10 +658,6 @@ void mm_bpfsrc_set_phase(struct mm_bpfsrc *b, enum mm_split_phase phase)
 	if (!b || !b->bursts || phase == b->phase)
 		return;
 	struct mm_counters *s = b->skel;
-	struct bpf_program *progs[] = {s->progs.on_filemap_fault, s->progs.on_map_pages,
-				       s->progs.on_added};
-	struct bpf_link **links[] = {&s->links.on_filemap_fault, &s->links.on_map_pages,
-				     &s->links.on_added};
 	bool evidence = phase != MM_SPLIT_OFF, ok = true;
 	/* MMLOCKD_BPF_KEEP_ATTACHED=1 (a benchmark's knob): the programs stay attached from the
 	 * first burst on and find out between bursts that they have nothing to do
@@ -644,8 +666,8 @@ void mm_bpfsrc_set_phase(struct mm_bpfsrc *b, enum mm_split_phase phase)
 	bool keep = b->keep_attached;
 	/* In: evidence, then a new burst, then the opener. Out: the opener first (split.h). */
 	if (evidence != (b->phase != MM_SPLIT_OFF)) {
-		for (size_t i = 0; evidence && i < sizeof(progs) / sizeof(progs[0]); i++)
-			ok &= switch_link(progs[i], links[i], true);
+		for (unsigned i = 0; evidence && i < b->nevidence; i++)
+			ok &= switch_link(b, b->evidence[i], true, false);
 		/* The completion events, with fault_latency on only (none are open
 		 * otherwise): disabled, not closed, between bursts. An open software event
 		 * keeps perf_sw_event()'s static key on, so every fault of every process still
@@ -663,11 +685,10 @@ void mm_bpfsrc_set_phase(struct mm_bpfsrc *b, enum mm_split_phase phase)
 	} else {
 		s->bss->split_off = 1;
 	}
-	if (b->opener_bursts)
-		ok &= switch_link(s->progs.on_fault, &s->links.on_fault,
-				  phase == MM_SPLIT_ON || (keep && s->links.on_fault));
-	for (size_t i = 0; !evidence && !keep && i < sizeof(progs) / sizeof(progs[0]); i++)
-		switch_link(progs[i], links[i], false);
+	for (unsigned i = 0; i < b->nopeners; i++)
+		ok &= switch_link(b, b->openers[i], phase == MM_SPLIT_ON, keep);
+	for (unsigned i = 0; !evidence && !keep && i < b->nevidence; i++)
+		switch_link(b, b->evidence[i], false, false);
 	if (!ok && !b->attach_failed) {
 		b->attach_failed = true;
 		log_warning("BPF source: attaching the fault split's programs for a burst failed "
@@ -676,66 +697,153 @@ void mm_bpfsrc_set_phase(struct mm_bpfsrc *b, enum mm_split_phase phase)
 	b->phase = phase;
 }
 
-/* Moves @name off BPF (its site is missing), or fails when nothing else would run on it. */
-static int drop_collector(struct mm_bpfsrc *b, bool *want, int which, const char *reason, char *why,
-			  size_t whylen)
+/* Moves collector @i off BPF (a site of its is missing), or fails when nothing else would run on
+ * it. */
+static int drop_collector(struct mm_bpfsrc *b, struct wants *w, unsigned i, const char *reason,
+			  char *why, size_t whylen)
 {
-	want[which] = false;
-	bool any = false;
-	for (int i = 0; i < W_N; i++)
-		any |= want[i];
-	if (!any) {
+	char list[64];
+	w->on[i] = false;
+	if (!wants_list(w, list, sizeof(list))) {
 		snprintf(why, whylen, "%s", reason);
 		return -ENOENT;
 	}
-	log_warning("BPF source: %s; %s runs on the perf rings", reason, covered[which].name);
-	mm_host_set_source(b->h, covered[which].name, "perf", reason);
+	log_warning("BPF source: %s; %s runs on the perf rings", reason, w->p[i]->name);
+	mm_host_set_source(b->h, w->p[i]->name, "perf", reason);
 	return 0;
 }
 
-/* The .rodata the programs decide by: the collectors counted, where the sites of enum
- * mm_bpf_site lie, the vDSO's layout. A collector whose sites this kernel lacks runs on the perf
+/* The .rodata variable @name of the object (found in its BTF), with its size in *ret_size; NULL
+ * when there is none. */
+static void *rodata_var(const struct mm_bpfsrc *b, const char *name, size_t *ret_size)
+{
+	const struct btf *btf = bpf_object__btf(b->skel->obj);
+	int id = btf ? btf__find_by_name_kind(btf, ".rodata", BTF_KIND_DATASEC) : -1;
+	if (id < 0)
+		return NULL;
+	const struct btf_type *sec = btf__type_by_id(btf, id);
+	const struct btf_var_secinfo *v = btf_var_secinfos(sec);
+	for (unsigned i = 0; i < btf_vlen(sec); i++, v++) {
+		const struct btf_type *var = btf__type_by_id(btf, v->type);
+		if (var && !strcmp(btf__name_by_offset(btf, var->name_off), name)) {
+			*ret_size = v->size;
+			return (char *)b->skel->rodata + v->offset;
+		}
+	}
+	return NULL;
+}
+
+/* mm_bpf_set_fn for the collectors' configure hooks: an integer variable of 1, 4 or 8 bytes. */
+static void set_rodata(void *ctx, const char *name, uint64_t value)
+{
+	size_t size = 0;
+	char *at = rodata_var(ctx, name, &size);
+	if (at && size == 1)
+		*(uint8_t *)at = (uint8_t)value;
+	else if (at && size == 4)
+		*(uint32_t *)at = (uint32_t)value;
+	else if (at && size == 8)
+		*(uint64_t *)at = value;
+	else
+		log_warning("BPF source: no integer .rodata variable %s in the object, ignoring",
+			    name);
+}
+
+/* Writes where site @t lies into its .rodata array; false when the kernel lacks it. */
+static bool locate_site(struct mm_bpfsrc *b, const struct mm_bpf_text *t,
+			const struct mm_symbols *syms)
+{
+	size_t size = 0;
+	__u64 *at = rodata_var(b, t->var, &size);
+	if (!at || (t->index + 1) * 2 * sizeof(__u64) > size)
+		return false;
+	return function_text(syms, t->function, &at[2 * t->index], &at[2 * t->index + 1]);
+}
+
+/* The .rodata the programs decide by: the collectors counted, where their sites lie, what their
+ * configure hooks add. A collector whose required sites this kernel lacks runs on the perf
  * rings instead (said once); an error when none is left. */
-static int configure(struct mm_bpfsrc *b, bool *want, const struct mm_symbols *syms, char *why,
+static int configure(struct mm_bpfsrc *b, struct wants *w, const struct mm_symbols *syms, char *why,
 		     size_t whylen)
 {
-	struct mm_counters *s = b->skel;
-	char reason[160];
-	bool have[MM_BPF_NSITES];
-	for (int k = 0; k < MM_BPF_NSITES; k++)
-		have[k] = function_text(syms, site_names[k], (__u64 *)&s->rodata->sites[k].lo,
-					(__u64 *)&s->rodata->sites[k].hi);
-	for (int k = 0; k < MM_BPF_NTRACE_TEXT; k++)
-		function_text(syms, trace_text_names[k], (__u64 *)&s->rodata->trace_text[k].lo,
-			      (__u64 *)&s->rodata->trace_text[k].hi);
-	if (want[W_FALLBACKS] && !have[MM_BPF_SITE_FALLBACK]) {
-		snprintf(reason, sizeof(reason),
-			 "%s not found in the kernel symbols (/proc/kallsyms)",
-			 site_names[MM_BPF_SITE_FALLBACK]);
-		int r = drop_collector(b, want, W_FALLBACKS, reason, why, whylen);
-		if (r < 0)
-			return r;
+	for (unsigned i = 0; i < w->n; i++) {
+		const struct mm_bpf_text *t = w->p[i]->bpf->sites;
+		bool missing = false;
+		for (; t && t->function; t++) {
+			if (locate_site(b, t, syms) || !t->required || !w->on[i] || missing)
+				continue;
+			char reason[160];
+			snprintf(reason, sizeof(reason),
+				 "%s not found in the kernel symbols (/proc/kallsyms)%s",
+				 t->function, t->why ? t->why : "");
+			missing = true;
+			int r = drop_collector(b, w, i, reason, why, whylen);
+			if (r < 0)
+				return r;
+		}
 	}
-	for (int k = 0; want[W_FAULTS] && k < MM_BPF_NSITES; k++) {
-		if (have[k])
-			continue;
-		snprintf(reason, sizeof(reason),
-			 "%s not found in the kernel symbols (/proc/kallsyms): fault outcomes "
-			 "need it",
-			 site_names[k]);
-		int r = drop_collector(b, want, W_FAULTS, reason, why, whylen);
-		if (r < 0)
-			return r;
+	for (unsigned i = 0; i < w->n; i++) {
+		const struct mm_plugin_bpf *k = w->p[i]->bpf;
+		if (w->on[i] && k->configure)
+			k->configure(set_rodata, b);
+		set_rodata(b, k->enable, w->on[i]);
 	}
-	if (want[W_FAULTS] &&
-	    !vdso_layout((__u64 *)&s->rodata->vdso_below, (__u64 *)&s->rodata->vdso_above))
-		log_info("BPF source: no [vdso] in /proc/self/maps; its faults' retries show as "
-			 "mmap_unknown");
-	s->rodata->count_mmaplock = want[W_MMAPLOCK];
-	s->rodata->count_fallbacks = want[W_FALLBACKS];
-	s->rodata->count_faults = want[W_FAULTS];
-	s->rodata->count_contention = want[W_CONTENTION];
 	return 0;
+}
+
+/* Loads the programs an enabled collector names, and no other it names (programs no collector
+ * names keep the object's choice). */
+static void choose_programs(struct mm_bpfsrc *b, const struct wants *w)
+{
+	for (unsigned i = 0; i < w->n; i++) {
+		const struct mm_plugin_bpf *k = w->p[i]->bpf;
+		const char *const *lists[] = {k->programs, k->burst_programs, k->opener_programs};
+		for (size_t l = 0; l < sizeof(lists) / sizeof(lists[0]); l++) {
+			for (const char *const *n = lists[l]; n && *n; n++) {
+				struct bpf_program *p =
+					bpf_object__find_program_by_name(b->skel->obj, *n);
+				bool needed = false;
+				for (unsigned j = 0; p && j < w->n; j++)
+					needed |= w->on[j] && names_program(w->p[j]->bpf, *n);
+				if (p)
+					bpf_program__set_autoload(p, needed);
+			}
+		}
+	}
+}
+
+/* The programs the bursts switch: a bursting collector's burst and opener programs that no
+ * collector needs all the time. */
+static void choose_switched(struct mm_bpfsrc *b, const struct wants *w)
+{
+	for (unsigned i = 0; b->bursts && i < w->n; i++) {
+		const struct mm_plugin_bpf *k = w->p[i]->bpf;
+		if (!w->on[i] || w->p[i]->duty != MM_DUTY_BURSTS)
+			continue;
+		for (const char *const *n = k->burst_programs; n && *n; n++)
+			if (!continuous(w, *n, true) && b->nevidence < MAX_SWITCHED)
+				b->evidence[b->nevidence++] = *n;
+		for (const char *const *n = k->opener_programs; n && *n; n++)
+			if (!continuous(w, *n, true) && b->nopeners < MAX_SWITCHED)
+				b->openers[b->nopeners++] = *n;
+	}
+	b->opener_bursts = b->nopeners > 0;
+}
+
+/* Adds the field tables of the collectors on BPF: dest[] gets, per kernel counter, its offset in
+ * struct mm_proc_stats (SIZE_MAX: counted for no collector here). */
+static void map_fields(struct mm_bpfsrc *b, const struct wants *w)
+{
+	for (size_t i = 0; i < NCOUNTERS; i++)
+		b->dest[i] = SIZE_MAX;
+	for (unsigned i = 0; i < w->n; i++) {
+		const struct mm_bpf_field *f = w->p[i]->bpf->fields;
+		for (; w->on[i] && f && f->n; f++)
+			for (size_t j = 0; j < f->n; j++)
+				if (f->kernel / sizeof(__u64) + j < NCOUNTERS)
+					b->dest[f->kernel / sizeof(__u64) + j] =
+						f->field + j * sizeof(uint64_t);
+	}
 }
 
 /* MMLOCKD_BPF_SKIP=NAME[,NAME...]: those programs are not loaded, whatever the collectors need
@@ -762,58 +870,51 @@ static void skip_programs(struct bpf_object *obj)
 	free(list);
 }
 
-/* Opens, configures, loads and attaches; on failure *why says why. */
-static int load(struct mm_bpfsrc *b, bool *want, const struct mm_symbols *syms, char *why,
-		size_t whylen)
+/* Whether BPF can run here at all: kernel BTF at @btf, and permission to make a map (asked
+ * first, so an unprivileged daemon hears that rather than a later symptom such as hidden kernel
+ * symbols). Returns 0, or -errno with *why set. */
+static int probe(const char *btf, char *why, size_t whylen)
 {
-	const char *btf = getenv("MMLOCKD_BTF");
-	if (access(btf ? btf : DEFAULT_BTF, R_OK) < 0) {
+	if (access(btf, R_OK) < 0) {
 		snprintf(why, whylen,
-			 "no kernel BTF at %s (%m; the kernel needs CONFIG_DEBUG_INFO_BTF)",
-			 btf ? btf : DEFAULT_BTF);
+			 "no kernel BTF at %s (%m; the kernel needs CONFIG_DEBUG_INFO_BTF)", btf);
 		return -ENOENT;
 	}
-	/* Permission first, so an unprivileged daemon hears that rather than a later symptom
-	 * (hidden kernel symbols). */
-	int probe = bpf_map_create(BPF_MAP_TYPE_ARRAY, NULL, 4, 4, 1, NULL);
-	if (probe < 0) {
+	int fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, NULL, 4, 4, 1, NULL);
+	if (fd < 0) {
 		int r = -errno;
 		why_failed(r, "creating a BPF map", why, whylen);
 		return r;
 	}
-	close(probe);
+	close(fd);
+	return 0;
+}
+
+/* Opens, configures, loads and attaches; on failure *why says why. */
+static int load(struct mm_bpfsrc *b, struct wants *w, const struct mm_symbols *syms, char *why,
+		size_t whylen)
+{
+	const char *btf = getenv("MMLOCKD_BTF");
+	int r = probe(btf ? btf : DEFAULT_BTF, why, whylen);
+	if (r < 0)
+		return r;
 	verifier_log = calloc(1, LOG_SIZE);
 	libbpf_last[0] = failed_prog[0] = '\0';
 	libbpf_set_print(on_libbpf_print);
 	LIBBPF_OPTS(bpf_object_open_opts, opts, .btf_custom_path = btf,
 		    .kernel_log_buf = verifier_log, .kernel_log_size = verifier_log ? LOG_SIZE : 0);
 	b->skel = mm_counters__open_opts(&opts);
-	int r = b->skel ? 0 : -errno;
+	r = b->skel ? 0 : -errno;
 	if (r < 0) {
 		why_failed(r, "opening the BPF object", why, whylen);
 		goto out;
 	}
 	struct mm_counters *s = b->skel;
 	s->rodata->reject_for_test = getenv("MMLOCKD_BPF_REJECT_FOR_TEST") ? 1 : 0;
-	r = configure(b, want, syms, why, whylen);
+	r = configure(b, w, syms, why, whylen);
 	if (r < 0)
 		goto out;
-	bpf_program__set_autoload(s->progs.on_fault,
-				  want[W_MMAPLOCK] || want[W_FAULTS] || s->rodata->reject_for_test);
-	bpf_program__set_autoload(s->progs.on_released, want[W_MMAPLOCK]);
-	bpf_program__set_autoload(s->progs.on_contention, want[W_MMAPLOCK] || want[W_CONTENTION]);
-	bpf_program__set_autoload(s->progs.on_contention_end, want[W_CONTENTION]);
-	/* The per-process counters' programs: nothing of them runs for contention alone, but
-	 * on_switch, where a thread's ended waits reach their rows (lock_rows()). */
-	bool counters = want[W_MMAPLOCK] || want[W_FALLBACKS] || want[W_FAULTS];
-	bpf_program__set_autoload(s->progs.on_start, counters);
-	bpf_program__set_autoload(s->progs.on_acquired, counters);
-	bpf_program__set_autoload(s->progs.on_switch, counters || want[W_CONTENTION]);
-	/* The faults collector's evidence: nothing of it runs for the others. */
-	bpf_program__set_autoload(s->progs.on_fault_kernel, want[W_FAULTS]);
-	bpf_program__set_autoload(s->progs.on_filemap_fault, want[W_FAULTS]);
-	bpf_program__set_autoload(s->progs.on_map_pages, want[W_FAULTS]);
-	bpf_program__set_autoload(s->progs.on_added, want[W_FAULTS]);
+	choose_programs(b, w);
 	skip_programs(s->obj);
 	r = mm_counters__load(s);
 	if (r < 0) {
@@ -837,50 +938,12 @@ out:
 	return r;
 }
 
-int mm_bpfsrc_open(struct mm_host *h, const struct mm_config *cfg, const struct mm_symbols *syms,
-		   struct mm_bpfsrc **ret)
+/* A source with its buffers, not loaded yet; NULL on ENOMEM. */
+static struct mm_bpfsrc *source_new(void)
 {
-	bool want[W_N] = {false};
-	bool any = false;
-	char list[64] = "";
-	*ret = NULL;
-	for (size_t i = 0; i < sizeof(covered) / sizeof(covered[0]); i++) {
-		want[i] = mm_config_collector_enabled(cfg, covered[i].name);
-		any |= want[i];
-		if (want[i])
-			snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s%s",
-				 list[0] ? ", " : "", covered[i].name);
-	}
-	/* The fault split in bursts (split_duty under 100%, the default) runs here too:
-	 * mm_bpfsrc_set_phase attaches its programs for each burst. Chosen by measurement
-	 * (bench/results/split-bpf-20261202.md: the default on BPF no costlier than on the perf
-	 * rings, and its swap-in fallbacks classified where perf leaves 88% mmap_unknown). */
-	bool bursts = want[W_FAULTS] && mm_config_split_duty_pm(cfg) < 1000;
-	if (!any)
-		return 0;
-	if (!strcmp(cfg->source, "perf")) {
-		note_all(h, want, "perf", "source = perf in the configuration");
-		return 0;
-	}
-	/* fallbacks alone (--split-duty 0) stays on the perf rings under auto: the same run
-	 * could not tell the two apart (0.945 / 0.973 / 0.922 perf, 0.938 / 0.895 / 0.977 BPF on
-	 * swapin / filemap / mix). With mmaplock or faults on BPF it follows them (one source,
-	 * shared programs). */
-	if (!want[W_MMAPLOCK] && !want[W_FAULTS] && !want[W_CONTENTION] &&
-	    strcmp(cfg->source, "bpf")) {
-		note_all(h, want, "perf",
-			 "source = auto keeps fallbacks alone on the perf rings; "
-			 "source = bpf counts it in the kernel");
-		return 0;
-	}
-
-	char why[320];
 	struct mm_bpfsrc *b = calloc(1, sizeof(*b));
-	int r = -ENOMEM;
-	if (!b) {
-		snprintf(why, sizeof(why), "out of memory");
-		goto fail;
-	}
+	if (!b)
+		return NULL;
 	b->ncpus = libbpf_num_possible_cpus();
 	b->tracks = mm_tidmap_new(sizeof(struct track), MAX_PROCS);
 	size_t vsize = (size_t)(b->ncpus > 0 ? b->ncpus : 0) * sizeof(__u64);
@@ -890,98 +953,114 @@ int mm_bpfsrc_open(struct mm_host *h, const struct mm_config *cfg, const struct 
 	if (!b->tracks || !b->values ||
 	    mm_htab_init(&b->lock_tracks, sizeof(struct lock_track),
 			 sizeof(struct mm_bpf_lock_key)) < 0) {
-		snprintf(why, sizeof(why), "out of memory");
-		goto fail;
+		mm_bpfsrc_free(b);
+		return NULL;
 	}
-	b->h = h;
-	r = load(b, want, syms, why, sizeof(why));
-	b->h = NULL;
-	if (r < 0)
-		goto fail;
-	b->bursts = bursts && want[W_FAULTS];
-	b->locks = want[W_CONTENTION];
-	b->opener_bursts = b->bursts && !want[W_MMAPLOCK];
-	/* The fault-completion events time the sampled faults (the latency histograms) and close
-	 * their windows at the fault's end. Only with fault_latency on: an open software event
-	 * keeps perf_sw_event()'s static key on, and every fault of every process then pays
-	 * __perf_sw_event(), the event enabled or not (bench/swevent.c: ~1540 ns an anonymous
-	 * fault without, +39 ns enabled, +12 ns disabled; bench/results/latency-cost-20261203.md).
-	 * Without them a window closes at the thread's next event (outcome.h, "completed"). In
-	 * bursts they are enabled for each burst only (mm_bpfsrc_set_phase). */
-	if (cfg->fault_latency && (want[W_MMAPLOCK] || want[W_FAULTS])) {
-		unsigned failed = attach_completions(b);
-		char lwhy[256];
-		snprintf(lwhy, sizeof(lwhy),
-			 "fault_latency = on: 1 in %u completed faults timed%s (minor/major-faults "
-			 "software events: %u of %u open)",
-			 MM_BPF_COMPLETION_PERIOD * MM_BPF_TIMED_FAULTS,
-			 b->opener_bursts ? ", in the split's bursts" : "", b->nlinks,
-			 b->nlinks + failed);
-		mm_host_set_latency(h, !b->nlinks ? "off" : failed ? "partial" : "sampled", lwhy);
+	return b;
+}
+
+/* The fault-completion events time the sampled faults (the latency histograms) and close
+ * their windows at the fault's end. Only with fault_latency on: an open software event
+ * keeps perf_sw_event()'s static key on, and every fault of every process then pays
+ * __perf_sw_event(), the event enabled or not (bench/swevent.c: ~1540 ns an anonymous
+ * fault without, +39 ns enabled, +12 ns disabled; bench/results/latency-cost-20261203.md).
+ * Without them a window closes at the thread's next event (outcome.h, "completed"). In
+ * bursts they are enabled for each burst only (mm_bpfsrc_set_phase). */
+static void open_latency(struct mm_bpfsrc *b, struct mm_host *h, const struct wants *w)
+{
+	bool timed = false;
+	for (unsigned i = 0; i < w->n; i++)
+		timed |= w->on[i] && w->p[i]->bpf->latency;
+	if (!timed)
+		return;
+	unsigned failed = attach_completions(b);
+	char why[256];
+	snprintf(why, sizeof(why),
+		 "fault_latency = on: 1 in %u completed faults timed%s (minor/major-faults "
+		 "software events: %u of %u open)",
+		 MM_BPF_COMPLETION_PERIOD * MM_BPF_TIMED_FAULTS,
+		 b->opener_bursts ? ", in the split's bursts" : "", b->nlinks, b->nlinks + failed);
+	mm_host_set_latency(h, !b->nlinks ? "off" : failed ? "partial" : "sampled", why);
+}
+
+/* Whether the collectors on BPF may go there under source = auto: not when all of them only
+ * follow others (said in their notes). */
+static bool worth_it(struct mm_host *h, const struct wants *w, const struct mm_config *cfg)
+{
+	char list[64], why[160];
+	for (unsigned i = 0; i < w->n; i++)
+		if (w->on[i] && !w->p[i]->bpf->follows)
+			return true;
+	if (!strcmp(cfg->source, "bpf"))
+		return true;
+	wants_list(w, list, sizeof(list));
+	snprintf(why, sizeof(why),
+		 "source = auto keeps %s alone on the perf rings; source = bpf counts it in the "
+		 "kernel",
+		 list);
+	note_all(h, w, "perf", why);
+	return false;
+}
+
+/* What the loaded source runs: bursts, switched programs, fed collector, field tables. */
+static void arrange(struct mm_bpfsrc *b, struct mm_host *h, const struct wants *w,
+		    const struct mm_config *cfg)
+{
+	/* The fault split in bursts (split_duty under 100%, the default) runs here too:
+	 * mm_bpfsrc_set_phase attaches its programs for each burst. Chosen by measurement
+	 * (bench/results/split-bpf-20261202.md: the default on BPF no costlier than on the perf
+	 * rings, and its swap-in fallbacks classified where perf leaves 88% mmap_unknown). */
+	for (unsigned i = 0; i < w->n; i++) {
+		b->bursts |= w->on[i] && w->p[i]->duty == MM_DUTY_BURSTS &&
+			     mm_config_split_duty_pm(cfg) < 1000;
+		if (w->on[i] && w->p[i]->waits && !b->fed)
+			b->fed = w->p[i];
 	}
+	choose_switched(b, w);
+	if (cfg->fault_latency)
+		open_latency(b, h, w);
 	const char *keep = getenv("MMLOCKD_BPF_KEEP_ATTACHED");
 	b->keep_attached = b->bursts && keep && !strcmp(keep, "1");
 	if (b->keep_attached)
 		log_warning("BPF source: MMLOCKD_BPF_KEEP_ATTACHED: the split's programs stay "
 			    "attached between bursts (a benchmark's knob)");
 	b->phase = MM_SPLIT_ON; /* everything attached: the loop sets the first phase */
-
-	for (size_t i = 0; i < NCOUNTERS; i++)
-		b->dest[i] = SIZE_MAX;
-#define TO2(from, to)                                                                              \
-	b->dest[offsetof(struct mm_bpf_counts, from) / sizeof(__u64)] =                            \
-		offsetof(struct mm_proc_stats, to)
-#define TO(member) TO2(member, member)
-	if (want[W_MMAPLOCK]) {
-		TO(faults);
-		TO(mmap_lock_read);
-		TO(mmap_lock_write);
-		TO(mmap_lock_trylock_fail);
-		TO(mmap_lock_waits);
-		TO(mmap_lock_wait_ns);
-		TO(mmap_lock_write_hold_ns);
-		TO(mmap_lock_contended);
-		for (size_t i = 0; i < MM_BPF_HIST_BUCKETS; i++) {
-			TO2(mmap_lock_wait_hist[i], mmap_lock_wait_hist.bucket[i]);
-			TO2(fault_ns_vma_hist[i], fault_ns_vma_hist.bucket[i]);
-			TO2(fault_ns_mmap_hist[i], fault_ns_mmap_hist.bucket[i]);
-		}
-	}
-	if (want[W_FALLBACKS]) {
-		TO(fallback_locks);
-		TO(fallback_lock_waits);
-	}
-	if (want[W_FAULTS]) {
-		TO(faults_vma);
-		TO(faults_vma_retry);
-		TO(faults_mmap_retry);
-		TO(faults_mmap_abort);
-		TO(faults_mmap_unknown);
-		TO(faults_mmap_fallback);
-		TO(faults_mmap_lock_retries);
-		TO(faults_mmap_lock_wait_ns);
-		TO(faults_pages_reread);
-		for (size_t o = 0; o < MM_BPF_NOUTCOMES; o++)
-			for (size_t i = 0; i < MM_BPF_HIST_BUCKETS; i++)
-				TO2(fault_ns_outcome_hist[o][i],
-				    fault_ns_outcome_hist[o].bucket[i]);
-		TO(mmap_lock_by_fault);
-		TO(mmap_lock_by_fault_other);
-		TO(mmap_lock_by_fault_kernel);
-	}
-#undef TO
-#undef TO2
+	map_fields(b, w);
 	register_globals(b, h);
-	note_all(h, want, "bpf", "");
-	if (want[W_FAULTS])
-		mm_host_set_source(h, "faults", "bpf",
-				   "mmap_lock_by_* other than fault, fault_other and fault_kernel "
-				   "need callchains: 0 on this source");
-	list[0] = '\0';
-	for (size_t i = 0; i < W_N; i++)
-		if (want[i])
-			snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s%s",
-				 list[0] ? ", " : "", covered[i].name);
+	for (unsigned i = 0; i < w->n; i++)
+		if (w->on[i])
+			mm_host_set_source(h, w->p[i]->name, "bpf",
+					   w->p[i]->bpf->note ? w->p[i]->bpf->note : "");
+}
+
+int mm_bpfsrc_open(struct mm_host *h, const struct mm_config *cfg, const struct mm_symbols *syms,
+		   struct mm_bpfsrc **ret)
+{
+	struct wants w;
+	char list[64], why[320];
+	*ret = NULL;
+	wants_init(&w, cfg);
+	if (!wants_list(&w, list, sizeof(list)))
+		return 0;
+	if (!strcmp(cfg->source, "perf")) {
+		note_all(h, &w, "perf", "source = perf in the configuration");
+		return 0;
+	}
+	if (!worth_it(h, &w, cfg))
+		return 0;
+	struct mm_bpfsrc *b = source_new();
+	int r = -ENOMEM;
+	if (!b) {
+		snprintf(why, sizeof(why), "out of memory");
+		goto fail;
+	}
+	b->h = h;
+	r = load(b, &w, syms, why, sizeof(why));
+	b->h = NULL;
+	if (r < 0)
+		goto fail;
+	arrange(b, h, &w, cfg);
+	wants_list(&w, list, sizeof(list));
 	log_info("BPF source: counting %s in the kernel", list);
 	*ret = b;
 	return 0;
@@ -991,7 +1070,7 @@ fail:
 	if (!strcmp(cfg->source, "bpf"))
 		return log_error_errno(r, "BPF source (source = bpf): %s", why);
 	log_warning("BPF source unavailable: %s; %s run on the perf rings", why, list);
-	note_all(h, want, "perf", why);
+	note_all(h, &w, "perf", why);
 	return 0;
 }
 
@@ -1001,20 +1080,19 @@ int mm_bpfsrc_open(struct mm_host *h, const struct mm_config *cfg, const struct 
 		   struct mm_bpfsrc **ret)
 {
 	static const char why[] = "this mmlockd was built without the BPF source (meson -Dbpf)";
+	bool any = false;
 	*ret = NULL;
-	if (!mm_config_collector_enabled(cfg, "mmaplock") &&
-	    !mm_config_collector_enabled(cfg, "fallbacks") &&
-	    !mm_config_collector_enabled(cfg, "faults") &&
-	    !mm_config_collector_enabled(cfg, "contention"))
+	for (const struct mm_plugin *const *p = mm_plugins; *p; p++)
+		any |= (*p)->bpf && mm_config_collector_enabled(cfg, (*p)->name);
+	if (!any)
 		return 0;
 	if (!strcmp(cfg->source, "bpf"))
 		return log_error_errno(EOPNOTSUPP, "source = bpf: %s", why);
 	if (strcmp(cfg->source, "perf"))
 		log_info("BPF source unavailable: %s; collectors run on the perf rings", why);
-	mm_host_set_source(h, "mmaplock", "perf", why);
-	mm_host_set_source(h, "fallbacks", "perf", why);
-	mm_host_set_source(h, "faults", "perf", why);
-	mm_host_set_source(h, "contention", "perf", why);
+	for (const struct mm_plugin *const *p = mm_plugins; *p; p++)
+		if ((*p)->bpf)
+			mm_host_set_source(h, (*p)->name, "perf", why);
 	return 0;
 }
 

@@ -803,6 +803,15 @@ static const struct mm_tp_req tracepoints[] = {
 	{0},
 };
 
+/* On the BPF source: waits paired and summed in the kernel, rows handed to on_waits(). Their
+ * rows reach the lock map at the thread's next begin or when it leaves the CPU (on_switch). */
+static const char *const bpf_programs[] = {"on_contention", "on_contention_end", "on_switch", NULL};
+
+static const struct mm_plugin_bpf bpf = {
+	.enable = "count_contention",
+	.programs = bpf_programs,
+};
+
 const struct mm_plugin mm_plugin_contention = {
 	.name = "contention",
 	.description = "lock contention per process, type, caller and lock (as perf lock "
@@ -813,4 +822,5 @@ const struct mm_plugin mm_plugin_contention = {
 	.snapshot = snapshot,
 	.waits = on_waits,
 	.free = free_state,
+	.bpf = &bpf,
 };

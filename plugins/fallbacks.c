@@ -40,6 +40,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <linux/types.h>
+
+#include "bpf/counters.h"
 #include "plugin.h"
 #include "tidmap.h"
 
@@ -225,6 +228,45 @@ static const struct mm_tp_req tracepoints[] = {
 	{0},
 };
 
+/* On the BPF source: the fallback site's frame found in the start's short stack. */
+static const char *const bpf_programs[] = {"on_start", "on_acquired", "on_switch", NULL};
+
+static const struct mm_bpf_text bpf_sites[] = {
+	{.var = "sites",
+	 .index = MM_BPF_SITE_FALLBACK,
+	 .function = "lock_mm_and_find_vma",
+	 .required = true},
+	/* Text a read start's first frame may lie in when the site is further up. */
+	{.var = "trace_text",
+	 .index = MM_BPF_TRACE_HELPER,
+	 .function = "__mmap_lock_do_trace_start_locking"},
+	{.var = "trace_text",
+	 .index = MM_BPF_TRACE_ITER,
+	 .function = "__traceiter_mmap_lock_start_locking"},
+	{.var = "trace_text",
+	 .index = MM_BPF_TRACE_CAREFULLY,
+	 .function = "get_mmap_lock_carefully"},
+	{0},
+};
+
+static const struct mm_bpf_field bpf_fields[] = {
+	MM_BPF_FIELD(fallback_locks),
+	MM_BPF_FIELD(fallback_lock_waits),
+	{0},
+};
+
+/* Alone it stays on the perf rings under source = auto: the same run could not tell the two
+ * apart (0.945 / 0.973 / 0.922 perf, 0.938 / 0.895 / 0.977 BPF on swapin / filemap / mix,
+ * bench/results/split-bpf-20261202.md). With mmaplock or faults on BPF it follows them (one
+ * source, shared programs). */
+static const struct mm_plugin_bpf bpf = {
+	.enable = "count_fallbacks",
+	.programs = bpf_programs,
+	.sites = bpf_sites,
+	.fields = bpf_fields,
+	.follows = true,
+};
+
 const struct mm_plugin mm_plugin_fallbacks = {
 	.name = "fallbacks",
 	.description = "per-process page-fault fallbacks to mmap_lock and how many found it taken "
@@ -233,4 +275,5 @@ const struct mm_plugin mm_plugin_fallbacks = {
 	.init = init,
 	.thread_exit = mm_tidmap_state_forget,
 	.free = mm_tidmap_state_free,
+	.bpf = &bpf,
 };

@@ -37,9 +37,14 @@
 
 #include <errno.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <linux/types.h>
+
+#include "bpf/counters.h"
+#include "log.h"
 #include "plugin.h"
 #include "tidmap.h"
 
@@ -588,6 +593,129 @@ static const struct mm_tp_req tracepoints[] = {
 	{0},
 };
 
+/* On the BPF source: the fault windows are kept per thread in the kernel (counters.bpf.c). In
+ * bursts, the filemap evidence is attached for the burst and its ending only, and the opener
+ * (page_fault_user) for the burst only unless mmaplock keeps it attached anyway. */
+static const char *const bpf_programs[] = {"on_start", "on_acquired", "on_switch",
+					   "on_fault_kernel", NULL};
+static const char *const bpf_burst_programs[] = {"on_filemap_fault", "on_map_pages", "on_added",
+						 NULL};
+static const char *const bpf_opener_programs[] = {"on_fault", NULL};
+
+#define NEEDED ": fault outcomes need it"
+static const struct mm_bpf_text bpf_sites[] = {
+	{.var = "sites",
+	 .index = MM_BPF_SITE_FALLBACK,
+	 .function = "lock_mm_and_find_vma",
+	 .required = true,
+	 .why = NEEDED},
+	{.var = "sites",
+	 .index = MM_BPF_SITE_ANON,
+	 .function = "__vmf_anon_prepare",
+	 .required = true,
+	 .why = NEEDED},
+	{.var = "sites",
+	 .index = MM_BPF_SITE_HMF,
+	 .function = "__handle_mm_fault",
+	 .required = true,
+	 .why = NEEDED},
+	{.var = "sites",
+	 .index = MM_BPF_SITE_HMF_OUTER,
+	 .function = "handle_mm_fault",
+	 .required = true,
+	 .why = NEEDED},
+	{.var = "sites",
+	 .index = MM_BPF_SITE_LOCK_RETRY,
+	 .function = "__folio_lock_or_retry",
+	 .required = true,
+	 .why = NEEDED},
+	{0},
+};
+#undef NEEDED
+
+static const struct mm_bpf_field bpf_fields[] = {
+	MM_BPF_FIELD(faults_vma),
+	MM_BPF_FIELD(faults_vma_retry),
+	MM_BPF_FIELD(faults_mmap_retry),
+	MM_BPF_FIELD(faults_mmap_abort),
+	MM_BPF_FIELD(faults_mmap_unknown),
+	MM_BPF_FIELD(faults_mmap_fallback),
+	MM_BPF_FIELD(faults_mmap_lock_retries),
+	MM_BPF_FIELD(faults_mmap_lock_wait_ns),
+	MM_BPF_FIELD(faults_pages_reread),
+	MM_BPF_FIELD(fault_ns_outcome_hist),
+	MM_BPF_FIELD(mmap_lock_by_fault),
+	MM_BPF_FIELD(mmap_lock_by_fault_other),
+	MM_BPF_FIELD(mmap_lock_by_fault_kernel),
+	{0},
+};
+
+/* The vDSO's special mappings around its text, as this process has them ([vvar], [vvar_vclock]
+ * right below [vdso] on 6.18; [vvar] on 6.12): every process gets the same layout from the
+ * kernel. Sets *below (bytes from the first of them to [vdso]) and *above ([vdso]'s size);
+ * false when /proc/self/maps has no [vdso]. */
+static bool vdso_layout(uint64_t *below, uint64_t *above)
+{
+	FILE *f = fopen("/proc/self/maps", "re");
+	char line[512];
+	uint64_t lo = 0, hi = 0, special_lo = 0, prev_hi = 0;
+	bool found = false;
+	if (!f)
+		return false;
+	while (!found && fgets(line, sizeof(line), f)) {
+		unsigned long long a, e;
+		if (sscanf(line, "%llx-%llx", &a, &e) != 2)
+			continue;
+		const char *name = strrchr(line, ' ');
+		name = name ? name + 1 : "";
+		if (!strncmp(name, "[vdso]", 6)) {
+			lo = a;
+			hi = e;
+			if (!special_lo || prev_hi != a)
+				special_lo = a;
+			found = true;
+		} else if (!strncmp(name, "[vvar", 5)) {
+			if (!special_lo || prev_hi != a)
+				special_lo = a;
+		} else {
+			special_lo = 0;
+		}
+		prev_hi = e;
+	}
+	fclose(f);
+	if (!found)
+		return false;
+	*below = lo - special_lo;
+	*above = hi - lo;
+	return true;
+}
+
+/* The programs tell a vDSO fault's retry by the faulting address's place around [vdso]. */
+static void bpf_configure(mm_bpf_set_fn set, void *ctx)
+{
+	uint64_t below, above;
+	if (!vdso_layout(&below, &above)) {
+		log_info("BPF source: no [vdso] in /proc/self/maps; its faults' retries show as "
+			 "mmap_unknown");
+		return;
+	}
+	set(ctx, "vdso_below", below);
+	set(ctx, "vdso_above", above);
+}
+
+static const struct mm_plugin_bpf bpf = {
+	.enable = "count_faults",
+	.programs = bpf_programs,
+	.burst_programs = bpf_burst_programs,
+	.opener_programs = bpf_opener_programs,
+	.sites = bpf_sites,
+	.fields = bpf_fields,
+	.configure = bpf_configure,
+	.latency = true,
+	.note = "mmap_lock_by_* other than fault, fault_other and fault_kernel need callchains: 0 "
+		"on this source",
+};
+
 const struct mm_plugin mm_plugin_faults = {
 	.name = "faults",
 	.description = "classifies user page faults (VMA lock, VMA-lock retry, mmap_lock fallback) "
@@ -598,4 +726,6 @@ const struct mm_plugin mm_plugin_faults = {
 	.tick = tick,
 	.finish = finish,
 	.free = free_state,
+	.bpf = &bpf,
+	.duty = MM_DUTY_BURSTS,
 };

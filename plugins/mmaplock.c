@@ -23,6 +23,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <linux/types.h>
+
+#include "bpf/counters.h"
 #include "plugin.h"
 #include "tidmap.h"
 
@@ -214,6 +217,33 @@ static const struct mm_tp_req tracepoints[] = {
 	{0},
 };
 
+/* On the BPF source: the same counters, kept per thread in the kernel (counters.bpf.c). */
+static const char *const bpf_programs[] = {
+	"on_fault", "on_start", "on_acquired", "on_released", "on_contention", "on_switch", NULL,
+};
+
+static const struct mm_bpf_field bpf_fields[] = {
+	MM_BPF_FIELD(faults),
+	MM_BPF_FIELD(mmap_lock_read),
+	MM_BPF_FIELD(mmap_lock_write),
+	MM_BPF_FIELD(mmap_lock_trylock_fail),
+	MM_BPF_FIELD(mmap_lock_waits),
+	MM_BPF_FIELD(mmap_lock_wait_ns),
+	MM_BPF_FIELD(mmap_lock_write_hold_ns),
+	MM_BPF_FIELD(mmap_lock_contended),
+	MM_BPF_FIELD(mmap_lock_wait_hist),
+	MM_BPF_FIELD(fault_ns_vma_hist),
+	MM_BPF_FIELD(fault_ns_mmap_hist),
+	{0},
+};
+
+static const struct mm_plugin_bpf bpf = {
+	.enable = "count_mmaplock",
+	.programs = bpf_programs,
+	.fields = bpf_fields,
+	.latency = true,
+};
+
 const struct mm_plugin mm_plugin_mmaplock = {
 	.name = "mmaplock",
 	.description =
@@ -222,4 +252,5 @@ const struct mm_plugin mm_plugin_mmaplock = {
 	.init = init,
 	.thread_exit = mm_tidmap_state_forget,
 	.free = mm_tidmap_state_free,
+	.bpf = &bpf,
 };

@@ -10,6 +10,7 @@
 #define MM_PLUGIN_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "sample.h"
@@ -52,6 +53,76 @@ struct mm_lock_wait {
 	const uint64_t *hist;	     /* MM_HIST_BUCKETS counts, since the last delivery */
 };
 
+/* A kernel function whose text [lo, hi) the in-kernel programs compare stack frames against:
+ * the loader finds it in /proc/kallsyms and writes it to element @index of the .rodata array
+ * @var (struct { __u64 lo, hi; }[]). A @required one missing keeps the collector on the perf
+ * rings, saying "@function not found in the kernel symbols (/proc/kallsyms)@why". */
+struct mm_bpf_text {
+	const char *var;
+	unsigned index;
+	const char *function;
+	bool required;
+	const char *why; /* appended to the reason; "" or NULL: nothing */
+};
+
+/* Where kernel counters land: the @n u64s at byte @kernel of the in-kernel per-process value
+ * (struct mm_bpf_counts, plugins/bpf/counters.h) are added, as they grow, to the @n u64s at byte
+ * @field of struct mm_proc_stats. Written with MM_BPF_FIELD(). */
+struct mm_bpf_field {
+	uint32_t kernel, field, n;
+};
+#define MM_BPF_SIZEOF(type, member) sizeof(((type *)0)->member)
+/* (The bit-field of negative width stops the build when the two members differ in size.) */
+#define MM_BPF_FIELD2(kernel_member, stats_member)                                                 \
+	{                                                                                          \
+		offsetof(struct mm_bpf_counts, kernel_member),                                     \
+			offsetof(struct mm_proc_stats, stats_member),                              \
+			MM_BPF_SIZEOF(struct mm_proc_stats, stats_member) / (sizeof(uint64_t)) +   \
+				0 * sizeof(struct {                                                \
+					int same_size                                              \
+					    : MM_BPF_SIZEOF(struct mm_bpf_counts,                  \
+							    kernel_member) ==                      \
+					      MM_BPF_SIZEOF(struct mm_proc_stats, stats_member)    \
+						? 1                                                \
+						: -1;                                              \
+				})                                                                 \
+	}
+#define MM_BPF_FIELD(member) MM_BPF_FIELD2(member, member)
+
+/* Sets the .rodata variable @var of the in-kernel object to @value (for configure()). */
+typedef void (*mm_bpf_set_fn)(void *ctx, const char *var, uint64_t value);
+
+/* The in-kernel part of a collector: what the BPF object (plugins/bpf/counters.bpf.c, one object
+ * whose programs share per-thread state) runs for it, and how its counts come back. The loader
+ * (daemon/bpfsource.c) walks the enabled collectors that have one; it knows none by name. */
+struct mm_plugin_bpf {
+	const char *enable; /* the .rodata flag the programs count this collector by */
+	/* Programs loaded and attached while it runs, NULL-terminated. A program no enabled
+	 * collector names is not loaded. */
+	const char *const *programs;
+	/* With the collector in bursts (its duty, MM_DUTY_BURSTS, and a split duty under 100%):
+	 * programs attached for the burst and its ending only, and the burst's opener, attached
+	 * for the burst only (split.h's phases), unless a collector running continuously needs
+	 * them too. NULL: none. */
+	const char *const *burst_programs;
+	const char *const *opener_programs;
+	const struct mm_bpf_text *sites;   /* terminated by function == NULL; NULL: none */
+	const struct mm_bpf_field *fields; /* terminated by n == 0; NULL: none */
+	/* Fills .rodata it needs beyond its sites (e.g. the vDSO's layout). Optional. */
+	void (*configure)(mm_bpf_set_fn set, void *ctx);
+	bool latency; /* times faults: fault_latency opens the fault-completion events for it */
+	/* With source = auto, runs on BPF only beside a collector that does (its programs are
+	 * shared and measured no cheaper alone). */
+	bool follows;
+	const char *note; /* shown as its source note when on BPF; NULL: none */
+};
+
+/* How a collector runs: continuously, or in bursts on the schedule the host offers (split.h). */
+enum mm_duty {
+	MM_DUTY_CONTINUOUS,
+	MM_DUTY_BURSTS,
+};
+
 struct mm_plugin {
 	const char *name;	 /* [a-z0-9_]+, used in config and labels */
 	const char *description; /* one line */
@@ -79,6 +150,9 @@ struct mm_plugin {
 	 * (mm_host_fed() is true in its hooks) and its waits come here. Optional. */
 	void (*waits)(void *state, struct mm_host *h, const struct mm_lock_wait *w);
 	void (*free)(void *state); /* accepts NULL */
+	/* Its in-kernel part; NULL: it counts from records only. */
+	const struct mm_plugin_bpf *bpf;
+	enum mm_duty duty;
 };
 
 /* Every collector this build has, NULL-terminated (plugins/registry.c). */

@@ -5,7 +5,8 @@
  * (vmlinux.h in the BPF program, <linux/types.h> in user space), so it includes nothing itself.
  *
  * Every counter of struct mm_bpf_counts has the meaning of the struct mm_proc_stats member of
- * the same name (daemon/stats.h), which the perf path fills; the loader maps one to the other.
+ * the same name (daemon/stats.h), which the perf path fills; each collector says which of them
+ * are its own (struct mm_plugin_bpf fields, plugin.h) and the loader adds their growth there.
  */
 #ifndef MM_BPF_COUNTERS_H
 #define MM_BPF_COUNTERS_H
