@@ -34,11 +34,11 @@ nothing on them), perf_stat_mmaplock_switch those and sched:sched_switch; perf_s
 counts the minor-faults and major-faults software events on every CPU and perf_stat_faults_off
 holds them open and disabled (what the split's completion events cost between bursts); the
 mmlockd_fallbacks_bpf_noswitch / _nostart / _noacquired / _switchonly configurations run the
-fallbacks collector on BPF with some of its programs not loaded (MMLOCKD_BPF_SKIP), to see what
+fallbacks collector on BPF with some of its programs not loaded (--bpf-skip), to see what
 each program costs a workload (their counts are wrong), and mmlockd_fallbacks_bpf_nosplit runs
 it with --split-duty 0, mmlockd_fallbacks_bpf_duty10 with --split-duty 10% (five times the
 default's bursts: what scales with the duty and what does not), mmlockd_fallbacks_bpf_keep with
-the split's programs held attached between bursts (MMLOCKD_BPF_KEEP_ATTACHED=1: what attaching
+the split's programs held attached between bursts (--bpf-keep-attached on: what attaching
 and detaching them costs), and mmlockd_fallbacks_bpf_done with the fault-completion software
 events opened for the bursts too (--fault-latency on), as the default had them
 before session 12 (bench/results/*nodone* measured the other way round, as
@@ -144,23 +144,22 @@ SPLIT_ARGS = {"mmlockd_nosplit": ["--split-duty", "0"], "mmlockd_split5": ["--sp
               "mmlockd_default_perf": ["--source", "perf"],
               "mmlockd_nosplit_bpf": ["--split-duty", "0", "--source", "bpf"]}
 
-# mmlockd on BPF with one thing changed, as (collectors, programs not loaded, extra arguments,
-# extra environment). The fallbacks collector alone: with some of its programs not loaded
-# (MMLOCKD_BPF_SKIP), what each costs a workload (their counts are wrong; only throughput is read
+# mmlockd on BPF with one thing changed, as (collectors, programs not loaded, extra arguments). The fallbacks collector alone: with some of its programs not loaded
+# (--bpf-skip), what each costs a workload (their counts are wrong; only throughput is read
 # from them); _nosplit: with the split's bursts off (no program of theirs, no fault-completion
 # perf events open); _keep: the split's programs held attached between bursts
-# (MMLOCKD_BPF_KEEP_ATTACHED), to tell the switching's cost from theirs; _done: the bursts with
+# (--bpf-keep-attached on), to tell the switching's cost from theirs; _done: the bursts with
 # the fault-completion events. And all collectors with fault latency sampled (the main suite).
 BPF_CONFIGS = {
-    "mmlockd_fallbacks_bpf_noswitch": ("fallbacks", ["on_switch"], [], {}),
-    "mmlockd_fallbacks_bpf_nostart": ("fallbacks", ["on_start"], [], {}),
-    "mmlockd_fallbacks_bpf_noacquired": ("fallbacks", ["on_acquired"], [], {}),
-    "mmlockd_fallbacks_bpf_switchonly": ("fallbacks", ["on_start", "on_acquired"], [], {}),
-    "mmlockd_fallbacks_bpf_nosplit": ("fallbacks", [], ["--split-duty", "0"], {}),
-    "mmlockd_fallbacks_bpf_duty10": ("fallbacks", [], ["--split-duty", "10%"], {}),
-    "mmlockd_fallbacks_bpf_keep": ("fallbacks", [], [], {"MMLOCKD_BPF_KEEP_ATTACHED": "1"}),
-    "mmlockd_fallbacks_bpf_done": ("fallbacks", [], ["--fault-latency", "on"], {}),
-    "mmlockd_all_bpf_latency": ("all", [], ["--fault-latency", "on"], {}),
+    "mmlockd_fallbacks_bpf_noswitch": ("fallbacks", ["on_switch"], []),
+    "mmlockd_fallbacks_bpf_nostart": ("fallbacks", ["on_start"], []),
+    "mmlockd_fallbacks_bpf_noacquired": ("fallbacks", ["on_acquired"], []),
+    "mmlockd_fallbacks_bpf_switchonly": ("fallbacks", ["on_start", "on_acquired"], []),
+    "mmlockd_fallbacks_bpf_nosplit": ("fallbacks", [], ["--split-duty", "0"]),
+    "mmlockd_fallbacks_bpf_duty10": ("fallbacks", [], ["--split-duty", "10%"]),
+    "mmlockd_fallbacks_bpf_keep": ("fallbacks", [], ["--bpf-keep-attached", "on"]),
+    "mmlockd_fallbacks_bpf_done": ("fallbacks", [], ["--fault-latency", "on"]),
+    "mmlockd_all_bpf_latency": ("all", [], ["--fault-latency", "on"]),
 }
 
 LABELS = {
@@ -783,11 +782,10 @@ class Bench:
         if config == "mmlockd_default":
             return Mmlockd(self, config, None)
         if config in BPF_CONFIGS:
-            coll, progs, extra, env = BPF_CONFIGS[config]
-            env = dict(env)
+            coll, progs, extra = BPF_CONFIGS[config]
             if progs:
-                env["MMLOCKD_BPF_SKIP"] = ",".join(progs)
-            return Mmlockd(self, config, coll, "bpf", extra=extra, env=env or None)
+                extra = extra + ["--bpf-skip", ",".join(progs)]
+            return Mmlockd(self, config, coll, "bpf", extra=extra)
         if config in SPLIT_ARGS:
             return Mmlockd(self, config, None, extra=SPLIT_ARGS[config])
         if config.startswith("mmlockd_") and config.endswith("_bpf"):

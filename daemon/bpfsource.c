@@ -107,7 +107,7 @@ struct mm_bpfsrc {
 	bool bursts, opener_bursts; /* opener_bursts: some opener is switched too */
 	const char *evidence[MAX_SWITCHED], *openers[MAX_SWITCHED];
 	unsigned nevidence, nopeners;
-	bool keep_attached; /* MMLOCKD_BPF_KEEP_ATTACHED: no detaching between bursts */
+	bool keep_attached; /* bpf_keep_attached (config.h): no detaching between bursts */
 	bool attach_failed;
 	enum mm_split_phase phase;
 	struct mm_bpf_key *settle; /* map entries to delete after the walk */
@@ -659,7 +659,7 @@ void mm_bpfsrc_set_phase(struct mm_bpfsrc *b, enum mm_split_phase phase)
 		return;
 	struct mm_counters *s = b->skel;
 	bool evidence = phase != MM_SPLIT_OFF, ok = true;
-	/* MMLOCKD_BPF_KEEP_ATTACHED=1 (a benchmark's knob): the programs stay attached from the
+	/* bpf_keep_attached = on (a benchmark's knob): the programs stay attached from the
 	 * first burst on and find out between bursts that they have nothing to do
 	 * (IDLE_BETWEEN_BURSTS in counters.bpf.c), to tell what attaching and detaching them costs
 	 * (each first probe of a tracepoint patches kernel text) from what they cost attached. */
@@ -846,26 +846,24 @@ static void map_fields(struct mm_bpfsrc *b, const struct wants *w)
 	}
 }
 
-/* MMLOCKD_BPF_SKIP=NAME[,NAME...]: those programs are not loaded, whatever the collectors need
- * (a benchmark's knob: bench/run.py's mmlockd_fallbacks_bpf_no* configurations measure what
- * one program costs a workload; the counts they feed are wrong). Logged, so no one mistakes
- * such a run for a real one. */
-static void skip_programs(struct bpf_object *obj)
+/* bpf_skip = NAME[,NAME...] (config.h): those programs are not loaded, whatever the collectors
+ * need (a benchmark's knob: bench/run.py's mmlockd_fallbacks_bpf_no* configurations measure what
+ * one program costs a workload; the counts they feed are wrong). Logged, so no one mistakes such
+ * a run for a real one. */
+static void skip_programs(struct bpf_object *obj, const char *skip)
 {
-	const char *env = getenv("MMLOCKD_BPF_SKIP");
-	if (!env || !*env)
+	if (!*skip)
 		return;
-	char *list = strdup(env), *save = NULL;
+	char *list = strdup(skip), *save = NULL;
 	for (char *name = list ? strtok_r(list, ",", &save) : NULL; name;
 	     name = strtok_r(NULL, ",", &save)) {
 		struct bpf_program *p = bpf_object__find_program_by_name(obj, name);
 		if (!p) {
-			log_warning("BPF source: MMLOCKD_BPF_SKIP: no program %s", name);
+			log_warning("BPF source: bpf_skip: no program %s", name);
 			continue;
 		}
 		bpf_program__set_autoload(p, false);
-		log_warning("BPF source: MMLOCKD_BPF_SKIP: %s not loaded (counts will be wrong)",
-			    name);
+		log_warning("BPF source: bpf_skip: %s not loaded (counts will be wrong)", name);
 	}
 	free(list);
 }
@@ -877,7 +875,8 @@ static int probe(const char *btf, char *why, size_t whylen)
 {
 	if (access(btf, R_OK) < 0) {
 		snprintf(why, whylen,
-			 "no kernel BTF at %s (%m; the kernel needs CONFIG_DEBUG_INFO_BTF)", btf);
+			 "no kernel BTF at %.200s (%m; the kernel needs CONFIG_DEBUG_INFO_BTF)",
+			 btf);
 		return -ENOENT;
 	}
 	int fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, NULL, 4, 4, 1, NULL);
@@ -891,10 +890,10 @@ static int probe(const char *btf, char *why, size_t whylen)
 }
 
 /* Opens, configures, loads and attaches; on failure *why says why. */
-static int load(struct mm_bpfsrc *b, struct wants *w, const struct mm_symbols *syms, char *why,
-		size_t whylen)
+static int load(struct mm_bpfsrc *b, struct wants *w, const struct mm_config *cfg,
+		const struct mm_symbols *syms, char *why, size_t whylen)
 {
-	const char *btf = getenv("MMLOCKD_BTF");
+	const char *btf = cfg->btf[0] ? cfg->btf : NULL;
 	int r = probe(btf ? btf : DEFAULT_BTF, why, whylen);
 	if (r < 0)
 		return r;
@@ -910,12 +909,15 @@ static int load(struct mm_bpfsrc *b, struct wants *w, const struct mm_symbols *s
 		goto out;
 	}
 	struct mm_counters *s = b->skel;
-	s->rodata->reject_for_test = getenv("MMLOCKD_BPF_REJECT_FOR_TEST") ? 1 : 0;
+	s->rodata->reject_for_test = cfg->bpf_refuse;
+	if (cfg->bpf_refuse)
+		log_warning("BPF source: bpf_refuse = on: the verifier is to refuse a program "
+			    "(a test's knob)");
 	r = configure(b, w, syms, why, whylen);
 	if (r < 0)
 		goto out;
 	choose_programs(b, w);
-	skip_programs(s->obj);
+	skip_programs(s->obj, cfg->bpf_skip);
 	r = mm_counters__load(s);
 	if (r < 0) {
 		why_failed(r, "loading the BPF programs", why, whylen);
@@ -1019,10 +1021,9 @@ static void arrange(struct mm_bpfsrc *b, struct mm_host *h, const struct wants *
 	choose_switched(b, w);
 	if (cfg->fault_latency)
 		open_latency(b, h, w);
-	const char *keep = getenv("MMLOCKD_BPF_KEEP_ATTACHED");
-	b->keep_attached = b->bursts && keep && !strcmp(keep, "1");
+	b->keep_attached = b->bursts && cfg->bpf_keep_attached;
 	if (b->keep_attached)
-		log_warning("BPF source: MMLOCKD_BPF_KEEP_ATTACHED: the split's programs stay "
+		log_warning("BPF source: bpf_keep_attached = on: the split's programs stay "
 			    "attached between bursts (a benchmark's knob)");
 	b->phase = MM_SPLIT_ON; /* everything attached: the loop sets the first phase */
 	map_fields(b, w);
@@ -1055,7 +1056,7 @@ int mm_bpfsrc_open(struct mm_host *h, const struct mm_config *cfg, const struct 
 		goto fail;
 	}
 	b->h = h;
-	r = load(b, &w, syms, why, sizeof(why));
+	r = load(b, &w, cfg, syms, why, sizeof(why));
 	b->h = NULL;
 	if (r < 0)
 		goto fail;

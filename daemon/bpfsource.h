@@ -32,9 +32,8 @@ struct mm_symbols;
  * Returns 0 with *ret the source, or with *ret NULL when nothing runs on BPF (the reason is
  * logged once and shown in each collector's source note; with source "auto" that is not an
  * error). With source "bpf", failing to load is fatal: returns -errno after logging why.
- * Environment, for tests: MMLOCKD_BTF=PATH checks that kernel BTF file instead of
- * /sys/kernel/btf/vmlinux; MMLOCKD_BPF_REJECT_FOR_TEST=1 makes the verifier refuse the
- * programs. */
+ * cfg->btf names the kernel BTF file (else /sys/kernel/btf/vmlinux); cfg->bpf_skip,
+ * bpf_keep_attached and bpf_refuse are the benchmarks' and tests' knobs (config.h). */
 int mm_bpfsrc_open(struct mm_host *h, const struct mm_config *cfg, const struct mm_symbols *syms,
 		   struct mm_bpfsrc **ret);
 

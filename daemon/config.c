@@ -252,14 +252,49 @@ static int set_source(struct mm_config *c, const char *v, char *why, size_t whyl
 	return 0;
 }
 
-static int set_fault_latency(struct mm_config *c, const char *v, char *why, size_t whylen)
+static int set_on_off(bool *b, const char *v, char *why, size_t whylen)
 {
 	if (strcmp(v, "on") && strcmp(v, "off")) {
 		mm_set_err(why, whylen, "expected on or off");
 		return -EINVAL;
 	}
-	c->fault_latency = !strcmp(v, "on");
+	*b = !strcmp(v, "on");
 	return 0;
+}
+
+static int set_string(char *dst, size_t size, const char *v, char *why, size_t whylen)
+{
+	if (strlen(v) >= size) {
+		mm_set_err(why, whylen, "longer than %zu bytes", size - 1);
+		return -EINVAL;
+	}
+	memcpy(dst, v, strlen(v) + 1);
+	return 0;
+}
+
+static int set_fault_latency(struct mm_config *c, const char *v, char *why, size_t whylen)
+{
+	return set_on_off(&c->fault_latency, v, why, whylen);
+}
+
+static int set_btf(struct mm_config *c, const char *v, char *why, size_t whylen)
+{
+	return set_string(c->btf, sizeof(c->btf), v, why, whylen);
+}
+
+static int set_bpf_skip(struct mm_config *c, const char *v, char *why, size_t whylen)
+{
+	return set_string(c->bpf_skip, sizeof(c->bpf_skip), v, why, whylen);
+}
+
+static int set_bpf_keep_attached(struct mm_config *c, const char *v, char *why, size_t whylen)
+{
+	return set_on_off(&c->bpf_keep_attached, v, why, whylen);
+}
+
+static int set_bpf_refuse(struct mm_config *c, const char *v, char *why, size_t whylen)
+{
+	return set_on_off(&c->bpf_refuse, v, why, whylen);
 }
 
 /* "N%" with at most one decimal ("2%", "0.5%", "100%"), or "0" (off). Stored per mille. */
@@ -303,6 +338,10 @@ static const struct key keys[] = {
 	{"source", set_source},
 	{"split_duty", set_split_duty},
 	{"fault_latency", set_fault_latency},
+	{"btf", set_btf},
+	{"bpf_skip", set_bpf_skip},
+	{"bpf_keep_attached", set_bpf_keep_attached},
+	{"bpf_refuse", set_bpf_refuse},
 };
 
 /* Keys are spelled with '_'; '-' is accepted too, so a file may use the flag's spelling. */
@@ -650,9 +689,27 @@ out:
 
 static bool listed(const struct mm_config *c, const char *name);
 
+/* Whether collector @name runs on the split's duty (bursts: its struct mm_plugin says so). */
+static bool on_duty(const char *name)
+{
+	for (const struct mm_plugin *const *p = mm_plugins; name && *p; p++)
+		if (!strcmp((*p)->name, name))
+			return (*p)->duty == MM_DUTY_BURSTS;
+	return false;
+}
+
+/* Whether c->collectors names a collector that runs on the split's duty. */
+static bool duty_listed(const struct mm_config *c)
+{
+	for (const struct mm_plugin *const *p = mm_plugins; *p; p++)
+		if ((*p)->duty == MM_DUTY_BURSTS && listed(c, (*p)->name))
+			return true;
+	return false;
+}
+
 bool mm_config_collector_enabled(const struct mm_config *c, const char *name)
 {
-	if (name && !strcmp(name, "faults"))
+	if (on_duty(name))
 		return mm_config_split_duty_pm(c) > 0;
 	return listed(c, name);
 }
@@ -661,12 +718,12 @@ unsigned mm_config_split_duty_pm(const struct mm_config *c)
 {
 	if (c->split_duty_pm >= 0)
 		return (unsigned)c->split_duty_pm;
-	return listed(c, "faults") ? 1000 : MM_SPLIT_DUTY_DEFAULT_PM;
+	return duty_listed(c) ? 1000 : MM_SPLIT_DUTY_DEFAULT_PM;
 }
 
 void mm_config_no_bursts(struct mm_config *c)
 {
-	c->split_duty_pm = listed(c, "faults") ? 1000 : 0;
+	c->split_duty_pm = duty_listed(c) ? 1000 : 0;
 }
 
 static bool listed(const struct mm_config *c, const char *name)
@@ -770,6 +827,14 @@ static const char usage[] =
 	       "                          (default: off: the minor/major-faults software\n"
 	       "                          events it needs cost every fault on the machine\n"
 	       "                          up to ~40 ns while open, ~2.5% of an anonymous fault)\n"
+	       "      --btf PATH          kernel BTF the BPF source loads against (default:\n"
+	       "                          /sys/kernel/btf/vmlinux)\n"
+	       "      --bpf-skip LIST     for benchmarks: BPF programs not loaded (counts wrong)\n"
+	       "      --bpf-keep-attached on|off\n"
+	       "                          for benchmarks: the bursts' BPF programs stay\n"
+	       "                          attached between bursts (default: off)\n"
+	       "      --bpf-refuse on|off for tests: the verifier refuses a BPF program, so the\n"
+	       "                          collectors fall back to the perf rings (default: off)\n"
 	       "  -h, --help              show this help and exit\n"
 	       "  -V, --version           show the version and exit\n"
 	       "\n"
@@ -778,7 +843,8 @@ static const char usage[] =
 	       "Configuration file:\n"
 	       "  One \"key = value\" per line. The keys are the option names with '_' for '-':\n"
 	       "  db, listen, interval, retention, top, cgroup_top, ring_pages, log_level,\n"
-	       "  collectors, source, split_duty, fault_latency.\n"
+	       "  collectors, source, split_duty, fault_latency, btf, bpf_skip,\n"
+	       "  bpf_keep_attached, bpf_refuse.\n"
 	       "  Blank lines are ignored; '#' starts a comment at the start of a line or after\n"
 	       "  a blank. A value may be put in double quotes (no escapes). Unknown keys,\n"
 	       "  unknown collectors, a key given twice and invalid values are errors that\n"

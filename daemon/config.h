@@ -40,6 +40,19 @@ struct mm_config {
 	bool fault_latency;   /* key "fault_latency": on|off (default off), sample fault latency
 				 per outcome on the BPF source (the fault-completion software
 				 events, which cost every fault on the machine while open) */
+	/* The BPF source's loading (bpfsource.h). For users: */
+	char btf[PATH_MAX]; /* key "btf": the kernel BTF file the programs are loaded against,
+			       "" (default): /sys/kernel/btf/vmlinux */
+	/* For benchmarks and tests only (each logged as such when set; counts are then wrong or
+	 * the source refused on purpose): */
+	char bpf_skip[256];	/* key "bpf_skip": comma-separated programs not loaded, to
+				   measure what each costs a workload */
+	bool bpf_keep_attached; /* key "bpf_keep_attached": on|off (default off), the bursts'
+				   programs stay attached between bursts, to tell what
+				   switching them costs from what they cost attached */
+	bool bpf_refuse;	/* key "bpf_refuse": on|off (default off), a program reads out
+				   of bounds so the verifier refuses it, to check the fall-back
+				   to the perf rings */
 };
 
 /* The default burst share: 2% of each window (README "The split in the default": the cost on
@@ -76,7 +89,8 @@ int mm_config_from_args(struct mm_config *c, int argc, char **argv, enum mm_comm
 			char *err, size_t errlen);
 
 /* Whether collector @name is enabled: named by c->collectors ("all", or a comma list), or, for
- * "faults", implied by a split duty above 0 (mm_config_split_duty_pm). */
+ * a collector whose duty is bursts (plugin.h; the faults collector), implied by a split duty
+ * above 0 (mm_config_split_duty_pm). */
 bool mm_config_collector_enabled(const struct mm_config *c, const char *name);
 
 /* The split duty in force, per mille: split_duty when set, else 1000 (continuous) when collectors

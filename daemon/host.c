@@ -158,7 +158,7 @@ struct mm_host *mm_host_new(const struct mm_config *cfg, mm_proc_lookup_fn looku
 	h->split_duty_pm = mm_config_split_duty_pm(cfg);
 	if (h->split_duty_pm < 1000) {
 		for (unsigned i = 0; i < h->nslots; i++)
-			if (h->slots[i].enabled && !strcmp(h->slots[i].p->name, MM_SPLIT_COLLECTOR))
+			if (h->slots[i].enabled && h->slots[i].p->duty == MM_DUTY_BURSTS)
 				h->slots[i].burst = h->bursts = true;
 	}
 	if (h->bursts) {
@@ -756,7 +756,7 @@ static void split_status(const struct mm_host *h, struct mm_snapshot *s)
 {
 	const struct slot *sl = NULL;
 	for (unsigned i = 0; i < h->nslots; i++)
-		if (!strcmp(h->slots[i].p->name, MM_SPLIT_COLLECTOR))
+		if (h->slots[i].p->duty == MM_DUTY_BURSTS)
 			sl = &h->slots[i];
 	s->split.duty_pm = h->split_duty_pm;
 	snprintf(s->split.source, sizeof(s->split.source), "%s", sl ? sl->source : "");

@@ -38,8 +38,7 @@
 
 #include "stats.h"
 
-#define MM_SPLIT_COLLECTOR "faults" /* the collector that classifies, and may run in bursts */
-#define MM_SPLIT_GRACE_MS  20	    /* evidence streams stay on this long after the opener stops */
+#define MM_SPLIT_GRACE_MS 20 /* evidence streams stay on this long after the opener stops */
 /* A classifier in the kernel (the BPF source): its threads flush their counts within 20 ms
  * (counters.bpf.c FLUSH_NS), so a burst's counts are read this long after its grace. */
 #define MM_SPLIT_FLUSH_MS 30

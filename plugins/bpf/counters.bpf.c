@@ -127,7 +127,7 @@ volatile __u8 split_off = 0;
  * next flush. Unused unless split_off. */
 volatile __u8 split_tail = 0;
 /* Between bursts, after a burst's tail, with mmaplock not counted: nothing for the programs to
- * do (the split's programs are detached then, or held by MMLOCKD_BPF_KEEP_ATTACHED). */
+ * do (the split's programs are detached then, or held by the bpf_keep_attached key). */
 #define IDLE_BETWEEN_BURSTS() (!count_mmaplock && split_off && !split_tail)
 /* start_site(): a read start's call site was lock_mm_and_find_vma() itself (the kernel traces it
  * inline); one came through the trace helper all the same (the shortcut is off). Each set once. */
@@ -136,7 +136,7 @@ volatile __u8 site_inline = 0, site_through_helper = 0;
 /* The contention collector's window generation (struct mm_bpf_lock_key.gen), flipped by the
  * loader at each window's closing tick. */
 volatile __u32 lock_gen = 0;
-/* Set by the loader for the rejection test only: makes the verifier refuse the program. */
+/* Set by the loader with bpf_refuse = on (a test's knob): makes the verifier refuse on_fault. */
 const volatile __u64 reject_for_test = 0;
 
 /* The reasons a fault window closes (enum mm_bpf_stat, MM_BPF_WIN_COMPLETED..MM_BPF_WIN_LEFT):

@@ -48,8 +48,8 @@
 #
 # Failure paths, each a daemon with --source auto that must log one "BPF source unavailable"
 # line with the reason, show source "perf" and the reason for mmaplock in /api/v1/status, and
-# count faults on the perf rings anyway: missing BTF (MMLOCKD_BTF=/nonexistent), a verifier
-# rejection (MMLOCKD_BPF_REJECT_FOR_TEST=1: the verifier's message must be in the line), and an
+# count faults on the perf rings anyway: missing BTF (--btf /nonexistent), a verifier
+# rejection (--bpf-refuse on: the verifier's message must be in the line), and an
 # unprivileged daemon (user nobody via setpriv: BPF not permitted; perf then fails too, so only
 # the line and a running daemon are checked). --source bpf with missing BTF must refuse to start.
 #
@@ -519,14 +519,13 @@ compare fault_workload "$FAULT_PID" "$LOST"
 compare "outcome_workload anon" "$ANON_PID" "$LOST"
 
 # --- failure paths ------------------------------------------------------------------------------
-# failure NAME PATTERN VAR=VALUE: a daemon with --source auto and VAR set must log PATTERN in
+# failure NAME PATTERN OPTION...: a daemon with --source auto and OPTION... must log PATTERN in
 # one "BPF source unavailable" line, report mmaplock on perf with that reason, and keep running.
 failure() {
-	local name=$1 pattern=$2 var=${3%%=*} line src note
+	local name=$1 pattern=$2 line src note
+	shift 2
 	DB=$TMP/$name.db
-	export "$3"
-	start_mmlockd --collectors mmaplock,fallbacks --source auto
-	unset "$var"
+	start_mmlockd --collectors mmaplock,fallbacks --source auto "$@"
 	sleep 1.5
 	http_get /api/v1/status "$TMP/status.json"
 	read -r src _ note < <(python3 "$TMP/status.py" "$TMP/status.json" mmaplock)
@@ -546,9 +545,8 @@ failure() {
 	sigterm_mmlockd
 }
 
-failure no_btf 'no kernel BTF at /nonexistent' MMLOCKD_BTF=/nonexistent
-failure verifier 'verifier rejected program on_fault: .*invalid mem access' \
-	MMLOCKD_BPF_REJECT_FOR_TEST=1
+failure no_btf 'no kernel BTF at /nonexistent' --btf /nonexistent
+failure verifier 'verifier rejected program on_fault: .*invalid mem access' --bpf-refuse on
 if faults=$(sqlite3 "$TMP/verifier.db" "SELECT coalesce(sum(faults), 0) FROM process_stats") &&
 	[ "$faults" -gt 0 ]; then
 	pass "verifier rejection: the perf rings counted $faults faults"
@@ -581,7 +579,7 @@ mmlockd_alive
 sigterm_mmlockd
 
 # --source bpf where BPF cannot run: refuses to start, saying why.
-MMLOCKD_BTF=/nonexistent "$MMLOCKD" --config "$CONF" --db "$TMP/refuse.db" \
+"$MMLOCKD" --config "$CONF" --btf /nonexistent --db "$TMP/refuse.db" \
 	--listen "127.0.0.1:$(free_port)" --collectors mmaplock --source bpf >"$TMP/refuse.log" 2>&1
 rc=$?
 if [ "$rc" -ne 0 ] && grep -q 'source = bpf.*no kernel BTF' "$TMP/refuse.log"; then

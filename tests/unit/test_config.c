@@ -693,6 +693,25 @@ static void test_fault_latency_is_off_by_default_and_on_or_off_only(void)
 	CHECK_CONTAINS(err, "expected on or off");
 }
 
+static void test_bpf_loading_keys_default_off_and_set_from_file_or_flags(void)
+{
+	struct mm_config c;
+	enum mm_command cmd;
+	mm_config_defaults(&c);
+	CHECK(!c.btf[0] && !c.bpf_skip[0] && !c.bpf_keep_attached && !c.bpf_refuse);
+	CHECK(set1(&c, "btf", "/tmp/vmlinux") == 0);
+	CHECK(!strcmp(c.btf, "/tmp/vmlinux"));
+	CHECK(set1(&c, "bpf_skip", "on_switch,on_start") == 0);
+	CHECK(!strcmp(c.bpf_skip, "on_switch,on_start"));
+	CHECK(set1(&c, "bpf-keep-attached", "on") == 0);
+	CHECK(c.bpf_keep_attached);
+	CHECK(rejects("bpf_refuse", "1"));
+	CHECK(rejects("bpf_keep_attached", "yes"));
+	CHECK(FROM_ARGS(&c, &cmd, "--bpf-refuse", "on", "--btf", "/nonexistent") == 0);
+	CHECK(c.bpf_refuse);
+	CHECK(!strcmp(c.btf, "/nonexistent"));
+}
+
 static void test_flags_override_file_whatever_their_order(void)
 {
 	struct mm_config c;
@@ -962,6 +981,7 @@ int main(void)
 	RUN(test_flags_set_every_key);
 	RUN(test_flags_override_file_whatever_their_order);
 	RUN(test_fault_latency_is_off_by_default_and_on_or_off_only);
+	RUN(test_bpf_loading_keys_default_off_and_set_from_file_or_flags);
 	RUN(test_from_args_can_run_repeatedly);
 	RUN(test_config_flag_with_missing_file_is_error);
 	RUN(test_bad_file_or_flag_value_fails_from_args_with_reason);
