@@ -685,6 +685,36 @@ static void put_rule(FILE *out, const int *w)
 	fputc('\n', out);
 }
 
+/* The comparison table of @n lines, sides labelled @la and @lb. Returns 0 or -EIO. */
+static int print_cmp_lines(FILE *out, const struct cmp_line *l, size_t n, const char *la,
+			   const char *lb)
+{
+	int w[4] = {(int)strlen("metric"), (int)strlen(la), (int)strlen(lb), (int)strlen("change")};
+	for (size_t i = 0; i < n; i++) {
+		const char *v[4] = {l[i].metric, l[i].a, l[i].b, l[i].change};
+		for (int k = 0; k < 4; k++)
+			if ((int)strlen(v[k]) > w[k])
+				w[k] = (int)strlen(v[k]);
+	}
+	put_rule(out, w);
+	fputc('|', out);
+	put_centred(out, "metric", w[0]);
+	put_centred(out, la, w[1]);
+	put_centred(out, lb, w[2]);
+	put_centred(out, "change", w[3]);
+	fputc('\n', out);
+	put_rule(out, w);
+	for (size_t i = 0; i < n; i++) {
+		fprintf(out, "| %-*s |", w[0], l[i].metric);
+		put_centred(out, l[i].a, w[1]);
+		put_centred(out, l[i].b, w[2]);
+		put_centred(out, l[i].change, w[3]);
+		fputc('\n', out);
+		put_rule(out, w);
+	}
+	return ferror(out) ? -EIO : 0;
+}
+
 int mm_fault_print_compare(FILE *out, const struct mm_fault_side *a, const struct mm_fault_side *b)
 {
 	struct mm_fault_row rows[2] = {a->sum, b->sum};
@@ -739,30 +769,5 @@ int mm_fault_print_compare(FILE *out, const struct mm_fault_side *a, const struc
 			 (double)y->faults_mmap_lock_wait_ns / 1e6, "%.3f");
 	}
 	add_count(l, &n, "processes", a->sum.processes, b->sum.processes);
-
-	int w[4] = {(int)strlen("metric"), (int)strlen(a->label), (int)strlen(b->label),
-		    (int)strlen("change")};
-	for (size_t i = 0; i < n; i++) {
-		const char *v[4] = {l[i].metric, l[i].a, l[i].b, l[i].change};
-		for (int k = 0; k < 4; k++)
-			if ((int)strlen(v[k]) > w[k])
-				w[k] = (int)strlen(v[k]);
-	}
-	put_rule(out, w);
-	fputc('|', out);
-	put_centred(out, "metric", w[0]);
-	put_centred(out, a->label, w[1]);
-	put_centred(out, b->label, w[2]);
-	put_centred(out, "change", w[3]);
-	fputc('\n', out);
-	put_rule(out, w);
-	for (size_t i = 0; i < n; i++) {
-		fprintf(out, "| %-*s |", w[0], l[i].metric);
-		put_centred(out, l[i].a, w[1]);
-		put_centred(out, l[i].b, w[2]);
-		put_centred(out, l[i].change, w[3]);
-		fputc('\n', out);
-		put_rule(out, w);
-	}
-	return ferror(out) ? -EIO : 0;
+	return print_cmp_lines(out, l, n, a->label, b->label);
 }

@@ -787,38 +787,21 @@ static void split_status(const struct mm_host *h, struct mm_snapshot *s)
 	}
 }
 
-static struct mm_snapshot *build(struct mm_host *h, uint64_t now_ms, bool closing)
+/* The processes with counts, in the window (estimated, unless @closing: a closing window was
+ * estimated in place by mm_host_close_window) and in total, busiest first; @n entries at most. */
+static void fill_procs(struct mm_host *h, struct mm_snapshot *s, size_t n, bool closing)
 {
-	size_t n = 0;
-	for (struct mm_proc *p = mm_proctable_first(h->procs); p; p = p->next)
-		if (!mm_stats_is_zero(&p->window) || !mm_stats_is_zero(&p->closed))
-			n++;
-	/* Estimating never turns an empty window non-empty (mm_split_estimate), at most the
-	 * reverse. */
-	struct mm_snapshot *s = mm_snapshot_new(n, h->nglobals, h->nstreams, h->nslots);
-	if (!s)
-		return NULL;
-
-	snprintf(s->version, sizeof(s->version), "%s", MM_VERSION);
-	snprintf(s->kernel, sizeof(s->kernel), "%s", h->kernel);
-	s->taken_ms = now_ms;
-	s->started_ms = h->started_ms;
-	s->window_start_ms = h->window_start_ms;
-	s->window_end_ms = closing ? now_ms : 0;
-	s->interval_s = h->interval_s;
-
 	size_t i = 0;
 	s->all_window = h->overflow;
 	for (struct mm_proc *p = mm_proctable_first(h->procs); p; p = p->next) {
 		struct mm_proc_stats win = p->window;
-		/* A closing window was estimated in place (mm_host_close_window). */
 		if (h->bursts && !closing)
 			mm_split_estimate(&win, &p->split, h->split_observed_ms, p->split_life);
 		mm_stats_add(&s->all_window, &win);
 		if (mm_stats_is_zero(&win) && mm_stats_is_zero(&p->closed))
 			continue;
 		if (i == n)
-			break; /* cannot happen (see above); never write past the array */
+			break; /* cannot happen (see build()); never write past the array */
 		struct mm_snap_proc *sp = &s->procs[i++];
 		sp->pid = p->pid;
 		sp->start_ms = p->start_ms;
@@ -835,7 +818,11 @@ static struct mm_snapshot *build(struct mm_host *h, uint64_t now_ms, bool closin
 		log_warning("out of memory for the per-cgroup breakdown of a snapshot, ignoring");
 	s->all_total = h->all_closed;
 	mm_stats_add(&s->all_total, &s->all_window);
+}
 
+/* Global counters, streams and collectors as they stand. */
+static void fill_counters(const struct mm_host *h, struct mm_snapshot *s)
+{
 	for (unsigned g = 0; g < h->nglobals; g++) {
 		struct mm_snap_global *sg = &s->globals[g];
 		memcpy(sg->family, h->globals[g].family, sizeof(sg->family));
@@ -848,7 +835,7 @@ static struct mm_snapshot *build(struct mm_host *h, uint64_t now_ms, bool closin
 		sg->total = h->globals[g].total + h->globals[g].window;
 	}
 	for (unsigned e = 0; e < h->nstreams; e++) {
-		struct stream *st = &h->streams[e];
+		const struct stream *st = &h->streams[e];
 		struct mm_snap_event *se = &s->events[e];
 		/* A bursted collector's own stream of a shared tracepoint is named apart. */
 		snprintf(se->name, sizeof(se->name), "%s:%s%s", st->system, st->name,
@@ -868,6 +855,29 @@ static struct mm_snapshot *build(struct mm_host *h, uint64_t now_ms, bool closin
 		memcpy(sc->source, h->slots[c].source, sizeof(sc->source));
 		memcpy(sc->source_note, h->slots[c].source_note, sizeof(sc->source_note));
 	}
+}
+
+static struct mm_snapshot *build(struct mm_host *h, uint64_t now_ms, bool closing)
+{
+	size_t n = 0;
+	for (struct mm_proc *p = mm_proctable_first(h->procs); p; p = p->next)
+		if (!mm_stats_is_zero(&p->window) || !mm_stats_is_zero(&p->closed))
+			n++;
+	/* Estimating never turns an empty window non-empty (mm_split_estimate), at most the
+	 * reverse. */
+	struct mm_snapshot *s = mm_snapshot_new(n, h->nglobals, h->nstreams, h->nslots);
+	if (!s)
+		return NULL;
+
+	snprintf(s->version, sizeof(s->version), "%s", MM_VERSION);
+	snprintf(s->kernel, sizeof(s->kernel), "%s", h->kernel);
+	s->taken_ms = now_ms;
+	s->started_ms = h->started_ms;
+	s->window_start_ms = h->window_start_ms;
+	s->window_end_ms = closing ? now_ms : 0;
+	s->interval_s = h->interval_s;
+	fill_procs(h, s, n, closing);
+	fill_counters(h, s);
 	split_status(h, s);
 	snprintf(s->latency.mode, sizeof(s->latency.mode), "%s", h->latency_mode);
 	snprintf(s->latency.why, sizeof(s->latency.why), "%s", h->latency_why);

@@ -919,6 +919,40 @@ static int write_lock(struct mm_store *st, sqlite3_int64 window_id, const struct
 	return run(st, s, "storing a lock row");
 }
 
+/* The window's global and per-stream event counters. Returns 0 or -errno (the caller rolls
+ * back). */
+static int write_counters(struct mm_store *st, sqlite3_int64 window_id, const struct mm_snapshot *w)
+{
+	sqlite3_stmt *s = st->ins_global;
+	int r;
+	for (size_t i = 0; i < w->nglobals; i++) {
+		const struct mm_snap_global *g = &w->globals[i];
+
+		if (sqlite3_bind_int64(s, 1, window_id) ||
+		    bind_text(s, 2, g->family, sizeof(g->family)) ||
+		    bind_text(s, 3, g->name, sizeof(g->name)) ||
+		    sqlite3_bind_int64(s, 4, clamp_i64(g->window)))
+			return db_fail(st, sqlite3_errcode(st->db), "binding a global counter");
+		r = run(st, s, "storing a global counter");
+		if (r < 0)
+			return r;
+	}
+	s = st->ins_event;
+	for (size_t i = 0; i < w->nevents; i++) {
+		const struct mm_snap_event *e = &w->events[i];
+
+		if (sqlite3_bind_int64(s, 1, window_id) ||
+		    bind_text(s, 2, e->name, sizeof(e->name)) ||
+		    sqlite3_bind_int64(s, 3, clamp_i64(e->window_samples)) ||
+		    sqlite3_bind_int64(s, 4, clamp_i64(e->window_lost)))
+			return db_fail(st, sqlite3_errcode(st->db), "binding an event counter");
+		r = run(st, s, "storing an event counter");
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
 int mm_store_write_window(struct mm_store *st, const struct mm_snapshot *w)
 {
 	sqlite3_stmt *s;
@@ -958,37 +992,9 @@ int mm_store_write_window(struct mm_store *st, const struct mm_snapshot *w)
 			goto fail;
 	}
 
-	s = st->ins_global;
-	for (size_t i = 0; i < w->nglobals; i++) {
-		const struct mm_snap_global *g = &w->globals[i];
-
-		if (sqlite3_bind_int64(s, 1, window_id) ||
-		    bind_text(s, 2, g->family, sizeof(g->family)) ||
-		    bind_text(s, 3, g->name, sizeof(g->name)) ||
-		    sqlite3_bind_int64(s, 4, clamp_i64(g->window))) {
-			r = db_fail(st, sqlite3_errcode(st->db), "binding a global counter");
-			goto fail;
-		}
-		r = run(st, s, "storing a global counter");
-		if (r < 0)
-			goto fail;
-	}
-
-	s = st->ins_event;
-	for (size_t i = 0; i < w->nevents; i++) {
-		const struct mm_snap_event *e = &w->events[i];
-
-		if (sqlite3_bind_int64(s, 1, window_id) ||
-		    bind_text(s, 2, e->name, sizeof(e->name)) ||
-		    sqlite3_bind_int64(s, 3, clamp_i64(e->window_samples)) ||
-		    sqlite3_bind_int64(s, 4, clamp_i64(e->window_lost))) {
-			r = db_fail(st, sqlite3_errcode(st->db), "binding an event counter");
-			goto fail;
-		}
-		r = run(st, s, "storing an event counter");
-		if (r < 0)
-			goto fail;
-	}
+	r = write_counters(st, window_id, w);
+	if (r < 0)
+		goto fail;
 
 	for (size_t i = 0; i < w->nlocks; i++) {
 		r = write_lock(st, window_id, &w->locks[i]);
