@@ -71,8 +71,8 @@ struct state {
 	uint64_t reg_ticks; /* boot time in ticks when exit messages started */
 	long hz;
 	struct mm_taskstats *ts;
-	uint64_t overflows_seen;
-	int g_exits, g_overflows, g_unreadable, g_drain_errors;
+	uint64_t overflows_seen, malformed_seen;
+	int g_exits, g_overflows, g_malformed, g_unreadable, g_drain_errors;
 	struct mm_host *h; /* valid during a hook */
 	bool final;	   /* during update(): settle whether the host knows them or not */
 };
@@ -151,6 +151,11 @@ static void drain(struct state *st)
 	if (o > st->overflows_seen) {
 		mm_host_global_add(st->h, st->g_overflows, o - st->overflows_seen);
 		st->overflows_seen = o;
+	}
+	uint64_t m = mm_taskstats_malformed(st->ts);
+	if (m > st->malformed_seen) {
+		mm_host_global_add(st->h, st->g_malformed, m - st->malformed_seen);
+		st->malformed_seen = m;
 	}
 }
 
@@ -314,6 +319,11 @@ static int init(struct mm_host *h, void **ret_state)
 		h, "totals_events", "exit_overflows",
 		"totals collector: taskstats socket overflows (exit messages lost; those "
 		"processes' last window counts up to their last /proc reading)");
+	st->g_malformed =
+		mm_host_global(h, "totals_events", "exit_malformed",
+			       "totals collector: taskstats datagrams skipped as malformed (as "
+			       "with overflows, those processes' last window counts up to their "
+			       "last /proc reading)");
 	st->g_unreadable = mm_host_global(h, "totals_events", "proc_unreadable",
 					  "totals collector: scans that could not read /proc");
 	st->g_drain_errors =
