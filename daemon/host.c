@@ -57,6 +57,7 @@ struct slot {
 	char source[16];       /* "perf", "bpf", "procfs" */
 	char source_note[192]; /* why not BPF */
 	bool burst;	       /* runs in bursts on streams of its own (split.h) */
+	size_t proc_off;       /* in bursts: its per-process bytes in mm_proc.data */
 };
 
 struct global {
@@ -161,6 +162,14 @@ struct mm_host *mm_host_new(const struct mm_config *cfg, mm_proc_lookup_fn looku
 			if (h->slots[i].enabled && h->slots[i].p->duty == MM_DUTY_BURSTS)
 				h->slots[i].burst = h->bursts = true;
 	}
+	size_t data = 0;
+	for (unsigned i = 0; i < h->nslots; i++) {
+		if (!h->slots[i].burst)
+			continue;
+		h->slots[i].proc_off = data;
+		data += (h->slots[i].p->proc_size + 7) & ~(size_t)7;
+	}
+	mm_proctable_reserve(h->procs, data);
 	if (h->bursts) {
 		mm_split_clock_init(&h->split, cfg->interval_s, h->split_duty_pm, start_ms);
 		h->split_done_slot = start_ms / h->split.slot_ms;
@@ -787,6 +796,19 @@ static void split_status(const struct mm_host *h, struct mm_snapshot *s)
 	}
 }
 
+/* The window hooks of the collectors in bursts (plugin.h) on the counts @ps of process @p, or of
+ * the overflow record (@p NULL). */
+static void duty_window(struct mm_host *h, struct mm_proc *p, struct mm_proc_stats *ps,
+			bool closing)
+{
+	for (unsigned i = 0; i < h->nslots; i++) {
+		const struct slot *sl = &h->slots[i];
+		if (sl->burst && sl->p->window && (!p || p->data))
+			sl->p->window(p ? (char *)p->data + sl->proc_off : NULL, ps,
+				      h->split_observed_ms, closing);
+	}
+}
+
 /* The processes with counts, in the window (estimated, unless @closing: a closing window was
  * estimated in place by mm_host_close_window) and in total, busiest first; @n entries at most. */
 static void fill_procs(struct mm_host *h, struct mm_snapshot *s, size_t n, bool closing)
@@ -796,7 +818,7 @@ static void fill_procs(struct mm_host *h, struct mm_snapshot *s, size_t n, bool 
 	for (struct mm_proc *p = mm_proctable_first(h->procs); p; p = p->next) {
 		struct mm_proc_stats win = p->window;
 		if (h->bursts && !closing)
-			mm_split_estimate(&win, &p->split, h->split_observed_ms, p->split_life);
+			duty_window(h, p, &win, false);
 		mm_stats_add(&s->all_window, &win);
 		if (mm_stats_is_zero(&win) && mm_stats_is_zero(&p->closed))
 			continue;
@@ -924,14 +946,9 @@ static void trim_after_churn(struct mm_host *h, unsigned freed)
 struct mm_snapshot *mm_host_close_window(struct mm_host *h, uint64_t end_ms)
 {
 	if (h->bursts) {
-		for (struct mm_proc *p = mm_proctable_first(h->procs); p; p = p->next) {
-			/* The window's own raw counts join the process's prior after it. */
-			uint64_t life[MM_SPLIT_NOUT];
-			memcpy(life, p->split_life, sizeof(life));
-			mm_split_add_raw(p->split_life, &p->window);
-			mm_split_estimate(&p->window, &p->split, h->split_observed_ms, life);
-		}
-		mm_split_estimate(&h->overflow, NULL, h->split_observed_ms, NULL);
+		for (struct mm_proc *p = mm_proctable_first(h->procs); p; p = p->next)
+			duty_window(h, p, &p->window, true);
+		duty_window(h, NULL, &h->overflow, true);
 	}
 	h->split_observed_ms = 0;
 	struct mm_snapshot *s = build(h, end_ms, true);
@@ -1010,8 +1027,14 @@ static void end_burst(struct mm_host *h, const struct mm_split_burst *b)
 		sl->p->finish(sl->state_ptr, h);
 		h->cur = -1;
 	}
-	for (struct mm_proc *p = mm_proctable_first(h->procs); p; p = p->next)
-		mm_split_burst_end(&p->split, &p->window);
+	for (unsigned i = 0; i < h->nslots; i++) {
+		const struct slot *sl = &h->slots[i];
+		if (!sl->burst || !sl->p->duty_end)
+			continue;
+		for (struct mm_proc *p = mm_proctable_first(h->procs); p; p = p->next)
+			if (p->data)
+				sl->p->duty_end((char *)p->data + sl->proc_off, &p->window);
+	}
 	h->split_observed_ms += b->off_ms - b->on_ms;
 }
 

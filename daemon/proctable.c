@@ -20,6 +20,7 @@ struct mm_proctable {
 	uint64_t count;
 	mm_proc_lookup_fn lookup;
 	void *ctx;
+	size_t data_size;
 };
 
 static int read_file(const char *path, char *buf, size_t size)
@@ -162,6 +163,11 @@ struct mm_proctable *mm_proctable_new(mm_proc_lookup_fn lookup, void *ctx)
 	return t;
 }
 
+void mm_proctable_reserve(struct mm_proctable *t, size_t size)
+{
+	t->data_size = (size + 7) & ~(size_t)7;
+}
+
 static void free_proc(struct mm_proc *p)
 {
 	free(p->carry);
@@ -225,9 +231,11 @@ static struct mm_proc *create(struct mm_proctable *t, uint32_t pid, uint64_t fal
 		if (ghost && (r < 0 || id.start_ms == ghost->start_ms))
 			return ghost;
 	}
-	struct mm_proc *p = calloc(1, sizeof(*p));
+	_Static_assert(sizeof(struct mm_proc) % 8 == 0, "->data follows the entry, aligned");
+	struct mm_proc *p = calloc(1, sizeof(*p) + t->data_size);
 	if (!p)
 		return NULL;
+	p->data = t->data_size ? p + 1 : NULL;
 	p->pid = (int32_t)pid;
 	if (r == 0) {
 		p->start_ms = id.start_ms ? id.start_ms : fallback_ms;
@@ -327,7 +335,6 @@ unsigned mm_proctable_roll(struct mm_proctable *t, uint64_t next_end_ms)
 			continue;
 		}
 		mm_stats_add(&p->closed, &p->window);
-		memset(&p->split, 0, sizeof(p->split));
 		if (p->carry && next_end_ms && p->start_ms > next_end_ms) {
 			memset(&p->window, 0, sizeof(p->window)); /* born later still */
 		} else if (p->carry) {

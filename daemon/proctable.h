@@ -6,7 +6,9 @@
  * is freed after its last window has been handed to the store.
  *
  * Identity, name and cgroup come from a lookup function (by default /proc/PID/{stat,cgroup}), so
- * replayed recordings can supply their own.
+ * replayed recordings can supply their own. Each entry can carry a few bytes of collectors' own
+ * per-process state (mm_proctable_reserve), zeroed when the entry is made; the table does not
+ * look into them.
  */
 #ifndef MM_PROCTABLE_H
 #define MM_PROCTABLE_H
@@ -14,8 +16,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include <stddef.h>
+
 #include "snapshot.h"
-#include "split.h"
 #include "stats.h"
 
 struct mm_proc_ident {
@@ -36,13 +39,12 @@ struct mm_proc {
 	char comm[MM_COMM_LEN];
 	char cgroup[MM_CGROUP_LEN];
 	bool exited;
-	struct mm_proc_stats window;	    /* the open window */
-	struct mm_proc_stats closed;	    /* sum of closed windows */
-	struct mm_proc_stats *carry;	    /* for the next window: see mm_proctable_counts() */
-	struct mm_split_acc split;	    /* the open window's bursts (split.h), reset with it */
-	uint64_t split_life[MM_SPLIT_NOUT]; /* raw outcome counts of its closed windows' bursts */
-	struct mm_proc *hnext;		    /* pid index chain (live entries only) */
-	struct mm_proc *next;		    /* list of all entries */
+	struct mm_proc_stats window; /* the open window */
+	struct mm_proc_stats closed; /* sum of closed windows */
+	struct mm_proc_stats *carry; /* for the next window: see mm_proctable_counts() */
+	void *data; /* the reserved bytes (mm_proctable_reserve), 8-byte aligned; NULL: none */
+	struct mm_proc *hnext; /* pid index chain (live entries only) */
+	struct mm_proc *next;  /* list of all entries */
 };
 
 struct mm_proctable;
@@ -50,6 +52,9 @@ struct mm_proctable;
 /* @lookup (called with @ctx) may be NULL for mm_proc_lookup_procfs. Returns NULL on ENOMEM. */
 struct mm_proctable *mm_proctable_new(mm_proc_lookup_fn lookup, void *ctx);
 void mm_proctable_free(struct mm_proctable *t); /* accepts NULL */
+
+/* Gives every entry made from now on @size bytes of ->data, zeroed. Call before the first. */
+void mm_proctable_reserve(struct mm_proctable *t, size_t size);
 
 /* The live entry for @pid, created (and looked up) if there is none; NULL only on ENOMEM.
  * @fallback_ms is used as start time when the lookup cannot tell. */

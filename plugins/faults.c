@@ -46,6 +46,7 @@
 #include "bpf/counters.h"
 #include "log.h"
 #include "plugin.h"
+#include "split.h"
 #include "tidmap.h"
 
 #define WINDOW_LIMIT_NS 1000000000ull /* a fault open this long is closed as it stands */
@@ -716,6 +717,40 @@ static const struct mm_plugin_bpf bpf = {
 		"on this source",
 };
 
+/* In bursts, per process: the window's bursts (the spread between them) and the raw outcome
+ * counts of its earlier windows (the prior for a window without a classified fault). The
+ * estimate itself is daemon/split.c's arithmetic. */
+struct proc_split {
+	struct mm_split_acc acc;
+	uint64_t life[MM_SPLIT_NOUT];
+};
+
+static void duty_end(void *proc, const struct mm_proc_stats *window)
+{
+	struct proc_split *d = proc;
+	mm_split_burst_end(&d->acc, window);
+}
+
+/* The outcome shares seen in the bursts, applied to the exact totals (split.h). */
+static void estimate(void *proc, struct mm_proc_stats *ps, uint64_t duty_ms, bool closing)
+{
+	struct proc_split *d = proc;
+	if (!d) {
+		mm_split_estimate(ps, NULL, duty_ms, NULL);
+		return;
+	}
+	if (!closing) {
+		mm_split_estimate(ps, &d->acc, duty_ms, d->life);
+		return;
+	}
+	/* The window's own raw counts join the process's prior after it. */
+	uint64_t life[MM_SPLIT_NOUT];
+	memcpy(life, d->life, sizeof(life));
+	mm_split_add_raw(d->life, ps);
+	mm_split_estimate(ps, &d->acc, duty_ms, life);
+	memset(&d->acc, 0, sizeof(d->acc));
+}
+
 const struct mm_plugin mm_plugin_faults = {
 	.name = "faults",
 	.description = "classifies user page faults (VMA lock, VMA-lock retry, mmap_lock fallback) "
@@ -728,4 +763,7 @@ const struct mm_plugin mm_plugin_faults = {
 	.free = free_state,
 	.bpf = &bpf,
 	.duty = MM_DUTY_BURSTS,
+	.proc_size = sizeof(struct proc_split),
+	.duty_end = duty_end,
+	.window = estimate,
 };

@@ -152,7 +152,23 @@ struct mm_plugin {
 	void (*free)(void *state); /* accepts NULL */
 	/* Its in-kernel part; NULL: it counts from records only. */
 	const struct mm_plugin_bpf *bpf;
+
+	/* Its duty: continuous, or bursts on the host's schedule (split.h) when the configured
+	 * share (split_duty) is under 100%. In bursts it sees a sample of each window, and these
+	 * hooks turn the sample into the window's counts; the host calls them whatever source fills
+	 * the collector (perf or in-kernel) and whether or not its init ran, on per-process state
+	 * it keeps for it: @proc_size bytes beside each process's counters, zeroed when the
+	 * process is first seen and freed with it. */
 	enum mm_duty duty;
+	size_t proc_size;
+	/* A burst ended (its records all read): @window holds the process's counts of the open
+	 * window so far. Optional. */
+	void (*duty_end)(void *proc, const struct mm_proc_stats *window);
+	/* The window counts @ps of a process are about to be shown (@closing false: @ps is a copy)
+	 * or stored (@closing true: in place, and the per-window part of @proc starts over). @proc
+	 * NULL: the counts of processes the host had no room for. @duty_ms: how long the
+	 * collector was on duty in the window so far. Optional. */
+	void (*window)(void *proc, struct mm_proc_stats *ps, uint64_t duty_ms, bool closing);
 };
 
 /* Every collector this build has, NULL-terminated (plugins/registry.c). */
