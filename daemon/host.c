@@ -448,61 +448,30 @@ static uint64_t wall_ms(const struct mm_host *h, uint64_t mono_ns)
 	return ms > 0 ? (uint64_t)ms : 0;
 }
 
-static void task_record(struct mm_host *h, struct stream *st, const struct perf_event_header *hdr)
+/* A decoded COMM, FORK or EXIT record: names, new processes, exits (the collectors' thread_exit
+ * hooks, then the process table). */
+_Static_assert(sizeof(((struct mm_task_record *)0)->comm) == MM_COMM_LEN, "names fit as they are");
+
+static void task_record(struct mm_host *h, const struct mm_task_record *t)
 {
-	struct mm_sample id = {0};
-	mm_sample_id_parse(hdr, st->sample_type, &id);
-	switch (hdr->type) {
-	case PERF_RECORD_COMM: {
-		const struct {
-			struct perf_event_header h;
-			uint32_t pid, tid;
-			char comm[];
-		} *c = (const void *)hdr;
-		if (hdr->size < sizeof(*c) + 1)
-			goto bad;
-		char name[MM_COMM_LEN];
-		size_t max = hdr->size - sizeof(*c);
-		size_t len = strnlen(c->comm, max < sizeof(name) ? max : sizeof(name) - 1);
-		memcpy(name, c->comm, len);
-		name[len] = '\0';
-		if (c->pid == c->tid)
-			mm_proctable_comm(h->procs, c->pid, name,
-					  hdr->misc & PERF_RECORD_MISC_COMM_EXEC);
-		break;
-	}
-	case PERF_RECORD_FORK:
-	case PERF_RECORD_EXIT: {
-		const struct {
-			struct perf_event_header h;
-			uint32_t pid, ppid, tid, ptid;
-			uint64_t time;
-		} *f = (const void *)hdr;
-		if (hdr->size < sizeof(*f))
-			goto bad;
-		if (hdr->type == PERF_RECORD_FORK) {
-			if (f->pid == f->tid)
-				mm_proctable_fork(h->procs, f->pid, wall_ms(h, f->time));
-			break;
-		}
+	if (t->type == PERF_RECORD_COMM) {
+		if (t->pid == t->tid)
+			mm_proctable_comm(h->procs, t->pid, t->comm, t->exec);
+	} else if (t->type == PERF_RECORD_FORK) {
+		if (t->pid == t->tid)
+			mm_proctable_fork(h->procs, t->pid, wall_ms(h, t->time_ns));
+	} else if (t->type == PERF_RECORD_EXIT) {
 		for (unsigned i = 0; i < h->nslots; i++) {
 			struct slot *sl = &h->slots[i];
 			if (!hooked(sl) || !sl->p->thread_exit)
 				continue;
 			h->cur = (int)i;
-			sl->p->thread_exit(sl->state_ptr, h, f->pid, f->tid);
+			sl->p->thread_exit(sl->state_ptr, h, t->pid, t->tid);
 			h->cur = -1;
 		}
-		if (f->pid == f->tid)
-			mm_proctable_exit(h->procs, f->pid);
-		break;
+		if (t->pid == t->tid)
+			mm_proctable_exit(h->procs, t->pid);
 	}
-	default:
-		break;
-	}
-	return;
-bad:
-	st->bad++;
 }
 
 void mm_host_record(struct mm_host *h, unsigned stream, const struct perf_event_header *hdr)
@@ -511,13 +480,10 @@ void mm_host_record(struct mm_host *h, unsigned stream, const struct perf_event_
 		return;
 	struct stream *st = &h->streams[stream];
 
+	struct mm_task_record t;
 	if (hdr->type == PERF_RECORD_LOST) {
-		const struct {
-			struct perf_event_header h;
-			uint64_t id, lost;
-		} *l = (const void *)hdr;
-		if (hdr->size >= sizeof(*l))
-			mm_host_lost(h, stream, l->lost);
+		if (mm_task_record_parse(hdr, &t) == 0)
+			mm_host_lost(h, stream, t.lost);
 		else
 			st->bad++;
 		return;
@@ -525,7 +491,11 @@ void mm_host_record(struct mm_host *h, unsigned stream, const struct perf_event_
 	if (st->is_task) {
 		st->samples++;
 		st->window_samples++;
-		task_record(h, st, hdr);
+		int r = mm_task_record_parse(hdr, &t);
+		if (r == -EINVAL)
+			st->bad++;
+		else if (r == 0)
+			task_record(h, &t);
 		return;
 	}
 	if (hdr->type != PERF_RECORD_SAMPLE)

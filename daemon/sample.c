@@ -2,7 +2,8 @@
  * perf record decoding (see sample.h). The kernel writes a sample's fields in a fixed order
  * (include/uapi/linux/perf_event.h, "struct { ... } && PERF_RECORD_SAMPLE"); every field is a
  * multiple of 8 bytes except RAW, which is padded so the record stays 8-byte aligned. Bounds are
- * checked on every read: a torn or foreign record is rejected, never read past.
+ * checked on every read: a torn or foreign record is rejected, never read past. Task records
+ * (COMM, FORK, EXIT) and LOST records are decoded here too, so every record is read in one place.
  */
 #include "sample.h"
 
@@ -146,4 +147,56 @@ uint64_t mm_record_time(const struct perf_event_header *hdr, uint64_t sample_typ
 	if (mm_sample_id_parse(hdr, sample_type, &s) < 0)
 		return 0;
 	return s.time_ns;
+}
+
+int mm_task_record_parse(const struct perf_event_header *hdr, struct mm_task_record *ret)
+{
+	struct mm_task_record r = {.type = hdr->type};
+	switch (hdr->type) {
+	case PERF_RECORD_COMM: {
+		const struct {
+			struct perf_event_header h;
+			uint32_t pid, tid;
+			char comm[];
+		} *c = (const void *)hdr;
+		if (hdr->size < sizeof(*c) + 1)
+			return -EINVAL;
+		size_t max = hdr->size - sizeof(*c);
+		size_t len = strnlen(c->comm, max < sizeof(r.comm) ? max : sizeof(r.comm) - 1);
+		memcpy(r.comm, c->comm, len);
+		r.comm[len] = '\0';
+		r.pid = c->pid;
+		r.tid = c->tid;
+		r.exec = hdr->misc & PERF_RECORD_MISC_COMM_EXEC;
+		break;
+	}
+	case PERF_RECORD_FORK:
+	case PERF_RECORD_EXIT: {
+		const struct {
+			struct perf_event_header h;
+			uint32_t pid, ppid, tid, ptid;
+			uint64_t time;
+		} *f = (const void *)hdr;
+		if (hdr->size < sizeof(*f))
+			return -EINVAL;
+		r.pid = f->pid;
+		r.tid = f->tid;
+		r.time_ns = f->time;
+		break;
+	}
+	case PERF_RECORD_LOST: {
+		const struct {
+			struct perf_event_header h;
+			uint64_t id, lost;
+		} *l = (const void *)hdr;
+		if (hdr->size < sizeof(*l))
+			return -EINVAL;
+		r.lost = l->lost;
+		break;
+	}
+	default:
+		return -ENOENT;
+	}
+	*ret = r;
+	return 0;
 }

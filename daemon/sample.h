@@ -8,6 +8,7 @@
 #define MM_SAMPLE_H
 
 #include <linux/perf_event.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 struct mm_tp;
@@ -42,6 +43,21 @@ int mm_sample_parse(const struct perf_event_header *hdr, uint64_t sample_type,
  * Returns 0 or -EINVAL. */
 int mm_sample_id_parse(const struct perf_event_header *hdr, uint64_t sample_type,
 		       struct mm_sample *ret);
+
+/* A task or lost record, decoded: PERF_RECORD_COMM (pid, tid, comm, exec), _FORK and _EXIT
+ * (pid, tid, time_ns: the record's own time), _LOST (lost). */
+struct mm_task_record {
+	uint32_t type; /* PERF_RECORD_* */
+	uint32_t pid, tid;
+	uint64_t time_ns;
+	char comm[16]; /* NUL-terminated, cut to fit */
+	bool exec;     /* COMM: the name came with an exec */
+	uint64_t lost;
+};
+
+/* Parses a PERF_RECORD_COMM, _FORK, _EXIT or _LOST record into *ret. Returns 0, -EINVAL when it is
+ * too short, or -ENOENT for another type (*ret untouched then). */
+int mm_task_record_parse(const struct perf_event_header *hdr, struct mm_task_record *ret);
 
 /* The timestamp of any record (sample or sample_id trailer); 0 when it has none. */
 uint64_t mm_record_time(const struct perf_event_header *hdr, uint64_t sample_type);
