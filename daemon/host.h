@@ -5,7 +5,9 @@
  * open window, and closes windows on the window clock (clock.h), handing each closed window to
  * the sinks. The live loop (live.h) feeds it records from the rings in time order (order.h) and
  * its drain horizon; a replay feeds it a recording's records and horizons; the recorder of
- * `mmlockd record` is a tap on the feed. Nothing here touches perf, SQLite or HTTP.
+ * `mmlockd record` is a tap on the feed. Nothing here touches perf, SQLite or HTTP. Two files
+ * implement it: host.c (streams, collector slots, dispatch, global counters, watches) and
+ * window.c (the clock, the duty schedule, the close, snapshots, sinks and the tap).
  *
  * Single-threaded: every call comes from the collection thread.
  */
