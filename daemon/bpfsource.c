@@ -41,6 +41,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "parse.h"
 #include "plugin.h"
 #include "stats.h"
 
@@ -854,9 +855,13 @@ static void skip_programs(struct bpf_object *obj, const char *skip)
 {
 	if (!*skip)
 		return;
-	char *list = strdup(skip), *save = NULL;
-	for (char *name = list ? strtok_r(list, ",", &save) : NULL; name;
-	     name = strtok_r(NULL, ",", &save)) {
+	const char *cursor = skip, *item;
+	size_t len;
+	while (mm_parse_list_next(&cursor, &item, &len)) {
+		char name[64];
+		if (!len)
+			continue;
+		snprintf(name, sizeof(name), "%.*s", (int)len, item);
 		struct bpf_program *p = bpf_object__find_program_by_name(obj, name);
 		if (!p) {
 			log_warning("BPF source: bpf_skip: no program %s", name);
@@ -865,7 +870,6 @@ static void skip_programs(struct bpf_object *obj, const char *skip)
 		bpf_program__set_autoload(p, false);
 		log_warning("BPF source: bpf_skip: %s not loaded (counts will be wrong)", name);
 	}
-	free(list);
 }
 
 /* Whether BPF can run here at all: kernel BTF at @btf, and permission to make a map (asked

@@ -183,16 +183,11 @@ static int set_collectors(struct mm_config *c, const char *v, char *why, size_t 
 	char out[sizeof(c->collectors)];
 	size_t len = 0, count = 0;
 	bool all = false;
-	const char *p = v;
+	const char *p = v, *s;
+	size_t slen;
 
-	for (;;) {
-		const char *end = strchrnul(p, ',');
-		const char *s = p, *e = end;
-
-		while (s < e && (*s == ' ' || *s == '\t'))
-			s++;
-		while (e > s && (e[-1] == ' ' || e[-1] == '\t'))
-			e--;
+	while (mm_parse_list_next(&p, &s, &slen)) {
+		const char *e = s + slen;
 		if (s == e) {
 			mm_set_err(why, whylen,
 				   "expected \"all\" or a comma-separated list of collector names");
@@ -229,9 +224,6 @@ static int set_collectors(struct mm_config *c, const char *v, char *why, size_t 
 			out[len++] = ',';
 		memcpy(out + len, s, (size_t)(e - s));
 		len += (size_t)(e - s);
-		if (!*end)
-			break;
-		p = end + 1;
 	}
 	if (all && count > 1) {
 		mm_set_err(why, whylen, "\"all\" cannot be combined with other names");
@@ -735,15 +727,12 @@ static bool listed(const struct mm_config *c, const char *name)
 	if (strcmp(c->collectors, "all") == 0)
 		return true;
 	n = strlen(name);
-	for (const char *p = c->collectors;;) {
-		const char *end = strchrnul(p, ',');
-
-		if ((size_t)(end - p) == n && memcmp(p, name, n) == 0)
+	const char *p = c->collectors, *item;
+	size_t len;
+	while (mm_parse_list_next(&p, &item, &len))
+		if (len == n && memcmp(item, name, n) == 0)
 			return true;
-		if (!*end)
-			return false;
-		p = end + 1;
-	}
+	return false;
 }
 
 /* clang-format would split the literal around STR(). */

@@ -13,6 +13,7 @@
  * (no window of it classified: "-" in the table, empty in CSV, null in JSON; never 0).
  */
 #include "faulttable.h"
+#include "parse.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -331,11 +332,14 @@ int mm_fault_column_find(const char *key)
 
 int mm_fault_parse_sort(struct mm_fault_opts *opts, const char *list, char *err, size_t errlen)
 {
-	char buf[256], *save = NULL;
-	size_t n = 0;
+	char k[64];
+	const char *p = list, *item;
+	size_t n = 0, klen;
 
-	snprintf(buf, sizeof(buf), "%s", list);
-	for (char *k = strtok_r(buf, ",", &save); k; k = strtok_r(NULL, ",", &save)) {
+	while (mm_parse_list_next(&p, &item, &klen)) {
+		if (!klen)
+			continue;
+		snprintf(k, sizeof(k), "%.*s", (int)klen, item);
 		int c = mm_fault_column_find(k);
 		if (c < 0 || n + 1 >= MM_FAULT_SORT_MAX) {
 			size_t len = (size_t)snprintf(err, errlen,

@@ -274,3 +274,20 @@ int mm_parse_listen(const char *s, struct mm_listen_addr *ret, char *why, size_t
 	*ret = a;
 	return 0;
 }
+
+bool mm_parse_list_next(const char **cursor, const char **ret_item, size_t *ret_len)
+{
+	const char *p = *cursor;
+	if (!p)
+		return false;
+	const char *end = strchrnul(p, ',');
+	const char *e = end;
+	while (p < e && (*p == ' ' || *p == '\t'))
+		p++;
+	while (e > p && (e[-1] == ' ' || e[-1] == '\t'))
+		e--;
+	*ret_item = p;
+	*ret_len = (size_t)(e - p);
+	*cursor = *end ? end + 1 : NULL;
+	return true;
+}

@@ -46,4 +46,11 @@ struct mm_listen_addr {
  * @why (e.g. "an IPv6 address needs brackets, e.g. [::1]:9477"). */
 int mm_parse_listen(const char *s, struct mm_listen_addr *ret, char *why, size_t whylen);
 
+/* The one walker of comma-separated lists (collectors, sort keys, BPF programs): with *cursor at
+ * the list (or where the previous call left it), puts the next item, blanks around it trimmed,
+ * in *ret_item (not NUL-terminated) and *ret_len, and returns true; false after the last item.
+ * Empty items are returned (length 0): the caller says whether they are errors. "" is one empty
+ * item. */
+bool mm_parse_list_next(const char **cursor, const char **ret_item, size_t *ret_len);
+
 #endif

@@ -129,6 +129,21 @@ static void test_bad_listen_addresses_say_why(void)
 	CHECK_U64(a.port, 42);
 }
 
+static void test_lists_walk_items_trimmed_and_keep_empty_ones(void)
+{
+	const char *p = " a ,b,,c\t", *item;
+	size_t len;
+	const char *want[] = {"a", "b", "", "c"};
+	for (size_t i = 0; i < 4; i++) {
+		CHECK(mm_parse_list_next(&p, &item, &len));
+		CHECK(len == strlen(want[i]) && !memcmp(item, want[i], len));
+	}
+	CHECK(!mm_parse_list_next(&p, &item, &len));
+	p = "";
+	CHECK(mm_parse_list_next(&p, &item, &len) && len == 0);
+	CHECK(!mm_parse_list_next(&p, &item, &len));
+}
+
 int main(void)
 {
 	RUN(test_numbers_take_digits_and_one_suffix_only);
@@ -137,5 +152,6 @@ int main(void)
 	RUN(test_local_dates_are_local_midnight_and_time);
 	RUN(test_listen_addresses_split_into_host_and_port);
 	RUN(test_bad_listen_addresses_say_why);
+	RUN(test_lists_walk_items_trimmed_and_keep_empty_ones);
 	return check_summary();
 }

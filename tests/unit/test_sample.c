@@ -118,11 +118,47 @@ static void test_sample_id_trailer_of_exit_record(void)
 	CHECK_U64(mm_record_time(&r.hdr, PERF_SAMPLE_TID), 0);
 }
 
+static void test_task_records_are_decoded_with_their_bounds(void)
+{
+	struct rec r = {0};
+	struct mm_task_record t;
+	uint32_t ids[4] = {5, 1, 6, 1};
+	memcpy(&r.w[1], ids, 16);
+	r.w[3] = 555;
+	r.hdr.type = PERF_RECORD_FORK;
+	r.hdr.size = 4 * 8;
+	CHECK(mm_task_record_parse(&r.hdr, &t) == 0);
+	CHECK(t.type == PERF_RECORD_FORK && t.pid == 5 && t.tid == 6);
+	CHECK_U64(t.time_ns, 555);
+	r.hdr.size = 3 * 8; /* the time cut off */
+	CHECK(mm_task_record_parse(&r.hdr, &t) == -EINVAL);
+
+	struct rec c = {0};
+	uint32_t pt[2] = {7, 7};
+	memcpy(&c.w[1], pt, 8);
+	memcpy(&c.w[2], "a-very-long-command-name", 24);
+	c.hdr.type = PERF_RECORD_COMM;
+	c.hdr.misc = PERF_RECORD_MISC_COMM_EXEC;
+	c.hdr.size = 6 * 8;
+	CHECK(mm_task_record_parse(&c.hdr, &t) == 0);
+	CHECK(t.pid == 7 && t.tid == 7 && t.exec);
+	CHECK(!strcmp(t.comm, "a-very-long-com")); /* cut to 15 bytes and a NUL */
+
+	c.hdr.type = PERF_RECORD_LOST;
+	c.w[2] = 3;
+	c.hdr.size = 3 * 8;
+	CHECK(mm_task_record_parse(&c.hdr, &t) == 0);
+	CHECK_U64(t.lost, 3);
+	c.hdr.type = PERF_RECORD_SAMPLE;
+	CHECK(mm_task_record_parse(&c.hdr, &t) == -ENOENT);
+}
+
 int main(void)
 {
 	RUN(test_full_layout_is_walked_in_kernel_order);
 	RUN(test_truncated_records_are_rejected);
 	RUN(test_unsupported_sample_type_is_refused);
 	RUN(test_sample_id_trailer_of_exit_record);
+	RUN(test_task_records_are_decoded_with_their_bounds);
 	return check_summary();
 }
