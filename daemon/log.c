@@ -18,16 +18,17 @@
 #include <strings.h>
 #include <unistd.h>
 
+/* Set by the main thread (at start, on SIGHUP), read by every thread that logs: atomic. */
 static int max_level = LOG_INFO;
 
 void mm_log_set_level(int level)
 {
-	max_level = level;
+	__atomic_store_n(&max_level, level, __ATOMIC_RELAXED);
 }
 
-int mm_log_get_level(void)
+static int level_now(void)
 {
-	return max_level;
+	return __atomic_load_n(&max_level, __ATOMIC_RELAXED);
 }
 
 int mm_log_parse_level(const char *s)
@@ -141,7 +142,7 @@ static void vlog(int prio, const char *fmt, va_list ap)
 
 int mm_log(int prio, const char *fmt, ...)
 {
-	if (prio > max_level)
+	if (prio > level_now())
 		return 0;
 	va_list ap;
 	va_start(ap, fmt);
@@ -153,7 +154,7 @@ int mm_log(int prio, const char *fmt, ...)
 int mm_log_errno(int prio, int err, const char *fmt, ...)
 {
 	err = abs(err);
-	if (prio <= max_level) {
+	if (prio <= level_now()) {
 		int saved = errno;
 		errno = err;
 		va_list ap;

@@ -11,8 +11,7 @@
 
 /* Messages with a priority numerically above @level (e.g. LOG_DEBUG when level is LOG_INFO) are
  * dropped. Default LOG_INFO. */
-void mm_log_set_level(int level);
-int mm_log_get_level(void);
+void mm_log_set_level(int level); /* any thread */
 
 /* Parses "err", "warning", "notice", "info", "debug" (or a digit 0..7). Returns the level or
  * -EINVAL. */
