@@ -1,7 +1,8 @@
 /*
- * The insert-only hash table (see htab.h): open addressing, linear probing, doubling at half
- * full. It was the contention collector's private table; the recorder's set of touched symbol
- * addresses now uses it too.
+ * The hash table (see htab.h): open addressing, linear probing, doubling at half full, and
+ * backward-shift deletion (no tombstones, so a long-running daemon does not degrade as keys come
+ * and go). The contention collector's rows, the recorder's set of touched symbol addresses, the
+ * BPF source's lock rows and, through tidmap.c, every collector's per-thread state use it.
  */
 #include "htab.h"
 
@@ -86,6 +87,28 @@ void *mm_htab_get(struct mm_htab *t, const void *key, bool create, size_t max)
 	memcpy(s + 8, key, t->klen);
 	t->used++;
 	return s + 8;
+}
+
+void mm_htab_remove(struct mm_htab *t, const void *key)
+{
+	size_t i;
+	unsigned char *e = ht_probe(t, key, &i);
+	if (!e)
+		return;
+	i = (size_t)(e - 8 - t->slots) / (8 + t->esize);
+	*(uint64_t *)HT_SLOT(t, i) = 0;
+	t->used--;
+	for (size_t j = (i + 1) & (t->cap - 1); *(uint64_t *)HT_SLOT(t, j);
+	     j = (j + 1) & (t->cap - 1)) {
+		size_t k = ht_hash(HT_SLOT(t, j) + 8, t->klen) & (t->cap - 1);
+		/* j may move back to the hole at i unless its home lies cyclically in (i, j]. */
+		bool stays = i <= j ? (k > i && k <= j) : (k > i || k <= j);
+		if (stays)
+			continue;
+		memcpy(HT_SLOT(t, i), HT_SLOT(t, j), 8 + t->esize);
+		*(uint64_t *)HT_SLOT(t, j) = 0;
+		i = j;
+	}
 }
 
 /* Empties @t, giving back memory a burst made it take. */

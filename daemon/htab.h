@@ -1,8 +1,8 @@
 /*
- * A small open-addressing hash table of fixed-size entries whose first @klen bytes are the key
- * (a multiple of 8, no padding), insert-only between clears: for tables that only grow within a
- * window (contention rows, call sites, mm owners) or a run (the symbols a recording touches).
- * Per-thread state that comes and goes lives in tidmap.h instead, which deletes. Pure code.
+ * The one hash table: open addressing of fixed-size entries whose first @klen bytes are the key
+ * (a multiple of 8, no padding). Tables that only grow within a window (contention rows, call
+ * sites, mm owners) or a run (the symbols a recording touches) clear it; per-thread state that
+ * comes and goes (tidmap.h, a thin map from thread id over it) removes entries. Pure code.
  */
 #ifndef MM_HTAB_H
 #define MM_HTAB_H
@@ -22,6 +22,10 @@ void mm_htab_free(struct mm_htab *t);
 /* The entry with @key; with @create and fewer than @max entries, a new zeroed one with the key
  * set. NULL when absent, full or out of memory. Valid until the next create or clear. */
 void *mm_htab_get(struct mm_htab *t, const void *key, bool create, size_t max);
+
+/* Removes the entry with @key, if any (entries after it may move: pointers from mm_htab_get
+ * and slot numbers are invalid afterwards). */
+void mm_htab_remove(struct mm_htab *t, const void *key);
 
 /* Empties @t, giving back memory a burst made it take. */
 void mm_htab_clear(struct mm_htab *t);
