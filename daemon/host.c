@@ -23,6 +23,30 @@
 #include "split.h"
 #include "symbols.h"
 
+/* Fault latency off until the in-kernel source says otherwise; with fault_latency on (@asked),
+ * naming the collectors that would time faults (their in-kernel part says so, plugin.h). */
+static void latency_off(struct mm_host *h, bool asked)
+{
+	char why[256] = "fault_latency = on, but it needs ";
+	const char *sep = "";
+	if (!asked) {
+		mm_host_set_latency(
+			h, "off",
+			"fault_latency = off (the default): the fault-completion "
+			"software events it needs cost every fault on the machine while "
+			"open");
+		return;
+	}
+	for (const struct mm_plugin *const *p = mm_plugins; *p; p++) {
+		if (!(*p)->bpf || !(*p)->bpf->latency)
+			continue;
+		snprintf(why + strlen(why), sizeof(why) - strlen(why), "%s%s", sep, (*p)->name);
+		sep = " or ";
+	}
+	snprintf(why + strlen(why), sizeof(why) - strlen(why), " on the BPF source");
+	mm_host_set_latency(h, "off", why);
+}
+
 struct mm_host *mm_host_new(const struct mm_config *cfg, mm_proc_lookup_fn lookup, void *ctx,
 			    uint64_t start_ms)
 {
@@ -72,13 +96,7 @@ struct mm_host *mm_host_new(const struct mm_config *cfg, mm_proc_lookup_fn looku
 		mm_split_clock_init(&h->split, cfg->interval_s, h->split_duty_pm, start_ms);
 		h->split_done_slot = start_ms / h->split.slot_ms;
 	}
-	mm_host_set_latency(
-		h, "off",
-		cfg->fault_latency
-			? "fault_latency = on, but it needs mmaplock or faults on the BPF "
-			  "source"
-			: "fault_latency = off (the default): the fault-completion software "
-			  "events it needs cost every fault on the machine while open");
+	latency_off(h, cfg->fault_latency);
 	struct utsname u;
 	if (uname(&u) == 0)
 		snprintf(h->kernel, sizeof(h->kernel), "%s", u.release);
@@ -229,7 +247,7 @@ void mm_host_set_source(struct mm_host *h, const char *name, const char *source,
 			continue;
 		snprintf(sl->source, sizeof(sl->source), "%s", source);
 		snprintf(sl->source_note, sizeof(sl->source_note), "%s", note ? note : "");
-		/* An in-kernel source in bursts (the faults collector on BPF) switches its
+		/* An in-kernel source in bursts (a collector in bursts on BPF) switches its
 		 * programs itself (mm_bpfsrc_set_phase); its counts come at end_burst(). */
 		bool in_kernel = sl->enabled && strcmp(source, "perf") != 0;
 		sl->fed = in_kernel && sl->p->waits;
