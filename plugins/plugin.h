@@ -1,8 +1,11 @@
 /*
- * The collector interface. A collector is one file in plugins/ that exports one struct mm_plugin:
- * the tracepoints it needs, and hooks the daemon calls from its single collection thread. It
- * touches only per-process statistics and global counters through the host calls below; it knows
- * nothing of perf, SQLite or HTTP, so the same collector runs live and on a replayed recording.
+ * The collector interface. A collector is one file in plugins/ that exports one struct mm_plugin,
+ * everything it is: the tracepoints it needs and their handlers, the hooks the daemon calls from
+ * its single collection thread, its in-kernel part (struct mm_plugin_bpf) and its duty
+ * (continuous or bursts, with the hooks that turn a burst's sample into the window's counts). It
+ * touches only per-process statistics and global counters through the host calls
+ * (daemon/hostcalls.h); it knows nothing of perf, SQLite or HTTP, so the same collector runs live,
+ * on a replayed recording and on the in-kernel source.
  *
  * Hooks run on the collection thread only and must not block (no I/O in sample()).
  */
@@ -174,72 +177,7 @@ struct mm_plugin {
 /* Every collector this build has, NULL-terminated (plugins/registry.c). */
 extern const struct mm_plugin *const mm_plugins[];
 
-/* --- host calls available to collectors --- */
-
-/* The open tracepoint system:name, or NULL when it is not being sampled. */
-const struct mm_tp *mm_host_tp(struct mm_host *h, const char *system, const char *name);
-
-/* A field of @tp's format by name, or NULL. Fields are resolved from the running kernel's format
- * files: never assume offsets. */
-const struct tep_format_field *mm_tp_field(const struct mm_tp *tp, const char *name);
-
-/* The open tracepoint system:name with every field of @names (NULL-terminated) resolved into
- * @ret, one per name; NULL when the tracepoint is not open or lacks one of them (whose @ret entry
- * is then NULL). For init(): one call per tracepoint instead of a lookup per field. */
-const struct mm_tp *mm_host_fields(struct mm_host *h, const char *system, const char *name,
-				   const char *const *names, const struct tep_format_field **ret);
-
-/* Reads numeric field @f of sample @s (which must come from the field's tracepoint). Returns 0,
- * or -EINVAL when the record is too short. */
-int mm_field_read(const struct tep_format_field *f, const struct mm_sample *s, uint64_t *ret);
-
-/* mm_field_read() for hooks: a record too short for @f adds 1 to the collector's global counter
- * @bad_id (from mm_host_global) instead of being silently skipped. Returns true when *ret was
- * read. */
-bool mm_field_read_counted(struct mm_host *h, int bad_id, const struct tep_format_field *f,
-			   const struct mm_sample *s, uint64_t *ret);
-
-/* The statistics of the open window for the process @pid (created on first use; its identity,
- * name and cgroup are looked up by the host). Never NULL: on allocation failure a shared
- * overflow record is returned and counted. */
-struct mm_proc_stats *mm_host_proc(struct mm_host *h, uint32_t pid);
-
-/* The same for a process the host already knows (live, or exited and not yet stored), without
- * creating it; NULL otherwise. For collectors that learn of a process from /proc or netlink
- * before its FORK record has been delivered. */
-struct mm_proc_stats *mm_host_proc_known(struct mm_host *h, uint32_t pid);
-
-/* The kernel symbol containing @addr (a callchain ip, a static lock's address), or NULL when
- * unknown; *ret_start (optional) gets the symbol's address. */
-const char *mm_host_symbol(struct mm_host *h, uint64_t addr, uint64_t *ret_start);
-
-/* True during the tick right before the open window closes (collectors that read /proc once
- * per window do it then). */
-bool mm_host_window_closing(const struct mm_host *h);
-
-/* Watches @fd (not owned) of a source that pushes (a BPF ring of process exits, a netlink
- * socket), from init(): the live loop polls it with its own fds and calls @fn(@ctx, h) on the
- * collection thread when it is readable, while the collector runs. Replay has no fds: such
- * sources are live-only. Returns 0, or -ENOSPC beyond MM_HOST_MAX_WATCHES. */
-#define MM_HOST_MAX_WATCHES 4
-typedef void (*mm_host_watch_fn)(void *ctx, struct mm_host *h);
-int mm_host_watch(struct mm_host *h, int fd, mm_host_watch_fn fn, void *ctx);
-
-/* Registers a global counter exported as mmlockd_<family>_total{name="<name>"}; returns its id
- * (>= 0) or -ENOMEM. */
-int mm_host_global(struct mm_host *h, const char *family, const char *name, const char *help);
-void mm_host_global_add(struct mm_host *h, int id, uint64_t delta);
-
-/* True when the calling collector is fed by an in-kernel source through its waits hook, not by
- * records (its tracepoints are not open: init() must not resolve their fields). */
-bool mm_host_fed(const struct mm_host *h);
-
-/* Marks the calling collector failed with a reason shown in /api/v1/status and /metrics; it gets
- * no more hooks. Returns -EIO for `return mm_host_fail(...)` convenience. */
-int mm_host_fail(struct mm_host *h, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-/* Adds a note to the calling collector's state (e.g. "optional tracepoint X missing: no
- * contention counts") without failing it. */
-void mm_host_note(struct mm_host *h, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* What the host offers collectors (daemon/hostcalls.h, with the host that implements it). */
+#include "hostcalls.h"
 
 #endif
