@@ -12,9 +12,10 @@
  * here, logged once with the database path and SQLite's message.
  *
  * A file is mmlockd's when its PRAGMA application_id says so (MM_APPLICATION_ID, set on every
- * database this version creates). An older mmlockd's database (application_id 0, user_version > 0,
- * mmlockd's tables) is adopted and stamped; anything else with content (another application's
- * SQLite file) is refused before anything is written to it, not even the switch to WAL. When
+ * database this version creates). An older mmlockd's database (application_id 0, user_version N >
+ * 0, and exactly the tables and columns that migrations 1..N create) is adopted and stamped;
+ * anything else with content (another application's SQLite file, one that only looks like ours)
+ * is refused before anything is written to it, not even the switch to WAL. When
  * SQLite cannot open a file it reports the errno of its last fallback, often ENOENT for a
  * database that exists but whose directory refuses the -wal and -shm files beside it; the
  * directory's own reason (EPERM when immutable, EROFS, EACCES) is reported instead.
@@ -650,6 +651,94 @@ out:
 	return r;
 }
 
+/* The tables of schema @version, one "name(col1,col2,...)" line each in name order, as the
+ * compiled-in migrations 1..@version create them (on an in-memory database) or as the file of
+ * @db has them. Returns 0 with @out filled, or -errno. */
+static int table_layout(sqlite3 *db, struct mm_buf *out)
+{
+	sqlite3_stmt *t = NULL;
+	int rc, r = 0;
+
+	rc = sqlite3_prepare_v2(db,
+				"SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT "
+				"LIKE 'sqlite_%' ORDER BY name",
+				-1, &t, NULL);
+	if (rc != SQLITE_OK)
+		return sqlite_errno(db, rc);
+	while ((rc = sqlite3_step(t)) == SQLITE_ROW) {
+		const char *name = (const char *)sqlite3_column_text(t, 0);
+		sqlite3_stmt *c = NULL;
+		char *q = sqlite3_mprintf("SELECT name FROM pragma_table_info(%Q)", name);
+
+		if (!q)
+			return -ENOMEM;
+		rc = sqlite3_prepare_v2(db, q, -1, &c, NULL);
+		sqlite3_free(q);
+		if (rc != SQLITE_OK) {
+			r = sqlite_errno(db, rc);
+			break;
+		}
+		mm_buf_printf(out, "%s(", name);
+		while ((rc = sqlite3_step(c)) == SQLITE_ROW)
+			mm_buf_printf(out, "%s,", (const char *)sqlite3_column_text(c, 0));
+		sqlite3_finalize(c);
+		mm_buf_puts(out, ")\n");
+	}
+	if (!r && rc != SQLITE_DONE)
+		r = sqlite_errno(db, rc);
+	sqlite3_finalize(t);
+	if (!r && mm_buf_failed(out))
+		r = -ENOMEM;
+	return r;
+}
+
+/* Whether the tables of the file are exactly those of an earlier mmlockd at schema @version
+ * (the migrations 1..@version applied to an empty database), column for column. A file that
+ * only has tables of mmlockd's names is not enough: adopting it would add tables and switch it
+ * to WAL before a later step failed on it. Returns 0, or the logged -errno (-EBADMSG when the
+ * layout differs). */
+static int check_earlier_layout(struct mm_store *st, int version)
+{
+	struct mm_buf want = MM_BUF_INIT, have = MM_BUF_INIT;
+	sqlite3 *ref = NULL;
+	int r;
+
+	if (sqlite3_open_v2(":memory:", &ref, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL) !=
+	    SQLITE_OK) {
+		r = log_error_errno(ENOMEM, "database %s: out of memory", st->path);
+		goto out;
+	}
+	for (int k = 0; k < version; k++) {
+		if (sqlite3_exec(ref, mm_schema_sql[k], NULL, NULL, NULL) != SQLITE_OK) {
+			r = log_error_errno(EINVAL, "schema migration %s: %s",
+					    mm_schema_sql_names[k], sqlite3_errmsg(ref));
+			goto out;
+		}
+	}
+	r = table_layout(ref, &want);
+	if (r < 0) {
+		r = log_error_errno(r, "database %s: the layout of schema %d: %m", st->path,
+				    version);
+		goto out;
+	}
+	r = table_layout(st->db, &have);
+	if (r < 0) {
+		r = log_error_errno(r, "database %s: reading its tables: %m", st->path);
+		goto out;
+	}
+	if (!want.data || !have.data || strcmp(want.data, have.data))
+		r = log_error_errno(EBADMSG,
+				    "database %s: not an mmlockd database (user_version %d and "
+				    "tables named like mmlockd's, but not the tables of mmlockd's "
+				    "schema %d); refusing it before anything is written to it",
+				    st->path, version, version);
+out:
+	sqlite3_close(ref);
+	mm_buf_free(&want);
+	mm_buf_free(&have);
+	return r;
+}
+
 /* Whether the file at schema @version is mmlockd's (see the header comment). Returns 0 with
  * *ret_stamp set when application_id must still be written (a new file, an older mmlockd's
  * database), or the logged -errno. */
@@ -679,6 +768,9 @@ static int check_owner(struct mm_store *st, int version, bool *ret_stamp)
 		return 0;
 	}
 	if (version > 0 && ours == 3) {
+		r = check_earlier_layout(st, version);
+		if (r < 0)
+			return r;
 		log_info("database %s: an earlier mmlockd's database (schema version %d), adopting "
 			 "it",
 			 st->path, version);

@@ -2,21 +2,34 @@
  * Store thread (see writer.h): a mutex-protected FIFO of closed-window snapshots, drained by one
  * thread that owns the read-write SQLite handle. Retention pruning runs on the same thread at
  * start and then about once an hour.
+ *
+ * Recovery. A window that fails to store goes back to the front of the queue and is retried on a
+ * schedule of its own (RETRY_MIN_MS, doubling to RETRY_MAX_MS), whatever the queue does: a full
+ * queue drops its oldest window for each new one and its count never changes, so a retry that
+ * waited for a change of count (as it once did) never came, and history stopped for good after
+ * any outage longer than MAX_QUEUED windows. The windows dropped in one outage are a gap: counted
+ * (mm_writer_stats()'s @ret_lost), and when the database takes a window again one log line and the
+ * service's status (sd_notify STATUS=) say how many windows were lost and which span of time they
+ * covered.
  */
 #include "writer.h"
 
 #include <errno.h>
 #include <pthread.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
 
 #include "log.h"
+#include "notify.h"
 #include "privilege.h"
 #include "snapshot.h"
 #include "store.h"
 
-#define MAX_QUEUED 64
+#define MAX_QUEUED   64
+#define RETRY_MIN_MS 500
+#define RETRY_MAX_MS 8000
 
 struct mm_writer {
 	struct mm_store *store;
@@ -27,9 +40,13 @@ struct mm_writer {
 	unsigned head, count;
 	bool stopping;
 	unsigned retention_days;
-	uint64_t stored, errors;
+	uint64_t stored, errors, lost;
 	uint64_t lost_at_stop; /* windows still unstored when stopping gave up */
 	uint64_t last_prune_ms;
+
+	/* The current outage: since its first failure, and the windows it dropped. */
+	uint64_t failing_since_ms; /* 0: the last write succeeded */
+	uint64_t gap_windows, gap_start_ms, gap_end_ms;
 };
 
 static uint64_t now_ms(void)
@@ -48,22 +65,85 @@ static void prune(struct mm_writer *wr, unsigned days)
 	wr->last_prune_ms = now;
 }
 
-/* Drops the oldest queued window, counted as a store error. Called with the lock held. */
+/* Counts window @w as lost in the current gap and frees it. Called with the lock held. */
+static void lose(struct mm_writer *wr, struct mm_snapshot *w)
+{
+	if (!wr->gap_windows || w->window_start_ms < wr->gap_start_ms)
+		wr->gap_start_ms = w->window_start_ms;
+	if (w->window_end_ms > wr->gap_end_ms)
+		wr->gap_end_ms = w->window_end_ms;
+	wr->gap_windows++;
+	wr->lost++;
+	mm_snapshot_unref(w);
+}
+
+/* Drops the oldest queued window, counted as lost and as a store error (it failed to store
+ * without a write of its own). Called with the lock held. */
 static void drop_oldest(struct mm_writer *wr)
 {
-	mm_snapshot_unref(wr->queue[wr->head]);
+	struct mm_snapshot *w = wr->queue[wr->head];
+
 	wr->queue[wr->head] = NULL;
 	wr->head = (wr->head + 1) % MAX_QUEUED;
 	wr->count--;
 	wr->errors++;
+	lose(wr, w);
+}
+
+static void format_utc(uint64_t ms, char *buf, size_t size)
+{
+	time_t t = (time_t)(ms / 1000);
+	struct tm tm;
+
+	if (!gmtime_r(&t, &tm) || !strftime(buf, size, "%Y-%m-%d %H:%M:%S UTC", &tm))
+		snprintf(buf, size, "%llu", (unsigned long long)t);
+}
+
+/* A write succeeded after failures: says how long the database refused windows and, when some
+ * were dropped, that they are a gap in the history. Called with the lock held. */
+static void outage_ended(struct mm_writer *wr)
+{
+	uint64_t secs = (now_ms() - wr->failing_since_ms) / 1000;
+	char from[32], to[32];
+
+	wr->failing_since_ms = 0;
+	if (!wr->gap_windows) {
+		log_info("store: the database takes windows again after %llu s; none was lost",
+			 (unsigned long long)secs);
+		return;
+	}
+	format_utc(wr->gap_start_ms, from, sizeof(from));
+	format_utc(wr->gap_end_ms, to, sizeof(to));
+	log_warning("store: the database takes windows again after %llu s; %llu windows from %s "
+		    "to %s were lost (a gap in the history; %llu lost since start)",
+		    (unsigned long long)secs, (unsigned long long)wr->gap_windows, from, to,
+		    (unsigned long long)wr->lost);
+	(void)mm_notifyf("STATUS=collecting; history gap: %llu windows lost from %s to %s",
+			 (unsigned long long)wr->gap_windows, from, to);
+	wr->gap_windows = 0;
+	wr->gap_start_ms = wr->gap_end_ms = 0;
+}
+
+/* Waits until @deadline_ms (CLOCK_REALTIME, as pthread_cond_timedwait's default clock) or until
+ * stopping. Called with the lock held. */
+static void wait_until(struct mm_writer *wr, uint64_t deadline_ms)
+{
+	struct timespec ts = {.tv_sec = (time_t)(deadline_ms / 1000),
+			      .tv_nsec = (long)(deadline_ms % 1000) * 1000000};
+
+	while (!wr->stopping && now_ms() < deadline_ms)
+		if (pthread_cond_timedwait(&wr->cond, &wr->lock, &ts) == ETIMEDOUT)
+			break;
 }
 
 /* The window being written is out of the queue, so submit() can never drop (and free) it under
- * the writer's feet; a failed one goes back to the front, or is dropped if the queue filled
- * meanwhile. */
+ * the writer's feet; a failed one goes back to the front, or is lost if the queue filled
+ * meanwhile, and the next attempt comes after the retry delay. */
 static void *writer_thread(void *arg)
 {
 	struct mm_writer *wr = arg;
+	unsigned retry_ms = RETRY_MIN_MS;
+
 	mm_privilege_drop_thread(); /* its database is open; SQLite needs no capability */
 	pthread_mutex_lock(&wr->lock);
 	for (;;) {
@@ -87,12 +167,17 @@ static void *writer_thread(void *arg)
 		if (r == 0) {
 			wr->stored++;
 			mm_snapshot_unref(w);
+			if (wr->failing_since_ms)
+				outage_ended(wr);
+			retry_ms = RETRY_MIN_MS;
 			continue;
 		}
 		wr->errors++;
+		if (!wr->failing_since_ms)
+			wr->failing_since_ms = now_ms();
 		if (stopping) {
 			/* One last try failed at shutdown: give up on what is left. */
-			mm_snapshot_unref(w);
+			lose(wr, w);
 			wr->lost_at_stop++;
 			while (wr->count) {
 				drop_oldest(wr);
@@ -101,19 +186,14 @@ static void *writer_thread(void *arg)
 			continue;
 		}
 		if (wr->count == MAX_QUEUED) {
-			mm_snapshot_unref(w); /* the oldest: dropped */
+			lose(wr, w); /* the oldest: dropped */
 		} else {
 			wr->head = (wr->head + MAX_QUEUED - 1) % MAX_QUEUED;
 			wr->queue[wr->head] = w;
 			wr->count++;
 		}
-		/* Keep it queued; retry when the next window arrives. */
-		while (wr->count && !wr->stopping) {
-			unsigned before = wr->count;
-			pthread_cond_wait(&wr->cond, &wr->lock);
-			if (wr->count != before)
-				break;
-		}
+		wait_until(wr, now_ms() + retry_ms);
+		retry_ms = retry_ms * 2 > RETRY_MAX_MS ? RETRY_MAX_MS : retry_ms * 2;
 	}
 	pthread_mutex_unlock(&wr->lock);
 	return NULL;
@@ -147,9 +227,13 @@ void mm_writer_submit(struct mm_writer *wr, struct mm_snapshot *w)
 {
 	pthread_mutex_lock(&wr->lock);
 	if (wr->count == MAX_QUEUED) {
-		/* The database has been failing for a long time: drop the oldest window. */
+		/* The database has been failing for a while: drop the oldest window. Logged once
+		 * per outage; outage_ended() says how many went. */
+		if (!wr->gap_windows)
+			log_warning("store: %d windows waiting, dropping the oldest until the "
+				    "database takes them again",
+				    MAX_QUEUED);
 		drop_oldest(wr);
-		log_warning("store: %d windows waiting, dropping the oldest", MAX_QUEUED);
 	}
 	wr->queue[(wr->head + wr->count) % MAX_QUEUED] = w;
 	wr->count++;
@@ -167,9 +251,17 @@ void mm_writer_set_retention(struct mm_writer *wr, unsigned retention_days)
 
 void mm_writer_stats(struct mm_writer *wr, uint64_t *ret_stored, uint64_t *ret_errors)
 {
+	mm_writer_stats_lost(wr, ret_stored, ret_errors, NULL);
+}
+
+void mm_writer_stats_lost(struct mm_writer *wr, uint64_t *ret_stored, uint64_t *ret_errors,
+			  uint64_t *ret_lost)
+{
 	pthread_mutex_lock(&wr->lock);
 	*ret_stored = wr->stored;
 	*ret_errors = wr->errors;
+	if (ret_lost)
+		*ret_lost = wr->lost;
 	pthread_mutex_unlock(&wr->lock);
 }
 

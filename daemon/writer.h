@@ -1,9 +1,11 @@
 /*
  * The store thread. Closed windows are queued here by the collection loop and written to SQLite
  * on a thread of their own, so a slow disk never stalls collection. A window that fails to store
- * (disk full, locked database) stays queued and is retried with the next one; the queue is
- * bounded, and windows dropped from it are counted as store errors. Stopping writes everything
- * still queued: nothing collected is lost on a clean shutdown.
+ * (disk full, locked database) stays queued and is retried on a schedule (every 0.5 s at first,
+ * backing off to every 8 s) until the database takes it; the queue is bounded, and windows
+ * dropped from it are counted as lost and as store errors, and reported as a gap (log line and
+ * sd_notify status) when the database takes windows again. Stopping writes everything still
+ * queued: nothing collected is lost on a clean shutdown.
  */
 #ifndef MM_WRITER_H
 #define MM_WRITER_H
@@ -22,8 +24,14 @@ void mm_writer_submit(struct mm_writer *wr, struct mm_snapshot *w);
 
 void mm_writer_set_retention(struct mm_writer *wr, unsigned retention_days);
 
-/* Windows stored and windows that failed (dropped, or failed at stop) since start. */
+/* Windows stored and store errors (failed writes, and windows dropped from the full queue) since
+ * start. */
 void mm_writer_stats(struct mm_writer *wr, uint64_t *ret_stored, uint64_t *ret_errors);
+
+/* mm_writer_stats(), and in *@ret_lost (when not NULL) the windows never stored: dropped from the
+ * full queue or given up at stop. */
+void mm_writer_stats_lost(struct mm_writer *wr, uint64_t *ret_stored, uint64_t *ret_errors,
+			  uint64_t *ret_lost);
 
 /* Writes what is queued, stops the thread, closes the database. Returns 0 when every queued
  * window was stored, else -EIO (logged). Accepts NULL. */

@@ -7,8 +7,13 @@
 #ifndef MM_DBFILES_H
 #define MM_DBFILES_H
 
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <sqlite3.h>
 
@@ -81,6 +86,35 @@ static inline const char *q_text(const char *path, const char *sql, char *buf, s
 	sqlite3_finalize(s);
 	sqlite3_close(db);
 	return buf;
+}
+
+/* Runs @fn(DIR) in a child with its own mount namespace and a tmpfs of @size (mount's "size=")
+ * on DIR = tmpdir/@sub. Returns the child's exit status (fn's return), 77 when it could not
+ * mount (not root, or no CAP_SYS_ADMIN in a container), or -1 when it did not exit. */
+static inline int in_small_tmpfs(const char *sub, const char *size, int (*fn)(const char *dir))
+{
+	char dir[256], opts[64];
+	int status;
+	pid_t pid;
+
+	snprintf(dir, sizeof(dir), "%s/%s", tmpdir, sub);
+	snprintf(opts, sizeof(opts), "size=%s,mode=0700", size);
+	if (mkdir(dir, 0700) < 0)
+		return -1;
+	fflush(NULL);
+	pid = fork();
+	if (pid < 0)
+		return -1;
+	if (pid == 0) {
+		if (unshare(CLONE_NEWNS) < 0 ||
+		    mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
+		    mount("tmpfs", dir, "tmpfs", 0, opts) < 0)
+			_exit(77);
+		_exit(fn(dir));
+	}
+	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status))
+		return -1;
+	return WEXITSTATUS(status);
 }
 
 #endif

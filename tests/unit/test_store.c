@@ -358,6 +358,69 @@ static void test_another_applications_database_is_refused_untouched(void)
 	CHECK_U64(q_int(path, "SELECT count(*) FROM sqlite_master"), 0);
 }
 
+/* The whole file at @path into a malloc'd buffer (*ret_len bytes), or NULL. */
+static char *slurp(const char *path, size_t *ret_len)
+{
+	FILE *f = fopen(path, "rb");
+	char *data = NULL;
+	long n;
+
+	if (!f)
+		return NULL;
+	if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) > 0 && fseek(f, 0, SEEK_SET) == 0 &&
+	    (data = malloc((size_t)n)) && fread(data, 1, (size_t)n, f) != (size_t)n) {
+		free(data);
+		data = NULL;
+	}
+	*ret_len = data ? (size_t)n : 0;
+	fclose(f);
+	return data;
+}
+
+/* Another application's file whose tables have mmlockd's names and whose user_version looks like
+ * an earlier schema: refused, and not a byte of it changed (it was once migrated, switched to WAL
+ * and given three tables before a later check refused it). */
+static void test_a_look_alike_foreign_file_is_refused_byte_for_byte_untouched(void)
+{
+	const char *path = new_path();
+	struct mm_store *st = (struct mm_store *)0x1;
+	char wal[300];
+	size_t n0 = 0, n1 = 0;
+
+	make_dir_of(path);
+	CHECK(raw_exec(path, "CREATE TABLE windows (id INTEGER PRIMARY KEY, note TEXT);"
+			     "CREATE TABLE processes (id INTEGER PRIMARY KEY, name TEXT);"
+			     "CREATE TABLE process_windows (a INTEGER, b INTEGER);"
+			     "INSERT INTO windows (note) VALUES ('keep');"
+			     "PRAGMA user_version = 2;") == SQLITE_OK);
+	char *before = slurp(path, &n0);
+	CHECK(before != NULL);
+	CHECK(mm_store_open(path, &st) == -EBADMSG);
+	CHECK(st == (struct mm_store *)0x1);
+	CHECK(mm_store_open_readonly(path, &st) < 0);
+	char *after = slurp(path, &n1);
+	CHECK(after != NULL);
+	CHECK_U64(n1, n0);
+	CHECK(before && after && n0 == n1 && memcmp(before, after, n0) == 0);
+	snprintf(wal, sizeof(wal), "%s-wal", path);
+	CHECK(access(wal, F_OK) < 0);
+	free(before);
+	free(after);
+
+	/* The same tables as an earlier mmlockd's schema 2 are still adopted. */
+	path = new_path();
+	make_dir_of(path);
+	for (unsigned k = 0; k < 2; k++) {
+		extern const char *const mm_schema_sql[];
+		CHECK(raw_exec(path, mm_schema_sql[k]) == SQLITE_OK);
+	}
+	CHECK(raw_exec(path, "PRAGMA user_version = 2") == SQLITE_OK);
+	CHECK(mm_store_open(path, &st) == 0);
+	if (st != (struct mm_store *)0x1)
+		mm_store_close(st);
+	CHECK_U64(q_int(path, "PRAGMA user_version"), mm_store_schema_version());
+}
+
 static void test_new_database_is_stamped_with_mmlockds_application_id(void)
 {
 	const char *path = new_path();
@@ -1024,9 +1087,6 @@ static int disk_full_child(const char *dir)
 	char path[300];
 	int r = 0, stored = 0;
 
-	if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
-	    mount("tmpfs", dir, "tmpfs", 0, "size=320k,mode=0700") < 0)
-		return 77;
 	snprintf(path, sizeof(path), "%s/full.db", dir);
 	if (mm_store_open(path, &st) < 0)
 		return 10;
@@ -1056,25 +1116,14 @@ static int disk_full_child(const char *dir)
 
 static void test_disk_full_gives_enospc_and_keeps_earlier_windows(void)
 {
-	char dir[256];
-	int status;
-	pid_t pid;
+	int r = in_small_tmpfs("full", "320k", disk_full_child);
 
-	snprintf(dir, sizeof(dir), "%s/full", tmpdir);
-	CHECK(mkdir(dir, 0700) == 0);
-	fflush(NULL);
-	pid = fork();
-	CHECK(pid >= 0);
-	if (pid == 0)
-		_exit(disk_full_child(dir));
-	CHECK(waitpid(pid, &status, 0) == pid);
-	if (WIFEXITED(status) && WEXITSTATUS(status) == 77) {
+	if (r == 77) {
 		printf("skip test_disk_full_gives_enospc_and_keeps_earlier_windows: cannot mount "
 		       "a tmpfs\n");
 		return;
 	}
-	CHECK(WIFEXITED(status));
-	CHECK_U64(WEXITSTATUS(status), 0);
+	CHECK_U64(r, 0);
 }
 
 int main(void)
@@ -1092,6 +1141,7 @@ int main(void)
 	RUN(test_reopen_applies_nothing_and_keeps_data);
 	RUN(test_newer_schema_version_is_refused_untouched);
 	RUN(test_another_applications_database_is_refused_untouched);
+	RUN(test_a_look_alike_foreign_file_is_refused_byte_for_byte_untouched);
 	RUN(test_new_database_is_stamped_with_mmlockds_application_id);
 	RUN(test_earlier_mmlockd_database_is_adopted_and_stamped);
 	RUN(test_not_a_database_is_refused);
