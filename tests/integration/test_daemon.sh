@@ -762,12 +762,23 @@ check_sqlite_windows_are_contiguous_one_second_windows() {
 		REASON="$n gaps or overlaps between consecutive windows"
 		return 1
 	}
-	# Every window but the first (which starts at start-up) lasts exactly the interval and ends
-	# on a whole second.
+	# Every window but the first (which starts at start-up) starts and ends on whole seconds.
+	# It lasts the interval, or a whole number of intervals when the loop ran late past a
+	# boundary (clock.h: one window spans the gap; a loaded 2-core machine does that now and
+	# then), so at least half of them last exactly one second.
 	n=$(sql "$db" 'SELECT count(*) FROM windows WHERE id > (SELECT min(id) FROM windows)
-		AND (abs(ts_end - ts_start - 1.0) > 0.0005 OR ts_end != round(ts_end))')
+		AND (ts_end - ts_start < 0.9995 OR ts_end != round(ts_end) OR ts_start != round(ts_start))')
 	[ "$n" = 0 ] || {
-		REASON="$n later windows are not [k, k+1) seconds: $(sql "$db" 'SELECT ts_start, ts_end FROM windows LIMIT 4' | tr '\n' ' ')"
+		REASON="$n later windows are not [k, k+m) whole seconds: $(sql "$db" 'SELECT ts_start, ts_end FROM windows LIMIT 4' | tr '\n' ' ')"
+		return 1
+	}
+	local one long
+	one=$(sql "$db" 'SELECT count(*) FROM windows WHERE id > (SELECT min(id) FROM windows)
+		AND abs(ts_end - ts_start - 1.0) <= 0.0005')
+	long=$(sql "$db" 'SELECT count(*) FROM windows WHERE id > (SELECT min(id) FROM windows)
+		AND ts_end - ts_start > 1.0005')
+	[ "$one" -ge "$long" ] || {
+		REASON="$one windows of 1 s, $long longer (the loop ran late more often than not)"
 		return 1
 	}
 }
