@@ -34,6 +34,8 @@
 #include <errno.h>
 #include <grp.h>
 #include <inttypes.h>
+#include <malloc.h>
+#include <math.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <pthread.h>
@@ -72,6 +74,15 @@ extern const unsigned mm_web_assets_count;
 #define QUERY_WORKERS	     2
 #define QUERY_QUEUE_MAX	     64
 
+/* Replies: a history reply is a page of at most about REPLY_PAGE_BYTES (it ends at the first
+ * window boundary past it and names where the next page starts, "next_since"); the bodies of
+ * replies not yet sent take at most REPLY_BUDGET_BYTES in all. A reply that would go past it
+ * first drops the connections of the oldest unsent replies (readers that do not read: their
+ * ends are counted as "slow_reader" in mmlockd_http_connections_aborted_total), and is itself
+ * answered 503 when that is not enough. */
+#define REPLY_PAGE_BYTES   (4u << 20)
+#define REPLY_BUDGET_BYTES (64u << 20)
+
 #define HISTORY_LIMIT_MAX 100000
 #define HISTORY_LIMIT_DEF 1000
 #define LOCKS_TOP_MAX	  100000
@@ -86,6 +97,17 @@ extern const unsigned mm_web_assets_count;
 #define TYPE_HTML "text/html; charset=utf-8"
 
 struct request;
+
+/* A reply body handed to libmicrohttpd and not yet freed by it (sent, or its connection gone):
+ * on mm_http.unsent, oldest first. */
+struct unsent {
+	struct unsent *prev, *next;
+	struct mm_http *h;
+	struct MHD_Connection *conn;
+	char *data;
+	size_t bytes;
+	bool dropped; /* its connection was shut down; no longer counted */
+};
 
 struct mm_http {
 	struct MHD_Daemon *mhd;
@@ -106,6 +128,10 @@ struct mm_http {
 	unsigned nworkers;
 
 	uint64_t queries_refused; /* __atomic: 503 because the query queue was full */
+
+	pthread_mutex_t unsent_lock;
+	struct unsent unsent; /* list head */
+	size_t unsent_bytes;  /* of the replies on the list not dropped */
 
 	bool started;	     /* __atomic: libmicrohttpd messages are logged once set */
 	char start_msg[256]; /* last libmicrohttpd message during start-up */
@@ -128,19 +154,93 @@ static void mhd_logger(void *cls, const char *fmt, va_list ap)
 	mm_httpconn_log(h->conns, msg);
 }
 
-/* Queues @body (its storage moves to libmicrohttpd; @body is reset) with @status and @type. */
-static enum MHD_Result reply(struct MHD_Connection *conn, unsigned status, const char *type,
-			     struct mm_buf *body)
+/* libmicrohttpd is done with a reply body (sent, or its connection closed). */
+static void unsent_free(void *cls)
+{
+	struct unsent *u = cls;
+	struct mm_http *h = u->h;
+
+	pthread_mutex_lock(&h->unsent_lock);
+	u->prev->next = u->next;
+	u->next->prev = u->prev;
+	if (!u->dropped)
+		h->unsent_bytes -= u->bytes;
+	pthread_mutex_unlock(&h->unsent_lock);
+	free(u->data);
+	free(u);
+}
+
+/* Makes room for @u under REPLY_BUDGET_BYTES, dropping the connections of the oldest unsent
+ * replies as needed, and puts it on the list. Returns false (nothing changed but the drops)
+ * when even then it does not fit. */
+static bool unsent_admit(struct mm_http *h, struct unsent *u)
+{
+	bool ok;
+
+	pthread_mutex_lock(&h->unsent_lock);
+	for (struct unsent *o = h->unsent.next;
+	     o != &h->unsent && h->unsent_bytes + u->bytes > REPLY_BUDGET_BYTES; o = o->next) {
+		if (o->dropped)
+			continue;
+		o->dropped = true;
+		h->unsent_bytes -= o->bytes;
+		/* o's body is not freed before unsent_free() takes the lock: its connection is
+		 * still there. */
+		mm_httpconn_drop_slow_reader(h->conns, o->conn);
+	}
+	ok = h->unsent_bytes + u->bytes <= REPLY_BUDGET_BYTES;
+	if (ok) {
+		u->prev = h->unsent.prev;
+		u->next = &h->unsent;
+		h->unsent.prev->next = u;
+		h->unsent.prev = u;
+		h->unsent_bytes += u->bytes;
+	}
+	pthread_mutex_unlock(&h->unsent_lock);
+	return ok;
+}
+
+/* Queues @body (its storage moves to libmicrohttpd; @body is reset) with @status and @type. With
+ * @h, the body counts against REPLY_BUDGET_BYTES until it is freed (small error replies are
+ * given NULL). */
+static enum MHD_Result reply(struct mm_http *h, struct MHD_Connection *conn, unsigned status,
+			     const char *type, struct mm_buf *body)
 {
 	static const char oom[] = "{\"error\":\"out of memory\"}";
-	struct MHD_Response *r;
+	static const char busy[] = "{\"error\":\"busy: replies waiting to be read fill the "
+				   "memory budget; try again\"}\n";
+	struct MHD_Response *r = NULL;
+	struct unsent *u = NULL;
 
-	if (mm_buf_failed(body)) {
+	if (mm_buf_failed(body) || (h && !(u = calloc(1, sizeof(*u))))) {
 		mm_buf_free(body);
 		status = MHD_HTTP_INTERNAL_SERVER_ERROR;
 		type = TYPE_JSON;
 		r = MHD_create_response_from_buffer(sizeof(oom) - 1, (void *)oom,
 						    MHD_RESPMEM_PERSISTENT);
+	} else if (u) {
+		/* The budget counts what the body holds: a buffer grown by doubling gives back its
+		 * spare half first. */
+		char *fit = body->len ? realloc(body->data, body->len + 1) : NULL;
+
+		u->h = h;
+		u->conn = conn;
+		u->data = fit ? fit : body->data;
+		u->bytes = body->len;
+		*body = (struct mm_buf)MM_BUF_INIT;
+		if (!unsent_admit(h, u)) {
+			free(u->data);
+			free(u);
+			status = MHD_HTTP_SERVICE_UNAVAILABLE;
+			type = TYPE_JSON;
+			r = MHD_create_response_from_buffer(sizeof(busy) - 1, (void *)busy,
+							    MHD_RESPMEM_PERSISTENT);
+		} else {
+			r = MHD_create_response_from_buffer_with_free_callback_cls(
+				u->bytes, u->data, unsent_free, u);
+			if (!r)
+				unsent_free(u);
+		}
 	} else {
 		r = MHD_create_response_from_buffer_with_free_callback(body->len, body->data, free);
 		if (!r)
@@ -171,7 +271,7 @@ static enum MHD_Result reply_error(struct MHD_Connection *conn, unsigned status,
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
 	mm_http_error_json(&body, "%s", msg);
-	return reply(conn, status, TYPE_JSON, &body);
+	return reply(NULL, conn, status, TYPE_JSON, &body);
 }
 
 static enum MHD_Result reply_asset(struct MHD_Connection *conn, unsigned i)
@@ -300,12 +400,17 @@ static unsigned route_history(struct mm_http *h, const struct mm_route_req *req,
 		return status;
 
 	mm_buf_printf(body, "{\"since\":%.3f,\"until\":%.3f,\"rows\":", q.since, q.until);
-	int r = mm_store_history_json(st, q.pid, q.since, q.until, (unsigned)q.limit, body);
+	double next;
+	int r = mm_store_history_json(st, q.pid, q.since, q.until, (unsigned)q.limit,
+				      REPLY_PAGE_BYTES, body, &next);
 	mm_store_close(st);
 	if (r < 0) {
 		mm_http_error_json(body, "history query failed: %s", strerror(-r));
 		return MHD_HTTP_INTERNAL_SERVER_ERROR;
 	}
+	/* A page: the rows go on from since=next_since. */
+	if (!isnan(next))
+		mm_buf_printf(body, ",\"next_since\":%.3f", next);
 	mm_buf_puts(body, "}\n");
 	return MHD_HTTP_OK;
 }
@@ -663,7 +768,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
 		return MHD_NO; /* answered already; close */
 	if (rq->done) {
 		const char *type = rq->type;
-		return reply(conn, rq->status, type, &rq->body);
+		return reply(h, conn, rq->status, type, &rq->body);
 	}
 	if (!rq->headers_seen) {
 		rq->headers_seen = true;
@@ -719,7 +824,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
 		}
 		const char *type = TYPE_JSON;
 		unsigned status = routes[i].fn(h, &rq->req, &rq->body, &type);
-		return reply(conn, status, type, &rq->body);
+		return reply(h, conn, status, type, &rq->body);
 	}
 	if (!strcmp(path, "/") && mm_web_assets_count > 0)
 		return reply_asset(conn, 0);
@@ -864,11 +969,10 @@ static void *setup_thread(void *arg)
 		flags, 0, NULL, NULL, handle, h, MHD_OPTION_EXTERNAL_LOGGER, mhd_logger, h,
 		MHD_OPTION_LISTEN_SOCKET, h->listen_fd, MHD_OPTION_CONNECTION_TIMEOUT,
 		(unsigned)CONNECTION_TIMEOUT_S, MHD_OPTION_CONNECTION_LIMIT,
-		(unsigned)MM_HTTPCONN_MAX, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
-		(unsigned)MM_HTTPCONN_PER_ADDR_MAX, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
-		(size_t)CONN_MEMORY, MHD_OPTION_URI_LOG_CALLBACK, request_new, h,
-		MHD_OPTION_NOTIFY_COMPLETED, request_done, h, MHD_OPTION_NOTIFY_CONNECTION,
-		mm_httpconn_notify, h->conns, MHD_OPTION_END);
+		(unsigned)MM_HTTPCONN_MAX, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONN_MEMORY,
+		MHD_OPTION_URI_LOG_CALLBACK, request_new, h, MHD_OPTION_NOTIFY_COMPLETED,
+		request_done, h, MHD_OPTION_NOTIFY_CONNECTION, mm_httpconn_notify, h->conns,
+		MHD_OPTION_END);
 	if (!h->mhd)
 		return "libmicrohttpd did not start";
 	for (; h->nworkers < QUERY_WORKERS; h->nworkers++)
@@ -893,6 +997,7 @@ static void http_free(struct mm_http *h)
 	free(h->db_path);
 	pthread_mutex_destroy(&h->jobs_lock);
 	pthread_cond_destroy(&h->jobs_cond);
+	pthread_mutex_destroy(&h->unsent_lock); /* libmicrohttpd freed every reply at its stop */
 	free(h);
 }
 
@@ -908,6 +1013,12 @@ int mm_http_start(const char *listen, const char *db_path, unsigned top_n, struc
 	h->listen_fd = -1;
 	h->top_n = top_n;
 	h->jobs_tail = &h->jobs;
+	h->unsent.next = h->unsent.prev = &h->unsent;
+	/* Reply bodies of a MiB or more are mapped on their own, so that freeing one gives its
+	 * memory back at once (glibc's threshold otherwise grows with the first large free and
+	 * keeps later ones in arenas the RSS never loses). */
+	mallopt(M_MMAP_THRESHOLD, 1 << 20);
+	pthread_mutex_init(&h->unsent_lock, NULL);
 	pthread_mutex_init(&h->jobs_lock, NULL);
 	pthread_cond_init(&h->jobs_cond, NULL);
 	if ((db_path && !(h->db_path = strdup(db_path))) || mm_httpconn_new(&h->conns) < 0) {

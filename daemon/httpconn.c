@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <time.h>
 
@@ -31,10 +32,13 @@
  * MM_HTTPCONN_MAX, so libmicrohttpd keeps accepting while a flood is being evicted and a scrape
  * queued behind it in the listen backlog gets in. */
 #define CONN_EVICT_AT 224
-#define CONN_PER_ADDR 32  /* the same per client address */
-#define EVICT_AGE_MS  100 /* a connection waits this long for its head before it can be evicted */
-#define SWEEP_MS      100
-#define LOG_BURST     10 /* libmicrohttpd messages logged per minute */
+#define CONN_PER_ADDR 32 /* live connections per client address */
+/* Under pressure (more than CONN_PRESSURE_AT live connections in all, or the address at
+ * CONN_PER_ADDR), a connection without its head is shut down after PRESSURE_HEAD_MS. */
+#define CONN_PRESSURE_AT 64
+#define PRESSURE_HEAD_MS 1000
+#define SWEEP_MS	 100
+#define LOG_BURST	 10 /* libmicrohttpd messages logged per minute */
 
 /* Why a connection ended before its reply was complete; the label of
  * mmlockd_http_connections_aborted_total. */
@@ -45,10 +49,12 @@ enum abort_reason {
 	AB_REQUEST_DEADLINE, /* no reply sent within MM_HTTPCONN_REQUEST_S */
 	AB_EVICTED,	     /* made room for a new connection */
 	AB_REFUSED,	     /* refused in the URI log callback (reply written directly) */
+	AB_SLOW_READER,	     /* its unsent reply made way for newer ones (http.c's budget) */
 	AB_COUNT
 };
 static const char *const abort_names[AB_COUNT] = {
-	"client", "idle_timeout", "head_deadline", "request_deadline", "evicted", "refused",
+	"client",  "idle_timeout", "head_deadline", "request_deadline",
+	"evicted", "refused",	   "slow_reader",
 };
 
 /* One client connection (libmicrohttpd's socket context), on mm_httpconn.conns under lock. */
@@ -125,6 +131,12 @@ static void kill_conn(struct mm_httpconn *g, struct conn *c, enum abort_reason w
 	count_abort(g, why);
 }
 
+/* The answer to a connection its address has no room for. */
+static const char busy_reply[] =
+	"HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\nContent-Type: "
+	"application/json\r\nCache-Control: no-store\r\nRetry-After: 1\r\nContent-Length: 59\r\n"
+	"\r\n{\"error\":\"too many connections from this address; try again\"}\n";
+
 /* mm_httpconn_refuse() on a connection of the list. */
 static void refuse_conn(struct mm_httpconn *g, struct conn *c, unsigned status, const char *reason,
 			const char *msg)
@@ -145,6 +157,17 @@ static void refuse_conn(struct mm_httpconn *g, struct conn *c, unsigned status, 
 	pthread_mutex_unlock(&g->lock);
 	mm_buf_free(&body);
 	mm_buf_free(&all);
+}
+
+void mm_httpconn_drop_slow_reader(struct mm_httpconn *g, struct MHD_Connection *mc)
+{
+	struct conn *c = conn_of(mc);
+
+	if (!c)
+		return;
+	pthread_mutex_lock(&g->lock);
+	kill_conn(g, c, AB_SLOW_READER);
+	pthread_mutex_unlock(&g->lock);
 }
 
 void mm_httpconn_refuse(struct mm_httpconn *g, struct MHD_Connection *mc, unsigned status,
@@ -187,26 +210,71 @@ static void addr_key(struct MHD_Connection *mc, int fd, unsigned char key[17])
 	}
 }
 
-/* The oldest connection that has been waiting for its request head for EVICT_AGE_MS or more, of
- * address @key or (NULL) anyone. A client that sends its request at once is never evicted. */
-static struct conn *oldest_waiting(struct mm_httpconn *g, const unsigned char *key, uint64_t now)
+/* The oldest connection of address @key (NULL: anyone) that is waiting for its request head (a
+ * head that was complete when it was accepted never is). */
+static struct conn *oldest(struct mm_httpconn *g, const unsigned char *key)
 {
 	struct conn *best = NULL;
 
 	for (struct conn *c = g->conns.next; c != &g->conns; c = c->next)
-		if (!c->busy && !c->killed && now - c->since_ns >= EVICT_AGE_MS * 1000000ull &&
-		    (!key || !memcmp(c->addr, key, 17)) && (!best || c->since_ns < best->since_ns))
+		if (!c->killed && !c->busy && (!key || !memcmp(c->addr, key, 17)) &&
+		    (!best || c->since_ns < best->since_ns))
 			best = c;
 	return best;
 }
 
+/* A byte of an HTTP token (RFC 9110 tchar), as a method is made of. */
+static bool is_tchar(unsigned char ch)
+{
+	return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+	       (ch && strchr("!#$%&'*+-.^_`|~", ch));
+}
+
+/* The header lines of a complete head (@p to @end, the request line already cut off): the
+ * reason to refuse them in JSON, or NULL. libmicrohttpd answers these in HTML of its own before
+ * any callback: a line without a colon, a Content-Length that is not a decimal number. */
+static const char *bad_header(const char *p, const char *end)
+{
+	while (p < end) {
+		const char *eol = memchr(p, '\n', (size_t)(end - p));
+		size_t n = eol ? (size_t)(eol - p) : (size_t)(end - p);
+
+		if (n && p[n - 1] == '\r')
+			n--;
+		if (!n)
+			return NULL; /* the empty line: end of the head */
+		const char *colon = memchr(p, ':', n);
+		if (!colon || colon == p)
+			return "a header line without a name and a colon";
+		if ((size_t)(colon - p) == 14 && !strncasecmp(p, "Content-Length", 14)) {
+			const char *v = colon + 1, *ve = p + n;
+			while (v < ve && (*v == ' ' || *v == '\t'))
+				v++;
+			while (ve > v && (ve[-1] == ' ' || ve[-1] == '\t'))
+				ve--;
+			if (v == ve || ve - v > 18)
+				return "Content-Length is not a number of bytes";
+			for (const char *d = v; d < ve; d++)
+				if (*d < '0' || *d > '9')
+					return "Content-Length is not a number of bytes";
+		}
+		if (!eol)
+			break;
+		p = eol + 1;
+	}
+	return NULL;
+}
+
 /* Looks at the first request line before libmicrohttpd reads it, for what libmicrohttpd would
- * refuse in HTML before any callback: a line that is not "METHOD TARGET HTTP/1.x" (505 for
- * another HTTP version, 400 for anything else), one too long to be ours (414), or MM_HTTP_HEAD_MAX
- * bytes already there without the head's end (431). The listening
- * TCP socket defers accept until data arrives, so a request sent in one piece is there to peek
- * at; when it is not (yet) complete, libmicrohttpd decides as usual. */
-static void check_first_line(struct mm_httpconn *g, struct conn *c)
+ * refuse in HTML before any callback, or not answer at all: bytes that cannot begin a request
+ * line (a TLS ClientHello, binary junk: 400 at once, without waiting for a line feed that may
+ * never come), a line that is not "METHOD TARGET HTTP/1.x" (505 for another HTTP version, 400
+ * for anything else), one too long to be ours (414), MM_HTTP_HEAD_MAX bytes already there
+ * without the head's end (431), and in a complete head a header line without a colon or a
+ * Content-Length that is not a number (400). The listening TCP socket defers accept until data
+ * arrives, so a request sent in one piece is there to peek at; when it is not (yet) complete,
+ * libmicrohttpd decides as usual. Returns whether the whole head was there (and acceptable). */
+static bool check_first_line(struct mm_httpconn *g, struct conn *c)
 {
 	static __thread char buf[MM_HTTP_HEAD_MAX + 1];
 	const size_t line_max = MM_ROUTE_TARGET_MAX + 64;
@@ -214,36 +282,56 @@ static void check_first_line(struct mm_httpconn *g, struct conn *c)
 	ssize_t n = recv(c->fd, buf, sizeof(buf) - 1, MSG_PEEK | MSG_DONTWAIT);
 
 	if (n <= 0)
-		return;
+		return false;
 	buf[n] = '\0';
+	/* RFC 9112 2.2: empty lines before the request line are ignored. */
+	size_t skip = 0;
+	while (skip < (size_t)n && (buf[skip] == '\r' || buf[skip] == '\n'))
+		skip++;
+	size_t m = 0;
+	while (skip + m < (size_t)n && is_tchar((unsigned char)buf[skip + m]))
+		m++;
+	if (skip + m < (size_t)n && (buf[skip + m] != ' ' || m == 0 || m > 32)) {
+		refuse_conn(g, c, MHD_HTTP_BAD_REQUEST, "Bad Request",
+			    "not an HTTP/1.x request line (METHOD TARGET HTTP/1.1)");
+		return false;
+	}
 	char *eol = memchr(buf, '\n', (size_t)n < line_max ? (size_t)n : line_max);
 	if (!eol) {
 		if ((size_t)n >= line_max)
 			refuse_conn(g, c, MHD_HTTP_URI_TOO_LONG, "URI Too Long",
 				    "request line too long");
-		return;
+		return false;
 	}
 	/* A whole head's worth without its end: libmicrohttpd would read on to its connection
 	 * memory and answer in HTML. */
-	bool head_too_long = (size_t)n == sizeof(buf) - 1 && !memmem(buf, (size_t)n, "\n\r\n", 3) &&
-			     !memmem(buf, (size_t)n, "\n\n", 2);
+	const char *head_end = memmem(buf, (size_t)n, "\n\r\n", 3);
+	if (!head_end)
+		head_end = memmem(buf, (size_t)n, "\n\n", 2);
+	bool head_too_long = (size_t)n == sizeof(buf) - 1 && !head_end;
 	if (memchr(buf, '\0', (size_t)(eol - buf))) {
 		refuse_conn(g, c, MHD_HTTP_BAD_REQUEST, "Bad Request",
 			    "NUL byte in the request line");
-		return;
+		return false;
 	}
+	const char *why = head_end ? bad_header(eol + 1, head_end + 1) : NULL;
 	*eol = '\0';
 	if (eol > buf && eol[-1] == '\r')
 		eol[-1] = '\0';
-	char *sp1 = strchr(buf, ' '), *sp2 = sp1 ? strchr(sp1 + 1, ' ') : NULL;
+	char *sp1 = strchr(buf + skip, ' '), *sp2 = sp1 ? strchr(sp1 + 1, ' ') : NULL;
 	const char *version = sp2 ? sp2 + 1 : "";
 	if (!strncmp(version, "HTTP/1.", 7)) {
 		if (head_too_long) {
 			snprintf(msg, sizeof(msg), "request head over %u bytes", MM_HTTP_HEAD_MAX);
 			refuse_conn(g, c, MHD_HTTP_REQUEST_HEADER_FIELDS_TOO_LARGE,
 				    "Request Header Fields Too Large", msg);
+			return false;
 		}
-		return;
+		if (why) {
+			refuse_conn(g, c, MHD_HTTP_BAD_REQUEST, "Bad Request", why);
+			return false;
+		}
+		return head_end != NULL;
 	}
 	if (!strncmp(version, "HTTP/", 5)) {
 		snprintf(msg, sizeof(msg), "HTTP version %.16s not supported (HTTP/1.0, HTTP/1.1)",
@@ -254,6 +342,31 @@ static void check_first_line(struct mm_httpconn *g, struct conn *c)
 		refuse_conn(g, c, MHD_HTTP_BAD_REQUEST, "Bad Request",
 			    "not an HTTP/1.x request line (METHOD TARGET HTTP/1.1)");
 	}
+	return false;
+}
+
+/* Admission of a new connection @c of address @c->addr whose head is @complete already, under the
+ * lock: a connection whose head is complete is always admitted and never makes room for another,
+ * so a client that sends its request at once always gets in (see httpconn.h). Returns false when
+ * @c itself must go: its head is not complete and its address holds CONN_PER_ADDR connections,
+ * none of them waiting for its head. */
+static bool admit(struct mm_httpconn *g, struct conn *c, bool complete)
+{
+	unsigned same = 0;
+	struct conn *victim;
+
+	for (struct conn *o = g->conns.next; o != &g->conns; o = o->next)
+		same += !o->killed && !memcmp(o->addr, c->addr, 17);
+	if (same >= CONN_PER_ADDR) {
+		victim = oldest(g, c->addr);
+		if (victim)
+			kill_conn(g, victim, AB_EVICTED);
+		else if (!complete)
+			return false;
+	}
+	if (g->nlive >= CONN_EVICT_AT && (victim = oldest(g, NULL)))
+		kill_conn(g, victim, AB_EVICTED);
+	return true;
 }
 
 static void conn_started(struct mm_httpconn *g, struct MHD_Connection *mc, void **socket_context)
@@ -271,16 +384,6 @@ static void conn_started(struct mm_httpconn *g, struct MHD_Connection *mc, void 
 	addr_key(mc, c->fd, c->addr);
 
 	pthread_mutex_lock(&g->lock);
-	unsigned same = 0;
-	for (struct conn *o = g->conns.next; o != &g->conns; o = o->next)
-		same += !o->killed && !memcmp(o->addr, c->addr, 17);
-	struct conn *victim = NULL;
-	if (same >= CONN_PER_ADDR)
-		victim = oldest_waiting(g, c->addr, c->since_ns);
-	if (!victim && g->nlive >= CONN_EVICT_AT)
-		victim = oldest_waiting(g, NULL, c->since_ns);
-	if (victim)
-		kill_conn(g, victim, AB_EVICTED);
 	c->prev = g->conns.prev;
 	c->next = &g->conns;
 	g->conns.prev->next = c;
@@ -289,7 +392,23 @@ static void conn_started(struct mm_httpconn *g, struct MHD_Connection *mc, void 
 	g->nlive++;
 	pthread_mutex_unlock(&g->lock);
 	*socket_context = c;
-	check_first_line(g, c);
+	/* Peeked first, so that a complete request decides its own admission. */
+	bool complete = check_first_line(g, c);
+	pthread_mutex_lock(&g->lock);
+	if (!c->killed) {
+		c->busy = complete;
+		c->killed = true; /* not its own victim */
+		g->nlive--;
+		bool ok = admit(g, c, complete);
+		c->killed = false;
+		g->nlive++;
+		if (!ok) {
+			(void)send(c->fd, busy_reply, sizeof(busy_reply) - 1,
+				   MSG_NOSIGNAL | MSG_DONTWAIT);
+			kill_conn(g, c, AB_EVICTED);
+		}
+	}
+	pthread_mutex_unlock(&g->lock);
 }
 
 static void conn_closed(struct mm_httpconn *g, void **socket_context)
@@ -318,8 +437,19 @@ void mm_httpconn_notify(void *cls, struct MHD_Connection *mc, void **socket_cont
 		conn_closed(cls, socket_context);
 }
 
-/* Every SWEEP_MS: shuts down connections past their head or request deadline, and evicts the
- * oldest waiting ones while there are more than CONN_EVICT_AT. */
+/* Whether @c's address holds CONN_PER_ADDR / 2 live connections or more. Under the lock. */
+static bool crowded(struct mm_httpconn *g, const struct conn *c)
+{
+	unsigned same = 0;
+
+	for (struct conn *o = g->conns.next; o != &g->conns; o = o->next)
+		same += !o->killed && !memcmp(o->addr, c->addr, 17);
+	return same >= CONN_PER_ADDR / 2;
+}
+
+/* Every SWEEP_MS: shuts down connections past their head deadline (PRESSURE_HEAD_MS under
+ * pressure) or request deadline, and evicts the oldest waiting ones while there are more than
+ * CONN_EVICT_AT. */
 static void *sweeper(void *arg)
 {
 	struct mm_httpconn *g = arg;
@@ -336,19 +466,21 @@ static void *sweeper(void *arg)
 
 		uint64_t now = mono_ns();
 		pthread_mutex_lock(&g->lock);
+		bool pressure = g->nlive > CONN_PRESSURE_AT;
 		for (struct conn *c = g->conns.next; c != &g->conns; c = c->next) {
 			if (c->killed)
 				continue;
-			if (!c->busy && now - c->since_ns > head_ns)
+			uint64_t head_deadline =
+				pressure || crowded(g, c) ? PRESSURE_HEAD_MS * 1000000ull : head_ns;
+			if (!c->busy && now - c->since_ns > head_deadline)
 				kill_conn(g, c, c->served ? AB_IDLE : AB_HEAD_DEADLINE);
 			else if (now - c->since_ns > req_ns)
 				kill_conn(g, c, AB_REQUEST_DEADLINE);
 		}
-		/* A burst of slow clients can fill libmicrohttpd's CONN_MAX before any is old
-		 * enough to evict, and then no new connection is accepted to evict one: make room
-		 * here. */
+		/* A burst of slow clients can fill libmicrohttpd's CONN_MAX before any new
+		 * connection is accepted to evict one: make room here. */
 		struct conn *victim;
-		while (g->nlive > CONN_EVICT_AT && (victim = oldest_waiting(g, NULL, now)))
+		while (g->nlive > CONN_EVICT_AT && (victim = oldest(g, NULL)))
 			kill_conn(g, victim, AB_EVICTED);
 		pthread_mutex_unlock(&g->lock);
 	}

@@ -6,15 +6,25 @@
  *    to a complete request head) and a request deadline (MM_HTTPCONN_REQUEST_S to the reply),
  *    which a sweeper thread enforces: a byte now and then resets libmicrohttpd's idle timeout,
  *    not these;
- *  - lets at most CONN_PER_ADDR connections per client address (per peer uid on a Unix socket)
- *    and CONN_EVICT_AT in all wait for their head: over either, the oldest one that has waited
- *    EVICT_AGE_MS or more is evicted, so a flood of slow clients cannot lock out a scrape, and a
- *    client that sends its request at once is never evicted. libmicrohttpd's own hard limits
- *    (MM_HTTPCONN_MAX, MM_HTTPCONN_PER_ADDR_MAX) stay above these;
- *  - looks at the first request line when a connection is accepted (the TCP socket defers accept
- *    until data arrives, mm_httpconn_tune_listen()) and refuses in JSON what libmicrohttpd would
- *    refuse in HTML before any callback: a line that is not HTTP/1.x, one that is too long, a
- *    head over MM_HTTP_HEAD_MAX already in;
+ *  - admits connections so that a well-formed request from any address always gets in, however
+ *    many connections a local user opens from the same address (127.0.0.1, say, where
+ *    Prometheus scrapes from) or from many: a connection whose request head is complete when it
+ *    is accepted (the TCP socket defers accept until data arrives, so a scrape's one-packet
+ *    request is) is always admitted and never evicted for another. At most CONN_PER_ADDR (32)
+ *    live connections per client address (per peer uid on a Unix socket): a new one evicts the
+ *    oldest of its address still waiting for its head, whatever its age; when none is waiting, a
+ *    new one whose head is complete is admitted anyway, one whose head is not is answered 503.
+ *    Over CONN_EVICT_AT (224) live connections in all, each new one evicts the oldest waiting
+ *    one of anyone. Under pressure (over CONN_PRESSURE_AT, 64, in all, or 16 or more from the
+ *    connection's address) the head deadline is PRESSURE_HEAD_MS (1 s) instead of
+ *    MM_HTTPCONN_HEAD_S. libmicrohttpd's per-address limit is not used (it refused a scrape
+ *    before any of this could run); its limit in all (MM_HTTPCONN_MAX) stays far above these;
+ *  - looks at the first request line when a connection is accepted and refuses in JSON what
+ *    libmicrohttpd would refuse in HTML before any callback, or not answer at all: bytes that
+ *    cannot start a request line (a TLS ClientHello), a line that is not HTTP/1.x, one that is
+ *    too long, a head over MM_HTTP_HEAD_MAX already in, a header line without a colon, a
+ *    Content-Length that is not a number. A head that arrives in pieces is checked by
+ *    libmicrohttpd alone, which answers those in HTML;
  *  - counts the connections that end before their reply is complete, by reason, for
  *    mmlockd_http_connections_aborted_total, and rate-limits libmicrohttpd's messages.
  *
@@ -28,11 +38,10 @@
 
 #include "buf.h"
 
-#define MM_HTTPCONN_HEAD_S	 10  /* open (or previous reply) to a complete request head */
-#define MM_HTTPCONN_REQUEST_S	 60  /* open (or previous reply) to the reply sent */
-#define MM_HTTPCONN_MAX		 512 /* libmicrohttpd's hard limit in all */
-#define MM_HTTPCONN_PER_ADDR_MAX 64  /* libmicrohttpd's hard limit per client address */
-#define MM_HTTP_HEAD_MAX	 (16 * 1024) /* request line and headers (431 above) */
+#define MM_HTTPCONN_HEAD_S    10	  /* open (or previous reply) to a complete request head */
+#define MM_HTTPCONN_REQUEST_S 60	  /* open (or previous reply) to the reply sent */
+#define MM_HTTPCONN_MAX	      512	  /* libmicrohttpd's hard limit in all */
+#define MM_HTTP_HEAD_MAX      (16 * 1024) /* request line and headers (431 above) */
 
 struct mm_httpconn;
 
@@ -67,6 +76,10 @@ void mm_httpconn_request_done(struct mm_httpconn *g, struct MHD_Connection *mc,
  * non-blocking send writes it. */
 void mm_httpconn_refuse(struct mm_httpconn *g, struct MHD_Connection *mc, unsigned status,
 			const char *reason, const char *msg);
+
+/* Shuts @mc down because its unsent reply must make way (http.c's reply budget); counted as
+ * "slow_reader". @mc must still be open (its reply not yet freed). */
+void mm_httpconn_drop_slow_reader(struct mm_httpconn *g, struct MHD_Connection *mc);
 
 /* Logs one libmicrohttpd message at notice level, at most LOG_BURST a minute; then one line says
  * how many were dropped. */

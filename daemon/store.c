@@ -1165,14 +1165,27 @@ static void json_value(struct mm_buf *out, sqlite3_stmt *s, int i)
 /* Steps @s to its end, appending its rows to @out as a JSON array of objects keyed by column name
  * or, with @arrays, of arrays in column order. Returns 0 or a negative errno (logged, naming
  * @what). */
-static int json_rows(struct mm_store *st, sqlite3_stmt *s, bool arrays, const char *what,
-		     struct mm_buf *out)
+static int json_rows_cut(struct mm_store *st, sqlite3_stmt *s, bool arrays, const char *what,
+			 size_t max_bytes, int cut_col, double *ret_cut, struct mm_buf *out)
 {
 	int ncol = sqlite3_column_count(s), rc;
+	size_t start_len = out->len;
 	bool first = true;
 
 	mm_buf_puts(out, "[");
 	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+		/* Past @max_bytes, the rows of the window being written are finished and the page
+		 * ends there: *ret_cut is where the next one starts. */
+		if (max_bytes && out->len - start_len > max_bytes) {
+			double v = sqlite3_column_double(s, cut_col);
+
+			if (isnan(*ret_cut))
+				*ret_cut = v;
+			else if (v != *ret_cut) {
+				rc = SQLITE_DONE;
+				break;
+			}
+		}
 		if (!first)
 			mm_buf_puts(out, ",");
 		mm_buf_puts(out, arrays ? "[" : "{");
@@ -1194,6 +1207,14 @@ static int json_rows(struct mm_store *st, sqlite3_stmt *s, bool arrays, const ch
 	return 0;
 }
 
+static int json_rows(struct mm_store *st, sqlite3_stmt *s, bool arrays, const char *what,
+		     struct mm_buf *out)
+{
+	double none = NAN;
+
+	return json_rows_cut(st, s, arrays, what, 0, 0, &none, out);
+}
+
 /* After a failed query (@r < 0), leaves @out as it was at @start_len rather than with half an
  * array. */
 static void buf_undo(struct mm_buf *out, size_t start_len, int r)
@@ -1206,7 +1227,7 @@ static void buf_undo(struct mm_buf *out, size_t start_len, int r)
 }
 
 int mm_store_history_json(struct mm_store *st, int pid, double since_s, double until_s,
-			  unsigned limit, struct mm_buf *out)
+			  unsigned limit, size_t max_bytes, struct mm_buf *out, double *ret_next)
 {
 	sqlite3_stmt *s = pid < 0 ? st->hist_all : st->hist_pid;
 	size_t start_len = out->len;
@@ -1220,7 +1241,9 @@ int mm_store_history_json(struct mm_store *st, int pid, double since_s, double u
 	    sqlite3_bind_int64(s, 3, limit) || (pid >= 0 && sqlite3_bind_int64(s, 4, pid)))
 		return db_fail(st, sqlite3_errcode(st->db), "binding a history query");
 
-	r = json_rows(st, s, false, "reading history", out);
+	*ret_next = NAN;
+	/* Column 1 of process_stats is ts_end, the order of the rows. */
+	r = json_rows_cut(st, s, false, "reading history", max_bytes, 1, ret_next, out);
 	sqlite3_reset(s);
 	buf_undo(out, start_len, r);
 	return r;

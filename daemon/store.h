@@ -42,9 +42,12 @@ int mm_store_prune(struct mm_store *st, uint64_t before_ms);
 
 /* Appends to @out a JSON array of process_stats rows (one object per process per window, keys as
  * the view's columns) with ts_end > since_s and ts_start < until_s, for @pid (or every process when
- * pid < 0), oldest first, at most @limit rows. Returns 0 or a negative errno. */
+ * pid < 0), oldest first, at most @limit rows. With @max_bytes (0: no bound), the array ends at
+ * the first window boundary after @max_bytes of JSON, and *@ret_next is the ts_end of its last
+ * window, where the next page starts (since=); else *@ret_next is NaN. Returns 0 or a negative
+ * errno. */
 int mm_store_history_json(struct mm_store *st, int pid, double since_s, double until_s,
-			  unsigned limit, struct mm_buf *out);
+			  unsigned limit, size_t max_bytes, struct mm_buf *out, double *ret_next);
 
 /* The lock rows (lock_windows, see schema/003_locks.sql) of the windows with ts_end > since_s and
  * ts_start < until_s, for @pid (or every process when pid < 0), summed per (pid, start_time, type,

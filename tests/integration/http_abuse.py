@@ -10,6 +10,12 @@
 #                over 50) do not keep /metrics from being served within a second; the head
 #                deadline closes every one of them although they keep sending; no CLOSE-WAIT socket
 #                is left; the ends are counted in mmlockd_http_connections_aborted_total
+#   scraper_address  64 half-sent request heads held from 127.0.0.1, the address Prometheus
+#                scrapes from, re-opened as soon as mmlockd closes one, keep no /metrics scrape
+#                from 127.0.0.1 out (30 of 30 served within 5 s)
+#   reply_budget 20 clients that ask for about 100 000 rows of history and never read keep the
+#                daemon's RSS growth under 128 MiB (64 MiB budget of unsent replies, 4 MiB
+#                pages); the oldest are dropped and counted as slow_reader
 #   slow_route   50 clients asking /api/v1/history (1000 of 100 000 rows each) do not slow
 #                /metrics down past a second
 #   privilege    (root only) every thread of the running daemon has no capabilities, an empty
@@ -168,6 +174,13 @@ HOSTILE = [
     ("post", req(b"/metrics", method=b"POST"), 405),
     ("delete", req(b"/api/v1/history", method=b"DELETE"), 405),
     ("unknown_path", req(b"/../../etc/passwd"), 404),
+    # Junk that libmicrohttpd answered in HTML, or not at all (a first line that never ends).
+    ("tls_client_hello_without_lf",
+     b"\x16\x03\x01\x00\xc8\x01\x00\x00\xc4\x03\x03" + bytes(range(32, 96)), 400),
+    ("header_without_colon", req(b"/metrics", headers=b"NoColonHere\r\n"), 400),
+    ("content_length_minus_one", req(b"/metrics", headers=b"Content-Length: -1\r\n"), 400),
+    ("content_length_huge",
+     req(b"/metrics", headers=b"Content-Length: 99999999999999999999999\r\n"), 400),
 ]
 
 
@@ -307,6 +320,7 @@ def check_exhaustion(mmlockd, tmp):
         # 14 s: the head deadline is 10 s, so every slow client must have been closed by then
         # although each sent a byte every second.
         for what, sources in (("one address", ["127.0.0.2"]),
+                              ("the scraper's address", ["127.0.0.1"]),
                               ("50 addresses", ["127.0.1.%d" % i for i in range(1, 51)])):
             connected, closed, worst, scrapes = slow_clients(d, sources, 1100, 14)
             print("1100 slow clients from %s: %d connected, %d closed by mmlockd, %d scrapes, "
@@ -343,6 +357,89 @@ def check_exhaustion(mmlockd, tmp):
         d.stop()
 
 
+def hold_heads(port, count, stop, opened):
+    """In a child process: keeps @count connections from 127.0.0.1 (the scraper's own address)
+    open with half a request head each, opening a new one within 10 ms whenever the server closes
+    one, until @stop; puts the number of connections opened in all."""
+    sel = selectors.DefaultSelector()
+    total = 0
+
+    def open_one():
+        nonlocal total
+        s = socket.socket()
+        s.bind(("127.0.0.1", 0))
+        s.setblocking(False)
+        try:
+            s.connect(("127.0.0.1", port))
+        except BlockingIOError:
+            pass
+        sel.register(s, selectors.EVENT_WRITE | selectors.EVENT_READ, "new")
+        total += 1
+
+    for _ in range(count):
+        open_one()
+    while not stop.is_set():
+        for key, ev in sel.select(timeout=0.01):
+            s = key.fileobj
+            if key.data == "new" and ev & selectors.EVENT_WRITE:
+                try:
+                    s.send(b"GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+                    sel.modify(s, selectors.EVENT_READ, "held")
+                    continue
+                except OSError:
+                    pass
+            try:
+                if s.recv(4096):
+                    continue
+            except (BlockingIOError, InterruptedError):
+                continue
+            except OSError:
+                pass
+            sel.unregister(s)
+            s.close()
+            open_one()
+    opened.put(total)
+
+
+def check_scraper_address(mmlockd, tmp):
+    """64 half-sent heads held from 127.0.0.1, re-opened as soon as one is closed, do not keep
+    /metrics scrapes from 127.0.0.1 out: every one of 30 is served within 5 s."""
+    d = Daemon(mmlockd, tmp)
+    ctx = multiprocessing.get_context("fork")
+    stop, opened = ctx.Event(), ctx.Queue()
+    holder = ctx.Process(target=hold_heads, args=(d.port, 64, stop, opened))
+    served, failed, worst = 0, [], 0.0
+    try:
+        holder.start()
+        time.sleep(1)
+        for _ in range(30):
+            try:
+                took, _ = d.metrics_time(timeout=5)
+                served += 1
+                worst = max(worst, took)
+            except (OSError, Fail) as e:
+                failed.append(str(e))
+            time.sleep(0.1)
+    finally:
+        stop.set()
+        try:
+            total = opened.get(timeout=10)
+        except queue.Empty:
+            total = -1
+        holder.join(10)
+        if holder.is_alive():
+            holder.kill()
+        alive = d.alive()
+        d.stop()
+    print("64 held heads from 127.0.0.1 (%d opened in all): %d of 30 scrapes from 127.0.0.1 "
+          "served, slowest %.3f s" % (total, served, worst))
+    if not alive:
+        raise Fail("mmlockd died")
+    if served < 30:
+        raise Fail("%d of 30 scrapes from the held address failed, e.g. %s" %
+                   (len(failed), failed[0]))
+
+
 def ask_history(d, stop, results, n):
     """In a child process: @n threads ask for history until @stop; puts (latencies, errors)."""
     lat, errors = [], []
@@ -364,13 +461,14 @@ def ask_history(d, stop, results, n):
     results.put((lat, errors))
 
 
-def check_slow_route(mmlockd, tmp):
+def fill_history(mmlockd, tmp, rows=100000):
+    """Runs the daemon for 3 s, then copies the process rows of its last window that has any into
+    windows that go back one second each, until the database holds about @rows rows of process
+    history. Returns the number of rows."""
     d = Daemon(mmlockd, tmp)
     time.sleep(3)
     d.stop()
-    # About 100 000 rows of process history: the rows of the last window that has any (on an
-    # idle machine the final, partial window may have none) copied into windows that go back
-    # one second each.
+    # On an idle machine the final, partial window may have no process rows.
     db = sqlite3.connect(d.db)
     row = db.execute(
         "SELECT id, ts_start, ts_end, kernel FROM windows WHERE id IN "
@@ -385,7 +483,7 @@ def check_slow_route(mmlockd, tmp):
         raise Fail("the daemon stored no process rows to copy")
     top = db.execute("SELECT max(id) FROM windows").fetchone()[0]
     with db:
-        for k in range(1, 100000 // n_proc + 2):
+        for k in range(1, rows // n_proc + 2):
             db.execute("INSERT INTO windows (id, ts_start, ts_end, kernel) VALUES (?, ?, ?, ?)",
                        (top + k, ts_start - k, ts_end - k, kernel))
             db.execute("INSERT INTO process_windows (window_id, %s) SELECT ?, %s FROM "
@@ -393,6 +491,62 @@ def check_slow_route(mmlockd, tmp):
                        (top + k, wid))
     total = db.execute("SELECT count(*) FROM process_windows").fetchone()[0]
     db.close()
+    return total
+
+
+def rss_mb(pid):
+    with open("/proc/%d/status" % pid) as fh:
+        for line in fh:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024.0
+    return 0.0
+
+
+def check_reply_budget(mmlockd, tmp):
+    """20 clients that ask for the whole history (about 100 000 rows) and never read keep the
+    daemon's memory within its reply budget (64 MiB of unsent replies, 4 MiB pages): its RSS
+    grows by less than 128 MiB, the oldest readers are dropped (counted as slow_reader), and
+    /metrics is still served."""
+    total = fill_history(mmlockd, tmp)
+    d = Daemon(mmlockd, tmp)
+    socks = []
+    try:
+        time.sleep(1)
+        base = rss_mb(d.proc.pid)
+        peak = base
+        for _ in range(20):
+            s = socket.socket()
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            s.connect(("127.0.0.1", d.port))
+            s.sendall(b"GET /api/v1/history?since=0&limit=100000 HTTP/1.1\r\n"
+                      b"Host: 127.0.0.1\r\n\r\n")
+            socks.append(s)
+            time.sleep(0.2)
+            peak = max(peak, rss_mb(d.proc.pid))
+        end = time.monotonic() + 5
+        while time.monotonic() < end:
+            peak = max(peak, rss_mb(d.proc.pid))
+            time.sleep(0.2)
+        took, body = d.metrics_time(timeout=5)
+        dropped = metric(body, "mmlockd_http_connections_aborted_total", '{reason="slow_reader"}')
+    finally:
+        for s in socks:
+            s.close()
+        alive = d.alive()
+        d.stop()
+    print("%d rows stored; 20 unread history replies: RSS %.0f MiB before, peak %.0f MiB "
+          "(+%.0f); %s dropped as slow readers; /metrics in %.3f s" %
+          (total, base, peak, peak - base, dropped, took))
+    if not alive:
+        raise Fail("mmlockd died")
+    if peak - base > 128:
+        raise Fail("RSS grew by %.0f MiB with 20 unread replies (budget 64 MiB)" % (peak - base))
+    if not dropped:
+        raise Fail("no slow reader was dropped although 20 replies wait to be read")
+
+
+def check_slow_route(mmlockd, tmp):
+    total = fill_history(mmlockd, tmp)
     d = Daemon(mmlockd, tmp)
     # The 50 history clients run in a child process of their own: threads beside the scraper
     # would make it wait for Python's interpreter lock, and measure that instead of the daemon
@@ -558,11 +712,14 @@ def check_privilege(mmlockd, tmp):
 
 def main():
     if len(sys.argv) != 3:
-        print("usage: http_abuse.py PATH/TO/mmlockd hostile|exhaustion|slow_route|privilege",
+        print("usage: http_abuse.py PATH/TO/mmlockd "
+              "hostile|exhaustion|scraper_address|reply_budget|slow_route|privilege",
               file=sys.stderr)
         return 2
     mmlockd = os.path.abspath(sys.argv[1])
     fn = {"hostile": check_hostile, "exhaustion": check_exhaustion,
+          "reply_budget": check_reply_budget,
+          "scraper_address": check_scraper_address,
           "slow_route": check_slow_route, "privilege": check_privilege}.get(sys.argv[2])
     if not fn:
         print("unknown check %s" % sys.argv[2], file=sys.stderr)

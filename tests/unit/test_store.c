@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <math.h>
 #include <sched.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -717,6 +718,8 @@ static const char *json_q(const char *json, const char *expr, char *buf, size_t 
 	return buf;
 }
 
+static double hist_next; /* where a history page would go on */
+
 /* mm_store_history_json(@st, @pid, @since, @until, @limit) read through json_q(@expr), or
  * "(failed)". */
 static const char *history_q(struct mm_store *st, int pid, double since, double until,
@@ -724,8 +727,9 @@ static const char *history_q(struct mm_store *st, int pid, double since, double 
 {
 	static char buf[256];
 	struct mm_buf out = MM_BUF_INIT;
+	double next;
 
-	if (mm_store_history_json(st, pid, since, until, limit, &out) < 0)
+	if (mm_store_history_json(st, pid, since, until, limit, 0, &out, &next) < 0)
 		snprintf(buf, sizeof(buf), "(failed)");
 	else
 		json_q(out.data, expr, buf, sizeof(buf));
@@ -768,7 +772,7 @@ static void test_history_json_filters_by_pid_and_time(void)
 		return;
 
 	/* Everything, oldest first. */
-	CHECK(mm_store_history_json(st, -1, 0, 1e12, 100, &out) == 0);
+	CHECK(mm_store_history_json(st, -1, 0, 1e12, 100, 0, &out, &hist_next) == 0);
 	CHECK_STR(json_q(out.data, "json_valid(?1)", buf, sizeof(buf)), "1");
 	CHECK_STR(json_q(out.data, "json_array_length(?1)", buf, sizeof(buf)), "5");
 	CHECK_STR(json_q(out.data, "json_extract(?1, '$[0].ts_start')", buf, sizeof(buf)), "0.0");
@@ -801,10 +805,10 @@ static void test_history_json_filters_by_pid_and_time(void)
 	/* No rows: an empty array, appended after what was there. */
 	mm_buf_reset(&out);
 	mm_buf_puts(&out, "x=");
-	CHECK(mm_store_history_json(st, 3, 0, 1e12, 100, &out) == 0);
+	CHECK(mm_store_history_json(st, 3, 0, 1e12, 100, 0, &out, &hist_next) == 0);
 	CHECK_STR(out.data, "x=[]");
 	mm_buf_reset(&out);
-	CHECK(mm_store_history_json(st, -1, 0, 1e12, 0, &out) == 0);
+	CHECK(mm_store_history_json(st, -1, 0, 1e12, 0, 0, &out, &hist_next) == 0);
 	CHECK_STR(out.data, "[]");
 
 	mm_buf_free(&out);
@@ -813,6 +817,43 @@ static void test_history_json_filters_by_pid_and_time(void)
 
 /* The web page's series: windows summed per bucket of step seconds (by their end), with zeros for
  * windows where the filtered processes did nothing, and filters by process identity and cgroup. */
+/* A page bounded in bytes ends at a window boundary, and the next page (since= its last
+ * window's end) goes on from there: nothing skipped, nothing twice. */
+static void test_history_pages_end_on_window_boundaries(void)
+{
+	const char *path = new_path();
+	struct mm_store *st = NULL;
+	struct mm_buf out = MM_BUF_INIT;
+	double since = 0, next;
+	unsigned pages = 0, rows = 0;
+
+	CHECK(mm_store_open(path, &st) == 0);
+	if (!st)
+		return;
+	for (int k = 0; k < 10; k++) {
+		struct mm_snapshot *w = new_window(1000 * (k + 1), 1000 * (k + 2), 3, 0, 0);
+		for (int p = 0; p < 3; p++)
+			set_proc(&w->procs[p], 10 + p, 1000, "paged", "/", 1);
+		CHECK(mm_store_write_window(st, w) == 0);
+		mm_snapshot_unref(w);
+	}
+	for (;;) {
+		mm_buf_reset(&out);
+		CHECK(mm_store_history_json(st, -1, since, 1e12, 1000, 2000, &out, &next) == 0);
+		pages++;
+		for (const char *p = out.data; (p = strstr(p, "\"ts_end\"")); p++)
+			rows++;
+		if (isnan(next) || pages > 30)
+			break;
+		CHECK(next > since);
+		since = next;
+	}
+	CHECK(pages > 2);
+	CHECK_U64(rows, 30);
+	mm_buf_free(&out);
+	mm_store_close(st);
+}
+
 static void test_series_json_buckets_windows_and_filters(void)
 {
 	const char *path = new_path();
@@ -940,7 +981,7 @@ static void test_history_json_keys_are_the_view_columns(void)
 	CHECK(st != NULL);
 	if (!st)
 		return;
-	CHECK(mm_store_history_json(st, 1, 0, 1e12, 1, &out) == 0);
+	CHECK(mm_store_history_json(st, 1, 0, 1e12, 1, 0, &out, &hist_next) == 0);
 	CHECK(out.data && out.data[0] == '[' && out.data[out.len - 1] == ']');
 	n += snprintf(want + n, sizeof(want) - n, "ts_start,ts_end,pid,start_time,comm,cgroup");
 	for (size_t f = 0; f < mm_proc_nfields; f++)
@@ -976,7 +1017,7 @@ static void test_readonly_handle_reads_but_cannot_write(void)
 
 	/* The reader sees what the writer commits while both are open (WAL). */
 	CHECK(write_simple(rw, 20000, 30000, 5, 2) == 0);
-	CHECK(mm_store_history_json(ro, 5, 0, 1e12, 100, &out) == 0);
+	CHECK(mm_store_history_json(ro, 5, 0, 1e12, 100, 0, &out, &hist_next) == 0);
 	CHECK_STR(json_q(out.data, "json_array_length(?1)", buf, sizeof(buf)), "2");
 	mm_buf_free(&out);
 	mm_store_close(ro);
@@ -1154,6 +1195,7 @@ int main(void)
 	RUN(test_open_window_is_refused);
 	RUN(test_prune_deletes_old_windows_and_orphans_only);
 	RUN(test_history_json_filters_by_pid_and_time);
+	RUN(test_history_pages_end_on_window_boundaries);
 	RUN(test_series_json_buckets_windows_and_filters);
 	RUN(test_top_json_sums_per_process_and_per_cgroup);
 	RUN(test_history_json_keys_are_the_view_columns);
