@@ -21,9 +21,10 @@
  *
  * Privilege: the listening socket is bound by the caller's thread (which may need
  * CAP_NET_BIND_SERVICE, or CAP_CHOWN for a Unix socket's group); the threads that then parse
- * requests are all created from a setup thread that first confines itself
- * (mm_privilege_confine_http(): no capabilities, no_new_privs, a seccomp allow-list), so every
- * HTTP thread inherits that.
+ * requests are all created from a setup thread that first drops every capability and sets
+ * no_new_privs (inherited), creates the query workers, which confine themselves to the database's
+ * files before their first query, then confines itself (Landlock: no file; seccomp allow-list) and
+ * creates libmicrohttpd's thread and the sweeper, which inherit that (privilege.h).
  *
  * Responses: GET and HEAD only (anything else gets 405 with an Allow header, before any body is
  * read); the body is built in an mm_buf whose storage is handed to libmicrohttpd with free() as
@@ -721,8 +722,10 @@ static bool queue_query(struct mm_http *h, struct request *rq)
 static void *query_worker(void *arg)
 {
 	struct mm_http *h = arg;
+	bool confined = false; /* mm_privilege_confine_query() done */
 
 	pthread_setname_np(pthread_self(), "mmlockd-query");
+	mm_privilege_filter_http();
 
 	pthread_mutex_lock(&h->jobs_lock);
 	for (;;) {
@@ -739,8 +742,16 @@ static void *query_worker(void *arg)
 		pthread_mutex_unlock(&h->jobs_lock);
 
 		rq->type = TYPE_JSON;
+		if (!confined && !stopping) {
+			int r = mm_privilege_confine_query(h->db_path);
+			confined = r != -ENOENT;
+		}
 		if (stopping) { /* what is still queued at stop is not run: stopping stays quick */
 			mm_http_error_json(&rq->body, "mmlockd is stopping");
+			rq->status = MHD_HTTP_SERVICE_UNAVAILABLE;
+		} else if (!confined) {
+			mm_http_error_json(&rq->body, "history database %s is not there yet",
+					   h->db_path);
 			rq->status = MHD_HTTP_SERVICE_UNAVAILABLE;
 		} else {
 			rq->status = rq->route->fn(h, &rq->req, &rq->body, &rq->type);
@@ -964,7 +975,13 @@ static void *setup_thread(void *arg)
 	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_USE_ERROR_LOG |
 			 MHD_USE_SUSPEND_RESUME;
 
-	mm_privilege_confine_http(h->db_path);
+	mm_privilege_drop_http();
+	/* The query workers first: each confines itself to the database's files before its first
+	 * query (the files may not exist yet), which a thread confined further could not. */
+	for (; h->nworkers < QUERY_WORKERS; h->nworkers++)
+		if (pthread_create(&h->workers[h->nworkers], NULL, query_worker, h))
+			return "cannot start the query workers";
+	mm_privilege_confine_http();
 	h->mhd = MHD_start_daemon(
 		flags, 0, NULL, NULL, handle, h, MHD_OPTION_EXTERNAL_LOGGER, mhd_logger, h,
 		MHD_OPTION_LISTEN_SOCKET, h->listen_fd, MHD_OPTION_CONNECTION_TIMEOUT,
@@ -975,9 +992,6 @@ static void *setup_thread(void *arg)
 		MHD_OPTION_END);
 	if (!h->mhd)
 		return "libmicrohttpd did not start";
-	for (; h->nworkers < QUERY_WORKERS; h->nworkers++)
-		if (pthread_create(&h->workers[h->nworkers], NULL, query_worker, h))
-			return "cannot start the query workers";
 	if (mm_httpconn_start(h->conns))
 		return "cannot start the connection sweeper";
 	return NULL;

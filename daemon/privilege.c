@@ -13,7 +13,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <libgen.h>
+#include <limits.h>
 #include <linux/capability.h>
 #include <linux/landlock.h>
 #include <linux/securebits.h>
@@ -131,6 +131,11 @@ static const char *const http_allow[] = {
 	"sysinfo",
 	"membarrier",
 	"getrusage",
+	/* Only ever narrows what the caller can open: a query worker confines itself to the
+	 * database's files once they exist (mm_privilege_confine_query()). */
+	"landlock_create_ruleset",
+	"landlock_add_rule",
+	"landlock_restrict_self",
 };
 
 /* What the main and store threads may no longer call after start-up: nothing it does needs these,
@@ -330,11 +335,18 @@ static int http_filter(void)
 #define LANDLOCK_FS_TRUNCATE  (1ULL << 14) /* ABI 3 */
 #define LANDLOCK_FS_IOCTL_DEV (1ULL << 15) /* ABI 5 */
 
-/* Lets the calling thread (and the threads it creates) open files only beneath @dir (read, write,
- * create: SQLite's -wal and -shm files) and read /dev/urandom (SQLite seeds its PRNG from it)
- * and /etc/localtime, nothing else, although it runs as uid 0: Landlock (Linux 5.13). Skipped, with
- * a notice, on a kernel without it. */
-static int landlock_files(const char *dir)
+/* One file the Landlock ruleset of landlock_files() allows, and how. */
+struct file_rule {
+	const char *path;
+	uint64_t access;
+};
+
+/* Lets the calling thread (and the threads it creates) open only the files of @extra[0..nextra)
+ * with their access, and read /dev/urandom (SQLite seeds its PRNG from it) and /etc/localtime
+ * (glibc's time zone), nothing else, although it runs as uid 0: Landlock (Linux 5.13). Every
+ * rule is for a file, never a directory, so no file can be created. Skipped, with a notice, on a
+ * kernel without Landlock. */
+static int landlock_files(const struct file_rule *extra, size_t nextra)
 {
 	long abi = syscall(__NR_landlock_create_ruleset, NULL, 0, LANDLOCK_CREATE_RULESET_VERSION);
 	if (abi < 1)
@@ -352,37 +364,29 @@ static int landlock_files(const char *dir)
 	if (rs < 0)
 		return log_warning_errno(errno, "privileges: Landlock ruleset: %m");
 
-	const uint64_t db_access = LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_WRITE_FILE |
-				   LANDLOCK_ACCESS_FS_READ_DIR | LANDLOCK_ACCESS_FS_MAKE_REG |
-				   (abi >= 3 ? LANDLOCK_FS_TRUNCATE : 0);
-	const struct {
-		const char *path;
-		uint64_t access;
-	} rules[] = {
-		{dir, db_access},
+	const struct file_rule common[] = {
 		{"/dev/urandom", LANDLOCK_ACCESS_FS_READ_FILE},
-		{"/etc/localtime", LANDLOCK_ACCESS_FS_READ_FILE}, /* glibc's time zone */
+		{"/etc/localtime", LANDLOCK_ACCESS_FS_READ_FILE},
 #ifdef MM_SANITIZED
 		{"/proc", LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_READ_DIR}, /* reports */
 #endif
 	};
+	const size_t ncommon = sizeof(common) / sizeof(common[0]);
 	int r = 0;
-	for (size_t i = 0; i < sizeof(rules) / sizeof(rules[0]) && !r; i++) {
-		if (!rules[i].path)
-			continue;
-		int fd = open(rules[i].path, O_PATH | O_CLOEXEC);
+	for (size_t i = 0; i < ncommon + nextra && !r; i++) {
+		const struct file_rule *rule = i < ncommon ? &common[i] : &extra[i - ncommon];
+		int fd = open(rule->path, O_PATH | O_CLOEXEC);
 		if (fd < 0)
 			continue; /* nothing there to allow */
 		struct stat st;
-		struct landlock_path_beneath_attr pb = {.allowed_access = rules[i].access,
+		struct landlock_path_beneath_attr pb = {.allowed_access = rule->access,
 							.parent_fd = fd};
 		if (fstat(fd, &st) == 0 && !S_ISDIR(st.st_mode))
-			pb.allowed_access &= LANDLOCK_ACCESS_FS_READ_FILE |
-					     LANDLOCK_ACCESS_FS_WRITE_FILE |
-					     (abi >= 3 ? LANDLOCK_FS_TRUNCATE : 0);
+			pb.allowed_access &=
+				LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_WRITE_FILE;
 		if (syscall(__NR_landlock_add_rule, rs, LANDLOCK_RULE_PATH_BENEATH, &pb, 0) < 0)
 			r = log_warning_errno(errno, "privileges: Landlock rule for %s: %m",
-					      rules[i].path);
+					      rule->path);
 		close(fd);
 	}
 	if (!r && syscall(__NR_landlock_restrict_self, rs, 0) < 0)
@@ -391,22 +395,45 @@ static int landlock_files(const char *dir)
 	return r;
 }
 
-int mm_privilege_confine_http(const char *db_path)
+int mm_privilege_drop_http(void)
 {
-	char buf[4096];
-	const char *dir = NULL;
 	int r = drop_caps(0);
 	int n = no_new_privs();
-	int l = 0;
+	return r < 0 ? r : n;
+}
 
-	if (db_path && strlen(db_path) < sizeof(buf)) {
-		snprintf(buf, sizeof(buf), "%s", db_path);
-		dir = dirname(buf); /* points into buf, or to a static "." */
+int mm_privilege_confine_http(void)
+{
+	int l = landlock_files(NULL, 0);
+	int f = http_filter();
+	return l < 0 ? l : f;
+}
+
+int mm_privilege_confine_query(const char *db_path)
+{
+	char wal[PATH_MAX], shm[PATH_MAX];
+
+	if (db_path) {
+		if (snprintf(wal, sizeof(wal), "%s-wal", db_path) >= (int)sizeof(wal) ||
+		    snprintf(shm, sizeof(shm), "%s-shm", db_path) >= (int)sizeof(shm))
+			return -ENAMETOOLONG;
+		/* Landlock allows files that exist: wait for the writer to have made all three. */
+		if (access(db_path, F_OK) < 0 || access(wal, F_OK) < 0 || access(shm, F_OK) < 0)
+			return -ENOENT;
 	}
-	if (n == 0)
-		l = landlock_files(dir);
-	int f = n < 0 ? n : http_filter();
-	return r < 0 ? r : n < 0 ? n : l < 0 ? l : f;
+	/* The database and its WAL for reading only; the -shm index, which readers of a WAL
+	 * database update, for reading and writing. */
+	const struct file_rule db[] = {
+		{db_path, LANDLOCK_ACCESS_FS_READ_FILE},
+		{wal, LANDLOCK_ACCESS_FS_READ_FILE},
+		{shm, LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_WRITE_FILE},
+	};
+	return landlock_files(db, db_path ? 3 : 0);
+}
+
+int mm_privilege_filter_http(void)
+{
+	return http_filter();
 }
 
 /* The deny-list filter of main_deny[]. */

@@ -5,10 +5,14 @@
  * no_new_privs and seccomp filters per thread (a thread inherits them from the thread that
  * creates it), so each kind of thread confines itself:
  *
- *   HTTP threads (libmicrohttpd's, the query workers, the sweeper): mm_privilege_confine_http()
- *     on the setup thread that creates them: no capabilities at all, no_new_privs, Landlock
- *     (files only in the database's directory, though they run as uid 0), a seccomp allow-list
- *     (sockets already open, SQLite read-only, memory, time, threads).
+ *   HTTP threads: no capabilities at all and no_new_privs from the setup thread that creates
+ *     them (mm_privilege_drop_http()), and a seccomp allow-list (sockets already open, reads and
+ *     writes on open files, memory, time, threads). Landlock, though they run as uid 0:
+ *     libmicrohttpd's thread and the sweeper open no file but /dev/urandom and /etc/localtime
+ *     (mm_privilege_confine_http()); each query worker, before its first query, also the
+ *     database and its -wal for reading only and its -shm (mm_privilege_confine_query()), so
+ *     whatever --db is (/x.db, a file in /tmp, a relative path) nothing else can be opened and
+ *     the history cannot be written from them.
  *   The store writer: mm_privilege_drop_thread(): no capabilities, no_new_privs, the deny-list
  *     below.
  *   The main (collection) thread: mm_privilege_drop_main() once every source is set up: no
@@ -24,10 +28,23 @@
 #ifndef MM_PRIVILEGE_H
 #define MM_PRIVILEGE_H
 
-/* Confines the calling thread for parsing HTTP (see above); with Landlock it may then open files
- * only in the directory of @db_path (NULL: none). Returns 0, or -errno when a step failed
- * (logged; the remaining steps are still taken). */
-int mm_privilege_confine_http(const char *db_path);
+/* For the HTTP setup thread, first: drops every capability and sets no_new_privs, which the
+ * threads it creates inherit. Returns 0, or -errno (logged). */
+int mm_privilege_drop_http(void);
+
+/* For the HTTP setup thread once it has created the query workers, before the socket threads:
+ * Landlock with no file but /dev/urandom and /etc/localtime, and the seccomp allow-list. Returns
+ * 0, or -errno when a step failed (logged; the other is still taken). */
+int mm_privilege_confine_http(void);
+
+/* For a query worker as it starts: the seccomp allow-list. Returns 0 or -errno (logged). */
+int mm_privilege_filter_http(void);
+
+/* For a query worker before it runs its first query: Landlock lets it open only @db_path and its
+ * -wal for reading, its -shm for reading and writing (and /dev/urandom, /etc/localtime). Returns
+ * -ENOENT, having changed nothing, while the three files are not all there yet (the writer makes
+ * them: try again later); 0, or -errno when a step failed (logged). @db_path NULL: no file. */
+int mm_privilege_confine_query(const char *db_path);
 
 /* Drops every capability of the calling thread and sets no_new_privs. Returns 0 or -errno
  * (logged). */
