@@ -1221,6 +1221,31 @@ check_sighup_with_broken_config_keeps_the_old_one() {
 # ---------------------------------------------------------------------------------------------
 # 8b. Without privileges
 
+# Sets NOBODY_MMLOCKD (and NOBODY_ENV) to an mmlockd that uid 65534 can run. A clone under a
+# directory only root can traverse (/root, mode 0700) keeps the build out of nobody's reach: the
+# binary, and the real one behind the sanitized wrapper (MMLOCKD_REAL), are then copied into $TMP
+# (mode 0755) first.
+nobody_mmlockd() {
+	NOBODY_MMLOCKD=$MMLOCKD
+	NOBODY_ENV=
+	if [ -n "${MMLOCKD_REAL:-}" ]; then
+		NOBODY_ENV="MMLOCKD_REAL=$MMLOCKD_REAL"
+	fi
+	if setpriv --reuid=65534 --regid=65534 --clear-groups -- test -x "$MMLOCKD" &&
+		{ [ -z "${MMLOCKD_REAL:-}" ] ||
+			setpriv --reuid=65534 --regid=65534 --clear-groups -- test -x "$MMLOCKD_REAL"; }; then
+		return 0
+	fi
+	mkdir -p "$TMP/bin" && chmod 755 "$TMP/bin" || return 1
+	cp "$MMLOCKD" "$TMP/bin/" || return 1
+	NOBODY_MMLOCKD=$TMP/bin/$(basename "$MMLOCKD")
+	if [ -n "${MMLOCKD_REAL:-}" ]; then
+		cp "$MMLOCKD_REAL" "$TMP/bin/mmlockd-real" || return 1
+		NOBODY_ENV="MMLOCKD_REAL=$TMP/bin/mmlockd-real"
+	fi
+	chmod 755 "$TMP/bin"/*
+}
+
 check_unprivileged_daemon_serves_with_mmaplock_failed() {
 	need_root || return
 	command -v setpriv >/dev/null 2>&1 || {
@@ -1229,11 +1254,12 @@ check_unprivileged_daemon_serves_with_mmaplock_failed() {
 	}
 	mkdir -p "$TMP/nobody"
 	chown 65534:65534 "$TMP/nobody"
-	setpriv --reuid=65534 --regid=65534 --clear-groups -- test -x "$MMLOCKD" || {
-		REASON="$MMLOCKD is not executable by nobody"
-		return 77
+	nobody_mmlockd || {
+		REASON="cannot copy $MMLOCKD where nobody can run it"
+		return 1
 	}
-	RUN_AS="setpriv --reuid=65534 --regid=65534 --clear-groups --" \
+	# shellcheck disable=SC2097,SC2098 # MMLOCKD is start_daemon's, for this call only
+	MMLOCKD=$NOBODY_MMLOCKD RUN_AS="setpriv --reuid=65534 --regid=65534 --clear-groups -- env $NOBODY_ENV" \
 		start_daemon nobody --db "$TMP/nobody/mmlockd.db" --interval 1 || return 1
 	[ "$(stat -c %u "/proc/${DPID[nobody]}")" = 65534 ] || {
 		REASON="the daemon does not run as uid 65534"
@@ -1291,8 +1317,13 @@ check_unprivileged_unwritable_db_fails_naming_the_path() {
 	port=$(free_port)
 	local t0
 	t0=$(now_ms)
-	timeout -k 2 10 setpriv --reuid=65534 --regid=65534 --clear-groups -- \
-		"$MMLOCKD" --config /dev/null --db "$p" --listen "127.0.0.1:$port" \
+	nobody_mmlockd || {
+		REASON="cannot copy $MMLOCKD where nobody can run it"
+		return 1
+	}
+	# shellcheck disable=SC2086 # NOBODY_ENV: no words, or one assignment
+	timeout -k 2 10 setpriv --reuid=65534 --regid=65534 --clear-groups -- env $NOBODY_ENV \
+		"$NOBODY_MMLOCKD" --config /dev/null --db "$p" --listen "127.0.0.1:$port" \
 		>"$TMP/ro.out" 2>"$TMP/ro.err" </dev/null
 	STOP_RC=$?
 	cat "$TMP/ro.err" >>"$TMP/daemon-ro.log"
