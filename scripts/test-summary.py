@@ -5,12 +5,16 @@ for each failed test, the lines of its output that name a failure (FAIL, not ok,
 reports; the last 12), because CI shows only the tail of `make test` and meson prints a failed
 test's log where it ran, long before the end; and the number of test cases passed and failed
 across all suites (each unit-test program counts its own cases from its "N passed, M failed"
-line; scripts count as one case each unless they print such a line too)."""
+line; scripts count as one case each unless they print such a line too). Skips are counted too:
+a whole test that exited 77, and each check a test skipped inside itself (a line of its output
+that starts "skip ", "skip:", "SKIP:" or "# SKIP", with the reason), so "0 skipped" means that
+nothing was left out."""
 import json
 import re
 import sys
 
 LINE = re.compile(r"^(\d+) passed, (\d+) failed", re.M)
+SKIPPED = re.compile(r"^(skip[ :]|SKIP:|# SKIP\b)")
 FAILURE = re.compile(r"^(FAIL\b|not ok\b|==\d+==ERROR|.*runtime error:|.*Assertion)")
 
 
@@ -30,6 +34,10 @@ def main() -> None:
                 skipped += 1
                 print("skipped: %s" % t.get("name"))
                 continue
+            for l in (t.get("stdout") or "").splitlines():
+                if SKIPPED.match(l):
+                    skipped += 1
+                    print("skipped in %s: %s" % (t.get("name"), l.rstrip()[:300]))
             if result != "OK":
                 failures.append((t.get("name"), result, path, failure_lines(t)))
             m = LINE.findall(t.get("stdout") or "")

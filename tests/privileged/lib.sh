@@ -116,6 +116,25 @@ need_tracepoints() {
 	for tp in "$@"; do
 		[ -d "$TRACEFS/events/$tp" ] || skip "tracepoint ${tp/\//:} does not exist on this kernel"
 	done
+	no_foreign_bpf "$@"
+}
+
+# no_foreign_bpf SYSTEM/NAME...: skips when another program (a user's own mmlockd on the BPF
+# source, a bpftrace) holds BPF programs on one of these tracepoints: this test's counts would
+# then differ from perf's for reasons of that program (perf's callchains read __traceiter_*
+# frames, and events fired from its programs are not traced), not of mmlockd. Called before the
+# test starts anything, so every holder is another program.
+no_foreign_bpf() {
+	command -v bpftool >/dev/null 2>&1 || return 0
+	local tp held
+	held=$(bpftool perf list 2>/dev/null) || return 0
+	for tp in "$@"; do
+		local line pid
+		line=$(printf '%s\n' "$held" | awk -v n="${tp#*/}" '$NF == n && /tracepoint/ { print; exit }')
+		[ -n "$line" ] || continue
+		pid=$(printf '%s\n' "$line" | awk '{ print $2 }')
+		skip "another program ($(cat "/proc/$pid/comm" 2>/dev/null || echo gone), pid $pid) holds BPF programs on ${tp/\//:}: its counts and callchains would differ from this test's"
+	done
 }
 
 # need_tools TOOL...
