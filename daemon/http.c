@@ -74,6 +74,7 @@ extern const unsigned mm_web_assets_count;
 #define CONN_MEMORY	     (128 * 1024) /* libmicrohttpd's buffer per connection */
 #define QUERY_WORKERS	     2
 #define QUERY_QUEUE_MAX	     64
+#define OPEN_RETRY_S	     10 /* a database that failed to open is tried again after this */
 
 /* Replies: a history reply is a page of at most about REPLY_PAGE_BYTES (it ends at the first
  * window boundary past it and names where the next page starts, "next_since"); the bodies of
@@ -129,6 +130,10 @@ struct mm_http {
 	unsigned nworkers;
 
 	uint64_t queries_refused; /* __atomic: 503 because the query queue was full */
+
+	pthread_mutex_t open_lock;
+	int open_errno;	       /* of the last failed open of the database, or 0 */
+	uint64_t open_fail_ns; /* when (CLOCK_MONOTONIC) */
 
 	pthread_mutex_t unsent_lock;
 	struct unsent unsent; /* list head */
@@ -380,7 +385,23 @@ static unsigned open_range(struct mm_http *h, const struct mm_route_req *req, co
 		mm_http_error_json(body, "no history database");
 		return MHD_HTTP_SERVICE_UNAVAILABLE;
 	}
-	r = mm_store_open_readonly(h->db_path, ret_st);
+	/* A database that cannot be opened (another user's file, a newer schema) is tried again
+	 * OPEN_RETRY_S after a failure, not at every request: store.c logs each failure, and a
+	 * client must not be able to fill the journal with them. */
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	uint64_t now_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	pthread_mutex_lock(&h->open_lock);
+	r = h->open_errno && now_ns - h->open_fail_ns < OPEN_RETRY_S * 1000000000ull
+		    ? -h->open_errno
+		    : 0;
+	pthread_mutex_unlock(&h->open_lock);
+	if (r == 0) {
+		r = mm_store_open_readonly(h->db_path, ret_st);
+		pthread_mutex_lock(&h->open_lock);
+		h->open_errno = r < 0 ? -r : 0;
+		h->open_fail_ns = now_ns;
+		pthread_mutex_unlock(&h->open_lock);
+	}
 	if (r < 0) {
 		mm_http_error_json(body, "history database %s is not available: %s", h->db_path,
 				   strerror(-r));
@@ -1012,6 +1033,7 @@ static void http_free(struct mm_http *h)
 	pthread_mutex_destroy(&h->jobs_lock);
 	pthread_cond_destroy(&h->jobs_cond);
 	pthread_mutex_destroy(&h->unsent_lock); /* libmicrohttpd freed every reply at its stop */
+	pthread_mutex_destroy(&h->open_lock);
 	free(h);
 }
 
@@ -1033,6 +1055,7 @@ int mm_http_start(const char *listen, const char *db_path, unsigned top_n, struc
 	 * keeps later ones in arenas the RSS never loses). */
 	mallopt(M_MMAP_THRESHOLD, 1 << 20);
 	pthread_mutex_init(&h->unsent_lock, NULL);
+	pthread_mutex_init(&h->open_lock, NULL);
 	pthread_mutex_init(&h->jobs_lock, NULL);
 	pthread_cond_init(&h->jobs_cond, NULL);
 	if ((db_path && !(h->db_path = strdup(db_path))) || mm_httpconn_new(&h->conns) < 0) {
