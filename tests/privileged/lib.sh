@@ -137,6 +137,17 @@ no_foreign_bpf() {
 	done
 }
 
+# runnable_by_nobody BINARY: prints BINARY, or the path of a copy in $TMP/bin when uid 65534
+# cannot run it where it is (a clone under /root, mode 0700).
+runnable_by_nobody() {
+	if setpriv --reuid=65534 --regid=65534 --clear-groups -- test -x "$1"; then
+		printf '%s\n' "$1"
+		return 0
+	fi
+	mkdir -p "$TMP/bin" && chmod 755 "$TMP/bin" && cp "$1" "$TMP/bin/" &&
+		chmod 755 "$TMP/bin/$(basename "$1")" && printf '%s\n' "$TMP/bin/$(basename "$1")"
+}
+
 # need_tools TOOL...
 need_tools() {
 	local tool

@@ -558,7 +558,7 @@ fi
 mkdir -p "$TMP/nobody" && chown nobody "$TMP/nobody"
 PORT=$(free_port)
 setpriv --reuid=nobody --regid=nogroup --clear-groups --inh-caps=-all \
-	"$MMLOCKD" --config "$CONF" --db "$TMP/nobody/mmlockd.db" --listen "127.0.0.1:$PORT" \
+	"$(runnable_by_nobody "$MMLOCKD")" --config "$CONF" --db "$TMP/nobody/mmlockd.db" --listen "127.0.0.1:$PORT" \
 	--collectors mmaplock,fallbacks --source auto >"$TMP/nobody.log" 2>&1 &
 DAEMON_PID=$!
 for _ in $(seq 50); do
