@@ -138,13 +138,13 @@ no_foreign_bpf() {
 }
 
 # runnable_by_nobody BINARY: prints BINARY, or the path of a copy in $TMP/bin when uid 65534
-# cannot run it where it is (a clone under /root, mode 0700).
+# cannot run it where it is (a clone under /root, mode 0700); $TMP becomes traversable for it.
 runnable_by_nobody() {
 	if setpriv --reuid=65534 --regid=65534 --clear-groups -- test -x "$1"; then
 		printf '%s\n' "$1"
 		return 0
 	fi
-	mkdir -p "$TMP/bin" && chmod 755 "$TMP/bin" && cp "$1" "$TMP/bin/" &&
+	chmod go+x "$TMP" && mkdir -p "$TMP/bin" && chmod 755 "$TMP/bin" && cp "$1" "$TMP/bin/" &&
 		chmod 755 "$TMP/bin/$(basename "$1")" && printf '%s\n' "$TMP/bin/$(basename "$1")"
 }
 
