@@ -436,10 +436,10 @@ check_main_daemon_starts_and_serves_status() {
 	need_root || return
 	MAIN_T0=$(date +%s)
 	start_daemon main --db "$TMP/main.db" --interval 1 --top 20 || return 1
-	# A workload that lives ~6 s, so it is seen live (after the checks before that one, which
-	# take seconds on a loaded machine) and then in several stored windows.
+	# A workload that lives ~12 s, so it is seen live (after the checks before that one, which
+	# took more than 6 s at load 17 on two cores) and then in several stored windows.
 	WL1_T0=$(date +%s.%N)
-	"$PY" "$TMP/workload.py" 6 "$TMP/wl1.out" &
+	"$PY" "$TMP/workload.py" 12 "$TMP/wl1.out" &
 	WL1=$!
 	CHILDREN+=("$WL1")
 	http GET "${DPORT[main]}" /api/v1/status
@@ -805,8 +805,8 @@ check_sqlite_process_stats_has_faults() {
 check_workload_is_stored_with_pid_comm_and_its_faults() {
 	running main || return 1
 	local db=$TMP/main.db row rows comm faults starts start_time writes
-	# The workload runs 6 s; then its last window must close and reach the database.
-	reap "$WL1" 15
+	# The workload runs 12 s; then its last window must close and reach the database.
+	reap "$WL1" 20
 	{ [ "$STOP_RC" = 0 ] && [ -s "$TMP/wl1.out" ]; } || {
 		REASON="the workload failed (status $STOP_RC)"
 		return 1
@@ -825,7 +825,7 @@ check_workload_is_stored_with_pid_comm_and_its_faults() {
 		tries=$((tries - 1))
 	done
 	[ "$rows" -ge 2 ] || {
-		REASON="workload pid $WL1 (6 s in 1 s windows) has $rows rows in process_stats, expected >= 2"
+		REASON="workload pid $WL1 (12 s in 1 s windows) has $rows rows in process_stats, expected >= 2"
 		return 1
 	}
 	[ "$comm" = "$PY_COMM" ] || {
