@@ -41,7 +41,7 @@ default's bursts: what scales with the duty and what does not), mmlockd_fallback
 the split's programs held attached between bursts (--bpf-keep-attached on: what attaching
 and detaching them costs), and mmlockd_fallbacks_bpf_done with the fault-completion software
 events opened for the bursts too (--fault-latency on), as the default had them
-before session 12 (bench/results/*nodone* measured the other way round, as
+before 2026-12-02 (then measured the other way round, as
 mmlockd_fallbacks_bpf_nodone: on_fault_done not loaded).
 The "breakdown" suite runs mmlockd with one collector at a time and `perf record` of one group of
 tracepoints at a time, to say which collector, tracepoint or callchain costs what.

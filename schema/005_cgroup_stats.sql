@@ -7,7 +7,7 @@
 --   ts_start, ts_end   REAL     the window, unix seconds (ms precision), as in process_stats
 --   kernel             TEXT     uname -r at the window's end (split a database by kernel with it)
 --   cgroup             TEXT     the cgroup v2 path of the processes ("/system.slice/foo.service",
---                               "/user.slice/user-0.slice/session-3.scope"), or the v1 memory
+--                               "/user.slice/user-0.slice/user@0.service"), or the v1 memory
 --                               controller's where there is no unified hierarchy; '' when unknown.
 --                               A process's cgroup is the latest seen (processes.cgroup), so a
 --                               process moved between cgroups counts in its last one.

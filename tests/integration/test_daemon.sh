@@ -1043,7 +1043,7 @@ print(d["taken"] if late else "early", p[0]["total"]["faults"] if p else "none")
 	done
 	case $live in
 	'' | none)
-		# What it listed instead, and what it logged: this failed once (session 15, a fresh
+		# What it listed instead, and what it logged: this failed once (2026-12-03, a fresh
 		# clone's CI) and never where it could be looked at.
 		REASON="the daemon did not list the exited workload (pid $wl, ended at $wend) in /api/v1/processes: $(python3 -c '
 import json, sys

@@ -359,7 +359,7 @@ compare_outcomes() {
 		"of ${b[faults]}"
 	# Fallbacks the perf path missed (short of BPF's faults_mmap_fallback within short_ok):
 	# each turned a fallback fault into a vma one there (seen once: perf vma 15247, bpf 15246,
-	# mmap_retry 1538 and 1539, session 15).
+	# mmap_retry 1538 and 1539, 2026-12-03).
 	local missed=$((b[faults_mmap_fallback] - p[faults_mmap_fallback]))
 	[ "$missed" -gt 0 ] && [ "$missed" -le "$(short_ok "${p[faults_mmap_fallback]}")" ] ||
 		missed=0

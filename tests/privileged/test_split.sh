@@ -199,7 +199,7 @@ if a["seen"]:
     p = a["fbseen"] / a["seen"]
     # Shown, not checked: the faults a burst sees are a cluster sample (whole bursts of a phased
     # workload), not independent draws, so a binomial interval is too narrow for them (file:
-    # 84.5% vs 92.5% exact, allowed 1 + 1.9, in CI in session 17; 81.4% vs 92.5% in session 14)
+    # 84.5% vs 92.5% exact, allowed 1 + 1.9, in CI on 2026-12-03; 81.4% vs 92.5% earlier that day)
     # while the stored share, scaled window by window by the exact fallback_locks and checked
     # above, stayed within 1 point. What a user reads is the stored columns.
     w = 100 * Z999 * math.sqrt(p * (1 - p) / a["seen"] + Z999 * Z999 / (4 * a["seen"] ** 2))

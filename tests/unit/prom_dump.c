@@ -57,7 +57,7 @@ int main(int argc, char **argv)
 		snprintf(p->comm, sizeof(p->comm), "%s", comms[i]);
 		snprintf(p->cgroup, sizeof(p->cgroup), "%s",
 			 i == 3	 ? ""
-			 : i % 2 ? "/user.slice/user-0.slice/session-1.scope"
+			 : i % 2 ? "/user.slice/user-0.slice/user@0.service"
 				 : "/system.slice/test.service");
 		fill(&p->window, nprocs - i);
 		fill(&p->total, 10 * (nprocs - i));
