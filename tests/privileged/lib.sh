@@ -172,6 +172,21 @@ empty_conf() {
 	: >"$CONF"
 }
 
+# make_cgroups PATH: creates the cgroup PATH (/NAME) in the unified hierarchy and, where it is
+# mounted, the v1 memory hierarchy (whose path mmlockd prefers), and appends each directory made
+# to the array CGS, which the script declares and its cleanup() removes; skips when there is no
+# hierarchy to create it in, fatal when mkdir fails.
+make_cgroups() {
+	local h
+	for h in /sys/fs/cgroup/unified /sys/fs/cgroup /sys/fs/cgroup/memory; do
+		[ -f "$h/cgroup.procs" ] || continue
+		[ "$h" = /sys/fs/cgroup ] && [ -d /sys/fs/cgroup/unified ] && continue
+		mkdir "$h$1" || fatal "cannot create $h$1"
+		CGS+=("$h$1")
+	done
+	[ ${#CGS[@]} -gt 0 ] || skip "no cgroup hierarchy to create a cgroup in"
+}
+
 # Sets TRACEFS to a mounted tracefs (mounting it at /sys/kernel/tracing if needed), or skips.
 find_tracefs() {
 	TRACEFS=

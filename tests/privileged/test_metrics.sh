@@ -45,13 +45,7 @@ make_tmp metrics
 empty_conf
 
 CG=/mmlockd-test-$$
-for h in /sys/fs/cgroup/unified /sys/fs/cgroup /sys/fs/cgroup/memory; do
-	[ -f "$h/cgroup.procs" ] || continue
-	[ "$h" = /sys/fs/cgroup ] && [ -d /sys/fs/cgroup/unified ] && continue
-	mkdir "$h$CG" || fatal "cannot create $h$CG"
-	CGS+=("$h$CG")
-done
-[ ${#CGS[@]} -gt 0 ] || skip "no cgroup hierarchy to create a cgroup in"
+make_cgroups "$CG"
 
 sql() { sqlite3 -batch -noheader -cmd '.timeout 3000' "$DB" "$@"; }
 # family_present FILE NAME: a "# TYPE NAME " line in the exposition FILE.
