@@ -17,6 +17,9 @@ added to dist/ is checked without changing this file.
   --inactive ALERT      an alert whose condition the test does not provoke: must stay inactive
   --federated URL       a second Prometheus federating from --prom with the docs' snippet
   --remote-write URL    a Prometheus receiving --prom's remote write with the docs' relabeling
+  --history URL         a Prometheus with a copy of the rules whose `for:` is shortened and an
+                        hour before backfilled for the workload's unit
+  --history-firing ALERT, --history-inactive ALERT: there, must fire for that unit / must not
   --rate-interval D     what $__rate_interval becomes (Grafana: 4 scrape intervals or more)
   --seconds S           the deadline
 """
@@ -151,6 +154,21 @@ def round_of_checks(a, dash, names):
               "alert %s (not provoked): %s, health %s" % (
                   name, r["state"] if r else "not loaded", r.get("health") if r else "-"))
 
+    # The copy with the hour before backfilled: the jump alert fires for the workload's unit.
+    if a.history:
+        hrules = [r for g in api(a.history, "/api/v1/rules")["groups"] for r in g["rules"]]
+        for r in hrules:
+            if r["type"] != "alerting" or r["name"] not in a.history_firing + a.history_inactive:
+                continue
+            on = [x for x in r.get("alerts", []) if x["state"] == "firing" and
+                  x["labels"].get("cgroup") == cg]
+            want = r["name"] in a.history_firing
+            c.put("history " + r["name"], bool(on) == want and r.get("health") == "ok",
+                  "alert %s with the hour before backfilled (for: %ss): %s for the workload's "
+                  "unit%s" % (r["name"], r.get("duration"), "firing" if on else r["state"],
+                              ", value %s since %s" % (on[0]["value"], on[0]["activeAt"])
+                              if on else ""))
+
     # The dashboard's panels: every target's query with the variables substituted returns data;
     # per-unit panels (those reading $cgroup) a series for the workload's unit.
     for p in dash["panels"]:
@@ -209,6 +227,9 @@ def main():
     ap.add_argument("--inactive", action="append", default=[])
     ap.add_argument("--federated", default="")
     ap.add_argument("--remote-write", default="")
+    ap.add_argument("--history", default="")
+    ap.add_argument("--history-firing", action="append", default=[])
+    ap.add_argument("--history-inactive", action="append", default=[])
     ap.add_argument("--rate-interval", default="1m")
     ap.add_argument("--seconds", type=float, default=90)
     a = ap.parse_args()

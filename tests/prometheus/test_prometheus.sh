@@ -16,17 +16,21 @@
 #     it is, scraping both daemons as job "mmlockd" (the scrape job of docs/fleet.md), and
 #     remote-writing with the docs' write_relabel_configs;
 #   - Prometheus "global", federating from "main" with the docs' federation job;
-#   - Prometheus "longterm", a remote-write receiver for "main".
+#   - Prometheus "longterm", a remote-write receiver for "main";
+#   - Prometheus "history", scraping "defaults" with a copy of the shipped rules whose only change
+#     is the jump alerts' `for: 10m` shortened to 5s, and an hour before backfilled (the unit's
+#     recorded fallback-wait rate at 1/s, 70 to 50 minutes ago).
 # check_prometheus.py then polls (up to PROM_SECONDS, default 100) until: every recording rule has
 # a series (the per-unit ones for the workload's unit); the dashboard's variables resolve; every
 # panel's query, variables substituted ($instance = both daemons, $cgroup = the workload's unit,
 # $__rate_interval = 1m), returns data (panels of opt-in collectors from "optin"); the alert
 # MmlockdEventsLost fires on "optin", and MmlockdStoreErrors, MmlockdCollectorFailed and
-# MmlockdDown, whose conditions nothing provokes, stay inactive; "global" has every recorded
+# MmlockdDown, whose conditions nothing provokes, stay inactive, and so does
+# MmlockdFallbackWaitsJumped, which has no hour before on "main"; on "history" that alert fires
+# for the workload's unit (its waits now against the backfilled hour before) and
+# MmlockdFallbackShareJumped, with no backfilled share, does not; "global" has every recorded
 # series and no raw one; "longterm" the recorded series and mmlockd_collector_up only. Every
-# rule, panel and alert proved is printed as a PASS line. The shipped alerts that compare with an
-# hour before (MmlockdFallbackShareJumped, ...) cannot fire in a test of minutes; they are
-# evaluated here (health ok) and proved by `promtool test rules` (tests/unit/rules_test.yml).
+# rule, panel and alert proved is printed as a PASS line.
 #
 # Exit status: 0 passed, 1 a check failed, 77 skipped (not root, no mmap_lock tracepoints, no
 # cgroup hierarchy to make a cgroup in). KEEP_TMP=1 keeps the temporary directory (the
@@ -133,13 +137,16 @@ EOF
 start_prometheus longterm "$TMP/longterm.yml" --web.enable-remote-write-receiver
 LONGTERM=127.0.0.1:$PROM_PORT
 
-# "main": the docs' scrape job and rule_files line with this test's daemons and the shipped file;
-# the docs' remote_write with the receiver's URL.
-{
+# scrape_config RULES TARGETS: the docs' scrape job and rule_files line with this test's daemons,
+# intervals of a second and the rules file RULES.
+scrape_config() {
 	echo "global: {scrape_interval: 1s, evaluation_interval: 1s}"
 	sed -E -e "s|^([[:space:]]*scrape_interval:).*|\1 1s|" \
-		-e "s|^rule_files:.*|rule_files: ['$RULES']|" "$TMP/scrape.yml" |
-		targets "$TARGETS"
+		-e "s|^rule_files:.*|rule_files: ['$1']|" "$TMP/scrape.yml" | targets "$2"
+}
+# "main": the shipped file; the docs' remote_write with the receiver's URL.
+{
+	scrape_config "$RULES" "$TARGETS"
 	sed -E "s|url: .*|url: http://$LONGTERM/api/v1/write|" "$TMP/remote_write.yml"
 } >"$TMP/main.yml"
 grep -q "rule_files: \['$RULES'\]" "$TMP/main.yml" || fatal "the scrape snippet has no rule_files line"
@@ -155,12 +162,39 @@ MAIN=127.0.0.1:$PROM_PORT
 start_prometheus global "$TMP/global.yml"
 GLOBAL=127.0.0.1:$PROM_PORT
 
+# "history": the shipped rules with only the jump alerts' `for: 10m` shortened to 5s (a test of
+# minutes cannot wait ten), scraping the defaults daemon, with an hour before backfilled into its
+# storage (promtool tsdb create-blocks-from openmetrics): the recorded fallback-wait rate of the
+# workload's unit, 1/s from 70 to 50 minutes ago. The shipped MmlockdFallbackWaitsJumped compares
+# the rate now with that (offset 1h): it must fire for the unit once the workload's waits pass the
+# rule's floor (10/s) and three times the hour before; MmlockdFallbackShareJumped, whose hour
+# before is not there, must not.
+sed -E 's/^( +for:) 10m$/\1 5s/' "$RULES" >"$TMP/rules.for5s.yml"
+[ "$(diff "$RULES" "$TMP/rules.for5s.yml" | grep -c '^>')" -eq 3 ] ||
+	fatal "the three jump alerts' 'for: 10m' are not in $RULES"
+now=$(date +%s)
+{
+	echo "# TYPE cgroup:mmlockd_fault_fallback_waits:rate5m gauge"
+	for t in $(seq $((now - 4200)) 15 $((now - 3000))); do
+		echo "cgroup:mmlockd_fault_fallback_waits:rate5m{cgroup=\"$CG\",instance=\"127.0.0.1:$defaults_PORT\"} 1 $t"
+	done
+	echo "# EOF"
+} >"$TMP/hour_before.om"
+promtool tsdb create-blocks-from openmetrics "$TMP/hour_before.om" "$TMP/history" \
+	>"$TMP/backfill.log" 2>&1 || fatal "backfill failed: $(tail -n 3 "$TMP/backfill.log")"
+scrape_config "$TMP/rules.for5s.yml" "'127.0.0.1:$defaults_PORT'" >"$TMP/history.yml"
+start_prometheus history "$TMP/history.yml"
+HISTORY=127.0.0.1:$PROM_PORT
+
 log "--- $RULES (as shipped), $DASHBOARD; snippets from $FLEET"
 python3 "$(dirname "$0")/check_prometheus.py" --prom "http://$MAIN" \
 	--dashboard "$DASHBOARD" --cgroup "$CG" \
 	--instance "defaults=127.0.0.1:$defaults_PORT" --instance "optin=127.0.0.1:$optin_PORT" \
 	--optin optin --firing MmlockdEventsLost=optin \
 	--inactive MmlockdStoreErrors --inactive MmlockdCollectorFailed --inactive MmlockdDown \
+	--inactive MmlockdFallbackWaitsJumped \
+	--history "http://$HISTORY" --history-firing MmlockdFallbackWaitsJumped \
+	--history-inactive MmlockdFallbackShareJumped \
 	--federated "http://$GLOBAL" \
 	--remote-write "http://$LONGTERM" \
 	--seconds "${PROM_SECONDS:-100}" | tee "$TMP/checks.out"
