@@ -6,7 +6,10 @@
  *
  * It forks --procs children, at most --parallel at a time. Each child maps a small anonymous
  * region, starts --threads threads that each fault a few pages of it and take mmap_lock for write
- * once (mmap/munmap of one page), joins them and exits. Prints the counts and the elapsed time.
+ * once (mmap/munmap of one page), joins them and exits. Prints the counts, the elapsed time and
+ * the children's page faults as the kernel accounted them (getrusage(RUSAGE_CHILDREN): minor plus
+ * major faults of every reaped child and its threads), which tests compare with what a profiler
+ * stored for them (tests/privileged/test_churn.sh).
  *
  * Build: see bench/meson.build. Needs no privileges.
  */
@@ -20,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -126,7 +130,11 @@ int main(int argc, char **argv)
 			running = 0;
 		}
 	}
-	printf("result: procs=%lu threads_per_proc=%lu threads=%lu failed=%lu elapsed_s=%.3f\n",
-	       started, threads, started * threads, failed, (double)(now_ns() - t0) / 1e9);
+	struct rusage ru = {0};
+	getrusage(RUSAGE_CHILDREN, &ru);
+	printf("result: procs=%lu threads_per_proc=%lu threads=%lu failed=%lu elapsed_s=%.3f "
+	       "child_faults=%ld\n",
+	       started, threads, started * threads, failed, (double)(now_ns() - t0) / 1e9,
+	       ru.ru_minflt + ru.ru_majflt);
 	return failed ? 1 : 0;
 }

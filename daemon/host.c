@@ -375,7 +375,8 @@ static void task_record(struct mm_host *h, const struct mm_task_record *t)
 			mm_proctable_comm(h->procs, t->pid, t->comm, t->exec);
 	} else if (t->type == PERF_RECORD_FORK) {
 		if (t->pid == t->tid)
-			mm_proctable_fork(h->procs, t->pid, mm_host_wall_ms(h, t->time_ns));
+			mm_proctable_fork(h->procs, t->pid, t->ppid,
+					  mm_host_wall_ms(h, t->time_ns));
 	} else if (t->type == PERF_RECORD_EXIT) {
 		for (unsigned i = 0; i < h->nslots; i++) {
 			struct slot *sl = &h->slots[i];

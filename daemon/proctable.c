@@ -218,11 +218,25 @@ static void unindex(struct mm_proctable *t, struct mm_proc *victim)
 	}
 }
 
+/* What a child of @ppid was called, and where it ran, when it was forked: the kernel copies the
+ * parent's name and cgroup into the child. From the parent's entry, else from /proc. */
+static bool parent_ident(struct mm_proctable *t, uint32_t ppid, struct mm_proc_ident *ret)
+{
+	const struct mm_proc *pp = find_live(t, ppid);
+	if (pp) {
+		memcpy(ret->comm, pp->comm, sizeof(ret->comm));
+		memcpy(ret->cgroup, pp->cgroup, sizeof(ret->cgroup));
+		return true;
+	}
+	return t->lookup(t->ctx, ppid, ret) == 0;
+}
+
 /* @revive: an event arrived for a pid with no live entry; when the pid's exited entry is still
  * here and /proc shows no different process under that pid, the event is a late one of that
- * exited process (not a new process) and goes to it. */
+ * exited process (not a new process) and goes to it. @ppid: the parent (0: unknown), whose name
+ * and cgroup a process gone from /proc takes (parent_ident()); else its name is "pid-N". */
 static struct mm_proc *create(struct mm_proctable *t, uint32_t pid, uint64_t fallback_ms,
-			      bool revive)
+			      bool revive, uint32_t ppid)
 {
 	struct mm_proc_ident id;
 	int r = t->lookup(t->ctx, pid, &id);
@@ -243,7 +257,12 @@ static struct mm_proc *create(struct mm_proctable *t, uint32_t pid, uint64_t fal
 		memcpy(p->cgroup, id.cgroup, sizeof(p->cgroup));
 	} else {
 		p->start_ms = fallback_ms;
-		snprintf(p->comm, sizeof(p->comm), "pid-%u", pid);
+		if (ppid && parent_ident(t, ppid, &id)) {
+			memcpy(p->comm, id.comm, sizeof(p->comm));
+			memcpy(p->cgroup, id.cgroup, sizeof(p->cgroup));
+		} else {
+			snprintf(p->comm, sizeof(p->comm), "pid-%u", pid);
+		}
 	}
 	struct mm_proc **b = bucket(t, pid);
 	p->hnext = *b;
@@ -257,7 +276,7 @@ static struct mm_proc *create(struct mm_proctable *t, uint32_t pid, uint64_t fal
 struct mm_proc *mm_proctable_get(struct mm_proctable *t, uint32_t pid, uint64_t fallback_ms)
 {
 	struct mm_proc *p = find_live(t, pid);
-	return p ? p : create(t, pid, fallback_ms, true);
+	return p ? p : create(t, pid, fallback_ms, true, 0);
 }
 
 /* A FORK record's process may already have an entry: a collector that reads /proc (totals) can
@@ -276,7 +295,7 @@ static bool same_process(struct mm_proctable *t, const struct mm_proc *old, uint
 	return fork_ms && d <= SAME_START_MS;
 }
 
-void mm_proctable_fork(struct mm_proctable *t, uint32_t pid, uint64_t fallback_ms)
+void mm_proctable_fork(struct mm_proctable *t, uint32_t pid, uint32_t ppid, uint64_t fallback_ms)
 {
 	struct mm_proc *old = find_live(t, pid);
 	if (old) {
@@ -284,7 +303,7 @@ void mm_proctable_fork(struct mm_proctable *t, uint32_t pid, uint64_t fallback_m
 			return;
 		old->exited = true; /* its EXIT record was lost */
 	}
-	create(t, pid, fallback_ms, false);
+	create(t, pid, fallback_ms, false, ppid);
 }
 
 struct mm_proc *mm_proctable_find(struct mm_proctable *t, uint32_t pid)

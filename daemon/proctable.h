@@ -60,10 +60,12 @@ void mm_proctable_reserve(struct mm_proctable *t, size_t size);
  * @fallback_ms is used as start time when the lookup cannot tell. */
 struct mm_proc *mm_proctable_get(struct mm_proctable *t, uint32_t pid, uint64_t fallback_ms);
 
-/* A new process @pid was forked at @fallback_ms: a live entry with that pid belonged to an
- * earlier process and is retired, unless it is this process already (created from /proc before
- * the FORK record arrived). Creates the new entry. */
-void mm_proctable_fork(struct mm_proctable *t, uint32_t pid, uint64_t fallback_ms);
+/* A new process @pid was forked by @ppid at @fallback_ms: a live entry with that pid belonged to
+ * an earlier process and is retired, unless it is this process already (created from /proc before
+ * the FORK record arrived). Creates the new entry; a child already gone from /proc (records
+ * arrive ~0.1 s late, a fork storm's children live a few ms) takes its parent's name and cgroup,
+ * as the kernel gave it them at fork, instead of being stored nameless. */
+void mm_proctable_fork(struct mm_proctable *t, uint32_t pid, uint32_t ppid, uint64_t fallback_ms);
 
 /* The live entry for @pid, else its newest exited one still held; NULL when there is none (no
  * lookup, nothing created). */

@@ -181,6 +181,7 @@ int mm_task_record_parse(const struct perf_event_header *hdr, struct mm_task_rec
 			return -EINVAL;
 		r.pid = f->pid;
 		r.tid = f->tid;
+		r.ppid = f->ppid;
 		r.time_ns = f->time;
 		break;
 	}

@@ -45,10 +45,11 @@ int mm_sample_id_parse(const struct perf_event_header *hdr, uint64_t sample_type
 		       struct mm_sample *ret);
 
 /* A task or lost record, decoded: PERF_RECORD_COMM (pid, tid, comm, exec), _FORK and _EXIT
- * (pid, tid, time_ns: the record's own time), _LOST (lost). */
+ * (pid, tid, ppid, time_ns: the record's own time), _LOST (lost). */
 struct mm_task_record {
 	uint32_t type; /* PERF_RECORD_* */
 	uint32_t pid, tid;
+	uint32_t ppid; /* FORK, EXIT: the parent's thread group */
 	uint64_t time_ns;
 	char comm[16]; /* NUL-terminated, cut to fit */
 	bool exec;     /* COMM: the name came with an exec */

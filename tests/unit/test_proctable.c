@@ -104,7 +104,7 @@ static void test_fork_of_a_reused_pid_retires_the_old_entry(void)
 {
 	struct mm_proctable *t = fake_table();
 	struct mm_proc *old = with_faults(t, 5, 9);
-	mm_proctable_fork(t, 5, 0); /* its EXIT was lost */
+	mm_proctable_fork(t, 5, 1, 0); /* its EXIT was lost */
 	struct mm_proc *now = mm_proctable_get(t, 5, 0);
 	CHECK(now != old);
 	CHECK(old->exited);
@@ -136,21 +136,54 @@ static void test_fork_of_a_process_seen_early_keeps_its_entry(void)
 	struct mm_proctable *t = mm_proctable_new(fixed, NULL);
 	struct mm_proc *early = mm_proctable_get(t, 7, 0);
 	early->window.minflt = 100;
-	mm_proctable_fork(t, 7, 5003);
+	mm_proctable_fork(t, 7, 1, 5003);
 	CHECK(mm_proctable_get(t, 7, 0) == early);
 	CHECK(!early->exited);
 	CHECK_U64(mm_proctable_count(t), 1);
 	/* Gone by the time the FORK record arrives: the fork time matches its start. */
 	struct mm_proc *p8 = mm_proctable_get(t, 8, 0);
 	gone = 1;
-	mm_proctable_fork(t, 8, 5040);
+	mm_proctable_fork(t, 8, 1, 5040);
 	CHECK(mm_proctable_find(t, 8) == p8);
 	CHECK(!p8->exited);
 	/* A fork long after the entry's start is another process on a reused pid. */
-	mm_proctable_fork(t, 8, 9000);
+	mm_proctable_fork(t, 8, 1, 9000);
 	CHECK(p8->exited);
 	CHECK(mm_proctable_find(t, 8) != p8);
 	CHECK(mm_proctable_find(t, 9) == NULL);
+	mm_proctable_free(t);
+}
+
+/* Answers for pid 1 only (the parent); every other pid is gone. */
+static int only_parent(void *ctx, uint32_t pid, struct mm_proc_ident *ret)
+{
+	if (pid != 1)
+		return -ENOENT;
+	memset(ret, 0, sizeof(*ret));
+	ret->start_ms = 10;
+	snprintf(ret->comm, sizeof(ret->comm), "storm");
+	snprintf(ret->cgroup, sizeof(ret->cgroup), "/build.slice");
+	return 0;
+}
+
+static void test_child_gone_before_its_fork_record_is_named_after_its_parent(void)
+{
+	struct mm_proctable *t = mm_proctable_new(only_parent, NULL);
+	/* The parent not in the table yet: its identity comes from /proc. */
+	mm_proctable_fork(t, 20, 1, 7000);
+	struct mm_proc *c = mm_proctable_find(t, 20);
+	CHECK(c != NULL);
+	CHECK_STR(c->comm, "storm");
+	CHECK_STR(c->cgroup, "/build.slice");
+	CHECK_U64(c->start_ms, 7000);
+	/* The parent in the table, renamed since (prctl): its entry's name is the one copied. */
+	mm_proctable_get(t, 1, 0);
+	mm_proctable_comm(t, 1, "storm2", false);
+	mm_proctable_fork(t, 21, 1, 7001);
+	CHECK_STR(mm_proctable_find(t, 21)->comm, "storm2");
+	/* Neither the child nor its parent known: nameless, as before. */
+	mm_proctable_fork(t, 22, 99, 7002);
+	CHECK_STR(mm_proctable_find(t, 22)->comm, "pid-22");
 	mm_proctable_free(t);
 }
 
@@ -205,6 +238,7 @@ int main(void)
 	RUN(test_exec_reads_the_cgroup_again);
 	RUN(test_fork_of_a_reused_pid_retires_the_old_entry);
 	RUN(test_fork_of_a_process_seen_early_keeps_its_entry);
+	RUN(test_child_gone_before_its_fork_record_is_named_after_its_parent);
 	RUN(test_roll_moves_window_into_closed);
 	RUN(test_counts_of_a_process_born_after_the_closing_window_go_to_the_next);
 	return check_summary();

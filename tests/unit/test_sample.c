@@ -102,7 +102,7 @@ static void test_sample_id_trailer_of_exit_record(void)
 	uint64_t type =
 		PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU | PERF_SAMPLE_IDENTIFIER;
 	/* EXIT body: pid, ppid, tid, ptid, time; then the trailer */
-	uint32_t ids[4] = {5, 1, 6, 1};
+	uint32_t ids[4] = {5, 2, 6, 1}; /* pid, ppid, tid, ptid */
 	memcpy(&r.w[1], ids, 16);
 	r.w[3] = 555;
 	r.w[4] = 5 | ((uint64_t)6 << 32);
@@ -122,13 +122,13 @@ static void test_task_records_are_decoded_with_their_bounds(void)
 {
 	struct rec r = {0};
 	struct mm_task_record t;
-	uint32_t ids[4] = {5, 1, 6, 1};
+	uint32_t ids[4] = {5, 2, 6, 1}; /* pid, ppid, tid, ptid */
 	memcpy(&r.w[1], ids, 16);
 	r.w[3] = 555;
 	r.hdr.type = PERF_RECORD_FORK;
 	r.hdr.size = 4 * 8;
 	CHECK(mm_task_record_parse(&r.hdr, &t) == 0);
-	CHECK(t.type == PERF_RECORD_FORK && t.pid == 5 && t.tid == 6);
+	CHECK(t.type == PERF_RECORD_FORK && t.pid == 5 && t.tid == 6 && t.ppid == 2);
 	CHECK_U64(t.time_ns, 555);
 	r.hdr.size = 3 * 8; /* the time cut off */
 	CHECK(mm_task_record_parse(&r.hdr, &t) == -EINVAL);
