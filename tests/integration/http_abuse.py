@@ -684,13 +684,16 @@ def check_privilege(mmlockd, tmp):
             deadline = time.time() + 10
             while not os.path.exists(path) and time.time() < deadline:
                 time.sleep(0.1)
-            st = os.stat(path)
             out = None
             while out != "200" and time.time() < deadline:  # 503 until the first snapshot
                 out = subprocess.run(["curl", "-s", "-o", "/dev/null", "-w", "%{http_code}",
                                       "--unix-socket", path, "http://x/metrics"],
                                      capture_output=True, text=True).stdout
                 time.sleep(0.1)
+            # Read once it answers: bind() creates the socket with no access (mode 0) and the
+            # daemon sets owner and mode before it listens, so a stat right after the file
+            # appears can see the mode-0 socket on a loaded machine.
+            st = os.stat(path)
             nobody = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534",
                                      "--clear-groups", "curl", "-s", "--unix-socket", path,
                                      "http://x/metrics"], capture_output=True)
