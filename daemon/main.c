@@ -101,6 +101,26 @@ static void writer_sink(void *ctx, struct mm_snapshot *w)
 	mm_writer_submit(ctx, mm_snapshot_ref(w));
 }
 
+/* At start, when the fault split runs in bursts: says so, and that its outcome counts are
+ * estimates, also (and above all) when --collectors does not name faults. */
+static void say_split(const struct daemon *d)
+{
+	struct mm_snapshot *s = mm_snapshot_current();
+	char list[sizeof(d->cfg.collectors) + 2];
+
+	snprintf(list, sizeof(list), ",%s,", d->cfg.collectors);
+	if (s && !strcmp(s->split.mode, "bursts"))
+		log_info("fault split: the faults collector runs in bursts, %u.%u%% of each "
+			 "window%s; "
+			 "its outcome counts are estimates (--split-duty 0 stops it, --split-duty "
+			 "100%% classifies every fault)",
+			 s->split.duty_pm / 10, s->split.duty_pm % 10,
+			 strcmp(d->cfg.collectors, "all") && !strstr(list, ",faults,")
+				 ? ", though --collectors does not name it"
+				 : "");
+	mm_snapshot_unref(s);
+}
+
 /* Set-up, the loop, shut-down. Returns 0 or -errno (logged). */
 static int run_daemon(struct daemon *d)
 {
@@ -124,6 +144,7 @@ static int run_daemon(struct daemon *d)
 	if (r < 0)
 		return log_error_errno(r, "cannot add the store: %m");
 	publish(d);
+	say_split(d);
 	mm_privilege_drop_main(); /* every source is set up: privilege.h */
 	mm_notify_watchdog_usec(&d->watchdog_usec);
 	mm_notify("READY=1\nSTATUS=collecting");

@@ -652,23 +652,77 @@ struct cmp_line {
 	char a[48], b[48], change[16];
 };
 
-static void add_count(struct cmp_line *l, size_t *n, const char *metric, uint64_t a, uint64_t b)
+/* The grid being built: its lines; the seconds each side covers (counts become rates when both
+ * are known, unless totals are asked for); which side has each collector's data (a figure one
+ * side did not collect reads "not collected" there, not 0); which side's split is estimated. */
+struct cmp {
+	struct cmp_line l[32];
+	size_t n;
+	double secs[2];
+	bool rates;
+};
+
+static void set_cell(char *buf, size_t len, bool known, const char *fmt, double v, bool est)
 {
-	struct cmp_line *x = &l[(*n)++];
-	snprintf(x->metric, sizeof(x->metric), "%s", metric);
-	mm_fault_thousands(x->a, sizeof(x->a), a);
-	mm_fault_thousands(x->b, sizeof(x->b), b);
-	mm_fault_change(x->change, sizeof(x->change), (double)a, (double)b);
+	if (!known)
+		snprintf(buf, len, "not collected");
+	else {
+		char num[40];
+		snprintf(num, sizeof(num), fmt, v);
+		snprintf(buf, len, "%s%s", est ? "~" : "", num);
+	}
 }
 
-static void add_real(struct cmp_line *l, size_t *n, const char *metric, double a, double b,
-		     const char *fmt)
+/* A count: its totals, or its rate per second of each side's range (the change is then that of
+ * the rates, so ranges of different lengths compare). @known: whether each side collected it;
+ * @est: whether each side's value is an estimate. */
+static void add_count_of(struct cmp *c, const char *metric, uint64_t a, uint64_t b,
+			 const bool known[2], const bool est[2])
 {
-	struct cmp_line *x = &l[(*n)++];
+	struct cmp_line *x = &c->l[c->n++];
+	double va = (double)a, vb = (double)b;
+	if (c->rates) {
+		va /= c->secs[0];
+		vb /= c->secs[1];
+		snprintf(x->metric, sizeof(x->metric), "%s /s", metric);
+		set_cell(x->a, sizeof(x->a), known[0], va >= 100 ? "%.0f" : "%.2f", va, est[0]);
+		set_cell(x->b, sizeof(x->b), known[1], vb >= 100 ? "%.0f" : "%.2f", vb, est[1]);
+	} else {
+		snprintf(x->metric, sizeof(x->metric), "%s", metric);
+		if (known[0] && !est[0])
+			mm_fault_thousands(x->a, sizeof(x->a), a);
+		else
+			set_cell(x->a, sizeof(x->a), known[0], "%.0f", va, est[0]);
+		if (known[1] && !est[1])
+			mm_fault_thousands(x->b, sizeof(x->b), b);
+		else
+			set_cell(x->b, sizeof(x->b), known[1], "%.0f", vb, est[1]);
+	}
+	x->change[0] = '\0';
+	if (known[0] && known[1])
+		mm_fault_change(x->change, sizeof(x->change), va, vb);
+}
+
+static void add_count(struct cmp *c, const char *metric, uint64_t a, uint64_t b)
+{
+	add_count_of(c, metric, a, b, (const bool[]){true, true}, (const bool[]){false, false});
+}
+
+static void add_real_of(struct cmp *c, const char *metric, double a, double b, const char *fmt,
+			const bool known[2], const bool est[2])
+{
+	struct cmp_line *x = &c->l[c->n++];
 	snprintf(x->metric, sizeof(x->metric), "%s", metric);
-	snprintf(x->a, sizeof(x->a), fmt, a);
-	snprintf(x->b, sizeof(x->b), fmt, b);
-	mm_fault_change(x->change, sizeof(x->change), a, b);
+	set_cell(x->a, sizeof(x->a), known[0], fmt, a, est[0]);
+	set_cell(x->b, sizeof(x->b), known[1], fmt, b, est[1]);
+	x->change[0] = '\0';
+	if (known[0] && known[1])
+		mm_fault_change(x->change, sizeof(x->change), a, b);
+}
+
+static void add_real(struct cmp *c, const char *metric, double a, double b, const char *fmt)
+{
+	add_real_of(c, metric, a, b, fmt, (const bool[]){true, true}, (const bool[]){false, false});
 }
 
 /* "| centred |" with at least one blank either side, as in the seeds. */
@@ -719,16 +773,47 @@ static int print_cmp_lines(FILE *out, const struct cmp_line *l, size_t n, const 
 	return ferror(out) ? -EIO : 0;
 }
 
-int mm_fault_print_compare(FILE *out, const struct mm_fault_side *a, const struct mm_fault_side *b)
+int mm_fault_print_compare(FILE *out, const struct mm_fault_side *a, const struct mm_fault_side *b,
+			   bool totals)
 {
 	struct mm_fault_row rows[2] = {a->sum, b->sum};
-	struct sources src = find_sources(rows, 2);
-	struct cmp_line l[24];
-	size_t n = 0;
+	struct sources src = find_sources(rows, 2), sa = find_sources(&rows[0], 1),
+		       sb = find_sources(&rows[1], 1);
+	struct cmp c = {.secs = {a->seconds, b->seconds}};
 	const struct mm_proc_stats *x = &a->sum.sum, *y = &b->sum.sum;
+	const bool split[2] = {sa.split, sb.split}, lock[2] = {sa.lock, sb.lock},
+		   fbwait[2] = {sa.fbwait, sb.fbwait};
+	const bool est[2] = {x->split_estimated > 0, y->split_estimated > 0}, exact[2] = {0, 0};
+
+	c.rates = !totals && a->seconds > 0 && b->seconds > 0;
+	/* What differs between the sides, said above the grid. */
+	const char *differ[][2] = {{"totals", "the kernel's fault counts (totals)"},
+				   {"fallbacks", "fallbacks (fallbacks collector)"},
+				   {"split", "the fault split (faults collector)"},
+				   {"lock", "mmap_lock waits (mmaplock collector)"}};
+	const bool has[][2] = {{sa.totals, sb.totals},
+			       {sa.fallbacks, sb.fallbacks},
+			       {sa.split, sb.split},
+			       {sa.lock, sb.lock}};
+	for (size_t k = 0; k < sizeof(has) / sizeof(has[0]); k++)
+		if (has[k][0] != has[k][1])
+			fprintf(out,
+				"# %s: only %s collected it; the other reads 'not collected'\n",
+				differ[k][1], has[k][0] ? a->label : b->label);
+	if (est[0] != est[1] && sa.split && sb.split)
+		fprintf(out, "# the split is estimated (bursts) in %s, exact in %s\n",
+			est[0] ? a->label : b->label, est[0] ? b->label : a->label);
+	if (est[0] || est[1])
+		fprintf(out, "# ~: estimated from bursts of the fault split (report's split_err "
+			     "and not_sampled give the error and what no burst covered)\n");
+	if (c.rates)
+		fprintf(out,
+			"# counts per second of each side (%.0f s and %.0f s); --totals for "
+			"the sums\n#\n",
+			a->seconds, b->seconds);
 
 	if (a->throughput || b->throughput) {
-		struct cmp_line *t = &l[n++];
+		struct cmp_line *t = &c.l[c.n++];
 		snprintf(t->metric, sizeof(t->metric), "throughput");
 		snprintf(t->a, sizeof(t->a), "%s", a->throughput ? a->throughput : "-");
 		snprintf(t->b, sizeof(t->b), "%s", b->throughput ? b->throughput : "-");
@@ -737,41 +822,61 @@ int mm_fault_print_compare(FILE *out, const struct mm_fault_side *a, const struc
 			mm_fault_change(t->change, sizeof(t->change), strtod(a->throughput, NULL),
 					strtod(b->throughput, NULL));
 	}
-	add_count(l, &n, src.totals ? "faults" : "faults (user, sampled)",
-		  row_faults(&rows[0], &src), row_faults(&rows[1], &src));
+	add_count(&c, src.totals ? "faults" : "faults (user, sampled)", row_faults(&rows[0], &src),
+		  row_faults(&rows[1], &src));
 	if (src.totals)
-		add_count(l, &n, "major faults", x->majflt, y->majflt);
-	add_count(l, &n, "mmap_lock fallbacks", row_fallbacks(&rows[0], &src),
+		add_count_of(&c, "major faults", x->majflt, y->majflt,
+			     (const bool[]){sa.totals, sb.totals}, exact);
+	add_count(&c, "mmap_lock fallbacks", row_fallbacks(&rows[0], &src),
 		  row_fallbacks(&rows[1], &src));
-	add_real(l, &n, "fallback share %",
+	add_real(&c, "fallback share %",
 		 100.0 * ratio((double)row_fallbacks(&rows[0], &src),
 			       (double)row_faults(&rows[0], &src)),
 		 100.0 * ratio((double)row_fallbacks(&rows[1], &src),
 			       (double)row_faults(&rows[1], &src)),
 		 "%.2f");
 	if (src.fallbacks)
-		add_count(l, &n, "fallbacks that waited", x->fallback_lock_waits,
-			  y->fallback_lock_waits);
+		add_count_of(&c, "fallbacks that waited", x->fallback_lock_waits,
+			     y->fallback_lock_waits, (const bool[]){sa.fallbacks, sb.fallbacks},
+			     exact);
 	if (a->lock_contended >= 0 || b->lock_contended >= 0 || src.lock)
-		add_count(l, &n, "mmap_lock contentions",
+		add_count(&c, "mmap_lock contentions",
 			  a->lock_contended >= 0 ? (uint64_t)a->lock_contended
 						 : x->mmap_lock_contended,
 			  b->lock_contended >= 0 ? (uint64_t)b->lock_contended
 						 : y->mmap_lock_contended);
 	if (src.lock) {
-		add_count(l, &n, "mmap_lock waits", x->mmap_lock_waits, y->mmap_lock_waits);
-		add_real(l, &n, "mmap_lock wait ms", (double)x->mmap_lock_wait_ns / 1e6,
-			 (double)y->mmap_lock_wait_ns / 1e6, "%.3f");
+		add_count_of(&c, "mmap_lock waits", x->mmap_lock_waits, y->mmap_lock_waits, lock,
+			     exact);
+		add_real_of(&c, c.rates ? "mmap_lock wait ms /s" : "mmap_lock wait ms",
+			    (double)x->mmap_lock_wait_ns / 1e6 / (c.rates ? c.secs[0] : 1),
+			    (double)y->mmap_lock_wait_ns / 1e6 / (c.rates ? c.secs[1] : 1), "%.3f",
+			    lock, exact);
 	}
 	if (src.split) {
-		add_count(l, &n, "vma", x->faults_vma, y->faults_vma);
-		add_count(l, &n, "vma_retry", x->faults_vma_retry, y->faults_vma_retry);
-		add_count(l, &n, "mmap_retry", x->faults_mmap_retry, y->faults_mmap_retry);
-		add_count(l, &n, "mmap_abort", x->faults_mmap_abort, y->faults_mmap_abort);
-		add_count(l, &n, "mmap_unknown", x->faults_mmap_unknown, y->faults_mmap_unknown);
-		add_real(l, &n, "fallback wait ms", (double)x->faults_mmap_lock_wait_ns / 1e6,
-			 (double)y->faults_mmap_lock_wait_ns / 1e6, "%.3f");
+		add_count_of(&c, "vma", x->faults_vma, y->faults_vma, split, est);
+		add_count_of(&c, "vma_retry", x->faults_vma_retry, y->faults_vma_retry, split, est);
+		add_count_of(&c, "mmap_retry", x->faults_mmap_retry, y->faults_mmap_retry, split,
+			     est);
+		add_count_of(&c, "mmap_abort", x->faults_mmap_abort, y->faults_mmap_abort, split,
+			     est);
+		add_count_of(&c, "mmap_unknown", x->faults_mmap_unknown, y->faults_mmap_unknown,
+			     split, est);
+		if (src.fbwait)
+			add_real_of(&c, c.rates ? "fallback wait ms /s" : "fallback wait ms",
+				    (double)x->faults_mmap_lock_wait_ns / 1e6 /
+					    (c.rates ? c.secs[0] : 1),
+				    (double)y->faults_mmap_lock_wait_ns / 1e6 /
+					    (c.rates ? c.secs[1] : 1),
+				    "%.3f", fbwait, exact);
 	}
-	add_count(l, &n, "processes", a->sum.processes, b->sum.processes);
-	return print_cmp_lines(out, l, n, a->label, b->label);
+	{
+		struct cmp_line *p = &c.l[c.n++];
+		snprintf(p->metric, sizeof(p->metric), "processes");
+		mm_fault_thousands(p->a, sizeof(p->a), a->sum.processes);
+		mm_fault_thousands(p->b, sizeof(p->b), b->sum.processes);
+		mm_fault_change(p->change, sizeof(p->change), (double)a->sum.processes,
+				(double)b->sum.processes);
+	}
+	return print_cmp_lines(out, c.l, c.n, a->label, b->label);
 }

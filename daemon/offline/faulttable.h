@@ -83,13 +83,17 @@ struct mm_fault_side {
 	struct mm_fault_row sum;
 	int64_t lock_contended;
 	const char *throughput; /* as the user gave it (a number), NULL when not given */
+	double seconds;		/* the time its windows cover (0: unknown) */
 };
 
 /* Prints the comparison of @a and @b: one grid row per metric their data has (throughput when
  * given, faults, major, fallbacks, fallback share, fallback waits, mmap_lock contentions, waits,
  * the split), each with both values and the change from a to b in percent ("+31.3%", "-97.9%",
- * "n/a" from 0). Returns 0 or -EIO. */
-int mm_fault_print_compare(FILE *out, const struct mm_fault_side *a, const struct mm_fault_side *b);
+ * "n/a" from 0). Counts are per second of each side's seconds when both are known, unless
+ * @totals; a figure one side did not collect reads "not collected" there (no change), an
+ * estimated one "~N"; '#' lines above the grid say what differs. Returns 0 or -EIO. */
+int mm_fault_print_compare(FILE *out, const struct mm_fault_side *a, const struct mm_fault_side *b,
+			   bool totals);
 
 /* The change from @a to @b as the seeds print it: "+6.3%", "-97.9%", "0.0%", "n/a" when @a is 0
  * and @b is not, "" when both are 0. */

@@ -64,6 +64,10 @@ static const char usage[] =
 	"  --compare A B    A and B side by side with the change in percent; each is a\n"
 	"                   database file, or a range SINCE..UNTIL of the --db database\n"
 	"                   (either end may be empty: '2h..1h', '1h..')\n"
+	"                   counts per second of each side's windows (ranges of different\n"
+	"                   lengths compare); figures one side did not collect read 'not\n"
+	"                   collected', estimates '~N'\n"
+	"  --totals         with --compare: the sums instead of the rates\n"
 	"  --labels L1,L2   column titles of the comparison (default: the file names or ranges)\n"
 	"  --throughput X,Y a throughput you measured for A and B, compared as well\n"
 	"  --locks          the lock contention table (perf lock contention's columns:\n"
@@ -127,7 +131,7 @@ static unsigned term_width(void)
 struct args {
 	const char *db, *since, *until, *cgroup, *comm, *labels, *throughput;
 	const char *cmp[2];
-	bool locks, seed, detail, json, wide, top_given;
+	bool locks, seed, detail, json, wide, top_given, totals;
 	unsigned long pid, top;
 	struct mm_fault_opts fo;
 	double now, since_s, until_s;
@@ -314,6 +318,7 @@ static int load_side(const struct args *a, const char *spec, struct mm_fault_sid
 		if (!strcmp(locks[i].lock, "mmap_lock") &&
 		    (!a->comm || !strcmp(locks[i].comm, a->comm)))
 			side->lock_contended += (int64_t)locks[i].contended;
+	side->seconds = rg.windows && rg.last_s > rg.first_s ? rg.last_s - rg.first_s : 0;
 	describe(what, whatlen, db, &rg);
 	free(rows);
 	free(locks);
@@ -367,7 +372,7 @@ static int report_compare(const struct args *a)
 		       a->cgroup ? " cgroup " : "", a->cgroup ? a->cgroup : "",
 		       a->pid ? " pid " : "", a->pid ? "(given)" : "");
 	printf("#\n");
-	int r = mm_fault_print_compare(stdout, &side[0], &side[1]);
+	int r = mm_fault_print_compare(stdout, &side[0], &side[1], a->totals);
 	return r < 0 || fflush(stdout) != 0 ? 1 : 0;
 }
 
@@ -426,6 +431,7 @@ static int parse_args(int argc, char **argv, struct args *a)
 		{"detail", 0, false, NULL, .set = &a->detail},
 		{"json", 0, false, NULL, .set = &a->json},
 		{"wide", 0, false, NULL, .set = &a->wide},
+		{"totals", 0, false, NULL, .set = &a->totals},
 		{"units", 0, false, NULL, .set = &a->fo.by_cgroup},
 		{"db", 0, true, NULL, .value = &a->db},
 		{"since", 0, true, NULL, .value = &a->since},

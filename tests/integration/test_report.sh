@@ -2,8 +2,8 @@
 # test_report.sh: `mmlockd report` on real databases, without root. The kernel lab's recordings of
 # the same filemap workload on a vanilla and on a patched 6.12 (tests/data/lab-*-filemap-t8.rec.xz)
 # are replayed into two databases, and into one database one after the other. Checks:
-#   1. --compare of the two databases prints both sides, labelled, with each value equal to the
-#      database's own sums (sqlite3 on process_stats) and the change in percent computed from
+#   1. --compare --totals of the two databases prints both sides, labelled, with each value equal
+#      to the database's own sums (sqlite3 on process_stats) and the change in percent computed from
 #      them; the throughput given is compared too; every line under the comments is the grid;
 #   2. --compare of two ranges of the one database gives the same table, and two ranges that meet
 #      inside a window count that window once (their faults add up to the whole);
@@ -66,7 +66,7 @@ check_grid() { # FILE WHAT
 	if [ "$(sed '/^#/d' "$f" | grep -cv '^[+|]')" != 0 ]; then fail "$what: a line outside the grid"; fi
 }
 
-"$MMLOCKD" report --compare "$TMP/vanilla.db" "$TMP/patched.db" --labels Vanilla,Patched \
+"$MMLOCKD" report --compare "$TMP/vanilla.db" "$TMP/patched.db" --labels Vanilla,Patched --totals \
 	--throughput 1069.34,1404.47 >"$TMP/cmp.txt" 2>"$TMP/cmp.err" || fail "--compare exited $?: $(cat "$TMP/cmp.err")"
 cat "$TMP/cmp.txt"
 if grep -q '^# Vanilla: .*vanilla.db, .*kernel 6.12' "$TMP/cmp.txt" && grep -q '^# Patched: .*patched.db' "$TMP/cmp.txt" &&
@@ -80,7 +80,7 @@ check_grid "$TMP/cmp.txt" "--compare of two databases"
 
 # The patched run's windows start after the vanilla run's last one ends.
 t1=$(sql "$TMP/vanilla.db" "SELECT max(ts_end) FROM windows")
-"$MMLOCKD" report --db "$TMP/both.db" --compare "..$t1" "$t1.." --labels Vanilla,Patched >"$TMP/cmp2.txt" 2>&1 ||
+"$MMLOCKD" report --db "$TMP/both.db" --compare "..$t1" "$t1.." --labels Vanilla,Patched --totals >"$TMP/cmp2.txt" 2>&1 ||
 	fail "--compare of two ranges exited $?: $(tail -n 2 "$TMP/cmp2.txt")"
 check_grid "$TMP/cmp2.txt" "--compare of two ranges of one database"
 
@@ -89,7 +89,7 @@ check_grid "$TMP/cmp2.txt" "--compare of two ranges of one database"
 # windows may be empty: the lab's of 2026-12-01 start faulting in their third).
 mid=$(sql "$TMP/both.db" "SELECT (ts_start + ts_end) / 2 FROM windows w WHERE (SELECT sum(faults)
 	FROM process_windows p WHERE p.window_id = w.id) > 0 ORDER BY ts_end LIMIT 1 OFFSET 1")
-"$MMLOCKD" report --db "$TMP/both.db" --compare "..$mid" "$mid.." >"$TMP/cmp3.txt" 2>&1
+"$MMLOCKD" report --db "$TMP/both.db" --compare "..$mid" "$mid.." --totals >"$TMP/cmp3.txt" 2>&1
 IFS='|' read -r fa fb _ <<<"$(grid_row "$TMP/cmp3.txt" "faults (user, sampled)" | tr -d ,)"
 total=$(sql "$TMP/both.db" "SELECT sum(faults) FROM process_stats")
 if [ -n "$fa" ] && [ "$fa" -gt 0 ] && [ "$fb" -gt 0 ] && [ $((fa + fb)) = "$total" ]; then
@@ -123,6 +123,17 @@ bad() { # EXPECTED_STATUS ARGS...
 	[ "$rc" = "$want" ] && [ -s "$TMP/bad.out" ] || { fail "report $* exited $rc (want $want)"; return; }
 	pass "report $* -> $rc: $(head -n 1 "$TMP/bad.out")"
 }
+# Without --totals the counts are per second of each side's windows.
+"$MMLOCKD" report --compare "$TMP/vanilla.db" "$TMP/patched.db" >"$TMP/rate.txt" 2>&1
+secs=$(sql "$TMP/vanilla.db" "SELECT max(ts_end) - min(ts_start) FROM windows")
+want=$(python3 -c "import sys; v = $(sql "$TMP/vanilla.db" "SELECT sum(faults) FROM process_stats") / $secs
+print(('%.0f' if v >= 100 else '%.2f') % v)")
+got=$(grid_row "$TMP/rate.txt" "faults (user, sampled) /s" | cut -d'|' -f1)
+if grep -q '^# counts per second of each side' "$TMP/rate.txt" && [ "$got" = "$want" ]; then
+	pass "--compare per second: faults /s $got over $secs s, as the database gives"
+else
+	fail "--compare per second: faults /s '$got', the database gives '$want' over $secs s"
+fi
 # A table for a person: 20 lines by default, as wide as $COLUMNS (the split's detail left out,
 # and said so); --wide and pipes of CSV keep everything.
 COLUMNS=80 "$MMLOCKD" report --db "$TMP/both.db" >"$TMP/table.txt" 2>&1

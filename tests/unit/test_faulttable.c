@@ -22,6 +22,17 @@ static struct mm_fault_row row(int32_t pid, const char *comm, const char *cgroup
 	return r;
 }
 
+/* The comparison grid of @a and @b (@totals: sums, not rates) as a malloc'ed string. */
+static char *compare(const struct mm_fault_side *a, const struct mm_fault_side *b, bool totals)
+{
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+	CHECK(mm_fault_print_compare(f, a, b, totals) == 0);
+	fclose(f);
+	return text;
+}
+
 /* Prints @rows with @opts into a malloc'ed string. */
 static char *print(struct mm_fault_row *rows, size_t n, const struct mm_fault_opts *opts,
 		   const char *comment)
@@ -261,11 +272,7 @@ static void test_compare_grid_has_both_sides_and_the_change(void)
 		.label = "Patched", .lock_contended = 68490, .throughput = "1404.47"};
 	a.sum = row(0, "", "", 1000, 200);
 	b.sum = row(0, "", "", 1000, 4);
-	char *text = NULL;
-	size_t len = 0;
-	FILE *f = open_memstream(&text, &len);
-	CHECK(mm_fault_print_compare(f, &a, &b) == 0);
-	fclose(f);
+	char *text = compare(&a, &b, false);
 
 	CHECK_CONTAINS(text, "|        metric         |  Vanilla  | Patched | change |\n");
 	CHECK_CONTAINS(text, "| throughput            |  1069.34  | 1404.47 | +31.3% |\n");
@@ -279,8 +286,37 @@ static void test_compare_grid_has_both_sides_and_the_change(void)
 	free(text);
 }
 
+/* Sides of different lengths compare per second; a figure one side did not collect reads "not
+ * collected" there, never 0, and an estimated one "~N"; the lines above the grid say so. */
+static void test_compare_normalises_and_marks_unknown_and_estimates(void)
+{
+	struct mm_fault_side a = {.label = "A", .lock_contended = -1, .seconds = 100};
+	struct mm_fault_side b = {.label = "B", .lock_contended = -1, .seconds = 50};
+	a.sum = row(0, "", "", 10000, 200);
+	b.sum = row(0, "", "", 10000, 100);
+	a.sum.sum.faults_vma = 9800;
+	a.sum.sum.faults_mmap_abort = 200;
+	a.sum.sum.faults_mmap_fallback = 200;
+	a.sum.sum.split_estimated = 4;
+	char *text = compare(&a, &b, false);
+
+	CHECK_CONTAINS(text, "# the fault split (faults collector): only A collected it");
+	CHECK(!strstr(text, "exact in B"));
+	CHECK_CONTAINS(text, "# counts per second of each side (100 s and 50 s)");
+	CHECK_CONTAINS(text, "| faults /s                |  100   |      200      | +100.0% |\n");
+	CHECK_CONTAINS(text, "| mmap_abort /s            | ~2.00  | not collected |         |\n");
+	free(text);
+
+	text = compare(&a, &b, true);
+	CHECK_CONTAINS(text, "| faults ");
+	CHECK_CONTAINS(text, "10,000");
+	CHECK(!strstr(text, "/s "));
+	free(text);
+}
+
 int main(void)
 {
+	RUN(test_compare_normalises_and_marks_unknown_and_estimates);
 	RUN(test_default_collectors_show_faults_major_fallbacks_waits_only);
 	RUN(test_opt_in_data_shows_the_split_and_sampled_faults);
 	RUN(test_estimated_split_reads_as_estimate_with_error_and_coverage);
