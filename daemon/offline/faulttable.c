@@ -773,8 +773,72 @@ static int print_cmp_lines(FILE *out, const struct cmp_line *l, size_t n, const 
 	return ferror(out) ? -EIO : 0;
 }
 
+/* The comparison for programs: CSV (metric, the two labels, change; the cells as the grid has
+ * them, "~N" and "not collected" included) or JSON ({"a": label, "b": label, "notes": [...],
+ * "rows": [{"metric", "a", "b", "change"}]}). */
+static int print_compare_data(FILE *out, const struct cmp *c, const char *la, const char *lb,
+			      char (*notes)[200], size_t nn, enum mm_fault_format format,
+			      const char *sep)
+{
+	if (format == MM_FAULT_CSV) {
+		const char *head[4] = {"metric", la, lb, "change"};
+		for (int k = 0; k < 4; k++) {
+			if (k)
+				fputs(sep, out);
+			put_csv(out, head[k], sep);
+		}
+		fputc('\n', out);
+		for (size_t i = 0; i < c->n; i++) {
+			const char *v[4] = {c->l[i].metric, c->l[i].a, c->l[i].b, c->l[i].change};
+			for (int k = 0; k < 4; k++) {
+				if (k)
+					fputs(sep, out);
+				put_csv(out, v[k], sep);
+			}
+			fputc('\n', out);
+		}
+		return ferror(out) ? -EIO : 0;
+	}
+	struct mm_buf b = MM_BUF_INIT;
+	mm_buf_puts(&b, "{");
+	mm_buf_json_key(&b, "a");
+	mm_buf_json_str(&b, la);
+	mm_buf_puts(&b, ", ");
+	mm_buf_json_key(&b, "b");
+	mm_buf_json_str(&b, lb);
+	mm_buf_puts(&b, ", ");
+	mm_buf_json_key(&b, "notes");
+	mm_buf_puts(&b, "[");
+	for (size_t i = 0; i < nn; i++) {
+		if (i)
+			mm_buf_puts(&b, ", ");
+		mm_buf_json_str(&b, notes[i]);
+	}
+	mm_buf_puts(&b, "],\n ");
+	mm_buf_json_key(&b, "rows");
+	mm_buf_puts(&b, "[");
+	for (size_t i = 0; i < c->n; i++) {
+		const char *k[4] = {"metric", "a", "b", "change"};
+		const char *v[4] = {c->l[i].metric, c->l[i].a, c->l[i].b, c->l[i].change};
+		mm_buf_puts(&b, i ? ",\n  {" : "\n  {");
+		for (int j = 0; j < 4; j++) {
+			if (j)
+				mm_buf_puts(&b, ", ");
+			mm_buf_json_key(&b, k[j]);
+			mm_buf_json_str(&b, v[j]);
+		}
+		mm_buf_puts(&b, "}");
+	}
+	mm_buf_puts(&b, "]}\n");
+	int r = mm_buf_failed(&b) ? -ENOMEM : 0;
+	if (!r)
+		fputs(b.data, out);
+	mm_buf_free(&b);
+	return r < 0 ? r : ferror(out) ? -EIO : 0;
+}
+
 int mm_fault_print_compare(FILE *out, const struct mm_fault_side *a, const struct mm_fault_side *b,
-			   bool totals)
+			   bool totals, enum mm_fault_format format, const char *sep)
 {
 	struct mm_fault_row rows[2] = {a->sum, b->sum};
 	struct sources src = find_sources(rows, 2), sa = find_sources(&rows[0], 1),
@@ -786,7 +850,9 @@ int mm_fault_print_compare(FILE *out, const struct mm_fault_side *a, const struc
 	const bool est[2] = {x->split_estimated > 0, y->split_estimated > 0}, exact[2] = {0, 0};
 
 	c.rates = !totals && a->seconds > 0 && b->seconds > 0;
-	/* What differs between the sides, said above the grid. */
+	/* What differs between the sides, said above the grid (JSON: "notes"). */
+	char notes[8][200];
+	size_t nn = 0;
 	const char *differ[][2] = {{"totals", "the kernel's fault counts (totals)"},
 				   {"fallbacks", "fallbacks (fallbacks collector)"},
 				   {"split", "the fault split (faults collector)"},
@@ -797,19 +863,21 @@ int mm_fault_print_compare(FILE *out, const struct mm_fault_side *a, const struc
 			       {sa.lock, sb.lock}};
 	for (size_t k = 0; k < sizeof(has) / sizeof(has[0]); k++)
 		if (has[k][0] != has[k][1])
-			fprintf(out,
-				"# %s: only %s collected it; the other reads 'not collected'\n",
-				differ[k][1], has[k][0] ? a->label : b->label);
+			snprintf(notes[nn++], sizeof(notes[0]),
+				 "%s: only %s collected it; the other reads 'not collected'",
+				 differ[k][1], has[k][0] ? a->label : b->label);
 	if (est[0] != est[1] && sa.split && sb.split)
-		fprintf(out, "# the split is estimated (bursts) in %s, exact in %s\n",
-			est[0] ? a->label : b->label, est[0] ? b->label : a->label);
+		snprintf(notes[nn++], sizeof(notes[0]),
+			 "the split is estimated (bursts) in %s, exact in %s",
+			 est[0] ? a->label : b->label, est[0] ? b->label : a->label);
 	if (est[0] || est[1])
-		fprintf(out, "# ~: estimated from bursts of the fault split (report's split_err "
-			     "and not_sampled give the error and what no burst covered)\n");
+		snprintf(notes[nn++], sizeof(notes[0]),
+			 "~: estimated from bursts of the fault split (report's split_err and "
+			 "not_sampled give the error and what no burst covered)");
 	if (c.rates)
-		fprintf(out,
-			"# counts per second of each side (%.0f s and %.0f s); --totals for "
-			"the sums\n#\n",
+		snprintf(
+			notes[nn++], sizeof(notes[0]),
+			"counts per second of each side (%.0f s and %.0f s); --totals for the sums",
 			a->seconds, b->seconds);
 
 	if (a->throughput || b->throughput) {
@@ -878,5 +946,11 @@ int mm_fault_print_compare(FILE *out, const struct mm_fault_side *a, const struc
 		mm_fault_change(p->change, sizeof(p->change), (double)a->sum.processes,
 				(double)b->sum.processes);
 	}
+	if (format == MM_FAULT_CSV || format == MM_FAULT_JSON)
+		return print_compare_data(out, &c, a->label, b->label, notes, nn, format, sep);
+	for (size_t i = 0; i < nn; i++)
+		fprintf(out, "# %s\n", notes[i]);
+	if (nn)
+		fputs("#\n", out);
 	return print_cmp_lines(out, c.l, c.n, a->label, b->label);
 }

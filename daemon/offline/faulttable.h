@@ -91,9 +91,10 @@ struct mm_fault_side {
  * the split), each with both values and the change from a to b in percent ("+31.3%", "-97.9%",
  * "n/a" from 0). Counts are per second of each side's seconds when both are known, unless
  * @totals; a figure one side did not collect reads "not collected" there (no change), an
- * estimated one "~N"; '#' lines above the grid say what differs. Returns 0 or -EIO. */
+ * estimated one "~N"; '#' lines above the grid say what differs. @format CSV (with @sep) or
+ * JSON gives the same cells and notes for programs. Returns 0 or -EIO. */
 int mm_fault_print_compare(FILE *out, const struct mm_fault_side *a, const struct mm_fault_side *b,
-			   bool totals);
+			   bool totals, enum mm_fault_format format, const char *sep);
 
 /* The change from @a to @b as the seeds print it: "+6.3%", "-97.9%", "0.0%", "n/a" when @a is 0
  * and @b is not, "" when both are 0. */

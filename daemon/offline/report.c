@@ -19,6 +19,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "api.h"
+#include "buf.h"
 #include "cmdline.h"
 #include "config.h"
 #include "faulttable.h"
@@ -60,7 +62,8 @@ static const char usage[] =
 	"                   wait_ms avg_wait_us comm cgroup (default: faults)\n"
 	"  -x, --field-separator SEP\n"
 	"                   CSV: a header line of column keys, fields separated by SEP\n"
-	"  --json           a JSON array of rows keyed by column\n"
+	"  --json           a JSON array of rows keyed by column (--compare: the grid's\n"
+	"                   cells and notes; --locks: the rows of GET /api/v1/locks)\n"
 	"  --compare A B    A and B side by side with the change in percent; each is a\n"
 	"                   database file, or a range SINCE..UNTIL of the --db database\n"
 	"                   (either end may be empty: '2h..1h', '1h..')\n"
@@ -211,6 +214,21 @@ static int report_locks(const struct args *a)
 		fprintf(stderr,
 			"mmlockd report: no lock contention stored in %s for that range%s\n", a->db,
 			a->pid || a->cgroup || a->comm ? " and filter" : "");
+	if (a->fo.format == MM_FAULT_JSON) {
+		/* The rows as GET /api/v1/locks gives them: every field of the table and more. */
+		struct mm_buf b = MM_BUF_INIT;
+		n = a->detail ? n : mm_lock_rows_merge(rows, n, true);
+		if (a->top && n > a->top)
+			n = a->top;
+		mm_api_locks(rows, n, &b);
+		mm_buf_puts(&b, "\n");
+		r = mm_buf_failed(&b) ? -ENOMEM : 0;
+		if (!r)
+			fputs(b.data, stdout);
+		mm_buf_free(&b);
+		free(rows);
+		return r < 0 || fflush(stdout) != 0 ? 1 : 0;
+	}
 	if (a->detail) {
 		if (a->top && n > a->top)
 			n = a->top;
@@ -365,14 +383,17 @@ static int report_compare(const struct args *a)
 			return 1;
 		side[k].label = l[k] ? l[k] : label[k];
 		side[k].throughput = t[k];
-		printf("# %s: %s\n", side[k].label, what[k]);
+		if (a->fo.format == MM_FAULT_TABLE)
+			printf("# %s: %s\n", side[k].label, what[k]);
 	}
-	if (a->pid || a->cgroup || a->comm)
+	if (a->fo.format == MM_FAULT_TABLE && (a->pid || a->cgroup || a->comm))
 		printf("# only%s%s%s%s%s%s\n", a->comm ? " comm " : "", a->comm ? a->comm : "",
 		       a->cgroup ? " cgroup " : "", a->cgroup ? a->cgroup : "",
 		       a->pid ? " pid " : "", a->pid ? "(given)" : "");
-	printf("#\n");
-	int r = mm_fault_print_compare(stdout, &side[0], &side[1], a->totals);
+	if (a->fo.format == MM_FAULT_TABLE)
+		printf("#\n");
+	int r = mm_fault_print_compare(stdout, &side[0], &side[1], a->totals, a->fo.format,
+				       a->fo.sep ? a->fo.sep : ",");
 	return r < 0 || fflush(stdout) != 0 ? 1 : 0;
 }
 
@@ -480,6 +501,12 @@ static int parse_args(int argc, char **argv, struct args *a)
 	if (a->locks + !!a->cmp[0] + a->fo.by_cgroup > 1) {
 		fprintf(stderr,
 			"mmlockd report: --locks, --compare and --units exclude each other\n");
+		return -EINVAL;
+	}
+	if (a->locks && a->fo.format == MM_FAULT_CSV) {
+		fprintf(stderr,
+			"mmlockd report: --locks has --json (the rows of GET /api/v1/locks), "
+			"not -x\n");
 		return -EINVAL;
 	}
 	if ((a->seed || a->detail) && !a->locks) {

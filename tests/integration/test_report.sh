@@ -9,7 +9,8 @@
 #      inside a window count that window once (their faults add up to the whole);
 #   3. the per-process table, -x CSV and --json agree with process_stats; --sort, --top, --comm;
 #   4. a table keeps to 20 lines and $COLUMNS (--wide: all columns), --sort takes header labels,
-#      --locks honours --comm;
+#      --locks honours --comm; --compare is per second unless --totals; --compare --json/-x and
+#      --locks --json;
 #   5. bad input: a bad range or sort key exits 2 with one line saying why, a missing database
 #      exits 1.
 # Usage: test_report.sh MMLOCKD DATA_DIR. Exit 77 without the recordings or xz.
@@ -134,6 +135,23 @@ if grep -q '^# counts per second of each side' "$TMP/rate.txt" && [ "$got" = "$w
 else
 	fail "--compare per second: faults /s '$got', the database gives '$want' over $secs s"
 fi
+# --json and -x for --compare and --locks: the grid's cells and notes, the lock rows.
+"$MMLOCKD" report --compare "$TMP/vanilla.db" "$TMP/patched.db" --json >"$TMP/cmp.json" 2>&1
+"$MMLOCKD" report --db "$TMP/both.db" --locks --json >"$TMP/locks.json" 2>/dev/null
+if python3 - "$TMP/cmp.json" "$TMP/locks.json" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1]))
+assert c["a"] == "vanilla" and c["b"] == "patched", c
+assert any(n.startswith("counts per second") for n in c["notes"]), c["notes"]
+assert any(r["metric"] == "mmap_lock fallbacks /s" for r in c["rows"]), c["rows"]
+locks = json.load(open(sys.argv[2]))
+assert isinstance(locks, list) and locks and "total_wait_ns" in locks[0], locks[:1]
+PY
+then pass "--compare --json and --locks --json: the grid's rows and notes, the lock rows"
+else fail "--compare --json / --locks --json: $(head -c 300 "$TMP/cmp.json")"; fi
+"$MMLOCKD" report --compare "$TMP/vanilla.db" "$TMP/patched.db" -x ';' >"$TMP/cmp.csv" 2>&1
+[ "$(head -n 1 "$TMP/cmp.csv")" = "metric;vanilla;patched;change" ] && ! grep -q '^[#+|]' "$TMP/cmp.csv" &&
+	pass "--compare -x ';': $(sed -n 2p "$TMP/cmp.csv")" || fail "--compare -x: $(head -n 3 "$TMP/cmp.csv")"
 # A table for a person: 20 lines by default, as wide as $COLUMNS (the split's detail left out,
 # and said so); --wide and pipes of CSV keep everything.
 COLUMNS=80 "$MMLOCKD" report --db "$TMP/both.db" >"$TMP/table.txt" 2>&1

@@ -28,7 +28,7 @@ static char *compare(const struct mm_fault_side *a, const struct mm_fault_side *
 	char *text = NULL;
 	size_t len = 0;
 	FILE *f = open_memstream(&text, &len);
-	CHECK(mm_fault_print_compare(f, a, b, totals) == 0);
+	CHECK(mm_fault_print_compare(f, a, b, totals, MM_FAULT_TABLE, NULL) == 0);
 	fclose(f);
 	return text;
 }
@@ -292,6 +292,7 @@ static void test_compare_normalises_and_marks_unknown_and_estimates(void)
 {
 	struct mm_fault_side a = {.label = "A", .lock_contended = -1, .seconds = 100};
 	struct mm_fault_side b = {.label = "B", .lock_contended = -1, .seconds = 50};
+	size_t len = 0;
 	a.sum = row(0, "", "", 10000, 200);
 	b.sum = row(0, "", "", 10000, 100);
 	a.sum.sum.faults_vma = 9800;
@@ -307,6 +308,14 @@ static void test_compare_normalises_and_marks_unknown_and_estimates(void)
 	CHECK_CONTAINS(text, "| mmap_abort /s            | ~2.00  | not collected |         |\n");
 	free(text);
 
+	FILE *f = open_memstream(&text, &len);
+	CHECK(mm_fault_print_compare(f, &a, &b, false, MM_FAULT_JSON, NULL) == 0);
+	fclose(f);
+	CHECK_CONTAINS(text, "{\"a\":\"A\", \"b\":\"B\", \"notes\":[\"the fault split (faults "
+			     "collector): only A");
+	CHECK_CONTAINS(text, "{\"metric\":\"mmap_abort /s\", \"a\":\"~2.00\", \"b\":\"not "
+			     "collected\", \"change\":\"\"}");
+	free(text);
 	text = compare(&a, &b, true);
 	CHECK_CONTAINS(text, "| faults ");
 	CHECK_CONTAINS(text, "10,000");
