@@ -785,7 +785,7 @@ static const char usage[] =
 	       "                                       how many found it taken (filtered\n"
 	       "                                       read-lock events)\n"
 	       "                            vmstat     system-wide /proc/vmstat fault counters\n"
-	       "                          Opt-in, per-event and costly (README, Benchmarks):\n"
+	       "                          Opt-in, per-event and costly (docs/cost.md):\n"
 	       "                            faults     every user fault's outcome (vma,\n"
 	       "                                       vma_retry, mmap_retry, mmap_abort, ...);\n"
 	       "                                       on the defaults in bursts, see\n"

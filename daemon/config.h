@@ -55,8 +55,8 @@ struct mm_config {
 				   to the perf rings */
 };
 
-/* The default burst share: 2% of each window (README "The split in the default": the cost on
- * the benchmark workloads stays within 2%). */
+/* The default burst share: 2% of each window (docs/accuracy.md, "The split in the default": the
+ * cost on the benchmark workloads stays within 2%). */
 #define MM_SPLIT_DUTY_DEFAULT_PM 20
 
 enum mm_command {

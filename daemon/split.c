@@ -9,7 +9,7 @@
  * exact total and the estimated fallbacks are the exact ones. (A first version applied the vma
  * share of all classified faults to minflt + majflt: a process whose bursts saw no fallback got
  * vma = every fault, next to its exact fallbacks.) A fallback retried under mmap_lock counts twice
- * in fallback_locks and once in the classification: the estimate inherits that (README).
+ * in fallback_locks and once in the classification: the estimate inherits that (docs/accuracy.md).
  */
 #include "split.h"
 
@@ -189,7 +189,7 @@ void mm_split_estimate(struct mm_proc_stats *ps, const struct mm_split_acc *acc,
 		ps->faults_mmap_unknown = ps->faults_mmap_fallback = 0;
 	if (!counted || (!classified[0] && !classified[1]))
 		return; /* nothing to estimate, or nothing to estimate it from */
-	/* The exact fallbacks, and the faults that did not fall back (the README's "completed
+	/* The exact fallbacks, and the faults that did not fall back (docs/accuracy.md's "completed
 	 * under the per-VMA lock"). */
 	uint64_t all = ps->minflt + ps->majflt, fb = ps->fallback_locks;
 	uint64_t total[2] = {all > fb ? all - fb : 0, fb};

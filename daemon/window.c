@@ -57,8 +57,8 @@ static void split_status(const struct mm_host *h, struct mm_snapshot *s)
 		s->split.slot_ms = h->split.slot_ms;
 		snprintf(s->split.why, sizeof(s->split.why),
 			 "split_duty %u.%u%%: classifying every fault on the %s source costs "
-			 "the workload more than the default may (README, \"The split in the "
-			 "default\"), so it runs %llu ms of every %llu ms and the outcome "
+			 "the workload more than the default may (docs/accuracy.md, \"The split "
+			 "in the default\"), so it runs %llu ms of every %llu ms and the outcome "
 			 "counts are estimates",
 			 h->split_duty_pm / 10, h->split_duty_pm % 10, sl->source,
 			 (unsigned long long)h->split.burst_ms,

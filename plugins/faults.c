@@ -24,10 +24,10 @@
  *                retried leave no event (on 6.12 a first touch of an anonymous VMA retries
  *                without any), so this is not guessed to be an abort or a retry. An earlier
  *                rule (a fallback within 20 us is an abort) was wrong: the kernel lab counted
- *                zero vma_lock_abort where it saw thousands (see README, "Classifying faults")
- * Extra fallback acquisitions in one window are retries under mmap_lock; the wait of fallbacks
- * (start_locking -> acquire_returned) is their cost; a page added to the page cache twice in one
- * window (filemap:mm_filemap_add_to_page_cache) is I/O that a retry repeated.
+ *                zero vma_lock_abort where it saw thousands (see docs/accuracy.md, "Classifying
+ * faults") Extra fallback acquisitions in one window are retries under mmap_lock; the wait of
+ * fallbacks (start_locking -> acquire_returned) is their cost; a page added to the page cache twice
+ * in one window (filemap:mm_filemap_add_to_page_cache) is I/O that a retry repeated.
  *
  * Every successful acquisition is also counted by source (mmap_lock_by_*): its callchain is
  * walked innermost first and the first frame naming a known entry point decides. Callchains are
