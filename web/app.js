@@ -451,7 +451,7 @@ function notSampled(ss) {
 }
 
 /* Where the fault split ran in bursts (the default) its figures are estimates: says so, with the
- * sample they come from, a 95% interval per outcome, and the faults no burst covered (README,
+ * sample they come from, a 95% interval per outcome, and the faults no burst covered (docs/accuracy.md,
  * "The split in the default"). */
 function splitNote(t) {
 	const ss = splitState(t);
