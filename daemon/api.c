@@ -209,6 +209,7 @@ void mm_api_status(const struct mm_snapshot *s, struct mm_buf *out)
 		    put_global);
 	put_u64(&o, "windows_stored", s->windows_stored);
 	put_u64(&o, "store_errors", s->store_errors);
+	put_u64(&o, "windows_lost", s->windows_lost);
 	put_u64(&o, "processes_tracked", s->procs_tracked);
 	mm_buf_puts(out, "}");
 }

@@ -218,8 +218,9 @@ void mm_host_set_interval(struct mm_host *h, unsigned interval_s, uint64_t now_m
 /* How many cgroups get their own /metrics series (config cgroup_top; see cgtable.h). */
 void mm_host_set_cgroup_top(struct mm_host *h, unsigned cgroup_top);
 
-/* Store progress shown in snapshots. */
-void mm_host_set_store_stats(struct mm_host *h, uint64_t windows_stored, uint64_t store_errors);
+/* Store progress shown in snapshots: windows stored, failed attempts, windows never stored. */
+void mm_host_set_store_stats(struct mm_host *h, uint64_t windows_stored, uint64_t store_errors,
+			     uint64_t windows_lost);
 
 /* Sets the wall-clock offset of the window clock and of processes with unknown start:
  * wall_ms = mono_ns/1e6 + offset. */

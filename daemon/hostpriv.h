@@ -81,7 +81,7 @@ struct mm_host {
 	bool reading_burst;	       /* counter_fn called for a burst's end */
 	mm_host_counter_fn counter_fn; /* a source that counts in place of records */
 	void *counter_ctx;
-	uint64_t windows_stored, store_errors;
+	uint64_t windows_stored, store_errors, windows_lost;
 	char kernel[128];
 	const struct mm_symbols *syms;
 

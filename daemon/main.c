@@ -47,10 +47,10 @@ static uint64_t wall_ms(void)
 static void publish(struct daemon *d)
 {
 	struct mm_host *h = mm_live_host(d->live);
-	uint64_t stored = 0, errors = 0;
+	uint64_t stored = 0, errors = 0, lost = 0;
 
-	mm_writer_stats(d->writer, &stored, &errors);
-	mm_host_set_store_stats(h, stored, errors);
+	mm_writer_stats_lost(d->writer, &stored, &errors, &lost);
+	mm_host_set_store_stats(h, stored, errors, lost);
 	struct mm_snapshot *s = mm_host_snapshot(h, wall_ms());
 	if (s)
 		mm_snapshot_publish(s);

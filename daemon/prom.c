@@ -647,13 +647,21 @@ static void put_lock_callers(struct mm_buf *out, const struct mm_snapshot *s, un
 static void reserve_fixed(struct names *ns, struct mm_buf *out)
 {
 	static const char *const fixed[] = {
-		PREFIX "build_info",	     PREFIX "uptime_seconds",
-		PREFIX "processes_tracked",  PREFIX "windows_stored_total",
-		PREFIX "store_errors_total", PREFIX "collector_up",
-		PREFIX "events_total",	     PREFIX "events_lost_total",
-		PREFIX "tracepoint_up",	     PREFIX WAIT_HIST,
-		PROC_PREFIX WAIT_HIST,	     CG_PREFIX "processes",
-		PREFIX "collector_source",   PREFIX FAULT_LAT,
+		PREFIX "build_info",
+		PREFIX "uptime_seconds",
+		PREFIX "processes_tracked",
+		PREFIX "windows_stored_total",
+		PREFIX "store_errors_total",
+		PREFIX "windows_lost_total",
+		PREFIX "collector_up",
+		PREFIX "events_total",
+		PREFIX "events_lost_total",
+		PREFIX "tracepoint_up",
+		PREFIX WAIT_HIST,
+		PROC_PREFIX WAIT_HIST,
+		CG_PREFIX "processes",
+		PREFIX "collector_source",
+		PREFIX FAULT_LAT,
 	};
 	char name[NAME_MAX_LEN];
 
@@ -702,6 +710,11 @@ void mm_prom_format(const struct mm_snapshot *s, unsigned top_n, struct mm_buf *
 	put_simple(out, &written, PREFIX "store_errors_total",
 		   "Windows that could not be stored in the SQLite history.", "counter",
 		   s->store_errors);
+	put_simple(
+		out, &written, PREFIX "windows_lost_total",
+		"Windows never stored in the SQLite history: dropped from the writer's full queue "
+		"during an outage, or given up at stop.",
+		"counter", s->windows_lost);
 	put_collectors(out, s, &written);
 	put_events(out, s, &written);
 

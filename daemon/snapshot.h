@@ -133,6 +133,7 @@ struct mm_snapshot {
 
 	uint64_t windows_stored; /* windows committed to SQLite since start */
 	uint64_t store_errors;	 /* windows that failed to store */
+	uint64_t windows_lost;	 /* windows never stored (dropped in an outage, given up at stop) */
 	uint64_t procs_tracked;	 /* processes in the table now */
 
 	/* Lock contention (plugins/contention.c; empty without it): the window's rows, one per

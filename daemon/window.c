@@ -175,6 +175,7 @@ static struct mm_snapshot *build(struct mm_host *h, uint64_t now_ms, bool closin
 	snprintf(s->latency.why, sizeof(s->latency.why), "%s", h->latency_why);
 	s->windows_stored = h->windows_stored;
 	s->store_errors = h->store_errors;
+	s->windows_lost = h->windows_lost;
 	s->procs_tracked = mm_proctable_count(h->procs);
 	for (unsigned c = 0; c < h->nslots; c++) {
 		struct slot *sl = &h->slots[c];
@@ -322,10 +323,12 @@ static void split_catch_up(struct mm_host *h, uint64_t now_ms)
 	}
 }
 
-void mm_host_set_store_stats(struct mm_host *h, uint64_t windows_stored, uint64_t store_errors)
+void mm_host_set_store_stats(struct mm_host *h, uint64_t windows_stored, uint64_t store_errors,
+			     uint64_t windows_lost)
 {
 	h->windows_stored = windows_stored;
 	h->store_errors = store_errors;
+	h->windows_lost = windows_lost;
 }
 
 void mm_host_set_kernel(struct mm_host *h, const char *release)

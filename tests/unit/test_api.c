@@ -209,6 +209,7 @@ static struct mm_snapshot *snap(void)
 	strcpy(s->collectors[1].source, "procfs");
 	strcpy(s->collectors[1].source_note, "no \"BTF\"");
 	s->windows_stored = 8;
+	s->windows_lost = 3;
 	s->store_errors = 1;
 	s->procs_tracked = 2;
 	return s;
@@ -263,7 +264,8 @@ static void test_status_is_valid_json_with_all_sections(void)
 	CHECK_CONTAINS(t, "\"open\":false,\"error\":\"No such file or directory\"");
 	CHECK_CONTAINS(t, "\"globals\":[{\"family\":\"vmstat\",\"name\":\"pgfault\",\"window\":3,"
 			  "\"total\":30}]");
-	CHECK_CONTAINS(t, "\"windows_stored\":8,\"store_errors\":1,\"processes_tracked\":2}");
+	CHECK_CONTAINS(t, "\"windows_stored\":8,\"store_errors\":1,\"windows_lost\":3,\"processes_"
+			  "tracked\":2}");
 	free(t);
 	mm_snapshot_unref(s);
 }

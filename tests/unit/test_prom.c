@@ -285,6 +285,7 @@ static void test_globals_events_collectors_and_build_info_appear(void)
 	snap_origin(s, "0.1.0", "6.12.0-x", 1000, 62500);
 	s->windows_stored = 4;
 	s->store_errors = 2;
+	s->windows_lost = 5;
 	s->procs_tracked = 9;
 	snap_global(&s->globals[0], "vmstat", "pgfault", 11);
 	strcpy(s->globals[0].help, "Deltas of /proc/vmstat.");
@@ -315,6 +316,7 @@ static void test_globals_events_collectors_and_build_info_appear(void)
 	CHECK_CONTAINS(t, "\nmmlockd_uptime_seconds 61.5\n");
 	CHECK_CONTAINS(t, "\nmmlockd_windows_stored_total 4\n");
 	CHECK_CONTAINS(t, "\nmmlockd_store_errors_total 2\n");
+	CHECK_CONTAINS(t, "\nmmlockd_windows_lost_total 5\n");
 	CHECK_CONTAINS(t, "\nmmlockd_processes_tracked 9\n");
 	free(t);
 	mm_snapshot_unref(s);
