@@ -115,7 +115,8 @@ struct mm_http {
 	struct MHD_Daemon *mhd;
 	int listen_fd;
 	char *unix_path; /* a Unix socket we created, unlinked at stop */
-	bool any_port;	 /* listen asked for port 0: log the one we got */
+	bool any_port;	 /* listen asked for port 0: say the one we got */
+	char where[128]; /* what the daemon serves on, as bound (mm_http_where()) */
 	char *db_path;	 /* NULL: no history */
 	unsigned top_n;	 /* __atomic: set from the main thread, read by handlers */
 
@@ -1086,14 +1087,20 @@ int mm_http_start(const char *listen, const char *db_path, unsigned top_n, struc
 	struct sockaddr_storage sa;
 	socklen_t salen = sizeof(sa);
 	if (h->any_port && getsockname(h->listen_fd, (struct sockaddr *)&sa, &salen) == 0)
-		log_info("Serving HTTP on %s (port %u)", listen,
+		snprintf(h->where, sizeof(h->where), "%.*s:%u",
+			 (int)(strrchr(listen, ':') - listen), listen,
 			 (unsigned)ntohs(sa.ss_family == AF_INET6
 						 ? ((struct sockaddr_in6 *)&sa)->sin6_port
 						 : ((struct sockaddr_in *)&sa)->sin_port));
 	else
-		log_info("Serving HTTP on %s", listen);
+		snprintf(h->where, sizeof(h->where), "%s", listen);
 	*ret = h;
 	return 0;
+}
+
+const char *mm_http_where(const struct mm_http *h)
+{
+	return h->where;
 }
 
 void mm_http_set_top_n(struct mm_http *h, unsigned top_n)

@@ -28,6 +28,11 @@ struct mm_http;
  * *ret, or a negative errno after logging (bad address, port in use). */
 int mm_http_start(const char *listen, const char *db_path, unsigned top_n, struct mm_http **ret);
 
+/* What @h serves on, as bound: @listen, or ADDR:PORT with the port the kernel chose when @listen
+ * asked for port 0. Logged once the daemon runs, not at mm_http_start(): a later start-up failure
+ * (the database) must not follow an announcement that it serves. Owned by @h. */
+const char *mm_http_where(const struct mm_http *h);
+
 /* Changes the per-process series limit (SIGHUP reload). Thread-safe. */
 void mm_http_set_top_n(struct mm_http *h, unsigned top_n);
 

@@ -149,7 +149,7 @@ static int run_daemon(struct daemon *d)
 	mm_notify_watchdog_usec(&d->watchdog_usec);
 	mm_notify("READY=1\nSTATUS=collecting");
 	log_info("mmlockd %s: collecting; %u-second windows into %s; serving http://%s/",
-		 MM_VERSION, d->cfg.interval_s, d->cfg.db_path, d->cfg.listen);
+		 MM_VERSION, d->cfg.interval_s, d->cfg.db_path, mm_http_where(d->http));
 
 	r = mm_live_run(d->live);
 	mm_notify("STOPPING=1");

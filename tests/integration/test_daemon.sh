@@ -949,6 +949,11 @@ check_unwritable_db_fails_naming_the_path() {
 			REASON="--db $p: stderr does not name the path: $(tail -n 2 "$TMP/udb.err" | tr '\n' ' ')"
 			return 1
 		}
+		# Nothing announced before it works: no "serving" line ahead of the fatal error.
+		! grep -qi 'serving' "$TMP/udb.err" || {
+			REASON="--db $p: announced serving before failing: $(grep -i serving "$TMP/udb.err")"
+			return 1
+		}
 	done
 	[ ! -e /proc/mmlockd-test.db ] || {
 		REASON="/proc/mmlockd-test.db exists"
