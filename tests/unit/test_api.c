@@ -322,6 +322,35 @@ static void test_process_keys_equal_field_names(void)
 	mm_snapshot_unref(s);
 }
 
+/* In bursts, the outcomes of a process no burst sampled are null (unknown), of one that has
+ * estimated windows its estimates. */
+static void test_outcomes_no_burst_sampled_are_null(void)
+{
+	struct mm_snapshot *s = snap();
+	strcpy(s->split.mode, "bursts");
+	s->procs[0].total.split_estimated = 2;
+	s->procs[0].total.faults_vma = 40;
+	char *t = processes(s);
+
+	CHECK(valid_json(t));
+	const char *p0 = strstr(t, "\"pid\":4242,");
+	const char *tot = p0 ? strstr(p0, "\"total\":{") : NULL;
+	const char *win = p0 ? strstr(p0, "\"window\":{") : NULL;
+	CHECK(tot && win);
+	if (tot && win) {
+		CHECK(strstr(tot, "\"faults_vma\":40,") == strstr(tot, "\"faults_vma\":"));
+		CHECK(strstr(win, "\"faults_vma\":null,") == strstr(win, "\"faults_vma\":"));
+		CHECK(strstr(win, "\"faults_mmap_fallback\":null") ==
+		      strstr(win, "\"faults_mmap_fallback\":"));
+	}
+	free(t);
+	strcpy(s->split.mode, "continuous");
+	t = processes(s);
+	CHECK(!strstr(t, ":null"));
+	free(t);
+	mm_snapshot_unref(s);
+}
+
 /* A collector that is off has no keys (unknown is not 0), nor has fault latency while it is off;
  * no key appears twice in an object. */
 static void test_keys_of_collectors_not_running_are_left_out(void)
@@ -382,6 +411,7 @@ int main(void)
 	RUN(test_process_keys_equal_field_names);
 	RUN(test_process_identity_and_times);
 	RUN(test_keys_of_collectors_not_running_are_left_out);
+	RUN(test_outcomes_no_burst_sampled_are_null);
 	RUN(test_odd_comm_bytes_are_escaped);
 	return check_summary();
 }
