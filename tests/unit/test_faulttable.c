@@ -1,6 +1,6 @@
 /*
- * Tests of the report tables (daemon/offline/faulttable.c) on hand-made rows: which columns the data
- * decides to show, the faults and fallbacks each column takes from which collector, sorting by
+ * Tests of the report tables (daemon/offline/faulttable.c) on hand-made rows: which columns the
+ * data decides to show, the faults and fallbacks each column takes from which collector, sorting by
  * any column, --top, aligned output, CSV quoting, JSON, and the comparison grid with its change
  * column in the seeds' layout.
  */
