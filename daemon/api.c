@@ -89,18 +89,9 @@ static bool collector_off(const struct mm_snapshot *s, const char *name)
  * of the windows a burst caught (split_estimated); of a process (or window) no burst caught they
  * are not known, and are null rather than 0. */
 static bool not_sampled_outcome(const struct mm_snapshot *s, const struct mm_proc_stats *st,
-				const char *name)
+				const struct mm_field *f)
 {
-	static const char *const outcomes[] = {
-		"faults_vma",	     "faults_vma_retry",    "faults_mmap_retry",
-		"faults_mmap_abort", "faults_mmap_unknown", "faults_mmap_fallback",
-	};
-	if (strcmp(s->split.mode, "bursts") || st->split_estimated)
-		return false;
-	for (size_t i = 0; i < sizeof(outcomes) / sizeof(outcomes[0]); i++)
-		if (!strcmp(name, outcomes[i]))
-			return true;
-	return false;
+	return !strcmp(s->split.mode, "bursts") && !st->split_estimated && mm_field_is_outcome(f);
 }
 
 /* "key":{"faults":N,...}: the fields of mm_proc_fields[] whose collector runs, in table order
@@ -115,7 +106,7 @@ static void put_stats(struct json *parent, const char *key, const struct mm_snap
 		const char *name = mm_proc_fields[i].name;
 		if (collector_off(s, mm_proc_fields[i].collector))
 			continue;
-		if (not_sampled_outcome(s, st, name))
+		if (not_sampled_outcome(s, st, &mm_proc_fields[i]))
 			mm_buf_puts(member(&j, name), "null");
 		else
 			put_u64(&j, name, mm_field_get(st, &mm_proc_fields[i]));

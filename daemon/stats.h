@@ -10,6 +10,7 @@
 #define MM_STATS_H
 
 #include <stddef.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 /* log2 histogram of waits: bucket i counts waits w with 2^i <= w < 2^(i+1) ns (bucket 0 also
@@ -122,6 +123,12 @@ static inline uint64_t mm_field_get(const struct mm_proc_stats *s, const struct 
 {
 	return *(const uint64_t *)((const char *)s + f->offset);
 }
+
+/* True for the outcome counts of the fault split (faults_vma .. faults_mmap_fallback): exact when
+ * the split runs continuously, estimates where it runs in bursts, and unknown (null on every
+ * surface, not 0) for a process no burst caught: split_estimated 0 in a window the bursts
+ * observed (split_observed_ns > 0). */
+bool mm_field_is_outcome(const struct mm_field *f);
 
 /* How busy a process (or cgroup) was, for picking the busiest: faults (the kernel's count or, when
  * only the opt-in collectors ran, the sampled one), fallbacks and mmap_lock acquisitions. */

@@ -1489,15 +1489,33 @@ static bool field_wanted(const struct mm_store_filter *f, size_t i)
 	return !f->fields || (i < 64 && (f->fields >> i & 1));
 }
 
-/* Appends @fmt (two %s: the name twice) for every counter of mm_proc_fields[] @f asks for.
- * Summing only those matters: over 7 days of 10 s windows with 40 processes, the sums of all 38
- * counters are most of the query's CPU. */
-static void sum_fields(struct mm_buf *sql, const struct mm_store_filter *f, const char *fmt)
+/* Appends ", EXPR AS \"name\"" for every counter of mm_proc_fields[] @f asks for, EXPR being
+ * @expr with the column's name for its one %s. Summing only those matters: over 7 days of 10 s
+ * windows with 40 processes, the sums of all 38 counters are most of the query's CPU. For an
+ * outcome count of the fault split (mm_field_is_outcome), @outcome_expr (also one %s) if not
+ * NULL. */
+static void sum_fields(struct mm_buf *sql, const struct mm_store_filter *f, const char *expr,
+		       const char *outcome_expr)
 {
-	for (size_t i = 0; i < mm_proc_nfields; i++)
-		if (field_wanted(f, i))
-			mm_buf_printf(sql, fmt, mm_proc_fields[i].name, mm_proc_fields[i].name);
+	for (size_t i = 0; i < mm_proc_nfields; i++) {
+		const char *name = mm_proc_fields[i].name;
+		if (!field_wanted(f, i))
+			continue;
+		mm_buf_puts(sql, ", ");
+		if (outcome_expr && mm_field_is_outcome(&mm_proc_fields[i]))
+			mm_buf_printf(sql, outcome_expr, name);
+		else
+			mm_buf_printf(sql, expr, name);
+		mm_buf_printf(sql, " AS \"%s\"", name);
+	}
 }
+
+/* The sum of an outcome count over a group of process rows: NULL where no row was estimated
+ * although the bursts observed them (split_observed_ns), for a process, unit or bucket no burst
+ * caught has an unknown split, not a 0 (schema/006_split_estimates.sql). */
+#define OUTCOME_SUM_SQL                                                                            \
+	"CASE WHEN sum(pw.split_estimated) = 0 AND sum(pw.split_observed_ns) > 0 THEN NULL "       \
+	"ELSE sum(pw.\"%s\") END"
 
 int mm_store_series_json(struct mm_store *st, const struct mm_store_filter *f, double since_s,
 			 double until_s, double step_s, struct mm_buf *out)
@@ -1524,7 +1542,7 @@ int mm_store_series_json(struct mm_store *st, const struct mm_store_filter *f, d
 			  "INDEXED BY windows_ts_end "
 			  "WHERE w.ts_end > ?1 AND w.ts_start < ?2 GROUP BY b), "
 			  "agg AS MATERIALIZED (SELECT " BUCKET_SQL " AS b");
-	sum_fields(&sql, f, ", sum(pw.\"%s\") AS \"%s\"");
+	sum_fields(&sql, f, "sum(pw.\"%s\")", OUTCOME_SUM_SQL);
 	mm_buf_puts(&sql, " FROM windows AS w INDEXED BY windows_ts_end JOIN process_windows AS pw "
 			  "ON pw.window_id = w.id "
 			  "JOIN processes AS p ON p.id = pw.process_id "
@@ -1532,7 +1550,8 @@ int mm_store_series_json(struct mm_store *st, const struct mm_store_filter *f, d
 			  "AND " WEB_FILTER_SQL " GROUP BY b) "
 			  "SELECT win.ts_start AS ts_start, win.ts_end AS ts_end, "
 			  "win.seconds AS seconds, win.windows AS windows, win.lost AS lost");
-	sum_fields(&sql, f, ", coalesce(agg.\"%s\", 0) AS \"%s\"");
+	sum_fields(&sql, f, "coalesce(agg.\"%s\", 0)",
+		   "CASE WHEN agg.b IS NULL THEN 0 ELSE agg.\"%s\" END");
 	mm_buf_puts(&sql, " FROM win LEFT JOIN agg ON agg.b = win.b ORDER BY win.b");
 	r = web_prepare(st, &sql, f, since_s, until_s, &s);
 	mm_buf_free(&sql);
@@ -1574,7 +1593,7 @@ int mm_store_top_json(struct mm_store *st, const struct mm_store_filter *f, bool
 			    "SELECT p.pid AS pid, p.start_time AS start_time, p.comm AS comm, "
 			    "p.cgroup AS cgroup, count(*) AS windows");
 	mm_buf_puts(&sql, ", min(w.ts_start) AS first, max(w.ts_end) AS last");
-	sum_fields(&sql, f, ", sum(pw.\"%s\") AS \"%s\"");
+	sum_fields(&sql, f, "sum(pw.\"%s\")", OUTCOME_SUM_SQL);
 	mm_buf_printf(&sql,
 		      " FROM windows AS w INDEXED BY windows_ts_end JOIN process_windows AS pw ON "
 		      "pw.window_id = w.id "

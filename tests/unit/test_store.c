@@ -704,7 +704,7 @@ static const char *json_q(const char *json, const char *expr, char *buf, size_t 
 {
 	sqlite3 *db = NULL;
 	sqlite3_stmt *s = NULL;
-	char sql[256];
+	char sql[1024];
 
 	buf[0] = '\0';
 	snprintf(sql, sizeof(sql), "SELECT %s", expr);
@@ -970,6 +970,68 @@ static void test_top_json_sums_per_process_and_per_cgroup(void)
 	mm_store_close(st);
 }
 
+/* The fault split in bursts: a process no burst caught (split_estimated 0 in windows the bursts
+ * observed) has unknown outcomes, null in the range routes, not 0; one that was estimated keeps
+ * its estimates, and so does a bucket that holds both. */
+static void test_range_routes_give_null_outcomes_for_a_process_no_burst_caught(void)
+{
+	const char *path = new_path();
+	struct mm_store *st = NULL;
+	struct mm_store_filter f = MM_STORE_FILTER_ALL;
+	struct mm_buf out = MM_BUF_INIT;
+	char buf[256];
+
+	CHECK(mm_store_open(path, &st) == 0);
+	if (!st)
+		return;
+	/* Window [0, 10): pid 1 estimated, pid 2 never caught. Window [10, 20): pid 2 alone. */
+	for (int k = 0; k < 2; k++) {
+		struct mm_snapshot *w = new_window(k * 10000u, (k + 1) * 10000u, 2 - k, 0, 0);
+		for (int i = 0; i < 2 - k; i++) {
+			struct mm_snap_proc *p = &w->procs[i];
+			set_proc(p, k ? 2 : i + 1, 1000, "p", "/", 0);
+			p->window.minflt = 100;
+			p->window.split_observed_ns = 200000000;
+			if (p->pid == 1) {
+				p->window.split_estimated = 1;
+				p->window.faults_vma = 90;
+				p->window.faults_mmap_unknown = p->window.faults_mmap_fallback = 10;
+				p->window.fallback_locks = 10;
+			}
+			p->total = p->window;
+		}
+		CHECK(mm_store_write_window(st, w) == 0);
+		mm_snapshot_unref(w);
+	}
+	CHECK(mm_store_top_json(st, &f, false, 0, 20, 10, &out) == 0);
+	CHECK_STR(
+		json_q(out.data,
+		       "(SELECT group_concat(json_extract(value, '$.pid') || ':' || "
+		       "json_extract(value, '$.minflt') || ':' || "
+		       "coalesce(json_extract(value, '$.faults_vma'), 'null') || ':' || "
+		       "coalesce(json_extract(value, '$.faults_mmap_fallback'), 'null') || ':' || "
+		       "json_extract(value, '$.fallback_locks'), ' ') FROM json_each(?1))",
+		       buf, sizeof(buf)),
+		"2:200:null:null:0 1:100:90:10:10");
+	/* Per cgroup: the unit holds an estimated process, so its outcomes are that estimate. */
+	mm_buf_reset(&out);
+	CHECK(mm_store_top_json(st, &f, true, 0, 20, 10, &out) == 0);
+	CHECK_STR(json_q(out.data, "json_extract(?1, '$[0].faults_vma')", buf, sizeof(buf)), "90");
+
+	/* Series, a bucket per window: the first has pid 1's estimate, the second is unknown. */
+	mm_buf_reset(&out);
+	CHECK(mm_store_series_json(st, &f, 0, 20, 10, &out) == 0);
+	CHECK_STR(
+		json_q(out.data,
+		       "(SELECT group_concat(coalesce(json_extract(?1, '$.rows[' || r.key || '][' "
+		       "|| c.key || ']'), 'null'), ',') FROM json_each(?1, '$.rows') AS r, "
+		       "json_each(?1, '$.columns') AS c WHERE c.value = 'faults_vma')",
+		       buf, sizeof(buf)),
+		"90,null");
+	mm_buf_free(&out);
+	mm_store_close(st);
+}
+
 static void test_history_json_keys_are_the_view_columns(void)
 {
 	const char *path = new_path();
@@ -1198,6 +1260,7 @@ int main(void)
 	RUN(test_history_pages_end_on_window_boundaries);
 	RUN(test_series_json_buckets_windows_and_filters);
 	RUN(test_top_json_sums_per_process_and_per_cgroup);
+	RUN(test_range_routes_give_null_outcomes_for_a_process_no_burst_caught);
 	RUN(test_history_json_keys_are_the_view_columns);
 	RUN(test_readonly_handle_reads_but_cannot_write);
 	RUN(test_readonly_needs_an_existing_current_database);
