@@ -116,18 +116,9 @@ const size_t mm_proc_nfields = sizeof(mm_proc_fields) / sizeof(mm_proc_fields[0]
 
 bool mm_field_is_outcome(const struct mm_field *f)
 {
-	static const size_t outcomes[] = {
-		offsetof(struct mm_proc_stats, faults_vma),
-		offsetof(struct mm_proc_stats, faults_vma_retry),
-		offsetof(struct mm_proc_stats, faults_mmap_retry),
-		offsetof(struct mm_proc_stats, faults_mmap_abort),
-		offsetof(struct mm_proc_stats, faults_mmap_unknown),
-		offsetof(struct mm_proc_stats, faults_mmap_fallback),
-	};
-	for (size_t i = 0; i < sizeof(outcomes) / sizeof(outcomes[0]); i++)
-		if (f->offset == outcomes[i])
-			return true;
-	return false;
+	/* The six are adjacent in struct mm_proc_stats (stats.h). */
+	return f->offset >= offsetof(struct mm_proc_stats, faults_vma) &&
+	       f->offset <= offsetof(struct mm_proc_stats, faults_mmap_fallback);
 }
 
 uint64_t mm_stats_activity(const struct mm_proc_stats *s)

@@ -38,6 +38,7 @@ struct mm_proc_stats {
 	uint64_t mmap_lock_contended;	  /* acquisitions that hit lock:contention_begin */
 
 	/* faults collector (plugins/faults.c): the outcome of every user fault, */
+	/* The outcomes of the fault split, adjacent (mm_field_is_outcome). */
 	uint64_t faults_vma;	       /* completed under the per-VMA lock */
 	uint64_t faults_vma_retry;     /* retried under the VMA lock (patched kernels) */
 	uint64_t faults_mmap_retry;    /* an attempt under the VMA lock, then mmap_lock */
