@@ -464,17 +464,20 @@ static void *sweeper(void *arg)
 		if (__atomic_load_n(&g->sweeper_stop, __ATOMIC_ACQUIRE))
 			return NULL;
 
-		uint64_t now = mono_ns();
 		pthread_mutex_lock(&g->lock);
+		/* Read under the lock: a connection added or served while the sweeper waited for
+		 * it has a since_ns later than a clock read before, and its age would wrap. */
+		uint64_t now = mono_ns();
 		bool pressure = g->nlive > CONN_PRESSURE_AT;
 		for (struct conn *c = g->conns.next; c != &g->conns; c = c->next) {
 			if (c->killed)
 				continue;
 			uint64_t head_deadline =
 				pressure || crowded(g, c) ? PRESSURE_HEAD_MS * 1000000ull : head_ns;
-			if (!c->busy && now - c->since_ns > head_deadline)
+			uint64_t age = now > c->since_ns ? now - c->since_ns : 0;
+			if (!c->busy && age > head_deadline)
 				kill_conn(g, c, c->served ? AB_IDLE : AB_HEAD_DEADLINE);
-			else if (now - c->since_ns > req_ns)
+			else if (age > req_ns)
 				kill_conn(g, c, AB_REQUEST_DEADLINE);
 		}
 		/* A burst of slow clients can fill libmicrohttpd's CONN_MAX before any new
