@@ -555,8 +555,10 @@ static int prepare_write(struct mm_store *st)
 	}
 
 	if ((r = prepare(st, sql.data, &st->ins_proc_window)) < 0 ||
-	    (r = prepare(st, "INSERT INTO windows (ts_start, ts_end, kernel) VALUES (?, ?, ?)",
-			 &st->ins_window)) < 0 ||
+	    (r = prepare(
+		     st,
+		     "INSERT INTO windows (ts_start, ts_end, kernel, source) VALUES (?, ?, ?, ?)",
+		     &st->ins_window)) < 0 ||
 	    (r = prepare(
 		     st,
 		     "INSERT INTO processes (pid, start_time, comm, cgroup) VALUES (?, ?, ?, ?) "
@@ -1045,10 +1047,28 @@ static int write_counters(struct mm_store *st, sqlite3_int64 window_id, const st
 	return 0;
 }
 
+/* windows.source (schema/007_window_source.sql): the sources of @w's running collectors that
+ * count kernel events, "bpf", "perf" or "bpf+perf"; "" when none ran (procfs only). */
+static void window_source(const struct mm_snapshot *w, char *buf, size_t len)
+{
+	bool bpf = false, perf = false;
+
+	for (size_t i = 0; i < w->ncollectors; i++) {
+		const struct mm_snap_collector *c = &w->collectors[i];
+
+		if (c->state != MM_COLLECTOR_RUNNING)
+			continue;
+		bpf |= !strcmp(c->source, "bpf");
+		perf |= !strcmp(c->source, "perf");
+	}
+	snprintf(buf, len, "%s%s%s", bpf ? "bpf" : "", bpf && perf ? "+" : "", perf ? "perf" : "");
+}
+
 int mm_store_write_window(struct mm_store *st, const struct mm_snapshot *w)
 {
 	sqlite3_stmt *s;
 	sqlite3_int64 window_id;
+	char source[16];
 	int r;
 
 	if (st->readonly)
@@ -1065,9 +1085,11 @@ int mm_store_write_window(struct mm_store *st, const struct mm_snapshot *w)
 		return r;
 
 	s = st->ins_window;
+	window_source(w, source, sizeof(source));
 	if (sqlite3_bind_double(s, 1, ms_to_s(w->window_start_ms)) ||
 	    sqlite3_bind_double(s, 2, ms_to_s(w->window_end_ms)) ||
-	    bind_text(s, 3, w->kernel, sizeof(w->kernel))) {
+	    bind_text(s, 3, w->kernel, sizeof(w->kernel)) ||
+	    bind_text(s, 4, source, sizeof(source))) {
 		r = db_fail(st, sqlite3_errcode(st->db), "binding a window");
 		goto fail;
 	}
@@ -1417,7 +1439,10 @@ int mm_store_range(struct mm_store *st, double since_s, double until_s, struct m
 	int r = first_row(st,
 			  "SELECT count(*), min(ts_start), max(ts_end), "
 			  "(SELECT group_concat(kernel, ',') FROM (SELECT DISTINCT kernel "
-			  "FROM windows WHERE ts_end > ?1 AND ts_start < ?2 ORDER BY kernel)) "
+			  "FROM windows WHERE ts_end > ?1 AND ts_start < ?2 ORDER BY kernel)), "
+			  "(SELECT group_concat(s, ',') FROM (SELECT DISTINCT coalesce(source, "
+			  "'unknown') AS s FROM windows WHERE ts_end > ?1 AND ts_start < ?2 "
+			  "AND coalesce(source, 'unknown') != '' ORDER BY s)) "
 			  "FROM windows WHERE ts_end > ?1 AND ts_start < ?2",
 			  (const double[]){since_s, until_s}, 2, "reading the range", &s);
 
@@ -1428,6 +1453,7 @@ int mm_store_range(struct mm_store *st, double since_s, double until_s, struct m
 	ret->first_s = sqlite3_column_double(s, 1);
 	ret->last_s = sqlite3_column_double(s, 2);
 	column_text(s, 3, ret->kernels, sizeof(ret->kernels));
+	column_text(s, 4, ret->sources, sizeof(ret->sources));
 	sqlite3_finalize(s);
 	return 0;
 }

@@ -76,11 +76,15 @@ int mm_store_fault_rows(struct mm_store *st, const struct mm_fault_query *q,
 			struct mm_fault_row **ret_rows, size_t *ret_n);
 
 /* The windows that overlap [since_s, until_s): how many, the first start and last end (unix
- * seconds; 0 without windows) and the distinct kernels they ran on ("6.12.117,6.18.44"). */
+ * seconds; 0 without windows), the distinct kernels they ran on ("6.12.117,6.18.44") and the
+ * distinct sources of their event collectors (windows.source: "bpf", "perf", "bpf+perf";
+ * "unknown" for windows stored before it was recorded; "bpf,perf" when they changed within the
+ * range; "" when no window ran a collector on events). */
 struct mm_store_range {
 	uint64_t windows;
 	double first_s, last_s;
 	char kernels[256];
+	char sources[64];
 };
 int mm_store_range(struct mm_store *st, double since_s, double until_s, struct mm_store_range *ret);
 

@@ -293,6 +293,102 @@ static void test_fault_rows_sum_per_process_cgroup_and_all_with_filters(void)
 	mm_store_close(st);
 }
 
+/* Writes the window [start_ms, end_ms) of one process whose collectors ran as @spec says:
+ * "name:source:state" items separated by spaces, state R(unning), D(isabled) or F(ailed). */
+static int write_sourced(struct mm_store *st, uint64_t start_ms, uint64_t end_ms, const char *spec)
+{
+	char buf[256], *save = NULL;
+	size_t n = 0;
+
+	for (const char *p = spec; *p; p++)
+		n += *p == ' ';
+	struct mm_snapshot *w = mm_snapshot_new(1, 0, 0, spec[0] ? n + 1 : 0);
+	if (!w)
+		abort();
+	w->window_start_ms = start_ms;
+	w->window_end_ms = w->taken_ms = end_ms;
+	set_proc(&w->procs[0], 42, 1000, "w", "/", 1);
+	snprintf(buf, sizeof(buf), "%s", spec);
+	n = 0;
+	for (char *item = strtok_r(buf, " ", &save); item; item = strtok_r(NULL, " ", &save)) {
+		struct mm_snap_collector *c = &w->collectors[n++];
+		char state = 'R';
+		sscanf(item, "%31[^:]:%15[^:]:%c", c->name, c->source, &state);
+		c->state = state == 'R'	  ? MM_COLLECTOR_RUNNING
+			   : state == 'D' ? MM_COLLECTOR_DISABLED
+					  : MM_COLLECTOR_FAILED;
+	}
+	int r = mm_store_write_window(st, w);
+	mm_snapshot_unref(w);
+	return r;
+}
+
+/* windows.source (schema/007) is the sources of the running collectors on events, '+'-joined;
+ * the range gives the distinct ones of its windows. */
+static void test_window_source_is_what_its_event_collectors_ran_on(void)
+{
+	/* The collectors of a window, the source it gets. */
+	static const char *const cases[][2] = {
+		{"totals:procfs:R fallbacks:bpf:R faults:bpf:R vmstat:procfs:R", "bpf"},
+		{"totals:procfs:R fallbacks:perf:R contention:perf:D mmaplock:bpf:F", "perf"},
+		{"fallbacks:perf:R contention:bpf:R", "bpf+perf"},
+		{"totals:procfs:R vmstat:procfs:R fallbacks:perf:D", ""},
+		{"", ""},
+	};
+	const char *path = new_path();
+	struct mm_store *st = NULL;
+	struct mm_store_range rg;
+	char sql[128], buf[64];
+
+	CHECK(mm_store_open(path, &st) == 0);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		CHECK(write_sourced(st, 10000 * (i + 1), 10000 * (i + 2), cases[i][0]) == 0);
+		snprintf(sql, sizeof(sql), "SELECT source FROM windows WHERE ts_start = %zu",
+			 10 * (i + 1));
+		CHECK_STR(q_text(path, sql, buf, sizeof(buf)), cases[i][1]);
+		snprintf(sql, sizeof(sql),
+			 "SELECT source IS NULL FROM windows WHERE ts_start = %zu", 10 * (i + 1));
+		CHECK_U64(q_int(path, sql), 0);
+	}
+	CHECK(mm_store_range(st, 0, 1e12, &rg) == 0);
+	CHECK_STR(rg.sources, "bpf,bpf+perf,perf");
+	CHECK(mm_store_range(st, 10, 20, &rg) == 0);
+	CHECK_STR(rg.sources, "bpf");
+	CHECK(mm_store_range(st, 40, 60, &rg) == 0); /* windows on /proc alone */
+	CHECK_U64(rg.windows, 2);
+	CHECK_STR(rg.sources, "");
+	mm_store_close(st);
+}
+
+/* A database of schema 6 migrates to 007 with its windows' source NULL (unknown); windows stored
+ * after it have theirs. */
+static void test_pre_007_windows_have_an_unknown_source(void)
+{
+	extern const char *const mm_schema_sql[];
+	const char *path = new_path();
+	struct mm_store *st = NULL;
+	struct mm_store_range rg;
+
+	make_dir_of(path);
+	for (unsigned k = 0; k < 6; k++)
+		CHECK(raw_exec(path, mm_schema_sql[k]) == SQLITE_OK);
+	CHECK(raw_exec(path,
+		       "PRAGMA user_version = 6;"
+		       "INSERT INTO windows (ts_start, ts_end, kernel) VALUES (0, 10, '6.12');") ==
+	      SQLITE_OK);
+	CHECK(mm_store_open(path, &st) == 0);
+	CHECK_U64(q_int(path, "PRAGMA user_version"), mm_store_schema_version());
+	CHECK_U64(q_int(path, "SELECT source FROM windows WHERE ts_start = 0"), -2); /* NULL */
+	CHECK(write_sourced(st, 10000, 20000, "totals:procfs:R fallbacks:bpf:R") == 0);
+	CHECK(write_sourced(st, 20000, 30000, "totals:procfs:R fallbacks:bpf:R") == 0);
+	CHECK(write_sourced(st, 30000, 40000, "totals:procfs:R fallbacks:perf:R") == 0);
+	CHECK(mm_store_range(st, 0, 20, &rg) == 0);
+	CHECK_STR(rg.sources, "bpf,unknown");
+	CHECK(mm_store_range(st, 0, 10, &rg) == 0);
+	CHECK_STR(rg.sources, "unknown");
+	mm_store_close(st);
+}
+
 static void test_reopen_applies_nothing_and_keeps_data(void)
 {
 	const char *path = new_path();
@@ -1241,6 +1337,8 @@ int main(void)
 	RUN(test_view_columns_are_head_then_every_counter);
 	RUN(test_cgroup_stats_sums_every_counter_per_cgroup_and_window);
 	RUN(test_fault_rows_sum_per_process_cgroup_and_all_with_filters);
+	RUN(test_window_source_is_what_its_event_collectors_ran_on);
+	RUN(test_pre_007_windows_have_an_unknown_source);
 	RUN(test_reopen_applies_nothing_and_keeps_data);
 	RUN(test_newer_schema_version_is_refused_untouched);
 	RUN(test_another_applications_database_is_refused_untouched);

@@ -1,0 +1,22 @@
+-- 007_window_source.sql: which source fed each window (docs/sources.md). The collectors that count
+-- kernel events (fallbacks, faults, mmaplock, contention) run either on the perf rings or on the
+-- in-kernel BPF source. Their counts of the same events agree, but the fault split is found
+-- differently (the perf path's bursts leave most swap-in fallbacks mmap_unknown, BPF classifies
+-- them) and so are fallbacks on kernels that trace through the out-of-line helper (6.12: perf
+-- counts none). Two windows that ran on different sources can differ by method alone, so
+-- `mmlockd report --compare` says so; without this column it could not tell.
+--
+-- New column of windows:
+--   source  TEXT  the sources of the collectors running in the window that count kernel events,
+--                 distinct, in name order, joined by '+': 'bpf', 'perf', or 'bpf+perf' when some
+--                 ran on each (e.g. --split-duty 0 with contention: fallbacks stays on perf
+--                 under source = auto, contention goes to BPF). '' when none ran (only /proc was
+--                 read: totals, vmstat). NULL in windows stored before this migration: unknown.
+--
+-- Example: windows and faults per source over the last day
+--   SELECT coalesce(w.source, 'unknown') AS source, count(DISTINCT w.id) AS windows,
+--          sum(pw.minflt + pw.majflt) AS faults, sum(pw.faults_mmap_unknown) AS unknown
+--   FROM windows AS w JOIN process_windows AS pw ON pw.window_id = w.id
+--   WHERE w.ts_end > strftime('%s','now') - 86400 GROUP BY 1;
+
+ALTER TABLE windows ADD COLUMN source TEXT;
