@@ -773,11 +773,35 @@ static int print_cmp_lines(FILE *out, const struct cmp_line *l, size_t n, const 
 	return ferror(out) ? -EIO : 0;
 }
 
+/* A note above the comparison grid: long enough for two labels of the command line. */
+#define NOTE_LEN 512
+
+/* The note on the sides' sources (schema/007_window_source.sql) into @buf, or false for none:
+ * when they differ, one is unknown or changed within its range ("bpf,perf"), the fault split and
+ * the fallbacks may differ by method alone (docs/sources.md). None when a side ran no collector
+ * on events (the collector notes say what that side lacks) or both ran on the same one. */
+static bool source_note(char *buf, size_t len, const struct mm_fault_side *a,
+			const struct mm_fault_side *b)
+{
+	const char *x = a->source, *y = b->source;
+	bool unknown = strstr(x, "unknown") || strstr(y, "unknown"), same = !strcmp(x, y);
+
+	if (!x[0] || !y[0] || (!unknown && same && !strchr(x, ',')))
+		return false;
+	snprintf(buf, len,
+		 "%s ran on the %s source, %s on %s%s: the fault split and fallbacks %s found by "
+		 "different methods (docs/sources.md)",
+		 a->label, x, b->label, y,
+		 unknown ? " ('unknown': stored before mmlockd recorded the source)" : "",
+		 unknown || same ? "may have been" : "are");
+	return true;
+}
+
 /* The comparison for programs: CSV (metric, the two labels, change; the cells as the grid has
  * them, "~N" and "not collected" included) or JSON ({"a": label, "b": label, "notes": [...],
  * "rows": [{"metric", "a", "b", "change"}]}). */
 static int print_compare_data(FILE *out, const struct cmp *c, const char *la, const char *lb,
-			      char (*notes)[200], size_t nn, enum mm_fault_format format,
+			      char (*notes)[NOTE_LEN], size_t nn, enum mm_fault_format format,
 			      const char *sep)
 {
 	if (format == MM_FAULT_CSV) {
@@ -851,7 +875,7 @@ int mm_fault_print_compare(FILE *out, const struct mm_fault_side *a, const struc
 
 	c.rates = !totals && a->seconds > 0 && b->seconds > 0;
 	/* What differs between the sides, said above the grid (JSON: "notes"). */
-	char notes[8][200];
+	char notes[8][NOTE_LEN];
 	size_t nn = 0;
 	const char *differ[][2] = {{"totals", "the kernel's fault counts (totals)"},
 				   {"fallbacks", "fallbacks (fallbacks collector)"},
@@ -866,6 +890,7 @@ int mm_fault_print_compare(FILE *out, const struct mm_fault_side *a, const struc
 			snprintf(notes[nn++], sizeof(notes[0]),
 				 "%s: only %s collected it; the other reads 'not collected'",
 				 differ[k][1], has[k][0] ? a->label : b->label);
+	nn += source_note(notes[nn], sizeof(notes[0]), a, b);
 	if (est[0] != est[1] && sa.split && sb.split)
 		snprintf(notes[nn++], sizeof(notes[0]),
 			 "the split is estimated (bursts) in %s, exact in %s",

@@ -84,6 +84,8 @@ struct mm_fault_side {
 	int64_t lock_contended;
 	const char *throughput; /* as the user gave it (a number), NULL when not given */
 	double seconds;		/* the time its windows cover (0: unknown) */
+	char source[64];	/* what fed its windows, as mm_store_range's sources: "bpf", "perf",
+				 * "bpf+perf", "unknown", "bpf,perf" (mixed); "" none on events */
 };
 
 /* Prints the comparison of @a and @b: one grid row per metric their data has (throughput when
@@ -91,7 +93,9 @@ struct mm_fault_side {
  * the split), each with both values and the change from a to b in percent ("+31.3%", "-97.9%",
  * "n/a" from 0). Counts are per second of each side's seconds when both are known, unless
  * @totals; a figure one side did not collect reads "not collected" there (no change), an
- * estimated one "~N"; '#' lines above the grid say what differs. @format CSV (with @sep) or
+ * estimated one "~N"; '#' lines above the grid say what differs (the collectors each side ran,
+ * where its split was estimated, and its source when the sources differ or one is unknown: the
+ * split and fallbacks are then found by different methods). @format CSV (with @sep) or
  * JSON gives the same cells and notes for programs. Returns 0 or -EIO. */
 int mm_fault_print_compare(FILE *out, const struct mm_fault_side *a, const struct mm_fault_side *b,
 			   bool totals, enum mm_fault_format format, const char *sep);

@@ -69,7 +69,8 @@ static const char usage[] =
 	"                   (either end may be empty: '2h..1h', '1h..')\n"
 	"                   counts per second of each side's windows (ranges of different\n"
 	"                   lengths compare); figures one side did not collect read 'not\n"
-	"                   collected', estimates '~N'\n"
+	"                   collected', estimates '~N'; a '#' line says when the sides\n"
+	"                   ran on different sources (in-kernel BPF, perf rings)\n"
 	"  --totals         with --compare: the sums instead of the rates\n"
 	"  --labels L1,L2   column titles of the comparison (default: the file names or ranges)\n"
 	"  --throughput X,Y a throughput you measured for A and B, compared as well\n"
@@ -148,14 +149,15 @@ static void local_time(char *buf, size_t len, double t)
 		snprintf(buf, len, "-");
 }
 
-/* "DB, FROM .. TO (N windows, kernel K)" for the comment lines above a table. */
+/* "DB, FROM .. TO (N windows, kernel K, source S)" for the comment lines above a table. */
 static void describe(char *buf, size_t len, const char *db, const struct mm_store_range *rg)
 {
 	char a[32], b[32];
 	local_time(a, sizeof(a), rg->first_s);
 	local_time(b, sizeof(b), rg->last_s);
-	snprintf(buf, len, "%s, %s .. %s (%" PRIu64 " windows, kernel %s)", db, a, b, rg->windows,
-		 rg->kernels[0] ? rg->kernels : "-");
+	snprintf(buf, len, "%s, %s .. %s (%" PRIu64 " windows, kernel %s, source %s)", db, a, b,
+		 rg->windows, rg->kernels[0] ? rg->kernels : "-",
+		 rg->sources[0] ? rg->sources : "-");
 }
 
 static struct mm_fault_query query_of(const struct args *a, double since, double until, int group)
@@ -337,6 +339,7 @@ static int load_side(const struct args *a, const char *spec, struct mm_fault_sid
 		    (!a->comm || !strcmp(locks[i].comm, a->comm)))
 			side->lock_contended += (int64_t)locks[i].contended;
 	side->seconds = rg.windows && rg.last_s > rg.first_s ? rg.last_s - rg.first_s : 0;
+	snprintf(side->source, sizeof(side->source), "%s", rg.sources);
 	describe(what, whatlen, db, &rg);
 	free(rows);
 	free(locks);

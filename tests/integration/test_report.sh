@@ -10,7 +10,8 @@
 #   3. the per-process table, -x CSV and --json agree with process_stats; --sort, --top, --comm;
 #   4. a table keeps to 20 lines and $COLUMNS (--wide: all columns), --sort takes header labels,
 #      --locks honours --comm; --compare is per second unless --totals; --compare --json/-x and
-#      --locks --json;
+#      --locks --json; each side's source (windows.source) in its '#' line, and a note when the
+#      sides' sources differ;
 #   5. bad input: a bad range or sort key exits 2 with one line saying why, a missing database
 #      exits 1.
 # Usage: test_report.sh MMLOCKD DATA_DIR. Exit 77 without the recordings or xz.
@@ -152,6 +153,21 @@ else fail "--compare --json / --locks --json: $(head -c 300 "$TMP/cmp.json")"; f
 "$MMLOCKD" report --compare "$TMP/vanilla.db" "$TMP/patched.db" -x ';' >"$TMP/cmp.csv" 2>&1
 [ "$(head -n 1 "$TMP/cmp.csv")" = "metric;vanilla;patched;change" ] && ! grep -q '^[#+|]' "$TMP/cmp.csv" &&
 	pass "--compare -x ';': $(sed -n 2p "$TMP/cmp.csv")" || fail "--compare -x: $(head -n 3 "$TMP/cmp.csv")"
+# Each side's source in its '#' line; a note when they differ (a replay ran on perf: the copy of
+# the patched database says its windows ran on BPF), in the text and in --json.
+cp "$TMP/patched.db" "$TMP/patched-bpf.db"
+sql "$TMP/patched-bpf.db" "UPDATE windows SET source = 'bpf'"
+"$MMLOCKD" report --compare "$TMP/vanilla.db" "$TMP/patched-bpf.db" >"$TMP/src.txt" 2>&1
+"$MMLOCKD" report --compare "$TMP/vanilla.db" "$TMP/patched-bpf.db" --json >"$TMP/src.json" 2>&1
+note='vanilla ran on the perf source, patched-bpf on bpf: the fault split and fallbacks are found by different methods'
+if grep -q '^# Vanilla: .*, source perf)$' "$TMP/cmp.txt" && ! grep -q 'ran on the' "$TMP/cmp.txt" &&
+	grep -q "^# patched-bpf: .*, source bpf)$" "$TMP/src.txt" && grep -qF "# $note" "$TMP/src.txt" &&
+	python3 -c 'import json, sys; n = json.load(open(sys.argv[1]))["notes"]
+assert any(x.startswith(sys.argv[2]) for x in n), n' "$TMP/src.json" "$note"; then
+	pass "--compare: each side's source in its header; sources perf and bpf noted (text, --json), the same source not"
+else
+	fail "--compare sources: $(grep '^#' "$TMP/src.txt" | head -n 5)"
+fi
 # A table for a person: 20 lines by default, as wide as $COLUMNS (the split's detail left out,
 # and said so); --wide and pipes of CSV keep everything.
 COLUMNS=80 "$MMLOCKD" report --db "$TMP/both.db" >"$TMP/table.txt" 2>&1

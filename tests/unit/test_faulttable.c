@@ -22,15 +22,23 @@ static struct mm_fault_row row(int32_t pid, const char *comm, const char *cgroup
 	return r;
 }
 
-/* The comparison grid of @a and @b (@totals: sums, not rates) as a malloc'ed string. */
-static char *compare(const struct mm_fault_side *a, const struct mm_fault_side *b, bool totals)
+/* The comparison of @a and @b (@totals: sums, not rates) in @format (CSV: with ',') as a
+ * malloc'ed string. */
+static char *compare_as(const struct mm_fault_side *a, const struct mm_fault_side *b, bool totals,
+			enum mm_fault_format format)
 {
 	char *text = NULL;
 	size_t len = 0;
 	FILE *f = open_memstream(&text, &len);
-	CHECK(mm_fault_print_compare(f, a, b, totals, MM_FAULT_TABLE, NULL) == 0);
+	CHECK(mm_fault_print_compare(f, a, b, totals, format, ",") == 0);
 	fclose(f);
 	return text;
+}
+
+/* The comparison grid of @a and @b as a malloc'ed string. */
+static char *compare(const struct mm_fault_side *a, const struct mm_fault_side *b, bool totals)
+{
+	return compare_as(a, b, totals, MM_FAULT_TABLE);
 }
 
 /* Prints @rows with @opts into a malloc'ed string. */
@@ -323,6 +331,59 @@ static void test_compare_normalises_and_marks_unknown_and_estimates(void)
 	free(text);
 }
 
+/* Sides that ran on different sources, or one whose source is unknown (stored before schema 007),
+ * get a note in the text and in JSON (CSV has no notes); the same source, or a side with no
+ * collector on events, none. */
+static void test_compare_notes_sides_on_different_sources(void)
+{
+	struct mm_fault_side a = {.label = "vanilla", .lock_contended = -1, .source = "bpf"};
+	struct mm_fault_side b = {.label = "patched", .lock_contended = -1, .source = "perf"};
+	a.sum = row(0, "", "", 1000, 20);
+	b.sum = row(0, "", "", 1000, 4);
+	char *text = compare_as(&a, &b, true, MM_FAULT_TABLE);
+	CHECK_CONTAINS(text,
+		       "# vanilla ran on the bpf source, patched on perf: the fault split and "
+		       "fallbacks are found by different methods (docs/sources.md)\n#\n+");
+	free(text);
+	text = compare_as(&a, &b, true, MM_FAULT_JSON);
+	CHECK_CONTAINS(text, "\"notes\":[\"vanilla ran on the bpf source, patched on perf: ");
+	free(text);
+	text = compare_as(&a, &b, true, MM_FAULT_CSV);
+	CHECK(!strstr(text, "source"));
+	free(text);
+
+	snprintf(b.source, sizeof(b.source), "unknown");
+	text = compare_as(&a, &b, true, MM_FAULT_TABLE);
+	CHECK_CONTAINS(text, "# vanilla ran on the bpf source, patched on unknown ('unknown': "
+			     "stored before mmlockd recorded the source): the fault split and "
+			     "fallbacks may have been found by different methods");
+	free(text);
+
+	/* The same source, or nothing on events on one side: no note at all. */
+	static const char *const quiet[][2] = {{"bpf", "bpf"},
+					       {"perf", "perf"},
+					       {"bpf+perf", "bpf+perf"},
+					       {"", "bpf"},
+					       {"perf", ""}};
+	for (size_t i = 0; i < sizeof(quiet) / sizeof(quiet[0]); i++) {
+		snprintf(a.source, sizeof(a.source), "%s", quiet[i][0]);
+		snprintf(b.source, sizeof(b.source), "%s", quiet[i][1]);
+		text = compare_as(&a, &b, true, MM_FAULT_TABLE);
+		CHECK(text[0] == '+'); /* no '#' line above the grid */
+		free(text);
+		text = compare_as(&a, &b, true, MM_FAULT_JSON);
+		CHECK_CONTAINS(text, "\"notes\":[]");
+		free(text);
+	}
+	/* Both sides mixed (the source changed within each range): they may differ. */
+	snprintf(a.source, sizeof(a.source), "bpf,perf");
+	snprintf(b.source, sizeof(b.source), "bpf,perf");
+	text = compare_as(&a, &b, true, MM_FAULT_TABLE);
+	CHECK_CONTAINS(text, "# vanilla ran on the bpf,perf source, patched on bpf,perf: the fault "
+			     "split and fallbacks may have been found");
+	free(text);
+}
+
 int main(void)
 {
 	RUN(test_compare_normalises_and_marks_unknown_and_estimates);
@@ -336,5 +397,6 @@ int main(void)
 	RUN(test_per_unit_rows_show_processes_and_no_pid);
 	RUN(test_change_and_thousands_read_as_in_the_seeds);
 	RUN(test_compare_grid_has_both_sides_and_the_change);
+	RUN(test_compare_notes_sides_on_different_sources);
 	return check_summary();
 }

@@ -360,9 +360,35 @@ static void test_window_source_is_what_its_event_collectors_ran_on(void)
 	mm_store_close(st);
 }
 
+/* The comparison of ranges [since, until) of the database at @path as a malloc'ed string, each
+ * side's source as the range gives it (what `mmlockd report --compare` does). */
+static char *compare_ranges(const char *path, double a_since, double a_until, double b_since,
+			    double b_until)
+{
+	struct mm_fault_side side[2] = {{.label = "A", .lock_contended = -1},
+					{.label = "B", .lock_contended = -1}};
+	const double range[2][2] = {{a_since, a_until}, {b_since, b_until}};
+	struct mm_store *st = NULL;
+	char *text = NULL;
+	size_t len = 0;
+
+	CHECK(mm_store_open_readonly(path, &st) == 0);
+	for (int k = 0; st && k < 2; k++) {
+		struct mm_store_range rg;
+		CHECK(mm_store_range(st, range[k][0], range[k][1], &rg) == 0);
+		snprintf(side[k].source, sizeof(side[k].source), "%s", rg.sources);
+	}
+	mm_store_close(st);
+	FILE *f = open_memstream(&text, &len);
+	CHECK(mm_fault_print_compare(f, &side[0], &side[1], true, MM_FAULT_TABLE, NULL) == 0);
+	fclose(f);
+	return text;
+}
+
 /* A database of schema 6 migrates to 007 with its windows' source NULL (unknown); windows stored
- * after it have theirs. */
-static void test_pre_007_windows_have_an_unknown_source(void)
+ * after it have theirs, and comparing ranges of different sources, or of an unknown one, says so
+ * above the grid, while ranges of one source compare without a note. */
+static void test_pre_007_windows_have_an_unknown_source_and_compare_notes_it(void)
 {
 	extern const char *const mm_schema_sql[];
 	const char *path = new_path();
@@ -387,6 +413,18 @@ static void test_pre_007_windows_have_an_unknown_source(void)
 	CHECK(mm_store_range(st, 0, 10, &rg) == 0);
 	CHECK_STR(rg.sources, "unknown");
 	mm_store_close(st);
+
+	char *text = compare_ranges(path, 10, 20, 20, 30); /* bpf and bpf */
+	CHECK(text && text[0] == '+');
+	free(text);
+	text = compare_ranges(path, 10, 30, 30, 40);
+	CHECK_CONTAINS(text, "# A ran on the bpf source, B on perf: the fault split and fallbacks "
+			     "are found by different methods (docs/sources.md)\n");
+	free(text);
+	text = compare_ranges(path, 0, 10, 30, 40);
+	CHECK_CONTAINS(text, "# A ran on the unknown source, B on perf ('unknown': stored before "
+			     "mmlockd recorded the source)");
+	free(text);
 }
 
 static void test_reopen_applies_nothing_and_keeps_data(void)
@@ -1338,7 +1376,7 @@ int main(void)
 	RUN(test_cgroup_stats_sums_every_counter_per_cgroup_and_window);
 	RUN(test_fault_rows_sum_per_process_cgroup_and_all_with_filters);
 	RUN(test_window_source_is_what_its_event_collectors_ran_on);
-	RUN(test_pre_007_windows_have_an_unknown_source);
+	RUN(test_pre_007_windows_have_an_unknown_source_and_compare_notes_it);
 	RUN(test_reopen_applies_nothing_and_keeps_data);
 	RUN(test_newer_schema_version_is_refused_untouched);
 	RUN(test_another_applications_database_is_refused_untouched);
