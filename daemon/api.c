@@ -70,9 +70,9 @@ static void put_bool(struct json *j, const char *key, bool v)
 
 /* The p50 and p99 rows of histogram @member, keys NAME_p50 and NAME_p99. */
 #define LATENCY(name, member)                                                                      \
-	{name "_p50", offsetof(struct mm_proc_stats, member), 0.50},                               \
+	{name "_p50", offsetof(struct mm_proc_hists, member), 0.50},                               \
 	{                                                                                          \
-		name "_p99", offsetof(struct mm_proc_stats, member), 0.99                          \
+		name "_p99", offsetof(struct mm_proc_hists, member), 0.99                          \
 	}
 
 /* Whether the snapshot lists collector @name as not running (disabled or failed): its fields are
@@ -88,7 +88,7 @@ static bool collector_off(const struct mm_snapshot *s, const char *name)
 /* The outcome counts of the fault split: where it runs in bursts (the default) they are estimates
  * of the windows a burst caught (split_estimated); of a process (or window) no burst caught they
  * are not known, and are null rather than 0. */
-static bool not_sampled_outcome(const struct mm_snapshot *s, const struct mm_proc_stats *st,
+static bool not_sampled_outcome(const struct mm_snapshot *s, const struct mm_proc_counts *st,
 				const struct mm_field *f)
 {
 	return !strcmp(s->split.mode, "bursts") && !st->split_estimated && mm_field_is_outcome(f);
@@ -98,7 +98,7 @@ static bool not_sampled_outcome(const struct mm_snapshot *s, const struct mm_pro
  * (outcomes no burst sampled as null), then the fault latency quantiles unless fault latency is
  * off. */
 static void put_stats(struct json *parent, const char *key, const struct mm_snapshot *s,
-		      const struct mm_proc_stats *st)
+		      const struct mm_proc_counts *st, const struct mm_proc_hists *hists)
 {
 	struct json j = json_open(member(parent, key), "{");
 
@@ -132,17 +132,20 @@ static void put_stats(struct json *parent, const char *key, const struct mm_snap
 		LATENCY("fault_ns_outcome_mmap_unknown", fault_ns_outcome_hist[4]),
 	};
 	for (size_t i = 0; i < sizeof(lat) / sizeof(lat[0]); i++) {
-		const struct mm_hist *hh = (const void *)((const char *)st + lat[i].offset);
+		const struct mm_hist *hh = (const void *)((const char *)hists + lat[i].offset);
 		put_u64(&j, lat[i].name, mm_hist_quantile_ns(hh, lat[i].q));
 	}
 	mm_buf_puts(j.out, "}");
 }
 
 static void put_window_total(struct json *j, const struct mm_snapshot *s,
-			     const struct mm_proc_stats *window, const struct mm_proc_stats *total)
+			     const struct mm_proc_counts *window,
+			     const struct mm_proc_hists *window_h,
+			     const struct mm_proc_counts *total,
+			     const struct mm_proc_hists *total_h)
 {
-	put_stats(j, "window", s, window);
-	put_stats(j, "total", s, total);
+	put_stats(j, "window", s, window, window_h);
+	put_stats(j, "total", s, total, total_h);
 }
 
 /* An array of objects at @out, one per element of @base (@n of @size bytes): @put writes the
@@ -238,7 +241,8 @@ static void put_proc(struct json *o, const struct mm_snapshot *s, const struct m
 	put_ms(o, "start_time", p->start_ms);
 	put_str(o, "cgroup", p->cgroup);
 	put_bool(o, "exited", p->exited);
-	put_window_total(o, s, &p->window, &p->total);
+	put_window_total(o, s, &p->window, mm_snap_proc_hists(p, false), &p->total,
+			 mm_snap_proc_hists(p, true));
 }
 
 void mm_api_processes(const struct mm_snapshot *s, struct mm_buf *out)
@@ -256,7 +260,9 @@ void mm_api_processes(const struct mm_snapshot *s, struct mm_buf *out)
 	}
 	mm_buf_puts(out, "]");
 	struct json all = json_open(member(&o, "all"), "{");
-	put_window_total(&all, s, &s->all_window, &s->all_total);
+	put_window_total(&all, s, mm_stats_counts_c(&s->all_window),
+			 mm_stats_hists_c(&s->all_window), mm_stats_counts_c(&s->all_total),
+			 mm_stats_hists_c(&s->all_total));
 	mm_buf_puts(out, "}}");
 }
 

@@ -125,7 +125,7 @@ int mm_cgtable_fill(struct mm_cgtable *t, struct mm_snapshot *s)
 		const struct mm_snap_proc *p = &s->procs[k];
 		int i = find(t, p->cgroup);
 		struct mm_snap_cgroup *c = i < 0 ? other : &cg[i];
-		mm_stats_add(&c->total, &p->window);
+		mm_snap_proc_add_window(&c->total, p);
 		c->processes += !p->exited;
 	}
 	qsort(cg, t->n, sizeof(*cg), cmp_cg_busy);
@@ -173,12 +173,12 @@ int mm_cgtable_close(struct mm_cgtable *t, const struct mm_snapshot *s)
 		uint64_t act = mm_stats_activity(&p->window);
 		int i = find(t, p->cgroup);
 		if (i >= 0) {
-			mm_stats_add(&t->slots[i].closed, &p->window);
+			mm_snap_proc_add_window(&t->slots[i].closed, p);
 			if (act)
 				t->slots[i].last_active_ms = s->window_end_ms;
 			continue;
 		}
-		mm_stats_add(&t->other, &p->window);
+		mm_snap_proc_add_window(&t->other, p);
 		if (act && p->cgroup[0] && cand)
 			cand[ncand++] = (struct candidate){p->cgroup, act};
 	}

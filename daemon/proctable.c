@@ -4,6 +4,8 @@
  */
 #include "proctable.h"
 
+#include "log.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -170,6 +172,8 @@ void mm_proctable_reserve(struct mm_proctable *t, size_t size)
 
 static void free_proc(struct mm_proc *p)
 {
+	free(p->window);
+	free(p->closed_hists);
 	free(p->carry);
 	free(p);
 }
@@ -332,11 +336,23 @@ void mm_proctable_comm(struct mm_proctable *t, uint32_t pid, const char *comm, b
 
 struct mm_proc_stats *mm_proctable_counts(struct mm_proc *p, uint64_t end_ms)
 {
-	if (!end_ms || p->start_ms <= end_ms)
-		return &p->window;
-	if (!p->carry)
-		p->carry = calloc(1, sizeof(*p->carry));
-	return p->carry;
+	struct mm_proc_stats **s = !end_ms || p->start_ms <= end_ms ? &p->window : &p->carry;
+	if (!*s)
+		*s = calloc(1, sizeof(**s));
+	return *s;
+}
+
+static const struct mm_proc_stats no_counts;
+
+const struct mm_proc_stats *mm_proc_window(const struct mm_proc *p)
+{
+	return p->window ? p->window : &no_counts;
+}
+
+bool mm_proc_has_counts(const struct mm_proc *p)
+{
+	return (p->window && !mm_stats_is_zero(p->window)) || !mm_counts_is_zero(&p->closed) ||
+	       p->closed_hists;
 }
 
 unsigned mm_proctable_roll(struct mm_proctable *t, uint64_t next_end_ms)
@@ -353,15 +369,17 @@ unsigned mm_proctable_roll(struct mm_proctable *t, uint64_t next_end_ms)
 			freed++;
 			continue;
 		}
-		mm_stats_add(&p->closed, &p->window);
-		if (p->carry && next_end_ms && p->start_ms > next_end_ms) {
-			memset(&p->window, 0, sizeof(p->window)); /* born later still */
-		} else if (p->carry) {
-			p->window = *p->carry;
-			free(p->carry);
+		if (p->window) {
+			mm_counts_add(&p->closed, mm_stats_counts_c(p->window));
+			if (mm_hists_add_lazy(&p->closed_hists, mm_stats_hists_c(p->window)) < 0)
+				log_warning("out of memory: histogram samples of pid %d dropped",
+					    p->pid);
+			free(p->window);
+			p->window = NULL;
+		}
+		if (p->carry && !(next_end_ms && p->start_ms > next_end_ms)) {
+			p->window = p->carry; /* else born later still: it waits */
 			p->carry = NULL;
-		} else {
-			memset(&p->window, 0, sizeof(p->window));
 		}
 		pp = &p->next;
 	}

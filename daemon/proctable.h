@@ -39,9 +39,12 @@ struct mm_proc {
 	char comm[MM_COMM_LEN];
 	char cgroup[MM_CGROUP_LEN];
 	bool exited;
-	struct mm_proc_stats window; /* the open window */
-	struct mm_proc_stats closed; /* sum of closed windows */
-	struct mm_proc_stats *carry; /* for the next window: see mm_proctable_counts() */
+	/* The open window: allocated when a collector first counts something in it, freed when it
+	 * closes, so a process that does nothing holds no window (NULL: all zero). */
+	struct mm_proc_stats *window;
+	struct mm_proc_counts closed;	    /* sum of closed windows: the counters, */
+	struct mm_proc_hists *closed_hists; /* and the histograms (NULL while all are empty) */
+	struct mm_proc_stats *carry;	    /* for the next window: see mm_proctable_counts() */
 	void *data; /* the reserved bytes (mm_proctable_reserve), 8-byte aligned; NULL: none */
 	struct mm_proc *hnext; /* pid index chain (live entries only) */
 	struct mm_proc *next;  /* list of all entries */
@@ -89,10 +92,17 @@ void mm_proctable_comm(struct mm_proctable *t, uint32_t pid, const char *comm, b
  * their time lies in the window and after the start. NULL on ENOMEM. */
 struct mm_proc_stats *mm_proctable_counts(struct mm_proc *p, uint64_t end_ms);
 
+/* @p's open window, or a shared all-zero one when nothing was counted in it yet (read only). */
+const struct mm_proc_stats *mm_proc_window(const struct mm_proc *p);
+
+/* Whether @p has counted anything, in its open window or before. */
+bool mm_proc_has_counts(const struct mm_proc *p);
+
 /* After a window closed, with the next one ending at @next_end_ms (0: unknown): adds each
  * entry's window to its closed sum, starts the next window with its carry unless the process
- * started after @next_end_ms too (or with zero), and frees exited entries without a carry.
- * Returns how many it freed. */
+ * started after @next_end_ms too (or with none), and frees exited entries without a carry.
+ * Returns how many it freed. A process whose histograms find no memory to grow into loses
+ * those samples (logged); its counters are always kept. */
 unsigned mm_proctable_roll(struct mm_proctable *t, uint64_t next_end_ms);
 
 /* What /proc/PID/stat (or /proc/PID/task/TID/stat) says about a task. */

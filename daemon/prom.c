@@ -244,14 +244,14 @@ enum breakdown { BY_NONE, BY_PROCESS, BY_CGROUP };
 static const char *const breakdown_prefix[] = {PREFIX, PROC_PREFIX, CG_PREFIX};
 
 /* Series k of a breakdown: its statistics, and its labels written by put_series_labels(). */
-static const struct mm_proc_stats *series_stats(const struct mm_snapshot *s, enum breakdown by,
-						const size_t *procs, size_t k)
+static const struct mm_proc_counts *series_stats(const struct mm_snapshot *s, enum breakdown by,
+						 const size_t *procs, size_t k)
 {
 	if (by == BY_PROCESS)
 		return &s->procs[procs[k]].total;
 	if (by == BY_CGROUP)
-		return &s->cgroups[k].total;
-	return &s->all_total;
+		return mm_stats_counts_c(&s->cgroups[k].total);
+	return mm_stats_counts_c(&s->all_total);
 }
 
 static void put_series_labels(struct mm_buf *out, const struct mm_snapshot *s, enum breakdown by,
@@ -294,7 +294,7 @@ static bool burst_blind(const struct mm_field *fam)
 	"add up to page_faults_accounted_total. page_fault_split_* give the sample and the error."
 
 /* Faults of @st that no estimate covers: minflt + majflt minus the five outcomes (0 if less). */
-static uint64_t not_sampled(const struct mm_proc_stats *st)
+static uint64_t not_sampled(const struct mm_proc_counts *st)
 {
 	uint64_t outs = st->faults_vma + st->faults_vma_retry + st->faults_mmap_retry +
 			st->faults_mmap_abort + st->faults_mmap_unknown;
@@ -322,7 +322,7 @@ static void put_fields(struct mm_buf *out, const struct mm_snapshot *s, const si
 				  field_type(fam)))
 			continue;
 		for (size_t k = 0; k < nseries; k++) {
-			const struct mm_proc_stats *st = series_stats(s, by, procs, k);
+			const struct mm_proc_counts *st = series_stats(s, by, procs, k);
 			for (size_t j = i; j < mm_proc_nfields; j++) {
 				const struct mm_field *f = &mm_proc_fields[j];
 				if (strcmp(f->prom, fam->prom) != 0)
@@ -473,8 +473,8 @@ static void put_hists(struct mm_buf *out, const struct mm_snapshot *s, const siz
 	}
 	for (size_t k = 0; k < nprocs; k++)
 		put_hist_series(out, name, &s->procs[procs[k]], NULL,
-				&s->procs[procs[k]].total.mmap_lock_wait_hist, true,
-				mm_field_get(&s->procs[procs[k]].total, sum_f));
+				&mm_snap_proc_hists(&s->procs[procs[k]], true)->mmap_lock_wait_hist,
+				true, mm_field_get(&s->procs[procs[k]].total, sum_f));
 }
 
 static void put_events(struct mm_buf *out, const struct mm_snapshot *s, struct names *ns)

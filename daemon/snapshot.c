@@ -28,6 +28,24 @@ struct mm_snapshot *mm_snapshot_new(size_t nprocs, size_t nglobals, size_t neven
 	return s;
 }
 
+const struct mm_proc_hists *mm_snap_proc_hists(const struct mm_snap_proc *p, bool total)
+{
+	static const struct mm_proc_hists none;
+	return p->hists ? &p->hists[total] : &none;
+}
+
+bool mm_snap_proc_idle(const struct mm_snap_proc *p)
+{
+	return mm_counts_is_zero(&p->window) && (!p->hists || mm_hists_is_zero(&p->hists[0]));
+}
+
+void mm_snap_proc_add_window(struct mm_proc_stats *dst, const struct mm_snap_proc *p)
+{
+	mm_counts_add(mm_stats_counts(dst), &p->window);
+	if (p->hists)
+		mm_hists_add(mm_stats_hists(dst), &p->hists[0]);
+}
+
 struct mm_snapshot *mm_snapshot_ref(struct mm_snapshot *s)
 {
 	if (s)
@@ -39,6 +57,8 @@ void mm_snapshot_unref(struct mm_snapshot *s)
 {
 	if (!s || __atomic_sub_fetch(&s->refs, 1, __ATOMIC_ACQ_REL) > 0)
 		return;
+	for (size_t i = 0; s->procs && i < s->nprocs; i++)
+		free(s->procs[i].hists);
 	free(s->procs);
 	free(s->globals);
 	free(s->events);

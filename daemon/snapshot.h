@@ -24,9 +24,22 @@ struct mm_snap_proc {
 	char comm[MM_COMM_LEN]; /* latest name (follows exec) */
 	char cgroup[MM_CGROUP_LEN]; /* cgroup v2 path, or the v1 memory controller's, or "" */
 	bool exited; /* the process has exited; kept until its last window is stored */
-	struct mm_proc_stats window; /* the window [window_start_ms, window_end_ms) */
-	struct mm_proc_stats total;  /* since mmlockd started (window included) */
+	struct mm_proc_counts window; /* the window [window_start_ms, window_end_ms) */
+	struct mm_proc_counts total;  /* since mmlockd started (window included) */
+	/* Their histograms, [0] the window's and [1] the total's; NULL while every one is empty
+	 * (most processes: only opt-in collectors fill them). Owned by the snapshot; read them
+	 * with mm_snap_proc_hists(). */
+	struct mm_proc_hists *hists;
 };
+
+/* @p's histograms of the window (@total false) or since start; all-empty ones when it has none. */
+const struct mm_proc_hists *mm_snap_proc_hists(const struct mm_snap_proc *p, bool total);
+
+/* Whether @p counted nothing in the window. */
+bool mm_snap_proc_idle(const struct mm_snap_proc *p);
+
+/* Adds @p's window, counters and histograms, to @dst. */
+void mm_snap_proc_add_window(struct mm_proc_stats *dst, const struct mm_snap_proc *p);
 
 /* A counter that belongs to no process, e.g. a /proc/vmstat delta or a collector's count of
  * unmatched events. Exported as mmlockd_<family>_total{name="<name>"}. */

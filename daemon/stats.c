@@ -3,15 +3,17 @@
  */
 #include "stats.h"
 
+#include <errno.h>
 #include <stddef.h>
+#include <stdlib.h>
 
 /* A row of mm_proc_fields[]: F, a count; NS, nanoseconds (exported as seconds); L, a count that is
  * one labelled series ("key=\"value\"") of a family shared with other rows. */
 #define ROW(member, prom_, label_, help_, kind_)                                                   \
 	{                                                                                          \
 		.name = #member, .prom = prom_, .prom_label = label_, .help = help_,               \
-		.kind = kind_, .offset = offsetof(struct mm_proc_stats, member),                   \
-		.collector = field_collector(offsetof(struct mm_proc_stats, member))               \
+		.kind = kind_, .offset = offsetof(struct mm_proc_counts, member),                  \
+		.collector = field_collector(offsetof(struct mm_proc_counts, member))              \
 	}
 #define F(member, prom_, help_)		ROW(member, prom_, NULL, help_, MM_FIELD_COUNT)
 #define NS(member, prom_, help_)	ROW(member, prom_, NULL, help_, MM_FIELD_NS)
@@ -24,10 +26,10 @@
 /* The collector that fills a member, by where it sits in struct mm_proc_stats (stats.h groups the
  * members by collector): /metrics exports a family only while its collector runs. */
 #define field_collector(off)                                                                       \
-	((off) < offsetof(struct mm_proc_stats, faults_vma)	  ? "mmaplock"                     \
-	 : (off) < offsetof(struct mm_proc_stats, minflt)	  ? "faults"                       \
-	 : (off) < offsetof(struct mm_proc_stats, fallback_locks) ? "totals"                       \
-								  : "fallbacks")
+	((off) < offsetof(struct mm_proc_counts, faults_vma)	   ? "mmaplock"                    \
+	 : (off) < offsetof(struct mm_proc_counts, minflt)	   ? "faults"                      \
+	 : (off) < offsetof(struct mm_proc_counts, fallback_locks) ? "totals"                      \
+								   : "fallbacks")
 
 #define OUT_HELP                                                                                   \
 	"User page faults by how they were handled: vma (under the per-VMA lock), vma_retry "      \
@@ -117,11 +119,11 @@ const size_t mm_proc_nfields = sizeof(mm_proc_fields) / sizeof(mm_proc_fields[0]
 bool mm_field_is_outcome(const struct mm_field *f)
 {
 	/* The six are adjacent in struct mm_proc_stats (stats.h). */
-	return f->offset >= offsetof(struct mm_proc_stats, faults_vma) &&
-	       f->offset <= offsetof(struct mm_proc_stats, faults_mmap_fallback);
+	return f->offset >= offsetof(struct mm_proc_counts, faults_vma) &&
+	       f->offset <= offsetof(struct mm_proc_counts, faults_mmap_fallback);
 }
 
-uint64_t mm_stats_activity(const struct mm_proc_stats *s)
+uint64_t mm_counts_activity(const struct mm_proc_counts *s)
 {
 	uint64_t faults = s->minflt + s->majflt;
 	if (!faults)
@@ -130,12 +132,16 @@ uint64_t mm_stats_activity(const struct mm_proc_stats *s)
 	       s->mmap_lock_contended;
 }
 
-void mm_stats_add(struct mm_proc_stats *dst, const struct mm_proc_stats *src)
+void mm_counts_add(struct mm_proc_counts *dst, const struct mm_proc_counts *src)
 {
 	for (size_t i = 0; i < mm_proc_nfields; i++) {
 		uint64_t *d = (uint64_t *)((char *)dst + mm_proc_fields[i].offset);
 		*d += mm_field_get(src, &mm_proc_fields[i]);
 	}
+}
+
+void mm_hists_add(struct mm_proc_hists *dst, const struct mm_proc_hists *src)
+{
 	struct mm_hist *dh = &dst->mmap_lock_wait_hist;
 	const struct mm_hist *sh = &src->mmap_lock_wait_hist;
 	for (size_t h = 0; h < MM_PROC_NHISTS; h++)
@@ -143,17 +149,46 @@ void mm_stats_add(struct mm_proc_stats *dst, const struct mm_proc_stats *src)
 			dh[h].bucket[i] += sh[h].bucket[i];
 }
 
-int mm_stats_is_zero(const struct mm_proc_stats *s)
+void mm_stats_add(struct mm_proc_stats *dst, const struct mm_proc_stats *src)
+{
+	mm_counts_add(mm_stats_counts(dst), mm_stats_counts_c(src));
+	mm_hists_add(mm_stats_hists(dst), mm_stats_hists_c(src));
+}
+
+bool mm_counts_is_zero(const struct mm_proc_counts *s)
 {
 	for (size_t i = 0; i < mm_proc_nfields; i++)
 		if (mm_field_get(s, &mm_proc_fields[i]))
-			return 0;
+			return false;
+	return true;
+}
+
+bool mm_hists_is_zero(const struct mm_proc_hists *s)
+{
 	const struct mm_hist *hs = &s->mmap_lock_wait_hist;
 	for (size_t h = 0; h < MM_PROC_NHISTS; h++)
 		for (unsigned i = 0; i < MM_HIST_BUCKETS; i++)
 			if (hs[h].bucket[i])
-				return 0;
-	return 1;
+				return false;
+	return true;
+}
+
+int mm_stats_is_zero(const struct mm_proc_stats *s)
+{
+	return mm_counts_is_zero(mm_stats_counts_c(s)) && mm_hists_is_zero(mm_stats_hists_c(s));
+}
+
+int mm_hists_add_lazy(struct mm_proc_hists **dst, const struct mm_proc_hists *src)
+{
+	if (!*dst) {
+		if (mm_hists_is_zero(src))
+			return 0;
+		*dst = calloc(1, sizeof(**dst));
+		if (!*dst)
+			return -ENOMEM;
+	}
+	mm_hists_add(*dst, src);
+	return 0;
 }
 
 void mm_hist_add(struct mm_hist *h, uint64_t ns)

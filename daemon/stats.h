@@ -24,10 +24,14 @@ struct mm_hist {
 /* faults_vma, faults_vma_retry, faults_mmap_retry, faults_mmap_abort, faults_mmap_unknown. */
 #define MM_FAULT_OUTCOMES 5
 
-/* Members are grouped by the collector that fills them, in this order: mmaplock (faults ..
+/* The counters of a process (struct mm_proc_stats without its histograms): what every process
+ * with any activity holds between windows and in a snapshot (~400 bytes), the histograms being
+ * kept apart, only for the few processes with a sample in one (struct mm_proc_hists).
+ *
+ * Members are grouped by the collector that fills them, in this order: mmaplock (faults ..
  * mmap_lock_contended), faults (faults_vma .. split_err), totals (minflt, majflt),
  * fallbacks (fallback_locks, fallback_lock_waits); stats.c derives mm_field.collector from it. */
-struct mm_proc_stats {
+struct mm_proc_counts {
 	uint64_t faults;		 /* exceptions:page_fault_user in the process */
 	uint64_t mmap_lock_read;	 /* successful mmap_lock read acquisitions (trylocks too) */
 	uint64_t mmap_lock_write;	 /* successful mmap_lock write acquisitions */
@@ -84,7 +88,11 @@ struct mm_proc_stats {
 	/* fallbacks collector (plugins/fallbacks.c): mmap_lock read acquisitions in
 	 * lock_mm_and_find_vma, i.e. by fault fallbacks (user or kernel mode), told by IP: */
 	uint64_t fallback_locks;
-	uint64_t fallback_lock_waits;	    /* those that found it taken (a failed attempt first) */
+	uint64_t fallback_lock_waits; /* those that found it taken (a failed attempt first) */
+};
+
+/* The distributions of a process (opt-in collectors: mmaplock, fault_latency on BPF). */
+struct mm_proc_hists {
 	struct mm_hist mmap_lock_wait_hist; /* distribution of mmap_lock_wait_ns */
 	/* BPF source only (daemon/bpfsource.c): user-fault latency, page_fault_user to the fault's
 	 * completion (mm_account_fault's software event), by whether it fell back: */
@@ -96,10 +104,44 @@ struct mm_proc_stats {
 	struct mm_hist fault_ns_outcome_hist[MM_FAULT_OUTCOMES];
 };
 
-/* The histograms of struct mm_proc_stats, mmap_lock_wait_hist .. the end, as an array. */
-#define MM_PROC_NHISTS                                                                             \
-	((sizeof(struct mm_proc_stats) - offsetof(struct mm_proc_stats, mmap_lock_wait_hist)) /    \
-	 sizeof(struct mm_hist))
+/* Everything a collector may fill for a process in a window: the counters, then the histograms,
+ * both members reachable by name (ps->faults, ps->mmap_lock_wait_hist: meson builds with
+ * -fms-extensions for these anonymous members). Held only while a process is active in a window
+ * (proctable.h); mm_stats_counts() and mm_stats_hists() give its two halves. */
+struct mm_proc_stats {
+	struct mm_proc_counts;
+	struct mm_proc_hists;
+};
+
+/* The histograms of struct mm_proc_hists as an array. */
+#define MM_PROC_NHISTS (sizeof(struct mm_proc_hists) / sizeof(struct mm_hist))
+
+static inline struct mm_proc_counts *mm_stats_counts(struct mm_proc_stats *s)
+{
+	return (struct mm_proc_counts *)s; /* its first member */
+}
+static inline const struct mm_proc_counts *mm_stats_counts_c(const struct mm_proc_stats *s)
+{
+	return (const struct mm_proc_counts *)s;
+}
+static inline struct mm_proc_hists *mm_stats_hists(struct mm_proc_stats *s)
+{
+	return (struct mm_proc_hists *)((char *)s + sizeof(struct mm_proc_counts));
+}
+static inline const struct mm_proc_hists *mm_stats_hists_c(const struct mm_proc_stats *s)
+{
+	return (const struct mm_proc_hists *)((const char *)s + sizeof(struct mm_proc_counts));
+}
+_Static_assert(offsetof(struct mm_proc_stats, mmap_lock_wait_hist) == sizeof(struct mm_proc_counts),
+	       "the histograms follow the counters");
+
+/* The counters of either a struct mm_proc_stats or a struct mm_proc_counts (@s a pointer). */
+#define MM_COUNTS(s)                                                                               \
+	_Generic((s),                                                                              \
+		struct mm_proc_stats *: (const struct mm_proc_counts *)(s),                        \
+		const struct mm_proc_stats *: (const struct mm_proc_counts *)(s),                  \
+		struct mm_proc_counts *: (const struct mm_proc_counts *)(s),                       \
+		const struct mm_proc_counts *: (const struct mm_proc_counts *)(s))
 
 enum mm_field_kind {
 	MM_FIELD_COUNT, /* a plain counter */
@@ -113,14 +155,18 @@ struct mm_field {
 	const char *prom_label; /* extra label "key=\"value\"" within that family, or NULL */
 	const char *help;	/* Prometheus HELP text of the family */
 	enum mm_field_kind kind;
-	size_t offset;	       /* offsetof(struct mm_proc_stats, member), a uint64_t */
+	size_t offset;	       /* offsetof(struct mm_proc_counts, member), a uint64_t; the same in
+				* struct mm_proc_stats */
 	const char *collector; /* the collector that fills it (plugins/<collector>.c) */
 };
 
 extern const struct mm_field mm_proc_fields[];
 extern const size_t mm_proc_nfields;
 
-static inline uint64_t mm_field_get(const struct mm_proc_stats *s, const struct mm_field *f)
+/* The value of field @f in @s, a struct mm_proc_stats or struct mm_proc_counts. */
+#define mm_field_get(s, f) mm_field_get_counts(MM_COUNTS(s), (f))
+
+static inline uint64_t mm_field_get_counts(const struct mm_proc_counts *s, const struct mm_field *f)
 {
 	return *(const uint64_t *)((const char *)s + f->offset);
 }
@@ -133,13 +179,22 @@ bool mm_field_is_outcome(const struct mm_field *f);
 
 /* How busy a process (or cgroup) was, for picking the busiest: faults (the kernel's count or, when
  * only the opt-in collectors ran, the sampled one), fallbacks and mmap_lock acquisitions. */
-uint64_t mm_stats_activity(const struct mm_proc_stats *s);
+#define mm_stats_activity(s) mm_counts_activity(MM_COUNTS(s))
+uint64_t mm_counts_activity(const struct mm_proc_counts *s);
 
 /* Adds every counter and histogram bucket of @src to @dst. */
 void mm_stats_add(struct mm_proc_stats *dst, const struct mm_proc_stats *src);
+void mm_counts_add(struct mm_proc_counts *dst, const struct mm_proc_counts *src);
+void mm_hists_add(struct mm_proc_hists *dst, const struct mm_proc_hists *src);
 
 /* True when every counter and bucket is zero. */
 int mm_stats_is_zero(const struct mm_proc_stats *s);
+bool mm_counts_is_zero(const struct mm_proc_counts *s);
+bool mm_hists_is_zero(const struct mm_proc_hists *s);
+
+/* Adds @src's histograms to *@dst, allocating it (zeroed) on the first non-empty one: a process
+ * without a sample in any histogram keeps none. Returns 0, or -ENOMEM (nothing added). */
+int mm_hists_add_lazy(struct mm_proc_hists **dst, const struct mm_proc_hists *src);
 
 /* Records one observation of @ns in @h. */
 void mm_hist_add(struct mm_hist *h, uint64_t ns);

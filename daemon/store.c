@@ -1099,7 +1099,7 @@ int mm_store_write_window(struct mm_store *st, const struct mm_snapshot *w)
 	window_id = sqlite3_last_insert_rowid(st->db);
 
 	for (size_t i = 0; i < w->nprocs; i++) {
-		if (mm_stats_is_zero(&w->procs[i].window))
+		if (mm_snap_proc_idle(&w->procs[i]))
 			continue;
 		r = write_process(st, window_id, &w->procs[i]);
 		if (r < 0)

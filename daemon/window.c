@@ -79,31 +79,61 @@ static void duty_window(struct mm_host *h, struct mm_proc *p, struct mm_proc_sta
 	}
 }
 
+/* Row @sp of process @p, with @win its window (estimated or not): the counters of the window and
+ * of the total; histograms only when one has a sample. Returns -ENOMEM when those find no memory
+ * (the row has its counters). */
+static int fill_row(struct mm_snap_proc *sp, const struct mm_proc *p,
+		    const struct mm_proc_stats *win)
+{
+	sp->pid = p->pid;
+	sp->start_ms = p->start_ms;
+	memcpy(sp->comm, p->comm, sizeof(sp->comm));
+	memcpy(sp->cgroup, p->cgroup, sizeof(sp->cgroup));
+	sp->exited = p->exited;
+	sp->window = *mm_stats_counts_c(win);
+	sp->total = p->closed;
+	mm_counts_add(&sp->total, &sp->window);
+	const struct mm_proc_hists *wh = mm_stats_hists_c(win);
+	if (!p->closed_hists && mm_hists_is_zero(wh))
+		return 0;
+	sp->hists = calloc(2, sizeof(*sp->hists));
+	if (!sp->hists)
+		return -ENOMEM;
+	sp->hists[0] = *wh;
+	if (p->closed_hists)
+		sp->hists[1] = *p->closed_hists;
+	mm_hists_add(&sp->hists[1], wh);
+	return 0;
+}
+
 /* The processes with counts, in the window (estimated, unless @closing: a closing window was
- * estimated in place by mm_host_close_window) and in total, busiest first; @n entries at most. */
+ * estimated in place by mm_host_close_window) and in total, busiest first; @n entries at most.
+ * A process idle in the window costs its row's counters, nothing more. */
 static void fill_procs(struct mm_host *h, struct mm_snapshot *s, size_t n, bool closing)
 {
 	size_t i = 0;
+	unsigned no_hists = 0;
+	struct mm_proc_stats win;
 	s->all_window = h->overflow;
 	for (struct mm_proc *p = mm_proctable_first(h->procs); p; p = p->next) {
-		struct mm_proc_stats win = p->window;
-		if (h->bursts && !closing)
+		const struct mm_proc_stats *w = mm_proc_window(p);
+		if (p->window && h->bursts && !closing) {
+			win = *p->window;
 			duty_window(h, p, &win, false);
-		mm_stats_add(&s->all_window, &win);
-		if (mm_stats_is_zero(&win) && mm_stats_is_zero(&p->closed))
+			w = &win;
+		}
+		if (p->window)
+			mm_stats_add(&s->all_window, w);
+		if (mm_stats_is_zero(w) && mm_counts_is_zero(&p->closed) && !p->closed_hists)
 			continue;
 		if (i == n)
 			break; /* cannot happen (see build()); never write past the array */
-		struct mm_snap_proc *sp = &s->procs[i++];
-		sp->pid = p->pid;
-		sp->start_ms = p->start_ms;
-		memcpy(sp->comm, p->comm, sizeof(sp->comm));
-		memcpy(sp->cgroup, p->cgroup, sizeof(sp->cgroup));
-		sp->exited = p->exited;
-		sp->window = win;
-		sp->total = p->closed;
-		mm_stats_add(&sp->total, &win);
+		no_hists += fill_row(&s->procs[i++], p, w) < 0;
 	}
+	if (no_hists)
+		log_warning("out of memory for the histograms of %u processes in a snapshot, "
+			    "showing them empty",
+			    no_hists);
 	s->nprocs = i; /* fewer when estimating emptied a window (only counts it cannot scale) */
 	qsort(s->procs, s->nprocs, sizeof(*s->procs), cmp_activity);
 	if (mm_cgtable_fill(h->cgroups, s) < 0)
@@ -153,8 +183,7 @@ static struct mm_snapshot *build(struct mm_host *h, uint64_t now_ms, bool closin
 {
 	size_t n = 0;
 	for (struct mm_proc *p = mm_proctable_first(h->procs); p; p = p->next)
-		if (!mm_stats_is_zero(&p->window) || !mm_stats_is_zero(&p->closed))
-			n++;
+		n += mm_proc_has_counts(p);
 	/* Estimating never turns an empty window non-empty (mm_split_estimate), at most the
 	 * reverse. */
 	struct mm_snapshot *s = mm_snapshot_new(n, h->nglobals, h->nstreams, h->nslots);
@@ -218,7 +247,9 @@ struct mm_snapshot *mm_host_close_window(struct mm_host *h, uint64_t end_ms)
 {
 	if (h->bursts) {
 		for (struct mm_proc *p = mm_proctable_first(h->procs); p; p = p->next)
-			duty_window(h, p, &p->window, true);
+			if (p->window) /* an empty window stays empty, its hooks have nothing to do
+					*/
+				duty_window(h, p, p->window, true);
 		duty_window(h, NULL, &h->overflow, true);
 	}
 	h->split_observed_ms = 0;
@@ -228,7 +259,8 @@ struct mm_snapshot *mm_host_close_window(struct mm_host *h, uint64_t end_ms)
 		log_warning("out of memory choosing the cgroups with their own series, ignoring");
 
 	for (struct mm_proc *p = mm_proctable_first(h->procs); p; p = p->next)
-		mm_stats_add(&h->all_closed, &p->window);
+		if (p->window)
+			mm_stats_add(&h->all_closed, p->window);
 	mm_stats_add(&h->all_closed, &h->overflow);
 	memset(&h->overflow, 0, sizeof(h->overflow));
 	unsigned freed =
@@ -298,8 +330,8 @@ static void end_burst(struct mm_host *h, const struct mm_split_burst *b)
 		if (!sl->burst || !sl->p->duty_end)
 			continue;
 		for (struct mm_proc *p = mm_proctable_first(h->procs); p; p = p->next)
-			if (p->data)
-				sl->p->duty_end((char *)p->data + sl->proc_off, &p->window);
+			if (p->data && p->window) /* nothing counted: the burst saw nothing */
+				sl->p->duty_end((char *)p->data + sl->proc_off, p->window);
 	}
 	h->split_observed_ms += b->off_ms - b->on_ms;
 }

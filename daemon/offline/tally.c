@@ -47,7 +47,7 @@ int mm_tally_add(struct mm_tally *t, const struct mm_snapshot *w)
 {
 	for (size_t i = 0; i < w->nprocs; i++) {
 		const struct mm_snap_proc *p = &w->procs[i];
-		if (mm_stats_is_zero(&p->window))
+		if (mm_snap_proc_idle(p))
 			continue;
 		struct row *r = NULL;
 		for (size_t k = 0; k < t->n; k++)
@@ -62,7 +62,7 @@ int mm_tally_add(struct mm_tally *t, const struct mm_snapshot *w)
 			r->start_ms = p->start_ms;
 		}
 		memcpy(r->comm, p->comm, sizeof(r->comm)); /* the latest name */
-		mm_stats_add(&r->s, &p->window);
+		mm_snap_proc_add_window(&r->s, p);
 	}
 	for (size_t i = 0; i < w->nevents; i++) {
 		struct ev *e = NULL;

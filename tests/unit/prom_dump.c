@@ -59,14 +59,18 @@ int main(int argc, char **argv)
 			 i == 3	 ? ""
 			 : i % 2 ? "/user.slice/user-0.slice/user@0.service"
 				 : "/system.slice/test.service");
-		fill(&p->window, nprocs - i);
-		fill(&p->total, 10 * (nprocs - i));
+		static struct mm_proc_stats win, tot;
+		memset(&win, 0, sizeof(win));
+		memset(&tot, 0, sizeof(tot));
+		fill(&win, nprocs - i);
+		fill(&tot, 10 * (nprocs - i));
 		for (uint64_t ns = 700; bursts && ns < 50000000; ns = ns * 2 + 1) {
-			mm_hist_add(&p->total.fault_ns_vma_hist, ns);
-			mm_hist_add(&p->total.fault_ns_mmap_hist, 3 * ns);
+			mm_hist_add(&tot.fault_ns_vma_hist, ns);
+			mm_hist_add(&tot.fault_ns_mmap_hist, 3 * ns);
 		}
-		mm_stats_add(&s->all_window, &p->window);
-		mm_stats_add(&s->all_total, &p->total);
+		snap_proc_set(p, &win, &tot);
+		mm_stats_add(&s->all_window, &win);
+		mm_stats_add(&s->all_total, &tot);
 	}
 	s->procs[1].exited = true;
 	s->procs[4].pid = s->procs[1].pid; /* pid reused after the exit */

@@ -6,6 +6,7 @@
 #define MM_SNAPS_H
 
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "snapshot.h"
 
@@ -28,6 +29,26 @@ static inline void snap_global(struct mm_snap_global *g, const char *family, con
 	snprintf(g->family, sizeof(g->family), "%s", family);
 	snprintf(g->name, sizeof(g->name), "%s", name);
 	g->total = total;
+}
+
+/* Row @p gets @window and @total, counters and histograms (the snapshot frees its copy). */
+static inline void snap_proc_set(struct mm_snap_proc *p, const struct mm_proc_stats *window,
+				 const struct mm_proc_stats *total)
+{
+	p->window = *mm_stats_counts_c(window);
+	p->total = *mm_stats_counts_c(total);
+	if (!p->hists && !(p->hists = calloc(2, sizeof(*p->hists))))
+		abort();
+	p->hists[0] = *mm_stats_hists_c(window);
+	p->hists[1] = *mm_stats_hists_c(total);
+}
+
+/* Row @p's histograms since start, to be written (allocated on first use). */
+static inline struct mm_proc_hists *snap_proc_total_hists(struct mm_snap_proc *p)
+{
+	if (!p->hists && !(p->hists = calloc(2, sizeof(*p->hists))))
+		abort();
+	return &p->hists[1];
 }
 
 #endif

@@ -183,15 +183,17 @@ static struct mm_snapshot *snap(void)
 	s->procs[0].total.faults = 50;
 	s->procs[0].total.mmap_lock_wait_ns = 123456789;
 	/* 98 faults in [2048, 4096) ns and 2 in [2^20, 2^21): p50 4096, p99 2^21 */
-	s->procs[0].total.fault_ns_vma_hist.bucket[11] = 98;
-	s->procs[0].total.fault_ns_vma_hist.bucket[20] = 2;
+	struct mm_proc_hists *th = snap_proc_total_hists(&s->procs[0]);
+	th->fault_ns_vma_hist.bucket[11] = 98;
+	th->fault_ns_vma_hist.bucket[20] = 2;
 	/* mmap_retry faults: all in [2^16, 2^17) ns */
-	s->procs[0].total.fault_ns_outcome_hist[2].bucket[16] = 7;
+	th->fault_ns_outcome_hist[2].bucket[16] = 7;
 	s->procs[1].pid = 7;
 	s->procs[1].exited = true;
 	strcpy(s->procs[1].comm, "odd");
-	mm_stats_add(&s->all_window, &s->procs[0].window);
-	mm_stats_add(&s->all_total, &s->procs[0].total);
+	mm_snap_proc_add_window(&s->all_window, &s->procs[0]);
+	mm_counts_add(mm_stats_counts(&s->all_total), &s->procs[0].total);
+	mm_hists_add(mm_stats_hists(&s->all_total), th);
 	snap_global(&s->globals[0], "vmstat", "pgfault", 30);
 	s->globals[0].window = 3;
 	strcpy(s->events[0].name, "exceptions:page_fault_user");

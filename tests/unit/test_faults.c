@@ -110,12 +110,12 @@ static void acquired(struct rec_fx *f, uint32_t tid, uint64_t t, int success, ui
 		       rec_sample_cc(&r, f->ev[ACQ], 10, tid, t, ips, n, v, 3));
 }
 
-static struct mm_proc_stats totals(struct rec_fx *f)
+static struct mm_proc_counts totals(struct rec_fx *f)
 {
 	mm_host_finish(f->h);
 	struct mm_snapshot *s = mm_host_snapshot(f->h, 1);
 	const struct mm_snap_proc *p = mm_snapshot_find(s, 10);
-	struct mm_proc_stats st = p ? p->window : (struct mm_proc_stats){0};
+	struct mm_proc_counts st = p ? p->window : (struct mm_proc_counts){0};
 	mm_snapshot_unref(s);
 	return st;
 }
@@ -127,7 +127,7 @@ static void test_fault_without_fallback_is_vma(void)
 	fault(&f, 11, 1000);
 	filemap_fault(&f, 11, 1100, 5);
 	fault(&f, 11, 2000); /* closes the first */
-	struct mm_proc_stats s = totals(&f);
+	struct mm_proc_counts s = totals(&f);
 	CHECK_U64(s.faults_vma, 2);
 	CHECK_U64(s.faults_mmap_fallback, 0);
 	rec_fx_free(&f);
@@ -141,7 +141,7 @@ static void test_two_attempts_on_one_page_without_fallback_is_vma_retry(void)
 	filemap_fault(&f, 11, 1100, 5);
 	filemap_fault(&f, 11, 1200, 6); /* readahead of another page does not count */
 	filemap_fault(&f, 11, 90000, 5);
-	struct mm_proc_stats s = totals(&f);
+	struct mm_proc_counts s = totals(&f);
 	CHECK_U64(s.faults_vma_retry, 1);
 	CHECK_U64(s.faults_vma, 0);
 	rec_fx_free(&f);
@@ -158,7 +158,7 @@ static void test_retry_completed_by_fault_around_is_vma_retry(void)
 	fault(&f, 12, 1000);
 	filemap_fault(&f, 12, 1100, 40);
 	map_pages(&f, 12, 90000, 0, 15); /* another range: not this fault's page */
-	struct mm_proc_stats s = totals(&f);
+	struct mm_proc_counts s = totals(&f);
 	CHECK_U64(s.faults_vma_retry, 1);
 	CHECK_U64(s.faults_vma, 1);
 	rec_fx_free(&f);
@@ -177,7 +177,7 @@ static void test_attempt_then_fallback_is_mmap_retry_with_its_wait(void)
 	added(&f, 11, 80200, 5);	       /* the page had to be read again */
 	filemap_fault(&f, 11, 80300, 5);
 	acquired(&f, 11, 90000, 1, A_LOCK_MM); /* a retry under mmap_lock */
-	struct mm_proc_stats s = totals(&f);
+	struct mm_proc_counts s = totals(&f);
 	CHECK_U64(s.faults_mmap_retry, 1);
 	CHECK_U64(s.faults_mmap_fallback, 1);
 	CHECK_U64(s.faults_mmap_lock_retries, 1);
@@ -203,7 +203,7 @@ static void test_fallback_without_attempt_is_abort_only_while_a_writer_holds_the
 	mm_host_record(f.h, f.stream[REL], rec_sample(&r, f.ev[REL], 10, 13, 3500, rv, 2));
 	fault(&f, 12, 4000);
 	acquired(&f, 12, 5000, 1, A_LOCK_MM); /* no writer: a retry or an abort, cannot tell */
-	struct mm_proc_stats s = totals(&f);
+	struct mm_proc_counts s = totals(&f);
 	CHECK_U64(s.faults_mmap_abort, 1);
 	CHECK_U64(s.faults_mmap_unknown, 1);
 	CHECK_U64(s.faults_mmap_fallback, 2);
@@ -220,7 +220,7 @@ static void test_anon_prepare_trylock_is_an_attempt_not_a_fallback(void)
 	fault(&f, 12, 1000);
 	acquired(&f, 12, 1500, 0, A_ANON); /* trylock failed: VM_FAULT_RETRY */
 	acquired(&f, 12, 90000, 1, A_LOCK_MM);
-	struct mm_proc_stats s = totals(&f);
+	struct mm_proc_counts s = totals(&f);
 	CHECK_U64(s.faults_vma, 1);
 	CHECK_U64(s.faults_mmap_retry, 1);
 	CHECK_U64(s.mmap_lock_by_fault_other, 1);
@@ -235,7 +235,7 @@ static void test_syscall_acquisition_closes_the_window(void)
 	fault(&f, 11, 1000);
 	acquired(&f, 11, 2000, 1, A_MMAP);    /* the fault is over: the thread is in mmap() */
 	acquired(&f, 11, 3000, 1, A_LOCK_MM); /* no fault window: not a fallback */
-	struct mm_proc_stats s = totals(&f);
+	struct mm_proc_counts s = totals(&f);
 	CHECK_U64(s.faults_vma, 1);
 	CHECK_U64(s.faults_mmap_fallback, 0);
 	CHECK_U64(s.mmap_lock_by_mmap, 1);
@@ -257,7 +257,7 @@ static void test_kernel_mode_fault_is_not_the_user_faults_fallback(void)
 		       rec_sample_cc(&r, f.ev[ACQ], 10, 11, 9000, ips, 5, v, 3));
 	mm_host_record(f.h, f.stream[ACQ],
 		       rec_sample_cc(&r, f.ev[ACQ], 10, 11, 9500, ips, 5, v, 3));
-	struct mm_proc_stats s = totals(&f);
+	struct mm_proc_counts s = totals(&f);
 	CHECK_U64(s.faults_vma, 1);
 	CHECK_U64(s.faults_mmap_fallback, 0);
 	CHECK_U64(s.faults_mmap_lock_retries, 0);
@@ -277,7 +277,7 @@ static void test_thread_exit_and_finish_close_open_windows(void)
 	struct mm_snapshot *s = mm_host_snapshot(f.h, 1);
 	CHECK_U64(mm_snapshot_find(s, 10)->window.faults_vma, 1); /* 12 still open */
 	mm_snapshot_unref(s);
-	struct mm_proc_stats t = totals(&f); /* finish closes 12 */
+	struct mm_proc_counts t = totals(&f); /* finish closes 12 */
 	CHECK_U64(t.faults_vma, 2);
 	rec_fx_free(&f);
 }

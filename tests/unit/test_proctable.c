@@ -46,7 +46,7 @@ static struct mm_proc *with_faults(struct mm_proctable *t, uint32_t pid, uint64_
 {
 	struct mm_proc *p = mm_proctable_get(t, pid, 0);
 
-	p->window.faults = faults;
+	mm_proctable_counts(p, 0)->faults = faults;
 	return p;
 }
 
@@ -135,7 +135,7 @@ static void test_fork_of_a_process_seen_early_keeps_its_entry(void)
 	gone = 0;
 	struct mm_proctable *t = mm_proctable_new(fixed, NULL);
 	struct mm_proc *early = mm_proctable_get(t, 7, 0);
-	early->window.minflt = 100;
+	mm_proctable_counts(early, 0)->minflt = 100;
 	mm_proctable_fork(t, 7, 1, 5003);
 	CHECK(mm_proctable_get(t, 7, 0) == early);
 	CHECK(!early->exited);
@@ -192,9 +192,11 @@ static void test_roll_moves_window_into_closed(void)
 	struct mm_proctable *t = fake_table();
 	struct mm_proc *p = with_faults(t, 7, 4);
 	mm_proctable_roll(t, 0);
-	CHECK_U64(p->window.faults, 0);
+	CHECK(p->window == NULL); /* freed: a process that does nothing holds no window */
+	CHECK_U64(mm_proc_window(p)->faults, 0);
 	CHECK_U64(p->closed.faults, 4);
-	p->window.faults = 1;
+	CHECK(p->closed_hists == NULL); /* none had a sample */
+	mm_proctable_counts(p, 0)->faults = 1;
 	mm_proctable_exit(t, 7);
 	CHECK(p->exited);
 	mm_proctable_roll(t, 0);
@@ -210,19 +212,20 @@ static void test_counts_of_a_process_born_after_the_closing_window_go_to_the_nex
 	gone = 0;
 	struct mm_proctable *t = mm_proctable_new(fixed, NULL);
 	struct mm_proc *p = mm_proctable_get(t, 7, 0);
-	CHECK(mm_proctable_counts(p, 0) == &p->window);	   /* outside a closing tick */
-	CHECK(mm_proctable_counts(p, 5000) == &p->window); /* born before the end */
+	CHECK(p->window == NULL);				    /* nothing counted yet */
+	CHECK(mm_proctable_counts(p, 0) == p->window && p->window); /* outside a closing tick */
+	CHECK(mm_proctable_counts(p, 5000) == p->window);	    /* born before the end */
 	struct mm_proc_stats *c = mm_proctable_counts(p, 4000);
-	CHECK(c != NULL && c != &p->window);
+	CHECK(c != NULL && c != p->window);
 	c->minflt = 12;
 	CHECK(mm_proctable_counts(p, 4000) == c);
 	mm_proctable_exit(t, 7);
-	mm_proctable_roll(t, 4500);	/* the window ending at 4000 closes without it, */
-	CHECK_U64(p->window.minflt, 0); /* and so does the next one, ending before its start */
+	mm_proctable_roll(t, 4500); /* the window ending at 4000 closes without it, */
+	CHECK(p->window == NULL);   /* and so does the next one, ending before its start */
 	CHECK(p->carry == c);
 	mm_proctable_roll(t, 5500);
 	CHECK_U64(p->closed.minflt, 0);
-	CHECK_U64(p->window.minflt, 12); /* the next one starts with the carry */
+	CHECK_U64(mm_proc_window(p)->minflt, 12); /* the next one starts with the carry */
 	CHECK(p->carry == NULL);
 	CHECK_U64(mm_proctable_count(t), 1); /* exited, kept for that window */
 	CHECK(mm_proctable_find(t, 7) == p);

@@ -48,7 +48,7 @@ static struct mm_snapshot *snap(size_t n)
 		s->procs[i].total.faults = 1000 - i;
 		s->procs[i].total.mmap_lock_read = 7;
 		s->procs[i].total.mmap_lock_write = 3;
-		mm_stats_add(&s->all_total, &s->procs[i].total);
+		mm_counts_add(mm_stats_counts(&s->all_total), &s->procs[i].total);
 	}
 	return s;
 }
@@ -241,7 +241,7 @@ static void test_histogram_is_cumulative_and_ends_with_count(void)
 	for (size_t i = 0; i < sizeof(waits) / sizeof(waits[0]); i++)
 		mm_hist_add(h, waits[i]);
 	s->all_total.mmap_lock_wait_ns = 3001006525ull + (1ull << 38); /* the waits' sum */
-	s->procs[0].total.mmap_lock_wait_hist = *h;
+	snap_proc_total_hists(&s->procs[0])->mmap_lock_wait_hist = *h;
 	char *t = format(s, 1);
 
 	/* waits < 2^10 ns: 0, 1, 500 */
