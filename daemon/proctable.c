@@ -349,10 +349,14 @@ const struct mm_proc_stats *mm_proc_window(const struct mm_proc *p)
 	return p->window ? p->window : &no_counts;
 }
 
+bool mm_proc_has_closed(const struct mm_proc *p)
+{
+	return !mm_counts_is_zero(&p->closed) || p->closed_hists;
+}
+
 bool mm_proc_has_counts(const struct mm_proc *p)
 {
-	return (p->window && !mm_stats_is_zero(p->window)) || !mm_counts_is_zero(&p->closed) ||
-	       p->closed_hists;
+	return (p->window && !mm_stats_is_zero(p->window)) || mm_proc_has_closed(p);
 }
 
 unsigned mm_proctable_roll(struct mm_proctable *t, uint64_t next_end_ms)

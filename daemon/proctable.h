@@ -95,6 +95,9 @@ struct mm_proc_stats *mm_proctable_counts(struct mm_proc *p, uint64_t end_ms);
 /* @p's open window, or a shared all-zero one when nothing was counted in it yet (read only). */
 const struct mm_proc_stats *mm_proc_window(const struct mm_proc *p);
 
+/* Whether @p counted anything in a closed window. */
+bool mm_proc_has_closed(const struct mm_proc *p);
+
 /* Whether @p has counted anything, in its open window or before. */
 bool mm_proc_has_counts(const struct mm_proc *p);
 

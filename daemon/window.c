@@ -124,7 +124,7 @@ static void fill_procs(struct mm_host *h, struct mm_snapshot *s, size_t n, bool 
 		}
 		if (p->window)
 			mm_stats_add(&s->all_window, w);
-		if (mm_stats_is_zero(w) && mm_counts_is_zero(&p->closed) && !p->closed_hists)
+		if (mm_stats_is_zero(w) && !mm_proc_has_closed(p))
 			continue;
 		if (i == n)
 			break; /* cannot happen (see build()); never write past the array */
