@@ -575,6 +575,14 @@ struct mm_proc_stats *mm_host_proc(struct mm_host *h, uint32_t pid)
 	return counts_of(h, mm_proctable_get(h->procs, pid, h->window_start_ms));
 }
 
+struct mm_proc_stats *mm_host_proc_seen(struct mm_host *h, uint32_t pid, uint64_t start_ms,
+					const char *comm)
+{
+	struct mm_proc_ident seen = {.start_ms = start_ms};
+	snprintf(seen.comm, sizeof(seen.comm), "%s", comm ? comm : "");
+	return counts_of(h, mm_proctable_get_seen(h->procs, pid, &seen));
+}
+
 struct mm_proc_stats *mm_host_proc_known(struct mm_host *h, uint32_t pid)
 {
 	struct mm_proc *p = mm_proctable_find(h->procs, pid);

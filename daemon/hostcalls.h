@@ -46,6 +46,12 @@ bool mm_field_read_counted(struct mm_host *h, int bad_id, const struct tep_forma
  * overflow record is returned and counted. */
 struct mm_proc_stats *mm_host_proc(struct mm_host *h, uint32_t pid);
 
+/* The same for a process whose start (unix ms) and name the collector read itself from /proc a
+ * moment ago: they are the entry's when the host's own lookup finds the process gone already
+ * (mm_proctable_get_seen). */
+struct mm_proc_stats *mm_host_proc_seen(struct mm_host *h, uint32_t pid, uint64_t start_ms,
+					const char *comm);
+
 /* The same for a process the host already knows (live, or exited and not yet stored), without
  * creating it; NULL otherwise. For collectors that learn of a process from /proc or netlink
  * before its FORK record has been delivered. */

@@ -53,6 +53,17 @@ static uint64_t boot_unix_ms(void)
 	return cached;
 }
 
+uint64_t mm_proc_start_ms(uint64_t start_ticks)
+{
+	static long hz;
+	if (!hz) {
+		hz = sysconf(_SC_CLK_TCK);
+		if (hz <= 0)
+			hz = 100;
+	}
+	return boot_unix_ms() + start_ticks * 1000ull / (uint64_t)hz;
+}
+
 #define PF_KTHREAD 0x00200000u
 
 int mm_proc_parse_stat(const char *text, struct mm_pid_stat *ret)
@@ -119,10 +130,7 @@ int mm_proc_lookup_procfs(void *ctx, uint32_t pid, struct mm_proc_ident *ret)
 	if (mm_proc_parse_stat(buf, &st) < 0)
 		return -EINVAL;
 	memcpy(id.comm, st.comm, sizeof(id.comm));
-	unsigned long long start_ticks = st.start_ticks;
-	long hz = sysconf(_SC_CLK_TCK);
-	id.start_ms =
-		boot_unix_ms() + start_ticks * 1000ull / (unsigned long long)(hz > 0 ? hz : 100);
+	id.start_ms = mm_proc_start_ms(st.start_ticks);
 
 	/* cgroup: the unified ("0::") line, else the v1 memory controller's. */
 	snprintf(path, sizeof(path), "/proc/%u/cgroup", pid);
@@ -238,9 +246,10 @@ static bool parent_ident(struct mm_proctable *t, uint32_t ppid, struct mm_proc_i
 /* @revive: an event arrived for a pid with no live entry; when the pid's exited entry is still
  * here and /proc shows no different process under that pid, the event is a late one of that
  * exited process (not a new process) and goes to it. @ppid: the parent (0: unknown), whose name
- * and cgroup a process gone from /proc takes (parent_ident()); else its name is "pid-N". */
+ * and cgroup a process gone from /proc takes (parent_ident()); else its name is @seen's, or
+ * "pid-N". @fallback_ms: the start time when the lookup cannot tell (and @seen gives none). */
 static struct mm_proc *create(struct mm_proctable *t, uint32_t pid, uint64_t fallback_ms,
-			      bool revive, uint32_t ppid)
+			      bool revive, uint32_t ppid, const struct mm_proc_ident *seen)
 {
 	struct mm_proc_ident id;
 	int r = t->lookup(t->ctx, pid, &id);
@@ -259,14 +268,17 @@ static struct mm_proc *create(struct mm_proctable *t, uint32_t pid, uint64_t fal
 		p->start_ms = id.start_ms ? id.start_ms : fallback_ms;
 		memcpy(p->comm, id.comm, sizeof(p->comm));
 		memcpy(p->cgroup, id.cgroup, sizeof(p->cgroup));
-	} else {
+	} else if (ppid && parent_ident(t, ppid, &id)) {
 		p->start_ms = fallback_ms;
-		if (ppid && parent_ident(t, ppid, &id)) {
-			memcpy(p->comm, id.comm, sizeof(p->comm));
-			memcpy(p->cgroup, id.cgroup, sizeof(p->cgroup));
-		} else {
+		memcpy(p->comm, id.comm, sizeof(p->comm));
+		memcpy(p->cgroup, id.cgroup, sizeof(p->cgroup));
+	} else {
+		p->guessed = true;
+		p->start_ms = seen && seen->start_ms ? seen->start_ms : fallback_ms;
+		if (seen && seen->comm[0])
+			memcpy(p->comm, seen->comm, sizeof(p->comm));
+		else
 			snprintf(p->comm, sizeof(p->comm), "pid-%u", pid);
-		}
 	}
 	struct mm_proc **b = bucket(t, pid);
 	p->hnext = *b;
@@ -280,7 +292,14 @@ static struct mm_proc *create(struct mm_proctable *t, uint32_t pid, uint64_t fal
 struct mm_proc *mm_proctable_get(struct mm_proctable *t, uint32_t pid, uint64_t fallback_ms)
 {
 	struct mm_proc *p = find_live(t, pid);
-	return p ? p : create(t, pid, fallback_ms, true, 0);
+	return p ? p : create(t, pid, fallback_ms, true, 0, NULL);
+}
+
+struct mm_proc *mm_proctable_get_seen(struct mm_proctable *t, uint32_t pid,
+				      const struct mm_proc_ident *seen)
+{
+	struct mm_proc *p = find_live(t, pid);
+	return p ? p : create(t, pid, seen->start_ms, true, 0, seen);
 }
 
 /* A FORK record's process may already have an entry: a collector that reads /proc (totals) can
@@ -303,11 +322,21 @@ void mm_proctable_fork(struct mm_proctable *t, uint32_t pid, uint32_t ppid, uint
 {
 	struct mm_proc *old = find_live(t, pid);
 	if (old) {
-		if (same_process(t, old, pid, fallback_ms))
+		if (same_process(t, old, pid, fallback_ms)) {
+			struct mm_proc_ident id;
+			char nameless[MM_COMM_LEN];
+			snprintf(nameless, sizeof(nameless), "pid-%u", pid);
+			if (old->guessed && parent_ident(t, ppid, &id)) {
+				if (!strcmp(old->comm, nameless))
+					memcpy(old->comm, id.comm, sizeof(old->comm));
+				memcpy(old->cgroup, id.cgroup, sizeof(old->cgroup));
+				old->guessed = false;
+			}
 			return;
+		}
 		old->exited = true; /* its EXIT record was lost */
 	}
-	create(t, pid, fallback_ms, false, ppid);
+	create(t, pid, fallback_ms, false, ppid, NULL);
 }
 
 struct mm_proc *mm_proctable_find(struct mm_proctable *t, uint32_t pid)

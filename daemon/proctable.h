@@ -39,6 +39,8 @@ struct mm_proc {
 	char comm[MM_COMM_LEN];
 	char cgroup[MM_CGROUP_LEN];
 	bool exited;
+	bool guessed; /* made while the lookup failed: name and cgroup are not the process's own yet
+		       */
 	/* The open window: allocated when a collector first counts something in it, freed when it
 	 * closes, so a process that does nothing holds no window (NULL: all zero). */
 	struct mm_proc_stats *window;
@@ -63,11 +65,23 @@ void mm_proctable_reserve(struct mm_proctable *t, size_t size);
  * @fallback_ms is used as start time when the lookup cannot tell. */
 struct mm_proc *mm_proctable_get(struct mm_proctable *t, uint32_t pid, uint64_t fallback_ms);
 
+/* The same for a collector that read the process's identity itself a moment ago (the totals
+ * collector reads /proc/PID/stat): @seen (start time and name; cgroup unused) is what an entry
+ * made now takes when the lookup fails, i.e. the process left /proc between the two reads. Its
+ * start must be the true one: a FORK record still on its way recognizes the entry by it, and a
+ * guess (the window's start) would split the process in two. */
+struct mm_proc *mm_proctable_get_seen(struct mm_proctable *t, uint32_t pid,
+				      const struct mm_proc_ident *seen);
+
+/* Unix ms of a start time in clock ticks since boot (/proc/PID/stat's starttime). */
+uint64_t mm_proc_start_ms(uint64_t start_ticks);
+
 /* A new process @pid was forked by @ppid at @fallback_ms: a live entry with that pid belonged to
  * an earlier process and is retired, unless it is this process already (created from /proc before
- * the FORK record arrived). Creates the new entry; a child already gone from /proc (records
- * arrive ~0.1 s late, a fork storm's children live a few ms) takes its parent's name and cgroup,
- * as the kernel gave it them at fork, instead of being stored nameless. */
+ * the FORK record arrived; when that entry's identity was a guess, it takes its parent's name and
+ * cgroup now, as a new entry would). Creates the new entry; a child already gone from /proc
+ * (records arrive ~0.1 s late, a fork storm's children live a few ms) takes its parent's name and
+ * cgroup, as the kernel gave it them at fork, instead of being stored nameless. */
 void mm_proctable_fork(struct mm_proctable *t, uint32_t pid, uint32_t ppid, uint64_t fallback_ms);
 
 /* The live entry for @pid, else its newest exited one still held; NULL when there is none (no

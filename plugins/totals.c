@@ -224,10 +224,12 @@ static void see(struct state *st, uint32_t pid, const struct mm_pid_stat *ps)
 	}
 	t->gen = st->gen;
 	if (ps->minflt >= t->last_min && ps->majflt >= t->last_maj) {
-		/* Alive: the host's lookup in /proc gives it its true identity. */
+		/* Alive: the host's lookup in /proc gives it its true identity, or, when it exits
+		 * right after this reading, the start and name read here. */
 		if (ps->minflt > t->last_min || ps->majflt > t->last_maj)
-			add_to(mm_host_proc(st->h, pid), ps->minflt - t->last_min,
-			       ps->majflt - t->last_maj);
+			add_to(mm_host_proc_seen(st->h, pid, mm_proc_start_ms(ps->start_ticks),
+						 ps->comm),
+			       ps->minflt - t->last_min, ps->majflt - t->last_maj);
 		t->last_min = ps->minflt;
 		t->last_maj = ps->majflt;
 	}

@@ -187,6 +187,46 @@ static void test_child_gone_before_its_fork_record_is_named_after_its_parent(voi
 	mm_proctable_free(t);
 }
 
+static void test_process_gone_between_a_collectors_read_and_the_lookup_is_one_process(void)
+{
+	/* The totals collector read /proc/30/stat (start 7000, "true"); the process exited before
+	 * the table's own lookup; its FORK record (7004) arrives after. The entry takes the start
+	 * read, not the window's (a guess the FORK would not recognize: two processes, the first
+	 * with all the faults), and its cgroup from the parent at the FORK. */
+	struct mm_proctable *t = mm_proctable_new(only_parent, NULL);
+	struct mm_proc_ident seen = {.start_ms = 7000};
+	snprintf(seen.comm, sizeof(seen.comm), "true");
+	struct mm_proc *p = mm_proctable_get_seen(t, 30, &seen);
+	CHECK_U64(p->start_ms, 7000);
+	CHECK_STR(p->comm, "true");
+	CHECK_STR(p->cgroup, "");
+	mm_proctable_fork(t, 30, 1, 7004);
+	CHECK(mm_proctable_find(t, 30) == p);
+	CHECK_U64(mm_proctable_count(t), 1);
+	CHECK_STR(p->comm, "true");
+	CHECK_STR(p->cgroup, "/build.slice");
+	/* Without a name read: "pid-N" until the FORK names it after its parent. */
+	struct mm_proc_ident no_name = {.start_ms = 7100};
+	struct mm_proc *q = mm_proctable_get_seen(t, 31, &no_name);
+	CHECK_STR(q->comm, "pid-31");
+	mm_proctable_fork(t, 31, 1, 7101);
+	CHECK(mm_proctable_find(t, 31) == q);
+	CHECK_STR(q->comm, "storm");
+	/* A live entry is what it is: the identity read is not used. */
+	struct mm_proc *parent = mm_proctable_get(t, 1, 0);
+	CHECK(mm_proctable_get_seen(t, 1, &seen) == parent);
+	CHECK_STR(parent->comm, "storm");
+	mm_proctable_free(t);
+}
+
+static void test_start_ms_of_ticks_is_boot_relative(void)
+{
+	struct mm_proc_ident id;
+	CHECK(mm_proc_lookup_procfs(NULL, (uint32_t)getpid(), &id) == 0);
+	CHECK(mm_proc_start_ms(0) <= id.start_ms);
+	CHECK(mm_proc_start_ms(100) > mm_proc_start_ms(0));
+}
+
 static void test_roll_moves_window_into_closed(void)
 {
 	struct mm_proctable *t = fake_table();
@@ -242,6 +282,8 @@ int main(void)
 	RUN(test_fork_of_a_reused_pid_retires_the_old_entry);
 	RUN(test_fork_of_a_process_seen_early_keeps_its_entry);
 	RUN(test_child_gone_before_its_fork_record_is_named_after_its_parent);
+	RUN(test_process_gone_between_a_collectors_read_and_the_lookup_is_one_process);
+	RUN(test_start_ms_of_ticks_is_boot_relative);
 	RUN(test_roll_moves_window_into_closed);
 	RUN(test_counts_of_a_process_born_after_the_closing_window_go_to_the_next);
 	return check_summary();
