@@ -301,6 +301,8 @@ const resizer = new ResizeObserver(entries => {
 	}
 });
 const CHART_H = 220;
+const TIME_INCRS = [1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600,
+	43200, 86400, 2 * 86400, 7 * 86400, 14 * 86400, 30 * 86400];
 
 /* The last non-null value of @arr and its index, or null. */
 function lastOf(arr) {
@@ -330,7 +332,9 @@ function drawChart(id, box, xr, title, unit, xs, lines, fmt) {
 	const opts = {
 		title, width: contentWidth(box), height: CHART_H,
 		scales: {x: {time: true, range: () => [xr.since, xr.until]}, y: {range: (u, min, max) => [0, max > 0 ? max * 1.08 : 1]}},
-		axes: [axisOpts("", null), axisOpts(unit, f)],
+		/* Ticks a whole number of seconds apart: windows are 1 s at the least, and a short range
+		 * would otherwise be ticked in milliseconds (":36.500"). */
+		axes: [Object.assign(axisOpts("", null), {incrs: TIME_INCRS}), axisOpts(unit, f)],
 		series: [{label: "Time", value: (u, v, si, idx) => idx === null || idx === undefined
 			? (latest === null ? "–" : "latest, " + fmtTime(xs[latest])) : v === null ? "–" : fmtTime(v)}]
 			.concat(lines.map((l, i) => ({
