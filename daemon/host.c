@@ -111,6 +111,7 @@ void mm_host_free(struct mm_host *h)
 		if (h->slots[i].state_ptr && h->slots[i].p->free)
 			h->slots[i].p->free(h->slots[i].state_ptr);
 	mm_proctable_free(h->procs);
+	mm_snapshot_unref(h->last_closed);
 	mm_cgtable_free(h->cgroups);
 	free(h->streams);
 	free(h->globals);

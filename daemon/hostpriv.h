@@ -73,7 +73,9 @@ struct mm_host {
 	uint64_t overflow_samples;
 
 	struct mm_proc_stats all_closed; /* every closed window of every process */
-	struct mm_cgtable *cgroups;	 /* the per-unit breakdown of /metrics */
+	struct mm_snapshot
+		*last_closed;	    /* the last closed window's snapshot (snapshot.h: partial) */
+	struct mm_cgtable *cgroups; /* the per-unit breakdown of /metrics */
 	uint64_t started_ms, window_start_ms;
 	int64_t mono_to_wall_ms;
 	unsigned interval_s;

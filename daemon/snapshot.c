@@ -3,8 +3,12 @@
  */
 #include "snapshot.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
 
 struct mm_snapshot *mm_snapshot_new(size_t nprocs, size_t nglobals, size_t nevents,
 				    size_t ncollectors)
@@ -13,6 +17,7 @@ struct mm_snapshot *mm_snapshot_new(size_t nprocs, size_t nglobals, size_t neven
 	if (!s)
 		return NULL;
 	s->refs = 1;
+	pthread_mutex_init(&s->complete_lock, NULL);
 	s->procs = calloc(nprocs ? nprocs : 1, sizeof(*s->procs));
 	s->globals = calloc(nglobals ? nglobals : 1, sizeof(*s->globals));
 	s->events = calloc(nevents ? nevents : 1, sizeof(*s->events));
@@ -66,6 +71,8 @@ void mm_snapshot_unref(struct mm_snapshot *s)
 	free(s->locks);
 	free(s->lock_callers);
 	free(s->cgroups);
+	mm_snapshot_unref(s->base);
+	pthread_mutex_destroy(&s->complete_lock);
 	free(s);
 }
 
@@ -90,11 +97,123 @@ void mm_snapshot_set_cgroups(struct mm_snapshot *s, struct mm_snap_cgroup *cgrou
 static pthread_mutex_t current_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct mm_snapshot *current;
 
+int mm_snap_proc_cmp(const void *a, const void *b)
+{
+	const struct mm_snap_proc *x = a, *y = b;
+	uint64_t ax = mm_stats_activity(&x->total), ay = mm_stats_activity(&y->total);
+	if (ax != ay)
+		return ax > ay ? -1 : 1;
+	return x->pid < y->pid ? -1 : x->pid > y->pid;
+}
+
+static int cmp_ident(const void *a, const void *b)
+{
+	const struct mm_snap_proc *x = a, *y = b;
+	if (x->pid != y->pid)
+		return x->pid < y->pid ? -1 : 1;
+	return x->start_ms < y->start_ms ? -1 : x->start_ms > y->start_ms;
+}
+
+/* @b's row as it stands in a window where it counted nothing: its total, an empty window. */
+static int idle_row(struct mm_snap_proc *dst, const struct mm_snap_proc *b)
+{
+	*dst = *b;
+	memset(&dst->window, 0, sizeof(dst->window));
+	dst->hists = NULL;
+	if (!b->hists)
+		return 0;
+	dst->hists = calloc(2, sizeof(*dst->hists));
+	if (!dst->hists)
+		return -ENOMEM;
+	dst->hists[1] = b->hists[1];
+	return 0;
+}
+
+/* Each cgroup's running processes among the rows, as mm_cgtable_fill counts them. */
+static void count_cgroup_processes(struct mm_snapshot *s)
+{
+	struct mm_snap_cgroup *other = NULL;
+	for (size_t k = 0; k < s->ncgroups; k++) {
+		s->cgroups[k].processes = 0;
+		if (s->cgroups[k].other)
+			other = &s->cgroups[k];
+	}
+	for (size_t i = 0; i < s->nprocs; i++) {
+		const struct mm_snap_proc *p = &s->procs[i];
+		if (p->exited)
+			continue;
+		struct mm_snap_cgroup *c = other;
+		for (size_t k = 0; k < s->ncgroups; k++) {
+			if (!s->cgroups[k].other && !strcmp(s->cgroups[k].cgroup, p->cgroup)) {
+				c = &s->cgroups[k];
+				break;
+			}
+		}
+		if (c)
+			c->processes++;
+	}
+}
+
+static int complete_locked(struct mm_snapshot *s)
+{
+	const struct mm_snapshot *b = s->base;
+	/* The processes in the window, by identity, to leave their base rows out. */
+	struct mm_snap_proc *active = malloc((s->nprocs ? s->nprocs : 1) * sizeof(*active));
+	struct mm_snap_proc *rows = malloc((s->nprocs + b->nprocs + 1) * sizeof(*rows));
+	if (!active || !rows) {
+		free(active);
+		free(rows);
+		return -ENOMEM;
+	}
+	memcpy(active, s->procs, s->nprocs * sizeof(*active));
+	qsort(active, s->nprocs, sizeof(*active), cmp_ident);
+	memcpy(rows, s->procs, s->nprocs * sizeof(*rows));
+	size_t n = s->nprocs;
+	int r = 0;
+	for (size_t i = 0; i < b->nprocs && r == 0; i++) {
+		const struct mm_snap_proc *p = &b->procs[i];
+		if (p->exited || bsearch(p, active, s->nprocs, sizeof(*active), cmp_ident))
+			continue; /* exited: gone from the table when that window closed */
+		r = idle_row(&rows[n], p);
+		n += r == 0;
+	}
+	free(active);
+	if (r < 0) {
+		for (size_t i = s->nprocs; i < n; i++)
+			free(rows[i].hists);
+		free(rows);
+		return r;
+	}
+	qsort(rows, n, sizeof(*rows), mm_snap_proc_cmp);
+	free(s->procs); /* the rows' histograms moved to rows */
+	s->procs = rows;
+	s->nprocs = n;
+	count_cgroup_processes(s);
+	mm_snapshot_unref(s->base);
+	s->base = NULL;
+	return 0;
+}
+
+int mm_snapshot_complete(struct mm_snapshot *s)
+{
+	int r = 0;
+	if (!s)
+		return 0;
+	pthread_mutex_lock(&s->complete_lock);
+	if (s->base)
+		r = complete_locked(s);
+	pthread_mutex_unlock(&s->complete_lock);
+	return r;
+}
+
 struct mm_snapshot *mm_snapshot_current(void)
 {
 	pthread_mutex_lock(&current_lock);
 	struct mm_snapshot *s = mm_snapshot_ref(current);
 	pthread_mutex_unlock(&current_lock);
+	if (s && mm_snapshot_complete(s) < 0)
+		log_warning("out of memory completing a snapshot: it shows only the processes "
+			    "active in the open window");
 	return s;
 }
 

@@ -5,10 +5,18 @@
  * every tick and at each window end; the HTTP thread reads the latest published one and the store
  * thread writes the window-end ones. Nobody mutates a snapshot after publishing, so readers need no
  * lock beyond the pointer swap, and collection never waits for HTTP or SQLite.
+ *
+ * One exception, for the cost of idle processes: the snapshot of the open window published every
+ * second holds rows only for the processes that counted something in the window; the others'
+ * rows are those of the last closed window's snapshot (@base: their totals have not changed since,
+ * their window is empty). The first reader completes it (mm_snapshot_current(), under the
+ * snapshot's own lock), so readers still see every process, and the work is done only when
+ * someone reads: 10 000 idle processes are not copied and sorted every second for nobody.
  */
 #ifndef MM_SNAPSHOT_H
 #define MM_SNAPSHOT_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -115,7 +123,11 @@ struct mm_snapshot {
 	unsigned interval_s;
 
 	size_t nprocs;
-	struct mm_snap_proc *procs; /* sorted by total activity, busiest first */
+	struct mm_snap_proc *procs; /* sorted by total activity, busiest first (mm_snap_proc_cmp) */
+	/* Set while the snapshot is partial (see the top of this file): the closed window's
+	 * snapshot whose rows stand for the processes not in procs; NULL once complete. */
+	struct mm_snapshot *base;
+	pthread_mutex_t complete_lock;
 	size_t nglobals;
 	struct mm_snap_global *globals;
 	size_t nevents;
@@ -170,8 +182,18 @@ struct mm_snapshot *mm_snapshot_new(size_t nprocs, size_t nglobals, size_t neven
 struct mm_snapshot *mm_snapshot_ref(struct mm_snapshot *s);
 void mm_snapshot_unref(struct mm_snapshot *s); /* frees at zero; accepts NULL */
 
-/* The latest published snapshot, for readers on any thread: returns a new reference (or NULL
- * before the first publish) that the caller must unref. */
+/* Orders rows busiest first: by the activity of their totals, then by pid. */
+int mm_snap_proc_cmp(const void *a, const void *b);
+
+/* Makes a partial snapshot (@base set) complete: procs gets, besides its rows, a row for each
+ * process of @base that is not among them and had not exited (its total as there, its window
+ * empty), sorted again; the cgroups' process counts are counted again over all rows. Safe to
+ * call from several threads; a no-op on a complete snapshot. Returns 0, or -ENOMEM (the
+ * snapshot stays partial). */
+int mm_snapshot_complete(struct mm_snapshot *s);
+
+/* The latest published snapshot, completed (mm_snapshot_complete), for readers on any thread:
+ * returns a new reference (or NULL before the first publish) that the caller must unref. */
 struct mm_snapshot *mm_snapshot_current(void);
 /* Publishes @s (the caller's reference moves to the publisher); drops the previous one. */
 void mm_snapshot_publish(struct mm_snapshot *s);

@@ -21,15 +21,6 @@
 
 /* --- snapshots --- */
 
-static int cmp_activity(const void *a, const void *b)
-{
-	const struct mm_snap_proc *x = a, *y = b;
-	uint64_t ax = mm_stats_activity(&x->total), ay = mm_stats_activity(&y->total);
-	if (ax != ay)
-		return ax > ay ? -1 : 1;
-	return x->pid < y->pid ? -1 : x->pid > y->pid;
-}
-
 /* What /api/v1/status says of the split: the mode, and why. */
 static void split_status(const struct mm_host *h, struct mm_snapshot *s)
 {
@@ -108,8 +99,10 @@ static int fill_row(struct mm_snap_proc *sp, const struct mm_proc *p,
 
 /* The processes with counts, in the window (estimated, unless @closing: a closing window was
  * estimated in place by mm_host_close_window) and in total, busiest first; @n entries at most.
- * A process idle in the window costs its row's counters, nothing more. */
-static void fill_procs(struct mm_host *h, struct mm_snapshot *s, size_t n, bool closing)
+ * With @active_only (a partial snapshot, snapshot.h) only those with counts in the window. A
+ * process idle in the window costs its row's counters, nothing more. */
+static void fill_procs(struct mm_host *h, struct mm_snapshot *s, size_t n, bool closing,
+		       bool active_only)
 {
 	size_t i = 0;
 	unsigned no_hists = 0;
@@ -124,7 +117,7 @@ static void fill_procs(struct mm_host *h, struct mm_snapshot *s, size_t n, bool 
 		}
 		if (p->window)
 			mm_stats_add(&s->all_window, w);
-		if (mm_stats_is_zero(w) && !mm_proc_has_closed(p))
+		if (mm_stats_is_zero(w) && (active_only || !mm_proc_has_closed(p)))
 			continue;
 		if (i == n)
 			break; /* cannot happen (see build()); never write past the array */
@@ -135,7 +128,7 @@ static void fill_procs(struct mm_host *h, struct mm_snapshot *s, size_t n, bool 
 			    "showing them empty",
 			    no_hists);
 	s->nprocs = i; /* fewer when estimating emptied a window (only counts it cannot scale) */
-	qsort(s->procs, s->nprocs, sizeof(*s->procs), cmp_activity);
+	qsort(s->procs, s->nprocs, sizeof(*s->procs), mm_snap_proc_cmp);
 	if (mm_cgtable_fill(h->cgroups, s) < 0)
 		log_warning("out of memory for the per-cgroup breakdown of a snapshot, ignoring");
 	s->all_total = h->all_closed;
@@ -181,9 +174,11 @@ static void fill_counters(const struct mm_host *h, struct mm_snapshot *s)
 
 static struct mm_snapshot *build(struct mm_host *h, uint64_t now_ms, bool closing)
 {
+	/* An open window's snapshot leaves the processes idle in it to the last closed one's. */
+	bool partial = !closing && h->last_closed;
 	size_t n = 0;
 	for (struct mm_proc *p = mm_proctable_first(h->procs); p; p = p->next)
-		n += mm_proc_has_counts(p);
+		n += partial ? p->window && !mm_stats_is_zero(p->window) : mm_proc_has_counts(p);
 	/* Estimating never turns an empty window non-empty (mm_split_estimate), at most the
 	 * reverse. */
 	struct mm_snapshot *s = mm_snapshot_new(n, h->nglobals, h->nstreams, h->nslots);
@@ -197,7 +192,8 @@ static struct mm_snapshot *build(struct mm_host *h, uint64_t now_ms, bool closin
 	s->window_start_ms = h->window_start_ms;
 	s->window_end_ms = closing ? now_ms : 0;
 	s->interval_s = h->interval_s;
-	fill_procs(h, s, n, closing);
+	s->base = partial ? mm_snapshot_ref(h->last_closed) : NULL;
+	fill_procs(h, s, n, closing, partial);
 	fill_counters(h, s);
 	split_status(h, s);
 	snprintf(s->latency.mode, sizeof(s->latency.mode), "%s", h->latency_mode);
@@ -254,6 +250,10 @@ struct mm_snapshot *mm_host_close_window(struct mm_host *h, uint64_t end_ms)
 	}
 	h->split_observed_ms = 0;
 	struct mm_snapshot *s = build(h, end_ms, true);
+	/* The rows of the processes idle in the next window, until it closes (NULL when this one
+	 * could not be built: its snapshots are then built whole). */
+	mm_snapshot_unref(h->last_closed);
+	h->last_closed = mm_snapshot_ref(s);
 
 	if (s && mm_cgtable_close(h->cgroups, s) < 0)
 		log_warning("out of memory choosing the cgroups with their own series, ignoring");

@@ -2,8 +2,8 @@
  * The host's side of the pipeline: the tracepoints the collectors want are merged (each once,
  * callchain if any asks, a filter only if all agree), the host numbers streams in one place and
  * a source that fails to open one keeps the numbering, a source's own fd reaches its handler,
- * and every chunk of the recording format
- * reads back as written.
+ * an open window's snapshot leaves the idle processes to the last closed one's and reads back
+ * whole, and every chunk of the recording format reads back as written.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -168,6 +168,61 @@ static void test_the_host_numbers_streams_and_keeps_failed_ones(void)
 	mm_host_free(h);
 }
 
+static int named(void *ctx, uint32_t pid, struct mm_proc_ident *ret)
+{
+	memset(ret, 0, sizeof(*ret));
+	ret->start_ms = 500 + pid;
+	snprintf(ret->comm, sizeof(ret->comm), "p%u", pid);
+	snprintf(ret->cgroup, sizeof(ret->cgroup), "/u%u", pid % 2);
+	return 0;
+}
+
+static void test_an_open_windows_snapshot_holds_the_active_rows_and_reads_back_whole(void)
+{
+	struct mm_config cfg;
+	mm_config_defaults(&cfg);
+	mm_config_no_bursts(&cfg);
+	struct mm_host *h = mm_host_new(&cfg, named, NULL, 1000);
+	mm_host_proc(h, 10)->faults = 5;
+	mm_host_proc(h, 11)->faults = 7;
+	mm_host_proc(h, 12)->fallback_locks = 1;
+	/* Before any window closed: whole. */
+	struct mm_snapshot *s = mm_host_snapshot(h, 1500);
+	CHECK(s->base == NULL);
+	CHECK_U64(s->nprocs, 3);
+	mm_snapshot_unref(s);
+	mm_snapshot_unref(mm_host_close_window(h, 2000));
+
+	mm_host_proc(h, 11)->faults += 3;
+	s = mm_host_snapshot(h, 2500);
+	CHECK(s->base != NULL);
+	CHECK_U64(s->nprocs, 1); /* only 11 counted in the open window */
+	CHECK_U64(s->procs[0].pid, 11);
+	CHECK_U64(s->procs[0].window.faults, 3);
+	CHECK_U64(s->procs[0].total.faults, 10);
+	mm_snapshot_publish(s);
+	struct mm_snapshot *r = mm_snapshot_current(); /* completes it */
+	CHECK(r == s && r->base == NULL);
+	CHECK_U64(r->nprocs, 3);
+	if (r->nprocs == 3) {
+		/* busiest first, by total; the idle ones with an empty window, their total kept */
+		CHECK_U64(r->procs[0].pid, 11);
+		CHECK_U64(r->procs[1].pid, 10);
+		CHECK_U64(r->procs[1].window.faults, 0);
+		CHECK_U64(r->procs[1].total.faults, 5);
+		CHECK_STR(r->procs[1].comm, "p10");
+		CHECK_U64(r->procs[1].start_ms, 510);
+		CHECK_U64(r->procs[2].pid, 12);
+		CHECK_U64(r->procs[2].total.fallback_locks, 1);
+	}
+	CHECK(mm_snapshot_find(r, 10) != NULL);
+	CHECK_U64(mm_snapshot_complete(r), 0); /* once is enough */
+	CHECK_U64(r->nprocs, 3);
+	mm_snapshot_unref(r);
+	mm_snapshot_publish(NULL);
+	mm_host_free(h);
+}
+
 static void count_ready(void *ctx, struct mm_host *h)
 {
 	(*(int *)ctx)++;
@@ -274,6 +329,7 @@ int main(void)
 	RUN(test_split_in_bursts_gets_streams_of_its_own);
 	RUN(test_an_error_stops_the_walk_and_is_returned);
 	RUN(test_the_host_numbers_streams_and_keeps_failed_ones);
+	RUN(test_an_open_windows_snapshot_holds_the_active_rows_and_reads_back_whole);
 	RUN(test_a_watched_fd_reaches_its_handler);
 	RUN(test_recording_chunks_read_back_as_written);
 	return check_summary();
