@@ -64,7 +64,9 @@
 #define DEFAULT_BTF  "/sys/kernel/btf/vmlinux"
 #define MAX_PROCS    (1u << 20)
 #define SETTLE_TICKS 3
-#define NCOUNTERS    (sizeof(struct mm_bpf_counts) / sizeof(__u64))
+#define NCOUNTERS    (offsetof(struct mm_bpf_counts, epoch) / sizeof(__u64)) /* all but epoch */
+#define NVALUE	     (sizeof(struct mm_bpf_counts) / sizeof(__u64))
+#define NSCALARS     (offsetof(struct mm_bpf_counts, mmap_lock_wait_hist) / sizeof(__u64))
 #define LOG_SIZE     (1u << 20)
 #define MAX_CPUS     1024
 #define MAX_PLUGINS  16
@@ -82,12 +84,15 @@ struct lock_track {
 	__u32 hist[MM_BPF_HIST_BUCKETS];
 };
 
-/* What was already delivered for the process a pid belongs to. */
+/* What was already delivered for the process a pid belongs to: the scalars, and the histograms
+ * once one has a count (most processes never have one on the defaults: ~200 bytes a process
+ * instead of 2.5 KiB). */
 struct track {
 	__u64 start_boottime_ns;
 	bool exited;	  /* its exit notification came: settle and forget */
 	unsigned pending; /* ticks it waited, exited, for the host to know it */
-	__u64 last[NCOUNTERS];
+	__u64 last[NSCALARS];
+	__u64 *hlast; /* NCOUNTERS - NSCALARS histogram buckets, NULL while all are 0 */
 };
 
 struct mm_bpfsrc {
@@ -113,6 +118,12 @@ struct mm_bpfsrc {
 	enum mm_split_phase phase;
 	struct mm_bpf_key *settle; /* map entries to delete after the walk */
 	size_t nsettle, settle_cap;
+	/* Between closing ticks only the entries in the changed map are read (counters.bpf.c):
+	 * its keys, taken out of it, and the ones the host could not take yet, for the next tick.
+	 */
+	struct mm_bpf_key *keys, *retry;
+	size_t nkeys, keys_cap, nretry, retry_cap;
+	bool walked; /* every entry was read once */
 	/* The lock-wait rows of the collector fed by waits (NULL: none): delivered so far, by key
 	 * (struct lock_track). */
 	const struct mm_plugin *fed;
@@ -301,18 +312,32 @@ static bool read_counts(struct mm_bpfsrc *b, const struct mm_bpf_key *key, __u64
 	return bpf_map_lookup_elem(bpf_map__fd(b->skel->maps.procs), key, sum) == 0;
 }
 
-/* Adds @sum's growth over t->last to the process. Returns false when an exited process is
- * not known to the host yet (try again at the next tick, SETTLE_TICKS times: not even at a
+static __u64 last_of(const struct track *t, size_t i)
+{
+	return i < NSCALARS ? t->last[i] : t->hlast ? t->hlast[i - NSCALARS] : 0;
+}
+
+/* Forgets @t's histogram buckets (before the track is dropped or reused). */
+static void track_clear(struct track *t)
+{
+	free(t->hlast);
+	memset(t, 0, sizeof(*t));
+}
+
+/* Adds @sum's growth over what @t delivered to the process. Returns false when an exited process
+ * is not known to the host yet (try again at the next tick, SETTLE_TICKS times: not even at a
  * closing tick, since an entry made now, without its FORK record, would be a nameless one that
  * the FORK record then retires). */
 static bool deliver(struct mm_bpfsrc *b, struct mm_host *h, uint32_t pid, struct track *t,
 		    const __u64 *sum, bool force)
 {
 	struct mm_proc_stats *ps = NULL;
-	bool any = false;
-	for (size_t i = 0; i < NCOUNTERS; i++)
+	bool any = false, hists = false;
+	for (size_t i = 0; i < NSCALARS; i++)
 		any |= sum[i] != t->last[i];
-	if (!any)
+	for (size_t i = NSCALARS; i < NCOUNTERS; i++)
+		hists |= sum[i] != last_of(t, i);
+	if (!any && !hists)
 		return true;
 	/* At a closing tick a live process the host does not know yet started after the records
 	 * delivered so far, i.e. after the window's end (its FORK record is not in yet): its
@@ -324,13 +349,21 @@ static bool deliver(struct mm_bpfsrc *b, struct mm_host *h, uint32_t pid, struct
 		if (!ps && !force && t->pending++ < SETTLE_TICKS)
 			return false;
 	}
+	if (hists && !t->hlast && !(t->hlast = calloc(NCOUNTERS - NSCALARS, sizeof(__u64)))) {
+		mm_host_global_add(h, b->g_map_errors, 1);
+		hists = false; /* out of memory: the histograms wait for the next tick */
+	}
 	if (!ps)
 		ps = mm_host_proc(h, pid);
-	for (size_t i = 0; i < NCOUNTERS; i++) {
-		if (sum[i] <= t->last[i] || b->dest[i] == SIZE_MAX)
+	for (size_t i = 0; i < (hists ? NCOUNTERS : NSCALARS); i++) {
+		__u64 last = last_of(t, i);
+		if (sum[i] <= last || b->dest[i] == SIZE_MAX)
 			continue;
-		*(uint64_t *)((char *)ps + b->dest[i]) += sum[i] - t->last[i];
-		t->last[i] = sum[i];
+		*(uint64_t *)((char *)ps + b->dest[i]) += sum[i] - last;
+		if (i < NSCALARS)
+			t->last[i] = sum[i];
+		else
+			t->hlast[i - NSCALARS] = sum[i];
 	}
 	return true;
 }
@@ -350,8 +383,12 @@ static void settle(struct mm_bpfsrc *b, const struct mm_bpf_key *key, bool forge
 		b->settle_cap = cap;
 	}
 	b->settle[b->nsettle++] = *key;
-	if (forget)
+	if (forget) {
+		struct track *t = mm_tidmap_get(b->tracks, key->pid, false);
+		if (t)
+			free(t->hlast);
 		mm_tidmap_remove(b->tracks, key->pid);
+	}
 	mm_host_global_add(b->h, b->g_settled, 1);
 }
 
@@ -467,6 +504,114 @@ static void collect_locks(struct mm_bpfsrc *b, struct mm_host *h, bool closing)
 	}
 }
 
+/* Appends @key to @arr (growing it); false when out of memory (counted). */
+static bool push_key(struct mm_bpfsrc *b, struct mm_bpf_key **arr, size_t *n, size_t *cap,
+		     const struct mm_bpf_key *key)
+{
+	if (*n == *cap) {
+		size_t c = *cap ? 2 * *cap : 64;
+		struct mm_bpf_key *a = realloc(*arr, c * sizeof(*a));
+		if (!a) {
+			mm_host_global_add(b->h, b->g_map_errors, 1);
+			return false;
+		}
+		*arr = a;
+		*cap = c;
+	}
+	(*arr)[(*n)++] = *key;
+	return true;
+}
+
+/* Reads process entry @key and delivers its growth (settling it when its process is over).
+ * Returns false when its counts wait for the host to know the process (read it again at the
+ * next tick). */
+static bool visit(struct mm_bpfsrc *b, struct mm_host *h, const struct mm_bpf_key *key,
+		  bool closing)
+{
+	__u64 sum[NVALUE];
+	if (!read_counts(b, key, sum))
+		return true; /* gone: settled already */
+	struct track *t = mm_tidmap_get(b->tracks, key->pid, true);
+	if (!t) {
+		mm_host_global_add(h, b->g_map_errors, 1);
+		return true;
+	}
+	if (t->start_boottime_ns && key->start_boottime_ns < t->start_boottime_ns) {
+		if (queued(b, key))
+			return true; /* settled in this walk already */
+		/* Late events of an earlier process with this pid (its entry was deleted, an
+		 * exiting thread counted again): settle them on their own. */
+		struct track late = {.start_boottime_ns = key->start_boottime_ns, .exited = true};
+		deliver(b, h, key->pid, &late, sum, true);
+		free(late.hlast);
+		settle(b, key, false);
+		return true;
+	}
+	if (t->start_boottime_ns != key->start_boottime_ns) {
+		if (t->start_boottime_ns) {
+			/* The pid was reused: the tracked process is over. */
+			struct mm_bpf_key old = {.pid = key->pid,
+						 .start_boottime_ns = t->start_boottime_ns};
+			__u64 old_sum[NVALUE];
+			t->exited = true;
+			if (read_counts(b, &old, old_sum))
+				deliver(b, h, key->pid, t, old_sum, true);
+			settle(b, &old, true);
+			t = mm_tidmap_get(b->tracks, key->pid, true);
+			if (!t)
+				return true;
+		}
+		track_clear(t);
+		t->start_boottime_ns = key->start_boottime_ns;
+	}
+	if (closing && !t->exited && kill((pid_t)key->pid, 0) < 0 && errno == ESRCH) {
+		t->exited = true;
+		mm_host_global_add(h, b->g_swept, 1);
+	}
+	if (!deliver(b, h, key->pid, t, sum, false))
+		return false;
+	if (t->exited)
+		settle(b, key, true);
+	return true;
+}
+
+/* Every process entry: at a window's closing tick (and the first tick), so the window gets all
+ * its counts and exited processes are swept. */
+static void walk_all(struct mm_bpfsrc *b, struct mm_host *h, bool closing)
+{
+	int fd = bpf_map__fd(b->skel->maps.procs);
+	struct mm_bpf_key key, next, *prev = NULL;
+	b->nretry = 0;
+	for (; bpf_map_get_next_key(fd, prev, &next) == 0; prev = &key) {
+		key = next;
+		if (!visit(b, h, &key, closing))
+			push_key(b, &b->retry, &b->nretry, &b->retry_cap, &key);
+	}
+}
+
+/* The entries that changed since the last tick, and those the host could not take then. Each
+ * changed key is taken out of the map before its entry is read: a flush after that puts it back
+ * (counters.bpf.c mark_changed), so no change waits for the closing walk. */
+static void walk_changed(struct mm_bpfsrc *b, struct mm_host *h)
+{
+	int cfd = bpf_map__fd(b->skel->maps.changed);
+	struct mm_bpf_key key, next, *prev = NULL;
+	b->nkeys = 0;
+	for (; bpf_map_get_next_key(cfd, prev, &next) == 0; prev = &key) {
+		key = next;
+		if (!push_key(b, &b->keys, &b->nkeys, &b->keys_cap, &key))
+			break; /* the rest at the next tick */
+	}
+	for (size_t i = 0; i < b->nretry; i++)
+		push_key(b, &b->keys, &b->nkeys, &b->keys_cap, &b->retry[i]);
+	b->nretry = 0;
+	for (size_t i = 0; i < b->nkeys; i++) {
+		bpf_map_delete_elem(cfd, &b->keys[i]);
+		if (!visit(b, h, &b->keys[i], false))
+			push_key(b, &b->retry, &b->nretry, &b->retry_cap, &b->keys[i]);
+	}
+}
+
 void mm_bpfsrc_collect(void *ctx, struct mm_host *h, bool closing)
 {
 	struct mm_bpfsrc *b = ctx;
@@ -474,54 +619,17 @@ void mm_bpfsrc_collect(void *ctx, struct mm_host *h, bool closing)
 		return;
 	b->h = h;
 	ring_buffer__consume(b->ring);
-	int fd = bpf_map__fd(b->skel->maps.procs);
-	struct mm_bpf_key key, next, *prev = NULL;
-	__u64 sum[NCOUNTERS];
 	b->nsettle = 0;
-	for (; bpf_map_get_next_key(fd, prev, &next) == 0; prev = &key) {
-		key = next;
-		if (!read_counts(b, &key, sum))
-			continue;
-		struct track *t = mm_tidmap_get(b->tracks, key.pid, true);
-		if (!t) {
-			mm_host_global_add(h, b->g_map_errors, 1);
-			continue;
-		}
-		if (t->start_boottime_ns && key.start_boottime_ns < t->start_boottime_ns) {
-			if (queued(b, &key))
-				continue; /* settled in this walk already */
-			/* Late events of an earlier process with this pid (its entry was deleted,
-			 * an exiting thread counted again): settle them on their own. */
-			struct track late = {.start_boottime_ns = key.start_boottime_ns,
-					     .exited = true};
-			deliver(b, h, key.pid, &late, sum, true);
-			settle(b, &key, false);
-			continue;
-		}
-		if (t->start_boottime_ns != key.start_boottime_ns) {
-			if (t->start_boottime_ns) {
-				/* The pid was reused: the tracked process is over. */
-				struct mm_bpf_key old = {.pid = key.pid,
-							 .start_boottime_ns = t->start_boottime_ns};
-				__u64 old_sum[NCOUNTERS];
-				t->exited = true;
-				if (read_counts(b, &old, old_sum))
-					deliver(b, h, key.pid, t, old_sum, true);
-				settle(b, &old, true);
-				t = mm_tidmap_get(b->tracks, key.pid, true);
-				if (!t)
-					continue;
-			}
-			memset(t, 0, sizeof(*t));
-			t->start_boottime_ns = key.start_boottime_ns;
-		}
-		if (closing && !t->exited && kill((pid_t)key.pid, 0) < 0 && errno == ESRCH) {
-			t->exited = true;
-			mm_host_global_add(h, b->g_swept, 1);
-		}
-		if (deliver(b, h, key.pid, t, sum, false) && t->exited)
-			settle(b, &key, true);
+	/* Changes from now on are marked anew (after the counts they add, so what this walk
+	 * misses is marked for the next). */
+	b->skel->bss->tick_epoch++;
+	if (closing || !b->walked) {
+		walk_all(b, h, closing);
+		b->walked = true;
+	} else {
+		walk_changed(b, h);
 	}
+	int fd = bpf_map__fd(b->skel->maps.procs);
 	for (size_t i = 0; i < b->nsettle; i++)
 		bpf_map_delete_elem(fd, &b->settle[i]);
 	if (b->fed)
@@ -570,6 +678,11 @@ static void register_globals(struct mm_bpfsrc *b, struct mm_host *h)
 	b->g_map_errors = mm_host_global(h, "bpf_events", "tracks_refused", NULL);
 }
 
+static void free_hlast(void *ctx, uint32_t pid, void *value)
+{
+	free(((struct track *)value)->hlast);
+}
+
 void mm_bpfsrc_free(struct mm_bpfsrc *b)
 {
 	if (!b)
@@ -578,10 +691,14 @@ void mm_bpfsrc_free(struct mm_bpfsrc *b)
 	for (unsigned i = 0; i < b->nlinks; i++)
 		bpf_link__destroy(b->links[i]);
 	mm_counters__destroy(b->skel);
+	if (b->tracks)
+		mm_tidmap_foreach(b->tracks, free_hlast, NULL);
 	mm_tidmap_free(b->tracks);
 	mm_htab_free(&b->lock_tracks);
 	free(b->values);
 	free(b->settle);
+	free(b->keys);
+	free(b->retry);
 	free(b);
 }
 
@@ -1107,6 +1224,11 @@ void mm_bpfsrc_collect(void *ctx, struct mm_host *h, bool closing)
 
 void mm_bpfsrc_set_phase(struct mm_bpfsrc *b, enum mm_split_phase phase)
 {
+}
+
+static void free_hlast(void *ctx, uint32_t pid, void *value)
+{
+	free(((struct track *)value)->hlast);
 }
 
 void mm_bpfsrc_free(struct mm_bpfsrc *b)

@@ -136,6 +136,9 @@ volatile __u8 site_inline = 0, site_through_helper = 0;
 /* The contention collector's window generation (struct mm_bpf_lock_key.gen), flipped by the
  * loader at each window's closing tick. */
 volatile __u32 lock_gen = 0;
+/* The loader's tick, bumped before it reads the changed map; from 1 (an entry's epoch starts at
+ * 0). */
+volatile __u64 tick_epoch = 0;
 /* Set by the loader with bpf_refuse = on (a test's knob): makes the verifier refuse on_fault. */
 const volatile __u64 reject_for_test = 0;
 
@@ -206,6 +209,16 @@ struct {
 	__type(key, struct mm_bpf_key);
 	__type(value, struct mm_bpf_counts);
 } procs SEC(".maps");
+
+/* The process entries that changed since the loader's last tick: it reads only those at a
+ * tick (each one it reads, it takes out first, so a change after that puts it back), and every
+ * entry at a window's closing tick. An idle process costs no read at all between closings. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384); /* as procs */
+	__type(key, struct mm_bpf_key);
+	__type(value, __u8);
+} changed SEC(".maps");
 
 /* A zeroed value to create process entries from (too large for the BPF stack). */
 struct {
@@ -286,6 +299,19 @@ static __always_inline void hist_count(struct thread *t, unsigned i, __u64 *h, u
 
 #define NSCALARS (offsetof(struct mm_bpf_counts, mmap_lock_wait_hist) / sizeof(__u64))
 
+/* @c (@t's process's entry) changed: in the changed map, once per tick of the loader. After the
+ * counts were added: a loader that takes the entry out of the map after this test reads them. A
+ * full map leaves it to the closing tick's walk. */
+static __always_inline void mark_changed(struct thread *t, struct mm_bpf_counts *c)
+{
+	__u64 e = tick_epoch;
+	if (c->epoch == e)
+		return;
+	c->epoch = e;
+	__u8 one = 1;
+	bpf_map_update_elem(&changed, &t->key, &one, BPF_ANY);
+}
+
 /* @t's process's entry, made on first use; NULL when the map is full. */
 static __always_inline struct mm_bpf_counts *proc_entry(struct thread *t)
 {
@@ -344,6 +370,7 @@ static __noinline void flush(struct thread *t, __u64 now)
 			__sync_fetch_and_add(&dst[k], v);
 		}
 	}
+	mark_changed(t, c);
 	stat_add(MM_BPF_FLUSHES);
 }
 
@@ -364,6 +391,7 @@ static __noinline void proc_inc(struct thread *t, __u32 off)
 		return;
 	}
 	__sync_fetch_and_add((__u64 *)c + off, 1);
+	mark_changed(t, c);
 }
 
 #define PROC_INC(t, field) proc_inc(t, offsetof(struct mm_bpf_counts, field) / sizeof(__u64))
@@ -1318,8 +1346,8 @@ static __noinline void lock_begin(void *ctx, __u64 addr, unsigned flags)
  * which the faulting readers queue behind). Done at the thread's next contention_begin (about to
  * wait anyway), when it leaves the CPU, and at its exit; the loader reads the rows at its ticks,
  * so a wait reaches them at most that late, in the window it was added in (bench mix,
- * 2026-12-03: the contention collector cost ~2 points of throughput with the row update in the hold,
- * where its programs took ~1% of the CPU). */
+ * 2026-12-03: the contention collector cost ~2 points of throughput with the row update in the
+ * hold, where its programs took ~1% of the CPU). */
 static __noinline void lock_rows(struct thread *t)
 {
 	for (unsigned i = 0; i < MM_BPF_LOCK_PENDING; i++) {

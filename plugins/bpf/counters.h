@@ -76,6 +76,9 @@ struct mm_bpf_counts {
 	__u64 fault_ns_mmap_hist[MM_BPF_HIST_BUCKETS]; /* completed after a fallback */
 	/* and by outcome (faults collector) */
 	__u64 fault_ns_outcome_hist[MM_BPF_NOUTCOMES][MM_BPF_HIST_BUCKETS];
+	/* Not a count: the loader's tick (tick_epoch) in which the entry was last put in the
+	 * changed map, so it is put there once a tick at most. */
+	__u64 epoch;
 };
 
 /* The histograms of struct mm_bpf_counts, from mmap_lock_wait_hist on. */
