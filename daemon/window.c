@@ -109,6 +109,9 @@ static void fill_procs(struct mm_host *h, struct mm_snapshot *s, size_t n, bool 
 	struct mm_proc_stats win;
 	s->all_window = h->overflow;
 	for (struct mm_proc *p = mm_proctable_first(h->procs); p; p = p->next) {
+		/* Most processes counted nothing in the window: no window to look into. */
+		if (!p->window && (active_only || !mm_proc_has_closed(p)))
+			continue;
 		const struct mm_proc_stats *w = mm_proc_window(p);
 		if (p->window && h->bursts && !closing) {
 			win = *p->window;
