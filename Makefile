@@ -3,8 +3,10 @@
 #   make test   install what is missing, build, run the unit, integration, privileged and browser
 #               suites
 #   make lab    the kernel lab (lab/README.md): vanilla and patched 6.12 under qemu, ~1 h cold
-#   make bench  the overhead benchmark (bench/run.py): 15-20 min, results in bench/results/;
-#               BENCH_ARGS="--suite breakdown" for the per-collector costs
+#   make bench  the overhead benchmark (bench/run.py): 35-40 min, results in bench/results/;
+#               BENCH_ARGS="--suite breakdown" for the per-collector costs;
+#               BENCH_ARGS="--only footprint" for mmlockd's own memory and CPU alone (idle
+#               processes, churn waves; ~18 min, ~8 min with --churn-procs 2000 --churn-waves 3)
 #   make fuzz   the libFuzzer targets (tests/fuzz/) for FUZZ_SECONDS each (default 60), one after
 #               the other; prints executions and findings per target. FUZZ_TARGETS="sample config"
 #               picks some; the corpus grows in build-asan/fuzz-corpus/, findings land in

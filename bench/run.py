@@ -76,6 +76,33 @@ the faults mmlockd attributed to the workload's pid against the kernel's own cou
 and the noise: CPU used by other processes during the measured phase and other processes holding
 perf events (other tracers slow every configuration, including "none").
 
+The footprint (after the workload rounds, or alone with --only footprint) is what mmlockd
+itself holds and spends on its defaults, with the daemon's own default windows (10 s: not the
+--interval 1 of the rounds, since what a window holds and how often /proc is scanned is the
+footprint):
+  idle         mmlockd_default and mmlockd_default_perf (the two sources of the default), first
+               with nothing started (baseline), then with --idle-procs (10 000) processes that
+               only sleep, once the daemon tracks them and one more window closed:
+               VmRSS (highest of one reading a second) and VmHWM of the daemon, and its CPU
+               (utime + stime) over --idle-seconds (30 s, a multiple of the window: the /proc
+               scan runs once a window), against the target at 10 000 processes: RSS <= 40 MiB,
+               <= 1% of a core. The difference to the baseline is the cost per process.
+  churn        waves of --churn-procs short-lived processes of --churn-threads threads
+               (bench_churn) under mmlockd_default, mmlockd_default_bpf, mmlockd_all and
+               mmlockd_all_bpf: the peak RSS of each wave (VmHWM, reset before it through
+               /proc/PID/clear_refs), RSS once two more windows were stored (the wave's
+               processes written and dropped), processes_tracked, and the wave's processes that
+               got rows in the database against those forked. Targets: the defaults peak
+               <= 64 MiB and RSS after <= 40 MiB, all collectors peak <= 96 MiB, and on every
+               configuration no growth of RSS after from wave 2 to the last (CHURN_GROWTH_KIB).
+--only footprint writes footprint.md and footprint.json instead of the suite's files. On its
+defaults it takes ~18 min on the 2-core development VM: ~4 min idle (each of the two
+configurations ~30 s to start 10 000 processes, a window or two, twice 30 s), ~14 min churn
+(20 waves; one of 2000 processes took 4-5 s, so ~25 s for 10 000, plus ~15 s for two windows).
+For a developer's run, ~8 min:
+  python3 bench/run.py --only footprint --churn-procs 2000 --churn-waves 3
+(--idle-procs 2000 too: ~7 min, but then the idle rows are not at the target's 10 000).
+
 Everything it creates lives in /var/tmp/mmlockd-bench.PID/ and in a cgroup and a swap file named
 after its pid; all of it is removed at exit, on Ctrl-C and on SIGTERM. Children run in their own
 sessions and are stopped by pid only. Standard library only. Run as root.
@@ -143,6 +170,19 @@ SPLIT_ARGS = {"mmlockd_nosplit": ["--split-duty", "0"], "mmlockd_split5": ["--sp
               "mmlockd_default_bpf": ["--source", "bpf"],
               "mmlockd_default_perf": ["--source", "perf"],
               "mmlockd_nosplit_bpf": ["--split-duty", "0", "--source", "bpf"]}
+
+# The footprint (run_idle, run_churn). Idle processes on both sources of the default (on
+# --source auto the default runs its fallbacks on BPF where it loads); churn on the defaults and
+# on all collectors, both sources.
+IDLE_CONFIGS = ("mmlockd_default", "mmlockd_default_perf")
+CHURN_CONFIGS = ("mmlockd_default", "mmlockd_default_bpf", "mmlockd_all", "mmlockd_all_bpf")
+# Targets (issue "footprint"): at 10 000 idle processes on the defaults; per churn wave, by
+# whether the configuration runs all collectors; RSS after a wave may not grow from wave 2 to
+# the last by more than CHURN_GROWTH_KIB (the allocator's slack; a leak of even 100 bytes a
+# process is 1 MiB a wave of 10 000).
+IDLE_TARGET = {"procs": 10000, "rss_mib": 40, "cpu_pct": 1.0}
+CHURN_TARGETS = {"default": {"peak_mib": 64, "after_mib": 40}, "all": {"peak_mib": 96}}
+CHURN_GROWTH_KIB = 2048
 
 # mmlockd on BPF with one thing changed, as (collectors, programs not loaded, extra arguments). The fallbacks collector alone: with some of its programs not loaded
 # (--bpf-skip), what each costs a workload (their counts are wrong; only throughput is read
@@ -252,6 +292,12 @@ def proc_status_kb(pid, key):
     return None
 
 
+def live_processes():
+    """Processes on the machine now (/proc's pid directories): what mmlockd should be tracking
+    besides the benchmark's own, to tell its numbers from another user's processes."""
+    return sum(1 for d in os.listdir("/proc") if d.isdigit())
+
+
 def system_busy_s():
     """CPU seconds spent busy by the whole machine since boot (all CPUs)."""
     with open("/proc/stat") as f:
@@ -353,6 +399,70 @@ def stop_process(p, sig=signal.SIGTERM, timeout=30):
         p.wait()
 
 
+def reset_hwm(pid):
+    """Resets VmHWM of process @pid to its RSS now ("5" to clear_refs, Linux >= 4.0), so that
+    the next reading is the peak since: the peak of one wave, not of the daemon's life. False
+    where the kernel refuses it (the peak then covers everything since the daemon started)."""
+    try:
+        with open(f"/proc/{pid}/clear_refs", "w") as f:
+            f.write("5")
+        return True
+    except OSError as e:
+        log(f"cannot reset VmHWM of {pid}: {e}")
+        return False
+
+
+# A shell that starts $1 children, each blocked reading the pipe on its stdin, says "ready" and
+# waits for them. A dash child holds ~170 KiB and 2000 start in ~3 s, 10 000 in ~30 s (its job
+# list grows); from Python, a fork took 16 ms and its child ~600 KiB, fork+exec of `sleep` as
+# long (development VM, loaded). Reading the pipe rather than pause(): the children end on EOF,
+# when the driver closes its end or dies in any way (SIGKILL too), so none can outlive the
+# benchmark. An asynchronous command's stdin is /dev/null, hence the pipe as fd 3.
+IDLE_SCRIPT = ('exec 3<&0; i=0; while [ "$i" -lt "$1" ]; do read -r x <&3 & i=$((i + 1)); done; '
+               'echo ready; wait')
+
+
+class IdleProcesses:
+    """@n processes that only sleep (blocked in read(2)), for the footprint: what mmlockd keeps
+    and spends per process it tracks that does nothing, the commonest process on a machine."""
+
+    def __init__(self, bench, n):
+        self.bench, self.n, self.proc, self.w = bench, n, None, None
+
+    def start(self):
+        shell = shutil.which("dash") or "/bin/sh"
+        r, self.w = os.pipe()  # not inheritable: only the shell gets r, nobody else w
+        try:
+            self.proc = subprocess.Popen([shell, "-c", IDLE_SCRIPT, "bench_idle", str(self.n)],
+                                         stdin=r, stdout=subprocess.PIPE, text=True,
+                                         start_new_session=True)
+        finally:
+            os.close(r)
+        self.bench.children.append(self.proc)
+        self.bench.idle = self
+        line = self.proc.stdout.readline().strip()
+        if line != "ready":
+            self.stop()
+            raise RuntimeError(f"{shell} did not start {self.n} idle processes "
+                               f"(status {self.proc.returncode})")
+
+    def stop(self):
+        """EOF to every child, then the shell's wait returns; the children are gone when it
+        has exited (it reaps them all). SIGKILL to the shell only if it hangs."""
+        if self.w is not None:
+            os.close(self.w)
+            self.w = None
+        if self.proc:
+            try:
+                self.proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                stop_process(self.proc, signal.SIGKILL)
+            self.proc.stdout.close()
+            if self.proc in self.bench.children:
+                self.bench.children.remove(self.proc)
+        self.bench.idle = None
+
+
 # --- tracers --------------------------------------------------------------------------------
 
 
@@ -427,6 +537,9 @@ class Mmlockd(Tracer):
         self.db = os.path.join(d, f"{name}.db")
         self.logpath = os.path.join(d, f"{name}.log")
         self.port = None
+        # The rounds' 1-second windows; the footprint sets None (the daemon's own default:
+        # what a window holds is part of what it measures).
+        self.interval = "1"
 
     def start(self):
         for suffix in ("", "-wal", "-shm"):
@@ -434,7 +547,9 @@ class Mmlockd(Tracer):
                 os.unlink(self.db + suffix)
         self.port = free_port()
         cmd = [self.bench.mmlockd, "--config", self.bench.empty_conf, "--db", self.db,
-               "--listen", f"127.0.0.1:{self.port}", "--interval", "1"]
+               "--listen", f"127.0.0.1:{self.port}"]
+        if self.interval:
+            cmd += ["--interval", self.interval]
         if self.collectors:
             cmd += ["--collectors", self.collectors]
         if self.source:
@@ -684,6 +799,7 @@ class Bench:
         self.runs = []
         self.failures = []
         self.bpf_stats_was = None
+        self.idle = None  # the footprint's IdleProcesses while they run
 
     # Set-up and tear-down.
 
@@ -740,6 +856,8 @@ class Bench:
             f"callchains on {self.callchain}")
 
     def cleanup(self):
+        if self.idle:
+            self.idle.stop()
         for p in list(self.children):
             stop_process(p, signal.SIGTERM, timeout=30)
         if self.bpf_stats_was is not None:
@@ -968,36 +1086,188 @@ class Bench:
                         f"(eta {eta / 60:.1f} min)")
         return configs
 
-    def run_churn(self):
-        """Bounded memory: RSS and processes_tracked across waves of short-lived processes."""
-        out = []
-        for config in ("mmlockd_default", "mmlockd_all"):
-            tr = self.tracer(config)
-            tr.start()
-            pid = tr.proc.pid
+    # The footprint: what mmlockd holds and spends itself, on the daemon's default windows.
 
-            def sample(label, extra=None):
-                st = tr.status()
+    def footprint_tracer(self, config):
+        """@config started on the daemon's own default --interval (the footprint measures what
+        a window holds and what happens once a window), ready; with that interval, seconds."""
+        tr = self.tracer(config)
+        tr.interval = None
+        tr.start()
+        return tr, tr.status0.get("interval_seconds") or 10
+
+    def stop_tracer(self, tr):
+        stop_process(tr.proc)
+        self.children.remove(tr.proc)
+        tr.log.close()
+
+    def wait_windows(self, tr, n, interval, since=None):
+        """Waits until @n more windows were stored than @since (windows_stored; now's if None),
+        so that what the daemon does at a window's close (the /proc scan, writing the rows,
+        dropping exited processes) is done. Bounded by @n windows and 15 s; returns
+        windows_stored then."""
+        if since is None:
+            since = (tr.status() or {}).get("windows_stored", 0)
+        limit = n * interval + 15
+        deadline = time.time() + limit
+        while True:
+            tr.check_alive()
+            got = (tr.status() or {}).get("windows_stored")
+            if got is not None and got >= since + n:
+                return got
+            if time.time() > deadline:
+                log(f"{tr.name}: {n} windows not stored in {limit:g} s (windows_stored {got}, "
+                    f"was {since})")
+                return got
+            time.sleep(0.5)
+
+    def measure_idle(self, tr, seconds):
+        """The daemon's RSS (the highest of one reading a second, and the last), VmHWM and CPU
+        (utime + stime over the elapsed time: a share of one core) over @seconds, and the
+        other load on the machine meanwhile: the share is the daemon's own time, but a busy
+        machine makes its scans slower."""
+        pid = tr.proc.pid
+        c0, b0, t0 = proc_cpu_s(pid), system_busy_s(), time.time()
+        rss = [proc_status_kb(pid, "VmRSS") or 0]
+        while time.time() < t0 + seconds:
+            tr.check_alive()
+            time.sleep(min(1.0, max(0.0, t0 + seconds - time.time())))
+            rss.append(proc_status_kb(pid, "VmRSS") or 0)
+        c1, b1, t1 = proc_cpu_s(pid), system_busy_s(), time.time()
+        dt = t1 - t0
+        return {"rss_kb": max(rss), "rss_end_kb": rss[-1],
+                "hwm_kb": proc_status_kb(pid, "VmHWM"), "cpu_pct": (c1 - c0) / dt * 100,
+                "seconds": round(dt, 1),
+                "other_cores": round(max(0.0, (b1 - b0 - (c1 - c0)) / dt), 2),
+                "processes_tracked": (tr.status() or {}).get("processes_tracked"),
+                "live_processes": live_processes()}
+
+    def run_idle(self):
+        """The footprint with idle processes: mmlockd's RSS, peak and CPU on its defaults with
+        nothing started (the baseline), then with --idle-procs processes that only sleep, on
+        both sources of the default; the difference is the cost of a tracked process."""
+        n, out = self.args.idle_procs, []
+        for config in IDLE_CONFIGS:
+            tr, interval = self.footprint_tracer(config)
+            idle = None
+            try:
+                # A window closed: the processes already there were scanned once.
+                self.wait_windows(tr, 1, interval)
+                base = dict(self.measure_idle(tr, self.args.idle_seconds), config=config,
+                            idle_procs=0, interval_s=interval)
+                out.append(base)
+                log(f"idle {config} baseline: {base}")
+                # The peak from here on: the idle processes' arrival and steady state, not the
+                # daemon's start-up.
+                hwm_reset = reset_hwm(tr.proc.pid)
+                t0 = time.time()
+                idle = IdleProcesses(self, n)
+                idle.start()
+                log(f"idle {config}: {n} idle processes started in {time.time() - t0:.1f} s")
+                # Tracked once a /proc scan (at a window's close) has run since they all exist:
+                # processes_tracked >= n alone can be the machine's other processes.
+                stored0 = (tr.status() or {}).get("windows_stored", 0)
+                deadline = time.time() + 60
+                while True:
+                    tr.check_alive()
+                    st = tr.status() or {}
+                    tracked = st.get("processes_tracked") or 0
+                    if (tracked >= n and st.get("windows_stored", 0) > stored0) \
+                            or time.time() > deadline:
+                        break
+                    time.sleep(0.5)
+                if tracked < n:
+                    log(f"idle {config}: processes_tracked {tracked} < {n} after 60 s")
+                log(f"idle {config}: processes_tracked {tracked} after "
+                    f"{time.time() - t0:.1f} s; one more window")
+                self.wait_windows(tr, 1, interval)
+                row = dict(self.measure_idle(tr, self.args.idle_seconds), config=config,
+                           idle_procs=n, interval_s=interval, hwm_reset=hwm_reset)
+                row["per_proc_kib"] = (row["rss_kb"] - base["rss_kb"]) / n
+                row["cpu_pct_per_1000"] = (row["cpu_pct"] - base["cpu_pct"]) / n * 1000
+                row["verdict"] = idle_verdict(base, row)
+                out.append(row)
+                log(f"idle {config} {n} processes: {row}")
+            finally:
+                if idle:
+                    idle.stop()
+                self.stop_tracer(tr)
+        log("footprint, idle processes:\n" + "\n".join(idle_table(out)))
+        return out
+
+    def churn_rows(self, tr, t0, t1, parent):
+        """How many processes of one wave got rows in the database: comm bench_churn, started
+        between @t0 and @t1, other than @parent (bench_churn itself). Each faulted, so each
+        should have one. Read-only, beside the daemon (WAL); None if it cannot be read."""
+        try:
+            con = sqlite3.connect(f"file:{tr.db}?mode=ro", uri=True, timeout=10)
+            n = con.execute("SELECT count(*) FROM (SELECT DISTINCT pid, start_time "
+                            "FROM process_stats WHERE comm = 'bench_churn' AND pid != ? "
+                            "AND start_time BETWEEN ? AND ?)", (parent, t0 - 2, t1 + 2)
+                            ).fetchone()[0]
+            con.close()
+        except sqlite3.Error as e:
+            log(f"{tr.name}: reading {tr.db}: {e}")
+            return None
+        return n
+
+    def run_churn(self):
+        """Bounded memory: per wave of short-lived processes, mmlockd's peak RSS (VmHWM reset
+        before the wave), its RSS once two more windows were stored (the wave's processes
+        written, then dropped), processes_tracked, and the wave's processes that got rows; on
+        the daemon's default windows, the defaults and all collectors on both sources."""
+        out = []
+        for config in CHURN_CONFIGS:
+            tr, interval = self.footprint_tracer(config)
+            pid = tr.proc.pid
+            rows = []
+
+            def sample(label, extra):
+                st = tr.status() or {"events": []}
                 s, lost = Mmlockd.counts(st)
-                row = {"when": label, "rss_kb": proc_status_kb(pid, "VmRSS"),
+                row = {"config": config, "when": label, "rss_kb": proc_status_kb(pid, "VmRSS"),
                        "hwm_kb": proc_status_kb(pid, "VmHWM"),
                        "processes_tracked": st.get("processes_tracked"),
-                       "events": s, "lost": lost}
-                if extra:
-                    row.update(extra)
-                out.append(dict(row, config=config))
+                       "live_processes": live_processes(),
+                       "windows_stored": st.get("windows_stored"), "events": s, "lost": lost,
+                       "interval_s": interval}
+                row.update(extra)
+                rows.append(row)
                 log(f"churn {config} {label}: {row}")
 
-            sample("start")
-            for wave in range(self.args.churn_waves):
-                r = subprocess.run([self.bins["churn"], "--procs", str(self.args.churn_procs),
-                                    "--threads", "4", "--parallel", "8"], capture_output=True,
-                                   text=True, timeout=600)
-                time.sleep(3.5)  # windows of 1 s close, exited processes are dropped
-                sample(f"after wave {wave + 1}", {"churn": parse_kv(r.stdout)})
-            stop_process(tr.proc)
-            self.children.remove(tr.proc)
-            tr.log.close()
+            try:
+                sample("start", {"wave": 0})
+                for wave in range(1, self.args.churn_waves + 1):
+                    hwm_reset = reset_hwm(pid)
+                    t0 = time.time()
+                    p = subprocess.Popen(
+                        [self.bins["churn"], "--procs", str(self.args.churn_procs), "--threads",
+                         str(self.args.churn_threads), "--parallel", "8"],
+                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                        start_new_session=True)
+                    self.children.append(p)
+                    try:
+                        so, se = p.communicate(timeout=1800)
+                    except subprocess.TimeoutExpired:
+                        stop_process(p, signal.SIGKILL)
+                        raise RuntimeError(f"churn wave {wave} under {config}: not done in 30 min")
+                    self.children.remove(p)
+                    t1 = time.time()
+                    if p.returncode != 0:
+                        log(f"churn wave {wave} under {config}: status {p.returncode}: "
+                            f"{se.strip()}")
+                    hwm_wave_end = proc_status_kb(pid, "VmHWM")
+                    self.wait_windows(tr, 2, interval)
+                    sample(f"wave {wave}", {
+                        "wave": wave, "churn": parse_kv(so), "wave_s": round(t1 - t0, 1),
+                        "wait_s": round(time.time() - t1, 1), "hwm_reset": hwm_reset,
+                        "hwm_wave_end_kb": hwm_wave_end,
+                        "rows_stored": self.churn_rows(tr, t0, t1, p.pid)})
+            finally:
+                self.stop_tracer(tr)
+            churn_verdicts(rows)
+            out += rows
+        log("footprint, churn:\n" + "\n".join(churn_table(out)))
         return out
 
 
@@ -1145,7 +1415,89 @@ def fmt(x, spec=".2f", none="–"):
     return none if x is None else format(x, spec)
 
 
-def write_report(bench, configs, rows, churn, t_start, t_end):
+def mib(kb):
+    return None if kb is None else kb / 1024
+
+
+def idle_verdict(base, row):
+    """PASS/FAIL against IDLE_TARGET at its number of processes; at another number no verdict,
+    only what the cost per process measured would give there if linear, a rough guide: it is
+    not (on 2026-12-05, 12.6 KiB and 1.6% per 1000 at 2000 processes, 5.2 KiB and 0.26% at
+    10 000: the fixed costs of the first thousands)."""
+    t = IDLE_TARGET
+    if row["idle_procs"] != t["procs"]:
+        rss = mib(base["rss_kb"] + row["per_proc_kib"] * t["procs"])
+        cpu = base["cpu_pct"] + row["cpu_pct_per_1000"] * t["procs"] / 1000
+        return f"not at {t['procs']:,} (linear from here: {rss:.1f} MiB, {cpu:.2f}%)"
+    rss, cpu = mib(row["rss_kb"]), row["cpu_pct"]
+    bad = [f"RSS {rss:.1f} > {t['rss_mib']} MiB"] if rss > t["rss_mib"] else []
+    bad += [f"CPU {cpu:.2f} > {t['cpu_pct']:g}%"] if cpu > t["cpu_pct"] else []
+    return "FAIL (" + ", ".join(bad) + ")" if bad else "PASS"
+
+
+def churn_verdicts(rows):
+    """Sets the verdict of each wave of one configuration's @rows against CHURN_TARGETS, and of
+    the last wave also against growth of RSS after from wave 2 (from 3 waves)."""
+    waves = [r for r in rows if r["wave"]]
+    if not waves:
+        return
+    t = CHURN_TARGETS["all" if "_all" in waves[0]["config"] else "default"]
+    second = next((r for r in waves if r["wave"] == 2), None)
+    for r in waves:
+        bad = []
+        if "peak_mib" in t and mib(r["hwm_kb"] or 0) > t["peak_mib"]:
+            bad.append(f"peak {mib(r['hwm_kb']):.1f} > {t['peak_mib']} MiB")
+        if "after_mib" in t and mib(r["rss_kb"] or 0) > t["after_mib"]:
+            bad.append(f"RSS after {mib(r['rss_kb']):.1f} > {t['after_mib']} MiB")
+        if second and r["wave"] > 2 and r["rss_kb"] is not None and second["rss_kb"]:
+            r["growth_kb"] = r["rss_kb"] - second["rss_kb"]
+            if r is waves[-1] and r["growth_kb"] > CHURN_GROWTH_KIB:
+                bad.append(f"RSS after grew {mib(r['growth_kb']):.1f} MiB since wave 2")
+        r["verdict"] = "FAIL (" + ", ".join(bad) + ")" if bad else "PASS"
+
+
+def idle_table(idle):
+    t = IDLE_TARGET
+    L = [f"| configuration | idle processes | processes_tracked (machine's) | RSS MiB "
+         f"| peak RSS MiB | CPU % of a core | per process KiB | CPU % per 1000 processes "
+         f"| other load, cores "
+         f"| target at {t['procs']:,}: RSS <= {t['rss_mib']} MiB, CPU <= {t['cpu_pct']:g}% |",
+         "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+    for r in idle:
+        L.append(f"| {LABELS.get(r['config'], r['config'])} | {r['idle_procs']:,} "
+                 f"| {r['processes_tracked']} ({r['live_processes']}) "
+                 f"| {fmt(mib(r['rss_kb']), '.1f')} "
+                 f"| {fmt(mib(r['hwm_kb']), '.1f')} | {fmt(r['cpu_pct'], '.2f')} "
+                 f"| {fmt(r.get('per_proc_kib'), '.2f')} "
+                 f"| {fmt(r.get('cpu_pct_per_1000'), '.3f')} | {fmt(r['other_cores'], '.2f')} "
+                 f"| {r.get('verdict', '–')} |")
+    return L
+
+
+def churn_table(churn):
+    tg, td = CHURN_TARGETS["all"], CHURN_TARGETS["default"]
+    L = [f"| configuration | when | processes (threads) forked | wave s | peak RSS MiB "
+         f"| RSS after MiB | RSS after vs wave 2 MiB | processes_tracked (machine's) "
+         f"| rows stored / forked | events | lost | target: default peak <= {td['peak_mib']}, "
+         f"after <= {td['after_mib']}; all peak <= {tg['peak_mib']} MiB; no growth |",
+         "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+    for r in churn:
+        ch = r.get("churn") or {}
+        forked = f"{ch.get('procs', 0):,} ({ch.get('threads', 0):,})" if ch else "–"
+        stored = f"{r['rows_stored']:,} / {ch.get('procs', 0):,}" \
+            if ch and r.get("rows_stored") is not None else "–"
+        g = r.get("growth_kb")
+        L.append(f"| {LABELS.get(r['config'], r['config'])} | {r['when']} | {forked} "
+                 f"| {fmt(r.get('wave_s'), '.0f')} | {fmt(mib(r['hwm_kb']), '.1f')} "
+                 f"| {fmt(mib(r['rss_kb']), '.1f')} "
+                 f"| {fmt(mib(g) if g is not None else None, '+.1f')} "
+                 f"| {r['processes_tracked']} ({r['live_processes']}) | {stored} "
+                 f"| {r['events']} | {r['lost']} "
+                 f"| {r.get('verdict', '–')} |")
+    return L
+
+
+def write_report(bench, configs, rows, idle, churn, t_start, t_end):
     a = bench.args
     info = machine_info()
     os.makedirs(a.out, exist_ok=True)
@@ -1160,34 +1512,43 @@ def write_report(bench, configs, rows, churn, t_start, t_end):
         "workload_params": {w: next((r["params"] for r in bench.runs if r["workload"] == w),
                                     {}) for w in a.workloads},
         "summary": {f"{w}/{c}": s for (w, c), s in rows.items()},
-        "churn": churn, "failures": bench.failures, "runs": bench.runs,
+        "idle": idle, "churn": churn, "failures": bench.failures, "runs": bench.runs,
     }
-    base = os.path.join(a.out, a.suite)
+    # --only footprint has no rounds: its own files, not over the suite's.
+    name = a.only or a.suite
+    base = os.path.join(a.out, name)
     with open(base + ".json", "w") as f:
         json.dump(doc, f, indent=1, sort_keys=False)
     L = []
-    L.append(f"# mmlockd overhead benchmark: suite `{a.suite}`\n")
-    L.append(f"{stamp}; {info.get('cpu_model')}, {info['cpus']} CPUs, "
-             f"{info.get('mem_total_gib')} GiB; kernel {info['kernel']}; {info['perf']}; "
-             f"{bench.version} (collectors {', '.join(bench.collectors_all)}; default "
-             f"`{bench.default_collectors}`). {a.reps} interleaved rounds per configuration, "
-             f"{a.warmup:g} s warm-up + {a.seconds:g} s measured per run, at niceness {a.nice}; "
-             f"medians. Run took "
-             f"{doc['duration_min']} min. mmlockd ran with `--interval 1` on a temporary "
-             f"database, default ring size.\n")
-    splits = {r["config"]: r["tracer"].get("split") for r in bench.runs
-              if r.get("tracer", {}).get("split")}
-    if splits:
-        L.append("Fault split per mmlockd configuration (/api/v1/status): " + "; ".join(
-            f"{LABELS.get(c, c)}: {sp['mode']}" + (
-                f" {sp['duty_permille'] / 10:g}% ({sp['burst_ms']} ms every "
-                f"{sp['burst_period_ms']} ms) on {sp['source']}" if sp["mode"] == "bursts"
-                else "") for c, sp in splits.items()) + ". In bursts the outcome columns "
-                 "below are estimates.\n")
-    L.append(f"Tracepoints (mmlockd's, also given to perf stat / perf record): "
-             f"{', '.join('`' + t + '`' for t in bench.tracepoints)}; kernel callchains on "
-             f"{', '.join('`' + t + '`' for t in bench.callchain) or 'none'}.\n")
-    for w in a.workloads:
+    if configs:
+        L.append(f"# mmlockd overhead benchmark: suite `{a.suite}`\n")
+        L.append(f"{stamp}; {info.get('cpu_model')}, {info['cpus']} CPUs, "
+                 f"{info.get('mem_total_gib')} GiB; kernel {info['kernel']}; {info['perf']}; "
+                 f"{bench.version} (collectors {', '.join(bench.collectors_all)}; default "
+                 f"`{bench.default_collectors}`). {a.reps} interleaved rounds per "
+                 f"configuration, {a.warmup:g} s warm-up + {a.seconds:g} s measured per run, "
+                 f"at niceness {a.nice}; medians. Run took "
+                 f"{doc['duration_min']} min. mmlockd ran with `--interval 1` on a temporary "
+                 f"database, default ring size.\n")
+        splits = {r["config"]: r["tracer"].get("split") for r in bench.runs
+                  if r.get("tracer", {}).get("split")}
+        if splits:
+            L.append("Fault split per mmlockd configuration (/api/v1/status): " + "; ".join(
+                f"{LABELS.get(c, c)}: {sp['mode']}" + (
+                    f" {sp['duty_permille'] / 10:g}% ({sp['burst_ms']} ms every "
+                    f"{sp['burst_period_ms']} ms) on {sp['source']}" if sp["mode"] == "bursts"
+                    else "") for c, sp in splits.items()) + ". In bursts the outcome columns "
+                     "below are estimates.\n")
+        L.append(f"Tracepoints (mmlockd's, also given to perf stat / perf record): "
+                 f"{', '.join('`' + t + '`' for t in bench.tracepoints)}; kernel callchains on "
+                 f"{', '.join('`' + t + '`' for t in bench.callchain) or 'none'}.\n")
+    else:
+        L.append("# mmlockd footprint\n")
+        L.append(f"{stamp}; {info.get('cpu_model')}, {info['cpus']} CPUs, "
+                 f"{info.get('mem_total_gib')} GiB; kernel {info['kernel']}; {bench.version} "
+                 f"(default collectors `{bench.default_collectors}`). `--only footprint`: no "
+                 f"workload rounds. Run took {doc['duration_min']} min.\n")
+    for w in a.workloads if configs else []:
         p = doc["workload_params"][w]
         L.append(f"\n## {w}\n")
         L.append("Parameters: " + " ".join(f"{k}={v}" for k, v in p.items()
@@ -1281,23 +1642,35 @@ def write_report(bench, configs, rows, churn, t_start, t_end):
                          f"| {o['faults_mmap_fallback']} "
                          f"| {o.get('split_faults_seen', 0) if o.get('split_estimated') else '-'} "
                          f"| {o.get('split_err', 0) if o.get('split_estimated') else '-'} |")
+    if idle:
+        L.append("\n## Footprint: idle processes\n")
+        L.append(f"mmlockd on its defaults and default windows "
+                 f"({idle[0]['interval_s']:g} s), first with nothing started, then with "
+                 f"{bench.args.idle_procs:,} processes that only sleep (blocked in read), "
+                 f"measured over {bench.args.idle_seconds:g} s once the daemon tracked them and "
+                 "one more window was stored. RSS: the highest VmRSS of one reading a second; "
+                 "peak: VmHWM (the baseline's since the daemon started, the other since the "
+                 "idle processes were started); CPU: utime + stime over the elapsed time; per "
+                 "process: the difference to the baseline over the processes; in parentheses "
+                 "the processes alive on the machine (another user's count in processes_tracked "
+                 "too); other load: the rest of the machine's busy CPU meanwhile.\n")
+        L += idle_table(idle)
     if churn:
         L.append("\n## Bounded memory: short-lived processes\n")
-        L.append("| configuration | when | processes (threads) forked | mmlockd RSS MiB "
-                 "| peak RSS MiB | processes_tracked | events | lost |")
-        L.append("|---|---|---:|---:|---:|---:|---:|---:|")
-        for r in churn:
-            ch = r.get("churn", {})
-            forked = f"{ch.get('procs', 0)} ({ch.get('threads', 0)})" if ch else "–"
-            L.append(f"| {LABELS.get(r['config'], r['config'])} | {r['when']} | {forked} "
-                     f"| {fmt((r['rss_kb'] or 0) / 1024, '.1f')} "
-                     f"| {fmt((r['hwm_kb'] or 0) / 1024, '.1f')} | {r['processes_tracked']} "
-                     f"| {r['events']} | {r['lost']} |")
+        L.append(f"Waves of bench_churn (--procs {bench.args.churn_procs} --threads "
+                 f"{bench.args.churn_threads} --parallel 8) on the daemon's default windows "
+                 f"({churn[0]['interval_s']:g} s). Peak: VmHWM over the wave and the two windows "
+                 "after it, reset before the wave (/proc/PID/clear_refs); RSS after: once two "
+                 "windows were stored after the wave; rows stored: the wave's processes "
+                 "(comm bench_churn) with a row in process_stats; in parentheses the processes "
+                 "alive on the machine. No growth: RSS after of the last wave within "
+                 f"{CHURN_GROWTH_KIB / 1024:g} MiB of wave 2's.\n")
+        L += churn_table(churn)
     if bench.failures:
         L.append(f"\nFailed runs (retried once; not in the medians): {len(bench.failures)}; "
                  "see `failures` in the JSON.\n")
     L.append("\nColumns: see docs/cost.md. JSON with every run: "
-             f"`{a.suite}.json`.\n")
+             f"`{name}.json`.\n")
     with open(base + ".md", "w") as f:
         f.write("\n".join(L))
     log(f"wrote {base}.md and {base}.json")
@@ -1322,7 +1695,17 @@ def main():
     ap.add_argument("--churn", action=argparse.BooleanOptionalAction, default=True,
                     help="also run the bounded-memory check (short-lived processes)")
     ap.add_argument("--churn-procs", type=int, default=10000)
-    ap.add_argument("--churn-waves", type=int, default=2)
+    ap.add_argument("--churn-threads", type=int, default=4)
+    ap.add_argument("--churn-waves", type=int, default=5,
+                    help="waves of --churn-procs processes per configuration (growth is "
+                    "judged from wave 2 to the last)")
+    ap.add_argument("--idle-procs", type=int, default=10000,
+                    help="idle processes for the footprint (0: no idle measurement)")
+    ap.add_argument("--idle-seconds", type=float, default=30,
+                    help="seconds the idle footprint is measured over, each time")
+    ap.add_argument("--only", choices=["footprint"], default=None,
+                    help="footprint: the idle and churn measurements alone, no workload "
+                    "rounds (footprint.md / footprint.json)")
     ap.add_argument("--bpf-stats", action="store_true",
                     help="set kernel.bpf_stats_enabled for the run (restored at exit) and "
                     "report the time mmlockd's BPF programs take per run and per second")
@@ -1354,10 +1737,11 @@ def main():
     t_start = time.time()
     try:
         bench.setup()
-        configs = bench.run_suite()
-        churn = bench.run_churn() if args.churn else []
+        configs = bench.run_suite() if args.only != "footprint" else []
+        idle = bench.run_idle() if args.idle_procs > 0 else []
+        churn = bench.run_churn() if args.churn and args.churn_waves > 0 else []
         rows = summarize(bench, configs)
-        write_report(bench, configs, rows, churn, t_start, time.time())
+        write_report(bench, configs, rows, idle, churn, t_start, time.time())
     except Interrupted as e:
         log(f"interrupted ({e}): cleaning up")
         return 130
