@@ -1226,11 +1226,6 @@ void mm_bpfsrc_set_phase(struct mm_bpfsrc *b, enum mm_split_phase phase)
 {
 }
 
-static void free_hlast(void *ctx, uint32_t pid, void *value)
-{
-	free(((struct track *)value)->hlast);
-}
-
 void mm_bpfsrc_free(struct mm_bpfsrc *b)
 {
 }

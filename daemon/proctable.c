@@ -243,11 +243,17 @@ static bool parent_ident(struct mm_proctable *t, uint32_t ppid, struct mm_proc_i
 	return t->lookup(t->ctx, ppid, ret) == 0;
 }
 
+/* The name of a process whose own is unknown. */
+static void nameless(char comm[MM_COMM_LEN], uint32_t pid)
+{
+	snprintf(comm, MM_COMM_LEN, "pid-%u", pid);
+}
+
 /* @revive: an event arrived for a pid with no live entry; when the pid's exited entry is still
  * here and /proc shows no different process under that pid, the event is a late one of that
  * exited process (not a new process) and goes to it. @ppid: the parent (0: unknown), whose name
  * and cgroup a process gone from /proc takes (parent_ident()); else its name is @seen's, or
- * "pid-N". @fallback_ms: the start time when the lookup cannot tell (and @seen gives none). */
+ * "pid-N". @fallback_ms: the start time when the lookup cannot tell. */
 static struct mm_proc *create(struct mm_proctable *t, uint32_t pid, uint64_t fallback_ms,
 			      bool revive, uint32_t ppid, const struct mm_proc_ident *seen)
 {
@@ -274,11 +280,11 @@ static struct mm_proc *create(struct mm_proctable *t, uint32_t pid, uint64_t fal
 		memcpy(p->cgroup, id.cgroup, sizeof(p->cgroup));
 	} else {
 		p->guessed = true;
-		p->start_ms = seen && seen->start_ms ? seen->start_ms : fallback_ms;
+		p->start_ms = fallback_ms;
 		if (seen && seen->comm[0])
 			memcpy(p->comm, seen->comm, sizeof(p->comm));
 		else
-			snprintf(p->comm, sizeof(p->comm), "pid-%u", pid);
+			nameless(p->comm, pid);
 	}
 	struct mm_proc **b = bucket(t, pid);
 	p->hnext = *b;
@@ -324,10 +330,10 @@ void mm_proctable_fork(struct mm_proctable *t, uint32_t pid, uint32_t ppid, uint
 	if (old) {
 		if (same_process(t, old, pid, fallback_ms)) {
 			struct mm_proc_ident id;
-			char nameless[MM_COMM_LEN];
-			snprintf(nameless, sizeof(nameless), "pid-%u", pid);
+			char unknown[MM_COMM_LEN];
 			if (old->guessed && parent_ident(t, ppid, &id)) {
-				if (!strcmp(old->comm, nameless))
+				nameless(unknown, pid);
+				if (!strcmp(old->comm, unknown))
 					memcpy(old->comm, id.comm, sizeof(old->comm));
 				memcpy(old->cgroup, id.cgroup, sizeof(old->cgroup));
 				old->guessed = false;
