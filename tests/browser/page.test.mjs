@@ -61,7 +61,18 @@ const page = await ctx.newPage();
 const errors = [];
 page.on("console", m => { if (m.type() === "error") errors.push("console: " + m.text()); });
 page.on("pageerror", e => errors.push("page error: " + e.message));
-page.on("requestfailed", r => errors.push("request failed: " + r.url()));
+/* A load or reload of the test's own aborts the page's requests in flight (its 2-second poll):
+ * net::ERR_ABORTED then is the navigation's doing, not the daemon's; any other failure counts. */
+let navigating = 0;
+page.on("requestfailed", r => {
+	const why = (r.failure() || {}).errorText || "no reason";
+	if (navigating && why === "net::ERR_ABORTED") return;
+	errors.push("request failed: " + r.url() + " (" + why + ", " + new Date().toISOString() + ")");
+});
+async function navigate(fn) {
+	navigating++;
+	try { return await fn(); } finally { navigating--; }
+}
 const external = [];
 page.on("request", r => { if (!r.url().startsWith(URL) && !r.url().startsWith("data:")) external.push(r.url()); });
 
@@ -92,7 +103,7 @@ async function fallbacksBlind() {
 }
 
 const loadedAt = Date.now() / 1000;
-await page.goto(URL);
+await navigate(() => page.goto(URL));
 await ready();
 
 /* Polls the API until @fn(reply) returns a value (then returns it), for up to @ms. */
@@ -161,7 +172,7 @@ await check("every_chart_fits_its_card_at_1400_and_800", async () => {
 	/* A fresh load as a user makes it: charts are drawn while their grid fills. */
 	for (const [w, h] of [[1400, 1000], [800, 900]]) {
 		await page.setViewportSize({width: w, height: h});
-		await page.goto(URL);
+		await navigate(() => page.goto(URL));
 		await ready();
 		await page.waitForTimeout(500);
 		const n = await page.evaluate(() => Object.values(window.mmlockd.charts).filter(u => u.root.isConnected).length);
@@ -180,7 +191,7 @@ await check("every_chart_fits_its_card_at_1400_and_800", async () => {
 
 await check("lead_table_answers_above_the_fold", async () => {
 	await page.setViewportSize({width: 1400, height: 1000});
-	await page.goto(URL);
+	await navigate(() => page.goto(URL));
 	await ready();
 	await page.evaluate(() => window.scrollTo(0, 0));
 	const r = await page.evaluate(() => {
@@ -323,7 +334,7 @@ await check("range_and_view_in_the_url", async () => {
 	const fields = await page.evaluate(() => [document.getElementById("custom-from").value,
 		document.getElementById("custom-to").value, toLocalInput(Date.now() / 1000 - 900)]);
 	if (fields[0].slice(0, 16) !== fields[2].slice(0, 16)) return "from reads " + fields[0] + " for a 15 min range (" + fields[2] + ")";
-	await page.reload();
+	await navigate(() => page.reload());
 	await ready();
 	const after = await page.evaluate(() => [document.getElementById("view").dataset.view, window.mmlockd.state.range]);
 	if (after[0] !== "processes" || after[1] !== "15m") return "after a reload: view " + after[0] + ", range " + after[1];

@@ -85,5 +85,10 @@ PASSED=$((PASSED + $(grep -c '^ok ' "$TMP/page.out")))
 FAILED=$((FAILED + $(grep -c '^FAIL ' "$TMP/page.out")))
 [ "$rc" -eq 0 ] || [ "$FAILED" -gt 0 ] || fail "page.test.mjs exited with status $rc"
 mmlockd_alive
+# Connections the daemon ended early, by reason: what a failed request of the page met.
+if [ "$FAILED" -gt 0 ]; then
+	curl -s "http://127.0.0.1:$PORT/metrics" | grep '^mmlockd_http_connections_aborted_total' |
+		sed 's/^/# /'
+fi
 log "screenshots: $SHOTS"
 summary_and_exit
