@@ -602,8 +602,14 @@ static void walk_changed(struct mm_bpfsrc *b, struct mm_host *h)
 		if (!push_key(b, &b->keys, &b->nkeys, &b->keys_cap, &key))
 			break; /* the rest at the next tick */
 	}
+	/* A retried key that changed again is in the list already: read twice in one tick, an
+	 * exited process's entry (settled, its track forgotten, deleted only after the walk)
+	 * would be delivered twice, the second time from zero. One still in the changed map but
+	 * not in the list (marked after the walk above) is read at the next tick. */
+	__u8 one;
 	for (size_t i = 0; i < b->nretry; i++)
-		push_key(b, &b->keys, &b->nkeys, &b->keys_cap, &b->retry[i]);
+		if (bpf_map_lookup_elem(cfd, &b->retry[i], &one) < 0)
+			push_key(b, &b->keys, &b->nkeys, &b->keys_cap, &b->retry[i]);
 	b->nretry = 0;
 	for (size_t i = 0; i < b->nkeys; i++) {
 		bpf_map_delete_elem(cfd, &b->keys[i]);
