@@ -16,8 +16,19 @@
 
 #define NBUCKETS 4096
 
+/* A cgroup path, interned: every entry in one cgroup shares one copy (a host has tens of cgroups
+ * and thousands of processes; MM_CGROUP_LEN bytes in each entry were 2.5 MB at 10 000). Freed
+ * with its last entry. */
+struct cgname {
+	struct cgname *next; /* in its bucket */
+	unsigned refs;
+	char path[];
+};
+#define CG_BUCKETS 256
+
 struct mm_proctable {
 	struct mm_proc *buckets[NBUCKETS];
+	struct cgname *cgroups[CG_BUCKETS];
 	struct mm_proc *all;
 	uint64_t count;
 	mm_proc_lookup_fn lookup;
@@ -173,13 +184,70 @@ struct mm_proctable *mm_proctable_new(mm_proc_lookup_fn lookup, void *ctx)
 	return t;
 }
 
+static struct cgname **cg_bucket(struct mm_proctable *t, const char *path)
+{
+	uint32_t h = 2166136261u; /* FNV-1a */
+	for (const unsigned char *c = (const unsigned char *)path; *c; c++)
+		h = (h ^ *c) * 16777619u;
+	return &t->cgroups[h % CG_BUCKETS];
+}
+
+static void cg_unref(struct mm_proctable *t, const char *path)
+{
+	if (!path[0])
+		return; /* the shared "" */
+	for (struct cgname **pp = cg_bucket(t, path); *pp; pp = &(*pp)->next) {
+		struct cgname *c = *pp;
+		if (c->path != path)
+			continue;
+		if (--c->refs == 0) {
+			*pp = c->next;
+			free(c);
+		}
+		return;
+	}
+}
+
+/* Gives @p the cgroup @path (at most MM_CGROUP_LEN - 1 bytes are kept). On ENOMEM the entry
+ * keeps the one it had. */
+static void set_cgroup(struct mm_proctable *t, struct mm_proc *p, const char *path)
+{
+	size_t len = strnlen(path, MM_CGROUP_LEN - 1);
+	const char *old = p->cgroup ? p->cgroup : "";
+	if (!strncmp(old, path, len) && !old[len])
+		return;
+	const char *now = "";
+	if (len) {
+		char key[MM_CGROUP_LEN];
+		memcpy(key, path, len);
+		key[len] = '\0';
+		struct cgname **b = cg_bucket(t, key), *c;
+		for (c = *b; c && strcmp(c->path, key); c = c->next)
+			;
+		if (!c) {
+			c = malloc(sizeof(*c) + len + 1);
+			if (!c)
+				return;
+			memcpy(c->path, key, len + 1);
+			c->refs = 0;
+			c->next = *b;
+			*b = c;
+		}
+		c->refs++;
+		now = c->path;
+	}
+	p->cgroup = now;
+	cg_unref(t, old);
+}
+
 void mm_proctable_reserve(struct mm_proctable *t, size_t size)
 {
 	t->data_size = (size + 7) & ~(size_t)7;
 }
 
-static void free_proc(struct mm_proc *p)
+static void free_proc(struct mm_proctable *t, struct mm_proc *p)
 {
+	cg_unref(t, p->cgroup);
 	free(p->window);
 	free(p->closed_hists);
 	free(p->carry);
@@ -193,7 +261,7 @@ void mm_proctable_free(struct mm_proctable *t)
 	struct mm_proc *p = t->all;
 	while (p) {
 		struct mm_proc *next = p->next;
-		free_proc(p);
+		free_proc(t, p);
 		p = next;
 	}
 	free(t);
@@ -237,7 +305,7 @@ static bool parent_ident(struct mm_proctable *t, uint32_t ppid, struct mm_proc_i
 	const struct mm_proc *pp = find_live(t, ppid);
 	if (pp) {
 		memcpy(ret->comm, pp->comm, sizeof(ret->comm));
-		memcpy(ret->cgroup, pp->cgroup, sizeof(ret->cgroup));
+		snprintf(ret->cgroup, sizeof(ret->cgroup), "%s", pp->cgroup);
 		return true;
 	}
 	return t->lookup(t->ctx, ppid, ret) == 0;
@@ -270,14 +338,15 @@ static struct mm_proc *create(struct mm_proctable *t, uint32_t pid, uint64_t fal
 		return NULL;
 	p->data = t->data_size ? p + 1 : NULL;
 	p->pid = (int32_t)pid;
+	p->cgroup = "";
 	if (r == 0) {
 		p->start_ms = id.start_ms ? id.start_ms : fallback_ms;
 		memcpy(p->comm, id.comm, sizeof(p->comm));
-		memcpy(p->cgroup, id.cgroup, sizeof(p->cgroup));
+		set_cgroup(t, p, id.cgroup);
 	} else if (ppid && parent_ident(t, ppid, &id)) {
 		p->start_ms = fallback_ms;
 		memcpy(p->comm, id.comm, sizeof(p->comm));
-		memcpy(p->cgroup, id.cgroup, sizeof(p->cgroup));
+		set_cgroup(t, p, id.cgroup);
 	} else {
 		p->guessed = true;
 		p->start_ms = fallback_ms;
@@ -335,7 +404,7 @@ void mm_proctable_fork(struct mm_proctable *t, uint32_t pid, uint32_t ppid, uint
 				nameless(unknown, pid);
 				if (!strcmp(old->comm, unknown))
 					memcpy(old->comm, id.comm, sizeof(old->comm));
-				memcpy(old->cgroup, id.cgroup, sizeof(old->cgroup));
+				set_cgroup(t, old, id.cgroup);
 				old->guessed = false;
 			}
 			return;
@@ -366,7 +435,7 @@ void mm_proctable_comm(struct mm_proctable *t, uint32_t pid, const char *comm, b
 	snprintf(p->comm, sizeof(p->comm), "%s", comm);
 	struct mm_proc_ident id;
 	if (exec && t->lookup(t->ctx, pid, &id) == 0 && id.start_ms == p->start_ms)
-		memcpy(p->cgroup, id.cgroup, sizeof(p->cgroup));
+		set_cgroup(t, p, id.cgroup);
 }
 
 struct mm_proc_stats *mm_proctable_counts(struct mm_proc *p, uint64_t end_ms)
@@ -404,7 +473,7 @@ unsigned mm_proctable_roll(struct mm_proctable *t, uint64_t next_end_ms)
 			unindex(t, p);
 			*pp = p->next;
 			t->count--;
-			free_proc(p);
+			free_proc(t, p);
 			freed++;
 			continue;
 		}

@@ -37,7 +37,7 @@ struct mm_proc {
 	int32_t pid;
 	uint64_t start_ms;
 	char comm[MM_COMM_LEN];
-	char cgroup[MM_CGROUP_LEN];
+	const char *cgroup; /* shared by the table's entries in that cgroup; "" when unknown */
 	bool exited;
 	bool guessed; /* made while the lookup failed: name and cgroup are not the process's own yet
 		       */

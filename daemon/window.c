@@ -79,7 +79,7 @@ static int fill_row(struct mm_snap_proc *sp, const struct mm_proc *p,
 	sp->pid = p->pid;
 	sp->start_ms = p->start_ms;
 	memcpy(sp->comm, p->comm, sizeof(sp->comm));
-	memcpy(sp->cgroup, p->cgroup, sizeof(sp->cgroup));
+	snprintf(sp->cgroup, sizeof(sp->cgroup), "%s", p->cgroup);
 	sp->exited = p->exited;
 	sp->window = *mm_stats_counts_c(win);
 	sp->total = p->closed;

@@ -100,6 +100,29 @@ static void test_exec_reads_the_cgroup_again(void)
 	mm_proctable_free(t);
 }
 
+static void test_processes_of_one_cgroup_share_its_path(void)
+{
+	/* One copy per cgroup, however many processes; freed with its last process (the ASan
+	 * build finds a leak or a double free). */
+	now_in = "/system.slice/a.service";
+	struct mm_proctable *t = mm_proctable_new(moving, NULL);
+	struct mm_proc *p = mm_proctable_get(t, 5, 0), *q = mm_proctable_get(t, 6, 0);
+	CHECK(p->cgroup == q->cgroup);
+	now_in = "/system.slice/b.service";
+	mm_proctable_comm(t, 6, "b", true);
+	CHECK_STR(q->cgroup, "/system.slice/b.service");
+	CHECK_STR(p->cgroup, "/system.slice/a.service");
+	mm_proctable_exit(t, 5);
+	mm_proctable_roll(t, 0); /* frees 5, the last in a.service */
+	now_in = "/system.slice/a.service";
+	mm_proctable_comm(t, 6, "a", true);
+	CHECK_STR(q->cgroup, "/system.slice/a.service");
+	now_in = "";
+	mm_proctable_comm(t, 6, "none", true);
+	CHECK_STR(q->cgroup, "");
+	mm_proctable_free(t);
+}
+
 static void test_fork_of_a_reused_pid_retires_the_old_entry(void)
 {
 	struct mm_proctable *t = fake_table();
@@ -278,6 +301,7 @@ int main(void)
 {
 	RUN(test_procfs_lookup_of_ourselves);
 	RUN(test_lookup_happens_once_per_process);
+	RUN(test_processes_of_one_cgroup_share_its_path);
 	RUN(test_exec_reads_the_cgroup_again);
 	RUN(test_fork_of_a_reused_pid_retires_the_old_entry);
 	RUN(test_fork_of_a_process_seen_early_keeps_its_entry);
