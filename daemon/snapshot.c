@@ -10,6 +10,94 @@
 
 #include "log.h"
 
+/* The rows' cgroup paths: copies in chunks that never move, found again by an open-addressing
+ * table of their hashes (a host has tens of cgroups and thousands of processes). */
+#define NAME_CHUNK 4096
+struct name_chunk {
+	struct name_chunk *next;
+	size_t used;
+	char data[NAME_CHUNK];
+};
+
+struct mm_snap_names {
+	struct name_chunk *chunks;
+	const char **slots;
+	size_t cap, n; /* cap a power of 2 */
+};
+
+static void names_free(struct mm_snap_names *nm)
+{
+	if (!nm)
+		return;
+	for (struct name_chunk *c = nm->chunks, *next; c; c = next) {
+		next = c->next;
+		free(c);
+	}
+	free(nm->slots);
+	free(nm);
+}
+
+static uint32_t name_hash(const char *str, size_t len)
+{
+	uint32_t h = 2166136261u; /* FNV-1a */
+	for (size_t i = 0; i < len; i++)
+		h = (h ^ (unsigned char)str[i]) * 16777619u;
+	return h;
+}
+
+/* Doubles the table (from 64), placing the copies again. */
+static int names_grow(struct mm_snap_names *nm)
+{
+	size_t cap = nm->cap ? 2 * nm->cap : 64;
+	const char **slots = calloc(cap, sizeof(*slots));
+	if (!slots)
+		return -ENOMEM;
+	for (size_t i = 0; i < nm->cap; i++) {
+		const char *str = nm->slots[i];
+		if (!str)
+			continue;
+		size_t j = name_hash(str, strlen(str)) & (cap - 1);
+		while (slots[j])
+			j = (j + 1) & (cap - 1);
+		slots[j] = str;
+	}
+	free(nm->slots);
+	nm->slots = slots;
+	nm->cap = cap;
+	return 0;
+}
+
+const char *mm_snapshot_name(struct mm_snapshot *s, const char *path)
+{
+	size_t len = strnlen(path, MM_CGROUP_LEN - 1);
+	if (!len)
+		return "";
+	if (!s->names && !(s->names = calloc(1, sizeof(*s->names))))
+		return NULL;
+	struct mm_snap_names *nm = s->names;
+	if (2 * (nm->n + 1) > nm->cap && names_grow(nm) < 0)
+		return NULL;
+	size_t j = name_hash(path, len) & (nm->cap - 1);
+	for (; nm->slots[j]; j = (j + 1) & (nm->cap - 1))
+		if (!strncmp(nm->slots[j], path, len) && !nm->slots[j][len])
+			return nm->slots[j];
+	struct name_chunk *c = nm->chunks;
+	if (!c || NAME_CHUNK - c->used < len + 1) {
+		if (!(c = malloc(sizeof(*c))))
+			return NULL;
+		c->used = 0;
+		c->next = nm->chunks;
+		nm->chunks = c;
+	}
+	char *copy = c->data + c->used;
+	memcpy(copy, path, len);
+	copy[len] = '\0';
+	c->used += len + 1;
+	nm->slots[j] = copy;
+	nm->n++;
+	return copy;
+}
+
 struct mm_snapshot *mm_snapshot_new(size_t nprocs, size_t nglobals, size_t nevents,
 				    size_t ncollectors)
 {
@@ -26,6 +114,8 @@ struct mm_snapshot *mm_snapshot_new(size_t nprocs, size_t nglobals, size_t neven
 		mm_snapshot_unref(s);
 		return NULL;
 	}
+	for (size_t i = 0; i < nprocs; i++)
+		s->procs[i].cgroup = "";
 	s->nprocs = nprocs;
 	s->nglobals = nglobals;
 	s->nevents = nevents;
@@ -72,6 +162,7 @@ void mm_snapshot_unref(struct mm_snapshot *s)
 	free(s->lock_callers);
 	free(s->cgroups);
 	mm_snapshot_unref(s->base);
+	names_free(s->names);
 	pthread_mutex_destroy(&s->complete_lock);
 	free(s);
 }
@@ -115,11 +206,14 @@ static int cmp_ident(const void *a, const void *b)
 }
 
 /* @b's row as it stands in a window where it counted nothing: its total, an empty window. */
-static int idle_row(struct mm_snap_proc *dst, const struct mm_snap_proc *b)
+static int idle_row(struct mm_snapshot *s, struct mm_snap_proc *dst, const struct mm_snap_proc *b)
 {
 	*dst = *b;
 	memset(&dst->window, 0, sizeof(dst->window));
 	dst->hists = NULL;
+	/* The base's copy goes with the base: the row points to @s's own. */
+	if (!(dst->cgroup = mm_snapshot_name(s, b->cgroup)))
+		return -ENOMEM;
 	if (!b->hists)
 		return 0;
 	dst->hists = calloc(2, sizeof(*dst->hists));
@@ -174,7 +268,7 @@ static int complete_locked(struct mm_snapshot *s)
 		const struct mm_snap_proc *p = &b->procs[i];
 		if (p->exited || bsearch(p, active, s->nprocs, sizeof(*active), cmp_ident))
 			continue; /* exited: gone from the table when that window closed */
-		r = idle_row(&rows[n], p);
+		r = idle_row(s, &rows[n], p);
 		n += r == 0;
 	}
 	free(active);

@@ -30,7 +30,10 @@ struct mm_snap_proc {
 	int32_t pid;
 	uint64_t start_ms;	/* process start time, unix ms (from /proc/PID/stat starttime) */
 	char comm[MM_COMM_LEN]; /* latest name (follows exec) */
-	char cgroup[MM_CGROUP_LEN]; /* cgroup v2 path, or the v1 memory controller's, or "" */
+	/* cgroup v2 path, or the v1 memory controller's, or "": never NULL; the snapshot's own
+	 * copy, shared by the rows of that cgroup (mm_snapshot_name), so a row is ~250 bytes less
+	 */
+	const char *cgroup;
 	bool exited; /* the process has exited; kept until its last window is stored */
 	struct mm_proc_counts window; /* the window [window_start_ms, window_end_ms) */
 	struct mm_proc_counts total;  /* since mmlockd started (window included) */
@@ -173,10 +176,12 @@ struct mm_snapshot {
 	 * first, then "other"; empty when the builder keeps none. */
 	size_t ncgroups;
 	struct mm_snap_cgroup *cgroups;
+
+	struct mm_snap_names *names; /* the rows' cgroup paths, one copy each (snapshot.c) */
 };
 
 /* Allocates a zeroed snapshot with one reference and room for the given counts (the n* members are
- * set to them). Returns NULL on allocation failure. */
+ * set to them; each row's cgroup is ""). Returns NULL on allocation failure. */
 struct mm_snapshot *mm_snapshot_new(size_t nprocs, size_t nglobals, size_t nevents,
 				    size_t ncollectors);
 struct mm_snapshot *mm_snapshot_ref(struct mm_snapshot *s);
@@ -207,6 +212,11 @@ void mm_snapshot_set_locks(struct mm_snapshot *s, struct mm_snap_lock *locks, si
 /* Attaches a malloc'ed array of cgroups to @s (which takes it over), replacing any attached
  * before. Only for the snapshot's builder, before it is published. */
 void mm_snapshot_set_cgroups(struct mm_snapshot *s, struct mm_snap_cgroup *cgroups, size_t n);
+
+/* @s's copy of the cgroup path @path (its first MM_CGROUP_LEN - 1 bytes), made at the first
+ * call with that path and freed with @s: what a row's cgroup points to. "" for "". NULL when out
+ * of memory. Only for the snapshot's builder, or under its completion (not thread-safe). */
+const char *mm_snapshot_name(struct mm_snapshot *s, const char *path);
 
 /* Finds a process in @s by pid (the live one if several share it), or NULL. */
 const struct mm_snap_proc *mm_snapshot_find(const struct mm_snapshot *s, int32_t pid);

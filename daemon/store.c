@@ -958,8 +958,7 @@ static int write_process(struct mm_store *st, sqlite3_int64 window_id, const str
 	int rc, i;
 
 	if (sqlite3_bind_int64(s, 1, p->pid) || sqlite3_bind_double(s, 2, ms_to_s(p->start_ms)) ||
-	    bind_text(s, 3, p->comm, sizeof(p->comm)) ||
-	    bind_text(s, 4, p->cgroup, sizeof(p->cgroup)))
+	    bind_text(s, 3, p->comm, sizeof(p->comm)) || bind_text(s, 4, p->cgroup, MM_CGROUP_LEN))
 		return db_fail(st, sqlite3_errcode(st->db), "binding a process");
 	rc = sqlite3_step(s);
 	if (rc != SQLITE_ROW) {

@@ -70,23 +70,24 @@ static void duty_window(struct mm_host *h, struct mm_proc *p, struct mm_proc_sta
 	}
 }
 
-/* Row @sp of process @p, with @win its window (estimated or not): the counters of the window and
- * of the total; histograms only when one has a sample. Returns -ENOMEM when those find no memory
- * (the row has its counters). */
-static int fill_row(struct mm_snap_proc *sp, const struct mm_proc *p,
+/* Row @sp of @s for process @p, with @win its window (estimated or not): the counters of the
+ * window and of the total; histograms only when one has a sample. Returns -ENOMEM when those or
+ * the cgroup's copy find no memory (the row has its counters; its cgroup is then ""). */
+static int fill_row(struct mm_snapshot *s, struct mm_snap_proc *sp, const struct mm_proc *p,
 		    const struct mm_proc_stats *win)
 {
 	sp->pid = p->pid;
 	sp->start_ms = p->start_ms;
 	memcpy(sp->comm, p->comm, sizeof(sp->comm));
-	snprintf(sp->cgroup, sizeof(sp->cgroup), "%s", p->cgroup);
+	const char *cg = mm_snapshot_name(s, p->cgroup);
+	sp->cgroup = cg ? cg : "";
 	sp->exited = p->exited;
 	sp->window = *mm_stats_counts_c(win);
 	sp->total = p->closed;
 	mm_counts_add(&sp->total, &sp->window);
 	const struct mm_proc_hists *wh = mm_stats_hists_c(win);
 	if (!p->closed_hists && mm_hists_is_zero(wh))
-		return 0;
+		return cg ? 0 : -ENOMEM;
 	sp->hists = calloc(2, sizeof(*sp->hists));
 	if (!sp->hists)
 		return -ENOMEM;
@@ -94,7 +95,7 @@ static int fill_row(struct mm_snap_proc *sp, const struct mm_proc *p,
 	if (p->closed_hists)
 		sp->hists[1] = *p->closed_hists;
 	mm_hists_add(&sp->hists[1], wh);
-	return 0;
+	return cg ? 0 : -ENOMEM;
 }
 
 /* The processes with counts, in the window (estimated, unless @closing: a closing window was
@@ -124,11 +125,11 @@ static void fill_procs(struct mm_host *h, struct mm_snapshot *s, size_t n, bool 
 			continue;
 		if (i == n)
 			break; /* cannot happen (see build()); never write past the array */
-		no_hists += fill_row(&s->procs[i++], p, w) < 0;
+		no_hists += fill_row(s, &s->procs[i++], p, w) < 0;
 	}
 	if (no_hists)
-		log_warning("out of memory for the histograms of %u processes in a snapshot, "
-			    "showing them empty",
+		log_warning("out of memory for the histograms or cgroups of %u processes in a "
+			    "snapshot, showing them empty",
 			    no_hists);
 	s->nprocs = i; /* fewer when estimating emptied a window (only counts it cannot scale) */
 	qsort(s->procs, s->nprocs, sizeof(*s->procs), mm_snap_proc_cmp);

@@ -55,10 +55,9 @@ int main(int argc, char **argv)
 		p->pid = (int32_t)(1000 + i);
 		p->start_ms = 1699999000000 + i;
 		snprintf(p->comm, sizeof(p->comm), "%s", comms[i]);
-		snprintf(p->cgroup, sizeof(p->cgroup), "%s",
-			 i == 3	 ? ""
-			 : i % 2 ? "/user.slice/user-0.slice/user@0.service"
-				 : "/system.slice/test.service");
+		p->cgroup = mm_snapshot_name(s, i == 3	? ""
+						: i % 2 ? "/user.slice/user-0.slice/user@0.service"
+							: "/system.slice/test.service");
 		static struct mm_proc_stats win, tot;
 		memset(&win, 0, sizeof(win));
 		memset(&tot, 0, sizeof(tot));

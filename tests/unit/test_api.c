@@ -178,7 +178,7 @@ static struct mm_snapshot *snap(void)
 	s->procs[0].pid = 4242;
 	s->procs[0].start_ms = 1699999999123;
 	strcpy(s->procs[0].comm, "postgres");
-	strcpy(s->procs[0].cgroup, "/system.slice/postgresql.service");
+	s->procs[0].cgroup = mm_snapshot_name(s, "/system.slice/postgresql.service");
 	s->procs[0].window.faults = 5;
 	s->procs[0].total.faults = 50;
 	s->procs[0].total.mmap_lock_wait_ns = 123456789;

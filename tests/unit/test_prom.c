@@ -43,7 +43,7 @@ static struct mm_snapshot *snap(size_t n)
 	set_collectors(s, "");
 	for (size_t i = 0; i < n; i++) {
 		s->procs[i].pid = (int32_t)(100 + i);
-		strcpy(s->procs[i].cgroup, "/t");
+		s->procs[i].cgroup = "/t";
 		snprintf(s->procs[i].comm, sizeof(s->procs[i].comm), "p%u", (unsigned)i % 1000);
 		s->procs[i].total.faults = 1000 - i;
 		s->procs[i].total.mmap_lock_read = 7;

@@ -62,7 +62,7 @@ static void set_proc(struct mm_snap_proc *p, int32_t pid, uint64_t start_ms, con
 	p->pid = pid;
 	p->start_ms = start_ms;
 	snprintf(p->comm, sizeof(p->comm), "%s", comm);
-	snprintf(p->cgroup, sizeof(p->cgroup), "%s", cgroup);
+	p->cgroup = cgroup; /* outlives the snapshot */
 	memset(&p->window, 0, sizeof(p->window));
 	for (size_t f = 0; k && f < mm_proc_nfields; f++)
 		*(uint64_t *)((char *)&p->window + mm_proc_fields[f].offset) = field_value(k, f);
@@ -1327,12 +1327,13 @@ static int disk_full_child(const char *dir)
 	snprintf(path, sizeof(path), "%s/full.db", dir);
 	if (mm_store_open(path, &st) < 0)
 		return 10;
+	char long_cg[MM_CGROUP_LEN];
+	memset(long_cg, 'c', sizeof(long_cg) - 1);
+	long_cg[sizeof(long_cg) - 1] = '\0';
 	for (int i = 0; i < 100000 && r == 0; i++) {
 		w = new_window((uint64_t)i * 1000, (uint64_t)(i + 1) * 1000, 20, 0, 0);
-		for (int k = 0; k < 20; k++) {
-			set_proc(&w->procs[k], 100 + i * 20 + k, 1000, "filler", "", 1);
-			memset(w->procs[k].cgroup, 'c', sizeof(w->procs[k].cgroup) - 1);
-		}
+		for (int k = 0; k < 20; k++)
+			set_proc(&w->procs[k], 100 + i * 20 + k, 1000, "filler", long_cg, 1);
 		r = mm_store_write_window(st, w);
 		mm_snapshot_unref(w);
 		if (r == 0)
