@@ -105,7 +105,7 @@ static void writer_sink(void *ctx, struct mm_snapshot *w)
  * estimates, also (and above all) when --collectors does not name faults. */
 static void say_split(const struct daemon *d)
 {
-	struct mm_snapshot *s = mm_snapshot_current();
+	struct mm_snapshot *s = mm_snapshot_latest();
 	char list[sizeof(d->cfg.collectors) + 2];
 
 	snprintf(list, sizeof(list), ",%s,", d->cfg.collectors);

@@ -300,6 +300,14 @@ int mm_snapshot_complete(struct mm_snapshot *s)
 	return r;
 }
 
+struct mm_snapshot *mm_snapshot_latest(void)
+{
+	pthread_mutex_lock(&current_lock);
+	struct mm_snapshot *s = mm_snapshot_ref(current);
+	pthread_mutex_unlock(&current_lock);
+	return s;
+}
+
 struct mm_snapshot *mm_snapshot_current(void)
 {
 	pthread_mutex_lock(&current_lock);

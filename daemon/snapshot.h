@@ -200,6 +200,10 @@ int mm_snapshot_complete(struct mm_snapshot *s);
 /* The latest published snapshot, completed (mm_snapshot_complete), for readers on any thread:
  * returns a new reference (or NULL before the first publish) that the caller must unref. */
 struct mm_snapshot *mm_snapshot_current(void);
+/* The latest published snapshot as it was published, for readers of anything but its rows
+ * (/api/v1/status): between closing ticks a partial one (only the processes active in the open
+ * window), which costs no copy of the idle processes' rows. A new reference, or NULL. */
+struct mm_snapshot *mm_snapshot_latest(void);
 /* Publishes @s (the caller's reference moves to the publisher); drops the previous one. */
 void mm_snapshot_publish(struct mm_snapshot *s);
 
