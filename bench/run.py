@@ -1436,8 +1436,9 @@ def idle_verdict(base, row):
 
 
 def churn_verdicts(rows):
-    """Sets the verdict of each wave of one configuration's @rows against CHURN_TARGETS, and of
-    the last wave also against growth of RSS after from wave 2 (from 3 waves)."""
+    """Sets the verdict of each wave of one configuration's @rows against CHURN_TARGETS and the
+    rows stored (every process of the wave), and of the last wave also against growth of RSS
+    after from wave 2 (from 3 waves)."""
     waves = [r for r in rows if r["wave"]]
     if not waves:
         return
@@ -1449,6 +1450,9 @@ def churn_verdicts(rows):
             bad.append(f"peak {mib(r['hwm_kb']):.1f} > {t['peak_mib']} MiB")
         if "after_mib" in t and mib(r["rss_kb"] or 0) > t["after_mib"]:
             bad.append(f"RSS after {mib(r['rss_kb']):.1f} > {t['after_mib']} MiB")
+        forked = (r.get("churn") or {}).get("procs")
+        if forked and r.get("rows_stored") is not None and r["rows_stored"] < forked:
+            bad.append(f"{forked - r['rows_stored']:,} of the wave's processes without a row")
         if second and r["wave"] > 2 and r["rss_kb"] is not None and second["rss_kb"]:
             r["growth_kb"] = r["rss_kb"] - second["rss_kb"]
             if r is waves[-1] and r["growth_kb"] > CHURN_GROWTH_KIB:
@@ -1479,7 +1483,8 @@ def churn_table(churn):
     L = [f"| configuration | when | processes (threads) forked | wave s | peak RSS MiB "
          f"| RSS after MiB | RSS after vs wave 2 MiB | processes_tracked (machine's) "
          f"| rows stored / forked | events | lost | target: default peak <= {td['peak_mib']}, "
-         f"after <= {td['after_mib']}; all peak <= {tg['peak_mib']} MiB; no growth |",
+         f"after <= {td['after_mib']}; all peak <= {tg['peak_mib']} MiB; no growth; "
+         f"every process stored |",
          "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
     for r in churn:
         ch = r.get("churn") or {}
