@@ -5,6 +5,7 @@
 #include "proctable.h"
 
 #include "log.h"
+#include "names.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -16,19 +17,9 @@
 
 #define NBUCKETS 4096
 
-/* A cgroup path, interned: every entry in one cgroup shares one copy (a host has tens of cgroups
- * and thousands of processes; MM_CGROUP_LEN bytes in each entry were 2.5 MB at 10 000). Freed
- * with its last entry. */
-struct cgname {
-	struct cgname *next; /* in its bucket */
-	unsigned refs;
-	char path[];
-};
-#define CG_BUCKETS 256
-
 struct mm_proctable {
 	struct mm_proc *buckets[NBUCKETS];
-	struct cgname *cgroups[CG_BUCKETS];
+	struct mm_names cgroups; /* the entries' cgroup paths, one copy each */
 	struct mm_proc *all;
 	uint64_t count;
 	mm_proc_lookup_fn lookup;
@@ -177,67 +168,24 @@ int mm_proc_lookup_procfs(void *ctx, uint32_t pid, struct mm_proc_ident *ret)
 struct mm_proctable *mm_proctable_new(mm_proc_lookup_fn lookup, void *ctx)
 {
 	struct mm_proctable *t = calloc(1, sizeof(*t));
-	if (!t)
+	if (!t || mm_names_init(&t->cgroups) < 0) {
+		free(t);
 		return NULL;
+	}
 	t->lookup = lookup ? lookup : mm_proc_lookup_procfs;
 	t->ctx = ctx;
 	return t;
-}
-
-static struct cgname **cg_bucket(struct mm_proctable *t, const char *path)
-{
-	uint32_t h = 2166136261u; /* FNV-1a */
-	for (const unsigned char *c = (const unsigned char *)path; *c; c++)
-		h = (h ^ *c) * 16777619u;
-	return &t->cgroups[h % CG_BUCKETS];
-}
-
-static void cg_unref(struct mm_proctable *t, const char *path)
-{
-	if (!path[0])
-		return; /* the shared "" */
-	for (struct cgname **pp = cg_bucket(t, path); *pp; pp = &(*pp)->next) {
-		struct cgname *c = *pp;
-		if (c->path != path)
-			continue;
-		if (--c->refs == 0) {
-			*pp = c->next;
-			free(c);
-		}
-		return;
-	}
 }
 
 /* Gives @p the cgroup @path (at most MM_CGROUP_LEN - 1 bytes are kept). On ENOMEM the entry
  * keeps the one it had. */
 static void set_cgroup(struct mm_proctable *t, struct mm_proc *p, const char *path)
 {
-	size_t len = strnlen(path, MM_CGROUP_LEN - 1);
-	const char *old = p->cgroup ? p->cgroup : "";
-	if (!strncmp(old, path, len) && !old[len])
+	const char *now = mm_names_ref(&t->cgroups, path);
+	if (!now)
 		return;
-	const char *now = "";
-	if (len) {
-		char key[MM_CGROUP_LEN];
-		memcpy(key, path, len);
-		key[len] = '\0';
-		struct cgname **b = cg_bucket(t, key), *c;
-		for (c = *b; c && strcmp(c->path, key); c = c->next)
-			;
-		if (!c) {
-			c = malloc(sizeof(*c) + len + 1);
-			if (!c)
-				return;
-			memcpy(c->path, key, len + 1);
-			c->refs = 0;
-			c->next = *b;
-			*b = c;
-		}
-		c->refs++;
-		now = c->path;
-	}
+	mm_names_unref(&t->cgroups, p->cgroup);
 	p->cgroup = now;
-	cg_unref(t, old);
 }
 
 void mm_proctable_reserve(struct mm_proctable *t, size_t size)
@@ -247,7 +195,7 @@ void mm_proctable_reserve(struct mm_proctable *t, size_t size)
 
 static void free_proc(struct mm_proctable *t, struct mm_proc *p)
 {
-	cg_unref(t, p->cgroup);
+	mm_names_unref(&t->cgroups, p->cgroup);
 	free(p->window);
 	free(p->closed_hists);
 	free(p->carry);
@@ -264,6 +212,7 @@ void mm_proctable_free(struct mm_proctable *t)
 		free_proc(t, p);
 		p = next;
 	}
+	mm_names_free(&t->cgroups);
 	free(t);
 }
 

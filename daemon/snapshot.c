@@ -9,93 +9,19 @@
 #include <string.h>
 
 #include "log.h"
-
-/* The rows' cgroup paths: copies in chunks that never move, found again by an open-addressing
- * table of their hashes (a host has tens of cgroups and thousands of processes). */
-#define NAME_CHUNK 4096
-struct name_chunk {
-	struct name_chunk *next;
-	size_t used;
-	char data[NAME_CHUNK];
-};
-
-struct mm_snap_names {
-	struct name_chunk *chunks;
-	const char **slots;
-	size_t cap, n; /* cap a power of 2 */
-};
-
-static void names_free(struct mm_snap_names *nm)
-{
-	if (!nm)
-		return;
-	for (struct name_chunk *c = nm->chunks, *next; c; c = next) {
-		next = c->next;
-		free(c);
-	}
-	free(nm->slots);
-	free(nm);
-}
-
-static uint32_t name_hash(const char *str, size_t len)
-{
-	uint32_t h = 2166136261u; /* FNV-1a */
-	for (size_t i = 0; i < len; i++)
-		h = (h ^ (unsigned char)str[i]) * 16777619u;
-	return h;
-}
-
-/* Doubles the table (from 64), placing the copies again. */
-static int names_grow(struct mm_snap_names *nm)
-{
-	size_t cap = nm->cap ? 2 * nm->cap : 64;
-	const char **slots = calloc(cap, sizeof(*slots));
-	if (!slots)
-		return -ENOMEM;
-	for (size_t i = 0; i < nm->cap; i++) {
-		const char *str = nm->slots[i];
-		if (!str)
-			continue;
-		size_t j = name_hash(str, strlen(str)) & (cap - 1);
-		while (slots[j])
-			j = (j + 1) & (cap - 1);
-		slots[j] = str;
-	}
-	free(nm->slots);
-	nm->slots = slots;
-	nm->cap = cap;
-	return 0;
-}
+#include "names.h"
 
 const char *mm_snapshot_name(struct mm_snapshot *s, const char *path)
 {
-	size_t len = strnlen(path, MM_CGROUP_LEN - 1);
-	if (!len)
-		return "";
-	if (!s->names && !(s->names = calloc(1, sizeof(*s->names))))
-		return NULL;
-	struct mm_snap_names *nm = s->names;
-	if (2 * (nm->n + 1) > nm->cap && names_grow(nm) < 0)
-		return NULL;
-	size_t j = name_hash(path, len) & (nm->cap - 1);
-	for (; nm->slots[j]; j = (j + 1) & (nm->cap - 1))
-		if (!strncmp(nm->slots[j], path, len) && !nm->slots[j][len])
-			return nm->slots[j];
-	struct name_chunk *c = nm->chunks;
-	if (!c || NAME_CHUNK - c->used < len + 1) {
-		if (!(c = malloc(sizeof(*c))))
+	if (!s->names) {
+		struct mm_names *n = malloc(sizeof(*n));
+		if (!n || mm_names_init(n) < 0) {
+			free(n);
 			return NULL;
-		c->used = 0;
-		c->next = nm->chunks;
-		nm->chunks = c;
+		}
+		s->names = n;
 	}
-	char *copy = c->data + c->used;
-	memcpy(copy, path, len);
-	copy[len] = '\0';
-	c->used += len + 1;
-	nm->slots[j] = copy;
-	nm->n++;
-	return copy;
+	return mm_names_ref(s->names, path);
 }
 
 struct mm_snapshot *mm_snapshot_new(size_t nprocs, size_t nglobals, size_t nevents,
@@ -162,7 +88,9 @@ void mm_snapshot_unref(struct mm_snapshot *s)
 	free(s->lock_callers);
 	free(s->cgroups);
 	mm_snapshot_unref(s->base);
-	names_free(s->names);
+	if (s->names)
+		mm_names_free(s->names);
+	free(s->names);
 	pthread_mutex_destroy(&s->complete_lock);
 	free(s);
 }

@@ -177,7 +177,7 @@ struct mm_snapshot {
 	size_t ncgroups;
 	struct mm_snap_cgroup *cgroups;
 
-	struct mm_snap_names *names; /* the rows' cgroup paths, one copy each (snapshot.c) */
+	struct mm_names *names; /* the rows' cgroup paths, one copy each (names.h) */
 };
 
 /* Allocates a zeroed snapshot with one reference and room for the given counts (the n* members are
