@@ -104,11 +104,10 @@ struct mm_bpfsrc {
 	int ncpus;
 	__u64 *values; /* a buffer for one map value: a process's counters, or a per-CPU stat */
 	size_t dest[NCOUNTERS]; /* offset in struct mm_proc_stats of each counter */
-	/* Each scalar's index in struct track's last[] (NO_SLOT: no collector takes it), their
-	 * count, and a track of that size for a late process's one-off delivery. */
+	/* Each scalar's index in struct track's last[] (NO_SLOT: no collector takes it), and
+	 * their count. */
 	unsigned char slot[NSCALARS];
 	unsigned nlast;
-	struct track *late;
 	__u64 stats_last[MM_BPF_NSTATS];
 	int g_stats[MM_BPF_NSTATS], g_settled, g_swept, g_map_errors;
 	struct bpf_link *links[2 * MAX_CPUS]; /* the fault-completion perf events */
@@ -560,9 +559,10 @@ static bool visit(struct mm_bpfsrc *b, struct mm_host *h, const struct mm_bpf_ke
 		if (queued(b, key))
 			return true; /* settled in this walk already */
 		/* Late events of an earlier process with this pid (its entry was deleted, an
-		 * exiting thread counted again): settle them on their own. */
-		struct track *late = b->late;
-		memset(late, 0, track_size(b));
+		 * exiting thread counted again): settle them on their own, with a one-off track
+		 * that has room for every scalar. */
+		__u64 buf[(sizeof(struct track) + NSCALARS * sizeof(__u64)) / sizeof(__u64)] = {0};
+		struct track *late = (struct track *)buf;
 		late->start_boottime_ns = key->start_boottime_ns;
 		late->exited = true;
 		deliver(b, h, key->pid, late, sum, true);
@@ -723,7 +723,6 @@ void mm_bpfsrc_free(struct mm_bpfsrc *b)
 	if (b->tracks)
 		mm_tidmap_foreach(b->tracks, free_hlast, NULL);
 	mm_tidmap_free(b->tracks);
-	free(b->late);
 	mm_htab_free(&b->lock_tracks);
 	free(b->values);
 	free(b->settle);
@@ -1000,16 +999,10 @@ static void map_fields(struct mm_bpfsrc *b, const struct wants *w)
 		slot[i] = b->dest[i] == SIZE_MAX ? NO_SLOT : n++;
 	struct mm_tidmap *tracks =
 		mm_tidmap_new(sizeof(struct track) + n * sizeof(__u64), MAX_PROCS);
-	struct track *late = calloc(1, sizeof(struct track) + n * sizeof(__u64));
-	if (!tracks || !late) {
-		mm_tidmap_free(tracks);
-		free(late);
+	if (!tracks)
 		return;
-	}
 	mm_tidmap_free(b->tracks);
-	free(b->late);
 	b->tracks = tracks;
-	b->late = late;
 	b->nlast = n;
 	memcpy(b->slot, slot, sizeof(slot));
 }
@@ -1123,12 +1116,11 @@ static struct mm_bpfsrc *source_new(void)
 	for (size_t i = 0; i < NSCALARS; i++)
 		b->slot[i] = (unsigned char)i;
 	b->tracks = mm_tidmap_new(sizeof(struct track) + NSCALARS * sizeof(__u64), MAX_PROCS);
-	b->late = calloc(1, sizeof(struct track) + NSCALARS * sizeof(__u64));
 	size_t vsize = (size_t)(b->ncpus > 0 ? b->ncpus : 0) * sizeof(__u64);
 	if (vsize && vsize < sizeof(struct mm_bpf_counts))
 		vsize = sizeof(struct mm_bpf_counts);
 	b->values = vsize ? calloc(1, vsize) : NULL;
-	if (!b->tracks || !b->late || !b->values ||
+	if (!b->tracks || !b->values ||
 	    mm_htab_init(&b->lock_tracks, sizeof(struct lock_track),
 			 sizeof(struct mm_bpf_lock_key)) < 0) {
 		mm_bpfsrc_free(b);
