@@ -5,7 +5,7 @@
  * programs count for it, the kernel functions its stack checks compare against (from
  * /proc/kallsyms: a collector whose required ones are missing stays on the perf rings), what
  * else its .rodata needs (its configure hook), where its kernel counters land in struct
- * mm_proc_stats, and which programs its bursts attach and detach. Loading: the skeleton
+ * mm_proc_stats, and which programs its duty cycle attaches and detaches. Loading: the skeleton
  * generated at build time from plugins/bpf/counters.bpf.c is opened, its .rodata variables set
  * by name (found in the object's BTF), only the programs an enabled collector names loaded (the
  * verifier's last message is kept for the log) and attached. Any failure leaves every collector
@@ -113,15 +113,16 @@ struct mm_bpfsrc {
 	struct bpf_link *links[2 * MAX_CPUS]; /* the fault-completion perf events */
 	int link_fds[2 * MAX_CPUS];	      /* and their perf events */
 	unsigned nlinks;
-	/* The fault split in bursts (mm_bpfsrc_set_phase): the programs only a collector in
-	 * bursts needs are attached for a burst only (an attached program costs every event):
-	 * its burst programs for the burst and its ending, its openers for the burst only. */
-	bool bursts, opener_bursts; /* opener_bursts: some opener is switched too */
+	/* A cycled collector (plugin.h; mm_bpfsrc_set_phase): the programs only it needs are
+	 * attached for its on-periods only (an attached program costs every event): its duty
+	 * programs for the period and its ending, its openers for the period only. */
+	const struct mm_plugin_cycle *cycle; /* NULL: none runs cycled here */
+	bool openers_cycled;		     /* some opener is switched too */
 	const char *evidence[MAX_SWITCHED], *openers[MAX_SWITCHED];
 	unsigned nevidence, nopeners;
-	bool keep_attached; /* bpf_keep_attached (config.h): no detaching between bursts */
+	bool keep_attached; /* bpf_keep_attached (config.h): no detaching between periods */
 	bool attach_failed;
-	enum mm_split_phase phase;
+	enum mm_phase phase;
 	struct mm_bpf_key *settle; /* map entries to delete after the walk */
 	size_t nsettle, settle_cap;
 	/* Between closing ticks only the entries in the changed map are read (counters.bpf.c):
@@ -183,13 +184,13 @@ static bool listed(const char *const *names, const char *name)
 
 static bool names_program(const struct mm_plugin_bpf *k, const char *name)
 {
-	return listed(k->programs, name) || listed(k->burst_programs, name) ||
+	return listed(k->programs, name) || listed(k->duty_programs, name) ||
 	       listed(k->opener_programs, name);
 }
 
 /* Whether a collector on BPF needs program @name attached all the time: in its program list,
- * or in any list of one that does not run in bursts (@bursts: bursts are on). */
-static bool continuous(const struct wants *w, const char *name, bool bursts)
+ * or in any list of one that does not run cycled (@cycled: the duty cycle is on). */
+static bool continuous(const struct wants *w, const char *name, bool cycled)
 {
 	for (unsigned i = 0; i < w->n; i++) {
 		const struct mm_plugin_bpf *k = w->p[i]->bpf;
@@ -197,7 +198,7 @@ static bool continuous(const struct wants *w, const char *name, bool bursts)
 			continue;
 		if (listed(k->programs, name))
 			return true;
-		if ((!bursts || w->p[i]->duty != MM_DUTY_BURSTS) && names_program(k, name))
+		if ((!cycled || w->p[i]->cycle == NULL) && names_program(k, name))
 			return true;
 	}
 	return false;
@@ -664,41 +665,18 @@ void mm_bpfsrc_collect(void *ctx, struct mm_host *h, bool closing)
 	if (b->fed)
 		collect_locks(b, h, closing);
 	collect_stats(b, h);
-	/* The burst's counts are in: its tail ends (counters.bpf.c split_tail), unless the next
-	 * burst has begun meanwhile. */
-	if (b->bursts && b->phase == MM_SPLIT_OFF && mm_host_reading_burst(h))
-		b->skel->bss->split_tail = 0;
+	/* The period's counts are in: its tail ends (counters.bpf.c duty_tail), unless the next
+	 * period has begun meanwhile. */
+	if (b->cycle && b->phase == MM_PHASE_OFF && mm_host_reading_period_end(h))
+		b->skel->bss->duty_tail = 0;
 	b->h = NULL;
 }
 
 static void register_globals(struct mm_bpfsrc *b, struct mm_host *h)
 {
-	static const char *const names[MM_BPF_NSTATS] = {
-		[MM_BPF_PROCS_DROPPED] = "procs_dropped",
-		[MM_BPF_EXITS_LOST] = "exits_lost",
-		[MM_BPF_NO_THREAD_STORAGE] = "threads_without_storage",
-		[MM_BPF_ACQUIRE_WITHOUT_START] = "acquire_without_start",
-		[MM_BPF_RELEASE_WITHOUT_ACQUIRE] = "write_release_without_acquire",
-		[MM_BPF_HOLDS_TOO_NESTED] = "write_holds_too_nested",
-		[MM_BPF_WIN_COMPLETED] = "fault_windows_completed",
-		[MM_BPF_WIN_NEXT_FAULT] = "fault_windows_closed_by_next_fault",
-		[MM_BPF_WIN_KERNEL_FAULT] = "fault_windows_closed_by_kernel_fault",
-		[MM_BPF_WIN_SYSCALL] = "fault_windows_closed_by_syscall",
-		[MM_BPF_WIN_EXIT] = "fault_windows_closed_by_exit",
-		[MM_BPF_WIN_LEFT] = "fault_windows_closed_outside_the_fault",
-		[MM_BPF_FLUSHES] = "thread_flushes",
-		[MM_BPF_WIN_LATE] = "fault_windows_closed_after_their_burst",
-		[MM_BPF_SITE_THROUGH_HELPER] = "fallback_site_through_trace_helper",
-		[MM_BPF_LOCK_BEGIN_NO_END] = "contention_begin_without_end",
-		[MM_BPF_LOCK_END_NO_BEGIN] = "contention_end_without_begin",
-		[MM_BPF_LOCK_ROWS_DROPPED] = "contention_waits_dropped",
-		[MM_BPF_LOCK_STACK_CACHED] = "lock_stacks_from_cache",
-		[MM_BPF_LOCK_STACK_WALKED] = "lock_stacks_walked",
-		[MM_BPF_LOCK_STACK_WRONG] = "lock_stacks_cache_wrong",
-	};
 	for (unsigned i = 0; i < MM_BPF_NSTATS; i++)
 		b->g_stats[i] = mm_host_global(
-			h, "bpf_events", names[i],
+			h, "bpf_events", mm_bpf_stat_names[i],
 			i ? NULL
 			  : "BPF source: processes settled, events it could not count (full maps, "
 			    "lost exit notifications, unpaired lock events)");
@@ -780,7 +758,7 @@ static struct bpf_link **link_of(const struct mm_bpfsrc *b, const char *name,
 	return NULL;
 }
 
-/* Attaches (@on) or detaches program @name, one only a collector's bursts need; false on
+/* Attaches (@on) or detaches program @name, one only a cycled collector needs; false on
  * failure (said once by the caller). With @keep_if_on, detaching leaves an attached one be. */
 static bool switch_link(struct mm_bpfsrc *b, const char *name, bool on, bool keep_if_on)
 {
@@ -800,46 +778,47 @@ static bool switch_link(struct mm_bpfsrc *b, const char *name, bool on, bool kee
 	return *link != NULL;
 }
 
-void mm_bpfsrc_set_phase(struct mm_bpfsrc *b, enum mm_split_phase phase)
+void mm_bpfsrc_set_phase(struct mm_bpfsrc *b, enum mm_phase phase)
 {
-	if (!b || !b->bursts || phase == b->phase)
+	if (!b || !b->cycle || phase == b->phase)
 		return;
 	struct mm_counters *s = b->skel;
-	bool evidence = phase != MM_SPLIT_OFF, ok = true;
+	bool evidence = phase != MM_PHASE_OFF, ok = true;
 	/* bpf_keep_attached = on (a benchmark's knob): the programs stay attached from the
-	 * first burst on and find out between bursts that they have nothing to do
-	 * (IDLE_BETWEEN_BURSTS in counters.bpf.c), to tell what attaching and detaching them costs
+	 * first period on and find out between periods that they have nothing to do
+	 * (IDLE_BETWEEN_PERIODS in counters.bpf.c), to tell what attaching and detaching them costs
 	 * (each first probe of a tracepoint patches kernel text) from what they cost attached. */
 	bool keep = b->keep_attached;
-	/* In: evidence, then a new burst, then the opener. Out: the opener first (split.h). */
-	if (evidence != (b->phase != MM_SPLIT_OFF)) {
+	/* In: evidence, then a new period, then the opener. Out: the opener first (duty.h). */
+	if (evidence != (b->phase != MM_PHASE_OFF)) {
 		for (unsigned i = 0; evidence && i < b->nevidence; i++)
 			ok &= switch_link(b, b->evidence[i], true, false);
 		/* The completion events, with fault_latency on only (none are open
-		 * otherwise): disabled, not closed, between bursts. An open software event
+		 * otherwise): disabled, not closed, between periods. An open software event
 		 * keeps perf_sw_event()'s static key on, so every fault of every process still
 		 * calls __perf_sw_event(), but the collection thread has dropped the capabilities
-		 * perf_event_open() needs, so they cannot be opened per burst (tried on
-		 * 2026-12-02: EPERM at the first burst). */
-		for (unsigned i = 0; b->opener_bursts && i < b->nlinks; i++)
+		 * perf_event_open() needs, so they cannot be opened per period (tried on
+		 * 2026-12-02: EPERM at the first one). */
+		for (unsigned i = 0; b->openers_cycled && i < b->nlinks; i++)
 			ioctl(b->link_fds[i],
 			      evidence ? PERF_EVENT_IOC_ENABLE : PERF_EVENT_IOC_DISABLE, 0);
 	}
-	if (phase == MM_SPLIT_ON) {
-		s->bss->split_gen++;
-		s->bss->split_tail = 1; /* cleared in mm_bpfsrc_collect() after the burst's read */
-		s->bss->split_off = 0;
+	if (phase == MM_PHASE_ON) {
+		s->bss->duty_gen++;
+		s->bss->duty_tail = 1; /* cleared in mm_bpfsrc_collect() after the period's read */
+		s->bss->duty_off = 0;
 	} else {
-		s->bss->split_off = 1;
+		s->bss->duty_off = 1;
 	}
 	for (unsigned i = 0; i < b->nopeners; i++)
-		ok &= switch_link(b, b->openers[i], phase == MM_SPLIT_ON, keep);
+		ok &= switch_link(b, b->openers[i], phase == MM_PHASE_ON, keep);
 	for (unsigned i = 0; !evidence && !keep && i < b->nevidence; i++)
 		switch_link(b, b->evidence[i], false, false);
 	if (!ok && !b->attach_failed) {
 		b->attach_failed = true;
-		log_warning("BPF source: attaching the fault split's programs for a burst failed "
-			    "(%m): bursts go on with what is attached");
+		log_warning("BPF source: attaching the %s's programs for a %s failed (%m): it "
+			    "goes on with what is attached",
+			    b->cycle->name, b->cycle->period);
 	}
 	b->phase = phase;
 }
@@ -944,7 +923,7 @@ static void choose_programs(struct mm_bpfsrc *b, const struct wants *w)
 {
 	for (unsigned i = 0; i < w->n; i++) {
 		const struct mm_plugin_bpf *k = w->p[i]->bpf;
-		const char *const *lists[] = {k->programs, k->burst_programs, k->opener_programs};
+		const char *const *lists[] = {k->programs, k->duty_programs, k->opener_programs};
 		for (size_t l = 0; l < sizeof(lists) / sizeof(lists[0]); l++) {
 			for (const char *const *n = lists[l]; n && *n; n++) {
 				struct bpf_program *p =
@@ -959,22 +938,22 @@ static void choose_programs(struct mm_bpfsrc *b, const struct wants *w)
 	}
 }
 
-/* The programs the bursts switch: a bursting collector's burst and opener programs that no
+/* The programs the duty cycle switches: a cycled collector's duty and opener programs that no
  * collector needs all the time. */
 static void choose_switched(struct mm_bpfsrc *b, const struct wants *w)
 {
-	for (unsigned i = 0; b->bursts && i < w->n; i++) {
+	for (unsigned i = 0; b->cycle && i < w->n; i++) {
 		const struct mm_plugin_bpf *k = w->p[i]->bpf;
-		if (!w->on[i] || w->p[i]->duty != MM_DUTY_BURSTS)
+		if (!w->on[i] || w->p[i]->cycle == NULL)
 			continue;
-		for (const char *const *n = k->burst_programs; n && *n; n++)
+		for (const char *const *n = k->duty_programs; n && *n; n++)
 			if (!continuous(w, *n, true) && b->nevidence < MAX_SWITCHED)
 				b->evidence[b->nevidence++] = *n;
 		for (const char *const *n = k->opener_programs; n && *n; n++)
 			if (!continuous(w, *n, true) && b->nopeners < MAX_SWITCHED)
 				b->openers[b->nopeners++] = *n;
 	}
-	b->opener_bursts = b->nopeners > 0;
+	b->openers_cycled = b->nopeners > 0;
 }
 
 /* Adds the field tables of the collectors on BPF: dest[] gets, per kernel counter, its offset in
@@ -1134,8 +1113,8 @@ static struct mm_bpfsrc *source_new(void)
  * keeps perf_sw_event()'s static key on, and every fault of every process then pays
  * __perf_sw_event(), the event enabled or not (bench/swevent.c: ~1540 ns an anonymous
  * fault without, +39 ns enabled, +12 ns disabled; bench/results/latency-cost-20261203.md).
- * Without them a window closes at the thread's next event (outcome.h, "completed"). In
- * bursts they are enabled for each burst only (mm_bpfsrc_set_phase). */
+ * Without them a window closes at the thread's next event (outcome.h, "completed"). For a
+ * cycled collector they are enabled for its on-periods only (mm_bpfsrc_set_phase). */
 static void open_latency(struct mm_bpfsrc *b, struct mm_host *h, const struct wants *w)
 {
 	bool timed = false;
@@ -1144,12 +1123,14 @@ static void open_latency(struct mm_bpfsrc *b, struct mm_host *h, const struct wa
 	if (!timed)
 		return;
 	unsigned failed = attach_completions(b);
-	char why[256];
+	char why[256], when[64] = "";
+	if (b->openers_cycled)
+		snprintf(when, sizeof(when), ", in the %s's %ss", b->cycle->name, b->cycle->period);
 	snprintf(why, sizeof(why),
 		 "fault_latency = on: 1 in %u completed faults timed%s (minor/major-faults "
 		 "software events: %u of %u open)",
-		 MM_BPF_COMPLETION_PERIOD * MM_BPF_TIMED_FAULTS,
-		 b->opener_bursts ? ", in the split's bursts" : "", b->nlinks, b->nlinks + failed);
+		 MM_BPF_COMPLETION_PERIOD * MM_BPF_TIMED_FAULTS, when, b->nlinks,
+		 b->nlinks + failed);
 	mm_host_set_latency(h, !b->nlinks ? "off" : failed ? "partial" : "sampled", why);
 }
 
@@ -1172,28 +1153,27 @@ static bool worth_it(struct mm_host *h, const struct wants *w, const struct mm_c
 	return false;
 }
 
-/* What the loaded source runs: bursts, switched programs, fed collector, field tables. */
+/* What the loaded source runs: the duty cycle, switched programs, fed collector, field tables. */
 static void arrange(struct mm_bpfsrc *b, struct mm_host *h, const struct wants *w,
 		    const struct mm_config *cfg)
 {
-	/* The fault split in bursts (split_duty under 100%, the default) runs here too:
-	 * mm_bpfsrc_set_phase attaches its programs for each burst. Chosen by measurement
-	 * (bench/results/split-bpf-20261202.md: the default on BPF no costlier than on the perf
-	 * rings, and its swap-in fallbacks classified where perf leaves 88% mmap_unknown). */
+	/* A cycled collector (a share under 100%, the default) runs here too: mm_bpfsrc_set_phase
+	 * attaches its programs for each on-period (why: its plugin's cycle). */
 	for (unsigned i = 0; i < w->n; i++) {
-		b->bursts |= w->on[i] && w->p[i]->duty == MM_DUTY_BURSTS &&
-			     mm_config_split_duty_pm(cfg) < 1000;
+		if (w->on[i] && w->p[i]->cycle && mm_config_duty_pm(cfg) < 1000)
+			b->cycle = w->p[i]->cycle;
 		if (w->on[i] && w->p[i]->waits && !b->fed)
 			b->fed = w->p[i];
 	}
 	choose_switched(b, w);
 	if (cfg->fault_latency)
 		open_latency(b, h, w);
-	b->keep_attached = b->bursts && cfg->bpf_keep_attached;
+	b->keep_attached = b->cycle && cfg->bpf_keep_attached;
 	if (b->keep_attached)
-		log_warning("BPF source: bpf_keep_attached = on: the split's programs stay "
-			    "attached between bursts (a benchmark's knob)");
-	b->phase = MM_SPLIT_ON; /* everything attached: the loop sets the first phase */
+		log_warning("BPF source: bpf_keep_attached = on: the %s's programs stay attached "
+			    "between %ss (a benchmark's knob)",
+			    b->cycle->name, b->cycle->period);
+	b->phase = MM_PHASE_ON; /* everything attached: the loop sets the first phase */
 	map_fields(b, w);
 	register_globals(b, h);
 	for (unsigned i = 0; i < w->n; i++)
@@ -1269,7 +1249,7 @@ void mm_bpfsrc_collect(void *ctx, struct mm_host *h, bool closing)
 {
 }
 
-void mm_bpfsrc_set_phase(struct mm_bpfsrc *b, enum mm_split_phase phase)
+void mm_bpfsrc_set_phase(struct mm_bpfsrc *b, enum mm_phase phase)
 {
 }
 

@@ -22,7 +22,7 @@
 
 #include "config.h"
 #include "host.h"
-#include "split.h"
+#include "duty.h"
 
 struct mm_bpfsrc;
 struct mm_symbols;
@@ -43,12 +43,12 @@ int mm_bpfsrc_open(struct mm_host *h, const struct mm_config *cfg, const struct 
  * host's counter-source hook (mm_host_set_counter_source) with @ctx the source. */
 void mm_bpfsrc_collect(void *ctx, struct mm_host *h, bool closing);
 
-/* The fault split's burst phase (split.h), from the loop that switches the perf streams: with
- * the faults collector on this source in bursts, the programs only it needs (the fault opener
- * page_fault_user unless mmaplock counts faults, the filemap evidence, the completion events)
- * are attached for ON (the opener) and ON + ENDING (the rest) only, and the programs told which
- * burst runs. Accepts NULL; nothing without bursts. */
-void mm_bpfsrc_set_phase(struct mm_bpfsrc *b, enum mm_split_phase phase);
+/* The duty cycle's phase (duty.h), from the loop that switches the perf streams: with a cycled
+ * collector on this source, the programs only it needs (its opener programs unless a continuous
+ * collector needs them, its duty programs, the completion events) are attached for ON (the
+ * opener) and ON + ENDING (the rest) only, and the programs told which period runs. Accepts
+ * NULL; nothing without a cycled collector. */
+void mm_bpfsrc_set_phase(struct mm_bpfsrc *b, enum mm_phase phase);
 
 void mm_bpfsrc_free(struct mm_bpfsrc *b); /* accepts NULL; detaches the programs */
 

@@ -14,6 +14,7 @@
 
 #include "config.h"
 
+#include "buf.h"
 #include "log.h"
 #include "parse.h"
 #include "plugin.h"
@@ -29,13 +30,36 @@
 #define DEFAULT_TOP_N	       0 /* per-pid series churn: opt-in */
 #define DEFAULT_CGROUP_TOP     20
 #define DEFAULT_RING_PAGES     256
-#define DEFAULT_COLLECTORS     "totals,fallbacks,vmstat"
 
 #define STR_(x) #x
 #define STR(x)	STR_(x)
 
 /* Room for the reason a setter gives; the full message adds the key, the value and the place. */
 #define WHY_MAX 160
+
+/* The collectors that run by default (plugin.h by_default), comma-separated. */
+static const char *default_collectors(void)
+{
+	static char list[256];
+	size_t n = 0;
+
+	if (!*list)
+		for (const struct mm_plugin *const *p = mm_plugins; *p; p++)
+			if ((*p)->by_default && n < sizeof(list))
+				n += (size_t)snprintf(list + n, sizeof(list) - n, "%s%s",
+						      n ? "," : "", (*p)->name);
+	return list;
+}
+
+/* The duty cycle of the collector that runs cycled (plugin.h), NULL if none does. Its key sets
+ * the share of each window it runs. */
+static const struct mm_plugin_cycle *cycle(void)
+{
+	for (const struct mm_plugin *const *p = mm_plugins; *p; p++)
+		if ((*p)->cycle)
+			return (*p)->cycle;
+	return NULL;
+}
 
 void mm_config_defaults(struct mm_config *c)
 {
@@ -48,9 +72,9 @@ void mm_config_defaults(struct mm_config *c)
 	c->cgroup_top = DEFAULT_CGROUP_TOP;
 	c->ring_pages = DEFAULT_RING_PAGES;
 	c->log_level = LOG_INFO;
-	snprintf(c->collectors, sizeof(c->collectors), "%s", DEFAULT_COLLECTORS);
+	snprintf(c->collectors, sizeof(c->collectors), "%s", default_collectors());
 	snprintf(c->source, sizeof(c->source), "auto");
-	c->split_duty_pm = -1;
+	c->duty_pm = -1;
 }
 
 /* Parses a number within [min, max]; on failure @why says what was expected, using @what for
@@ -290,7 +314,7 @@ static int set_bpf_refuse(struct mm_config *c, const char *v, char *why, size_t 
 }
 
 /* "N%" with at most one decimal ("2%", "0.5%", "100%"), or "0" (off). Stored per mille. */
-static int set_split_duty(struct mm_config *c, const char *v, char *why, size_t whylen)
+static int set_duty(struct mm_config *c, const char *v, char *why, size_t whylen)
 {
 	unsigned whole = 0, tenth = 0, digits = 0;
 	const char *p = v;
@@ -308,12 +332,12 @@ static int set_split_duty(struct mm_config *c, const char *v, char *why, size_t 
 			   "most) or 0 (off)");
 		return -EINVAL;
 	}
-	c->split_duty_pm = (int)(whole * 10 + tenth);
+	c->duty_pm = (int)(whole * 10 + tenth);
 	return 0;
 }
 
 struct key {
-	const char *name;
+	const char *name; /* NULL: the cycled collector's key (cycle()), when there is one */
 	int (*set)(struct mm_config *c, const char *value, char *why, size_t whylen);
 };
 
@@ -328,7 +352,7 @@ static const struct key keys[] = {
 	{"collectors", set_collectors},
 	{"cgroup_top", set_cgroup_top},
 	{"source", set_source},
-	{"split_duty", set_split_duty},
+	{NULL, set_duty},
 	{"fault_latency", set_fault_latency},
 	{"btf", set_btf},
 	{"bpf_skip", set_bpf_skip},
@@ -336,12 +360,19 @@ static const struct key keys[] = {
 	{"bpf_refuse", set_bpf_refuse},
 };
 
+static const char *key_name(const struct key *k)
+{
+	return k->name ? k->name : cycle() ? cycle()->key : NULL;
+}
+
 /* Keys are spelled with '_'; '-' is accepted too, so a file may use the flag's spelling. */
 static const struct key *find_key(const char *name)
 {
 	for (size_t i = 0; name && i < sizeof(keys) / sizeof(keys[0]); i++) {
-		const char *a = keys[i].name, *b = name;
+		const char *a = key_name(&keys[i]), *b = name;
 
+		if (!a)
+			continue;
 		while (*a && (*a == *b || (*a == '_' && *b == '-'))) {
 			a++;
 			b++;
@@ -377,7 +408,7 @@ int mm_config_set(struct mm_config *c, const char *key, const char *value, char 
 		mm_set_err(err, errlen, "unknown key '%s'", key ? key : "");
 		return -EINVAL;
 	}
-	return apply(c, k, k->name, value, err, errlen);
+	return apply(c, k, key_name(k), value, err, errlen);
 }
 
 static void rstrip(char *s)
@@ -431,7 +462,7 @@ static int parse_line(struct mm_config *c, char *line, size_t n, const struct ke
 		char *close = strchr(value + 1, '"'), *rest;
 
 		if (!close) {
-			mm_set_err(msg, msglen, "missing closing '\"' for %s", k->name);
+			mm_set_err(msg, msglen, "missing closing '\"' for %s", key_name(k));
 			return -EINVAL;
 		}
 		*close = '\0';
@@ -439,7 +470,7 @@ static int parse_line(struct mm_config *c, char *line, size_t n, const struct ke
 		rest = close + 1 + strspn(close + 1, " \t");
 		if (*rest && *rest != '#') {
 			mm_set_err(msg, msglen, "unexpected '%s' after the quoted value of %s",
-				   rest, k->name);
+				   rest, key_name(k));
 			return -EINVAL;
 		}
 	} else {
@@ -454,7 +485,7 @@ static int parse_line(struct mm_config *c, char *line, size_t n, const struct ke
 		rstrip(value);
 	}
 	*ret_key = k;
-	return apply(c, k, k->name, value, msg, msglen);
+	return apply(c, k, key_name(k), value, msg, msglen);
 }
 
 int mm_config_load_stream(struct mm_config *c, FILE *f, const char *path, char *err, size_t errlen)
@@ -494,7 +525,7 @@ int mm_config_load_stream(struct mm_config *c, FILE *f, const char *path, char *
 		if (set_on[k - keys]) {
 			mm_set_err(err, errlen,
 				   "%s:%zu: duplicate key '%s' (first set on line %zu)", path,
-				   lineno, k->name, set_on[k - keys]);
+				   lineno, key_name(k), set_on[k - keys]);
 			r = -EINVAL;
 			goto out;
 		}
@@ -553,7 +584,9 @@ static void make_flags(struct flags *f)
 
 	f->opt[n++] = (struct option){"config", required_argument, NULL, OPT_CONFIG};
 	for (size_t i = 0; i < NKEYS; i++) {
-		snprintf(f->name[i], sizeof(f->name[i]), "%s", keys[i].name);
+		if (!key_name(&keys[i]))
+			continue;
+		snprintf(f->name[i], sizeof(f->name[i]), "%s", key_name(&keys[i]));
 		for (char *p = f->name[i]; *p; p++)
 			if (*p == '_')
 				*p = '-';
@@ -594,9 +627,11 @@ static int scan(int argc, char **argv, struct mm_config *c, const char **ret_con
 			*ret_config = optarg;
 			break;
 		case ':':
-			if (optopt >= OPT_CONFIG && optopt < OPT_KEY + (int)NKEYS)
+			if (optopt == OPT_CONFIG)
+				mm_set_err(err, errlen, "option --config needs an argument");
+			else if (optopt >= OPT_KEY && optopt < OPT_KEY + (int)NKEYS)
 				mm_set_err(err, errlen, "option --%s needs an argument",
-					   flags.opt[optopt - OPT_CONFIG].name);
+					   flags.name[optopt - OPT_KEY]);
 			else
 				mm_set_err(err, errlen, "option '%s' needs an argument",
 					   argv[optind - 1]);
@@ -681,41 +716,43 @@ out:
 
 static bool listed(const struct mm_config *c, const char *name);
 
-/* Whether collector @name runs on the split's duty (bursts: its struct mm_plugin says so). */
-static bool on_duty(const char *name)
+/* Whether collector @name runs cycled (its struct mm_plugin has a cycle). */
+static bool cycled(const char *name)
 {
 	for (const struct mm_plugin *const *p = mm_plugins; name && *p; p++)
 		if (!strcmp((*p)->name, name))
-			return (*p)->duty == MM_DUTY_BURSTS;
+			return (*p)->cycle != NULL;
 	return false;
 }
 
-/* Whether c->collectors names a collector that runs on the split's duty. */
-static bool duty_listed(const struct mm_config *c)
+/* Whether c->collectors names a collector that runs cycled. */
+static bool cycled_listed(const struct mm_config *c)
 {
 	for (const struct mm_plugin *const *p = mm_plugins; *p; p++)
-		if ((*p)->duty == MM_DUTY_BURSTS && listed(c, (*p)->name))
+		if ((*p)->cycle && listed(c, (*p)->name))
 			return true;
 	return false;
 }
 
 bool mm_config_collector_enabled(const struct mm_config *c, const char *name)
 {
-	if (on_duty(name))
-		return mm_config_split_duty_pm(c) > 0;
+	if (cycled(name))
+		return mm_config_duty_pm(c) > 0;
 	return listed(c, name);
 }
 
-unsigned mm_config_split_duty_pm(const struct mm_config *c)
+unsigned mm_config_duty_pm(const struct mm_config *c)
 {
-	if (c->split_duty_pm >= 0)
-		return (unsigned)c->split_duty_pm;
-	return duty_listed(c) ? 1000 : MM_SPLIT_DUTY_DEFAULT_PM;
+	if (c->duty_pm >= 0)
+		return (unsigned)c->duty_pm;
+	if (cycled_listed(c))
+		return 1000;
+	return cycle() ? cycle()->default_pm : 0;
 }
 
-void mm_config_no_bursts(struct mm_config *c)
+void mm_config_continuous(struct mm_config *c)
 {
-	c->split_duty_pm = duty_listed(c) ? 1000 : 0;
+	c->duty_pm = cycled_listed(c) ? 1000 : 0;
 }
 
 static bool listed(const struct mm_config *c, const char *name)
@@ -735,9 +772,10 @@ static bool listed(const struct mm_config *c, const char *name)
 	return false;
 }
 
-/* clang-format would split the literal around STR(). */
+/* clang-format would break the literals around STR(). The parts that depend on the collectors
+ * (plugin.h) are written by mm_config_usage(). */
 /* clang-format off */
-static const char usage[] =
+static const char usage_head[] =
 	"mmlockd - per-process page-fault and mmap_lock contention profiler\n"
 	       "\n"
 	       "Usage: mmlockd [OPTIONS]\n"
@@ -775,41 +813,9 @@ static const char usage[] =
 	       "                          (default: " STR(DEFAULT_CGROUP_TOP) ")\n"
 	       "      --ring-pages N      perf ring buffer pages per event per CPU, a power of\n"
 	       "                          two 8..65536 (default: " STR(DEFAULT_RING_PAGES) ")\n"
-	       "      --log-level LEVEL   err, warning, notice, info or debug (default: info)\n"
-	       "      --collectors LIST   \"all\" or a comma-separated list of collector names\n"
-	       "                          (default: " DEFAULT_COLLECTORS ")\n"
-	       "                          Default ones cost the workload next to nothing:\n"
-	       "                            totals     minor/major faults per process\n"
-	       "                                       (/proc/PID/stat + taskstats at exit)\n"
-	       "                            fallbacks  faults that fell back to mmap_lock and\n"
-	       "                                       how many found it taken (filtered\n"
-	       "                                       read-lock events)\n"
-	       "                            vmstat     system-wide /proc/vmstat fault counters\n"
-	       "                          Opt-in, per-event and costly (docs/cost.md):\n"
-	       "                            faults     every user fault's outcome (vma,\n"
-	       "                                       vma_retry, mmap_retry, mmap_abort, ...);\n"
-	       "                                       on the defaults in bursts, see\n"
-	       "                                       --split-duty\n"
-	       "                            mmaplock   every mmap_lock acquisition, wait, hold\n"
-	       "                            contention lock contention by caller, callchains\n"
-	       "      --source SOURCE     auto, bpf or perf: what counts mmaplock, faults,\n"
-	       "                          contention and fallbacks (default: auto = in-kernel\n"
-	       "                          BPF counters where the kernel has BTF and allows\n"
-	       "                          BPF, else the perf rings; the fault split's programs\n"
-	       "                          attached for each burst only; fallbacks alone,\n"
-	       "                          without mmaplock, faults or contention, stays on the\n"
-	       "                          rings; bpf = that\n"
-	       "                          too in the kernel, refuse to start without BPF).\n"
-	       "                          /api/v1/status and /metrics say which source each\n"
-	       "                          collector runs on and why not BPF. `mmlockd record`\n"
-	       "                          always uses perf.\n"
-	       "      --split-duty N%     share of each window the fault split (the faults\n"
-	       "                          collector) runs: 100% continuous, 0 off (default:\n"
-	       "                          100% when --collectors names faults, else 2% in\n"
-	       "                          bursts spread through each window; their outcome\n"
-	       "                          shares are applied to the exact totals and stored\n"
-	       "                          as estimates with coverage and error bound;\n"
-	       "                          /api/v1/status says which mode runs)\n"
+	       "      --log-level LEVEL   err, warning, notice, info or debug (default: info)\n";
+
+static const char usage_options[] =
 	       "      --fault-latency on|off\n"
 	       "                          sample fault latency per outcome (p50/p99 per\n"
 	       "                          process) on the BPF source, with mmaplock or faults\n"
@@ -820,8 +826,8 @@ static const char usage[] =
 	       "                          /sys/kernel/btf/vmlinux)\n"
 	       "      --bpf-skip LIST     for benchmarks: BPF programs not loaded (counts wrong)\n"
 	       "      --bpf-keep-attached on|off\n"
-	       "                          for benchmarks: the bursts' BPF programs stay\n"
-	       "                          attached between bursts (default: off)\n"
+	       "                          for benchmarks: a cycled collector's BPF programs\n"
+	       "                          stay attached between its on-periods (default: off)\n"
 	       "      --bpf-refuse on|off for tests: the verifier refuses a BPF program, so the\n"
 	       "                          collectors fall back to the perf rings (default: off)\n"
 	       "  -h, --help              show this help and exit\n"
@@ -830,10 +836,8 @@ static const char usage[] =
 	       "Precedence: defaults < configuration file < command-line flags.\n"
 	       "\n"
 	       "Configuration file:\n"
-	       "  One \"key = value\" per line. The keys are the option names with '_' for '-':\n"
-	       "  db, listen, interval, retention, top, cgroup_top, ring_pages, log_level,\n"
-	       "  collectors, source, split_duty, fault_latency, btf, bpf_skip,\n"
-	       "  bpf_keep_attached, bpf_refuse.\n"
+	       "  One \"key = value\" per line. The keys are the option names with '_' for '-':\n";
+static const char usage_tail[] =
 	       "  Blank lines are ignored; '#' starts a comment at the start of a line or after\n"
 	       "  a blank. A value may be put in double quotes (no escapes). Unknown keys,\n"
 	       "  unknown collectors, a key given twice and invalid values are errors that\n"
@@ -866,7 +870,111 @@ static const char usage[] =
 	       "Signals: SIGHUP reloads the configuration file; SIGTERM and SIGINT stop.\n";
 /* clang-format on */
 
+/* The collectors under --collectors, each with its usage lines: @by_default ones or the others. */
+static void usage_collectors(struct mm_buf *b, bool by_default)
+{
+	for (const struct mm_plugin *const *p = mm_plugins; *p; p++) {
+		if ((*p)->by_default != by_default)
+			continue;
+		mm_buf_printf(b, "%28s%-10s ", "", (*p)->name);
+		for (const char *l = (*p)->usage; l && *l;) {
+			size_t n = strcspn(l, "\n");
+			mm_buf_printf(b, "%s%.*s\n",
+				      l == (*p)->usage ? ""
+						       : "                                       ",
+				      (int)n, l);
+			l += n + (l[n] == '\n');
+		}
+	}
+}
+
+/* The option setting the cycled collector's share, with its help (plugin.h). */
+static void usage_cycle(struct mm_buf *b)
+{
+	const struct mm_plugin_cycle *cy = cycle();
+	char flag[40];
+
+	if (!cy)
+		return;
+	snprintf(flag, sizeof(flag), "--%s N%%", cy->key);
+	for (char *p = flag; *p; p++)
+		if (*p == '_')
+			*p = '-';
+	mm_buf_printf(b, "      %-20s", flag);
+	for (const char *l = cy->help; l && *l;) {
+		size_t n = strcspn(l, "\n");
+		mm_buf_printf(b, "%s%.*s\n", l == cy->help ? "" : "                          ",
+			      (int)n, l);
+		l += n + (l[n] == '\n');
+	}
+}
+
+/* The collectors that have an in-kernel part, as "a, b and c"; @follows: only those that run
+ * on it only beside another (plugin.h). */
+static void usage_bpf_collectors(struct mm_buf *b, bool follows)
+{
+	const char *names[16];
+	unsigned n = 0;
+
+	for (const struct mm_plugin *const *p = mm_plugins; *p && n < 16; p++)
+		if ((*p)->bpf && (!follows || (*p)->bpf->follows))
+			names[n++] = (*p)->name;
+	for (unsigned i = 0; i < n; i++)
+		mm_buf_printf(b, "%s%s", i == 0 ? "" : i + 1 == n ? " and " : ", ", names[i]);
+}
+
 const char *mm_config_usage(void)
 {
-	return usage;
+	static struct mm_buf b = MM_BUF_INIT;
+
+	if (b.len)
+		return b.data;
+	mm_buf_puts(&b, usage_head);
+	mm_buf_printf(
+		&b,
+		"      --collectors LIST   \"all\" or a comma-separated list of collector names\n"
+		"                          (default: %s)\n"
+		"                          Default ones cost the workload next to nothing:\n",
+		default_collectors());
+	usage_collectors(&b, true);
+	mm_buf_puts(&b, "                          Opt-in, per-event and costly (docs/cost.md):\n");
+	usage_collectors(&b, false);
+	mm_buf_puts(&b,
+		    "      --source SOURCE     auto, bpf or perf: what counts the collectors with\n"
+		    "                          an in-kernel part:\n"
+		    "                          ");
+	usage_bpf_collectors(&b, false);
+	mm_buf_puts(
+		&b,
+		"\n"
+		"                          (default: auto = in-kernel BPF counters where the\n"
+		"                          kernel has BTF and allows BPF, else the perf rings;\n"
+		"                          a cycled collector's programs attached for its\n"
+		"                          on-periods only; ");
+	usage_bpf_collectors(&b, true);
+	mm_buf_puts(
+		&b,
+		" alone stays on the\n"
+		"                          rings; bpf = in the kernel, or refuse to start).\n"
+		"                          /api/v1/status and /metrics say which source each\n"
+		"                          collector runs on and why not BPF. `mmlockd record`\n"
+		"                          always uses perf.\n");
+	usage_cycle(&b);
+	mm_buf_puts(&b, usage_options);
+	mm_buf_puts(&b, " ");
+	unsigned col = 1;
+	for (size_t i = 0; i < NKEYS; i++) {
+		const char *k = key_name(&keys[i]);
+		if (!k)
+			continue;
+		if (col + 2 + strlen(k) > 80) {
+			mm_buf_puts(&b, "\n ");
+			col = 1;
+		}
+		mm_buf_printf(&b, " %s%s", k, i + 1 < NKEYS ? "," : ".");
+		col += 2 + (unsigned)strlen(k);
+	}
+	mm_buf_puts(&b, "\n");
+	mm_buf_puts(&b, usage_tail);
+	return mm_buf_failed(&b) ? usage_head : b.data;
 }

@@ -30,13 +30,13 @@ struct mm_config {
 	unsigned ring_pages;  /* key "ring_pages": pages per ring (per event per CPU), power of two,
 				 default 256 */
 	int log_level;	      /* key "log_level": err|warning|notice|info|debug, default info */
-	char collectors[256]; /* key "collectors": comma-separated list to run, default "all" */
+	char collectors[256]; /* key "collectors": comma-separated list to run, default: those
+				 marked by_default (plugin.h) */
 	char source[8];	      /* key "source": auto|bpf|perf, what counts the collectors that
 				 have a BPF program (bpfsource.h), default auto */
-	int split_duty_pm;    /* key "split_duty": share of each window the fault split (the
-				 faults collector) runs, per mille; -1 (default): continuous
-				 when collectors names faults, else MM_SPLIT_DUTY_DEFAULT_PM in
-				 bursts; 0: off (see mm_config_split_duty_pm) */
+	int duty_pm;	      /* the cycled collector's key (plugin.h struct mm_plugin_cycle):
+				 share of each window it runs, per mille; -1 (default): see
+				 mm_config_duty_pm(); 0: off */
 	bool fault_latency;   /* key "fault_latency": on|off (default off), sample fault latency
 				 per outcome on the BPF source (the fault-completion software
 				 events, which cost every fault on the machine while open) */
@@ -47,17 +47,14 @@ struct mm_config {
 	 * the source refused on purpose): */
 	char bpf_skip[256];	/* key "bpf_skip": comma-separated programs not loaded, to
 				   measure what each costs a workload */
-	bool bpf_keep_attached; /* key "bpf_keep_attached": on|off (default off), the bursts'
-				   programs stay attached between bursts, to tell what
+	bool bpf_keep_attached; /* key "bpf_keep_attached": on|off (default off), a cycled
+				   collector's programs stay attached between its on-periods,
+				   to tell what
 				   switching them costs from what they cost attached */
 	bool bpf_refuse;	/* key "bpf_refuse": on|off (default off), a program reads out
 				   of bounds so the verifier refuses it, to check the fall-back
 				   to the perf rings */
 };
-
-/* The default burst share: 2% of each window (docs/accuracy.md, "The split in the default": the
- * cost on the benchmark workloads stays within 2%). */
-#define MM_SPLIT_DUTY_DEFAULT_PM 20
 
 enum mm_command {
 	MM_CMD_RUN,	/* run the daemon */
@@ -89,17 +86,17 @@ int mm_config_from_args(struct mm_config *c, int argc, char **argv, enum mm_comm
 			char *err, size_t errlen);
 
 /* Whether collector @name is enabled: named by c->collectors ("all", or a comma list), or, for
- * a collector whose duty is bursts (plugin.h; the faults collector), implied by a split duty
- * above 0 (mm_config_split_duty_pm). */
+ * a collector that runs cycled (plugin.h struct mm_plugin_cycle), implied by a share above 0
+ * (mm_config_duty_pm). */
 bool mm_config_collector_enabled(const struct mm_config *c, const char *name);
 
-/* The split duty in force, per mille: split_duty when set, else 1000 (continuous) when collectors
- * names faults and MM_SPLIT_DUTY_DEFAULT_PM (bursts) when not. 0: the faults collector is off. */
-unsigned mm_config_split_duty_pm(const struct mm_config *c);
+/* The cycled collector's share of each window in force, per mille: its key when set, else 1000
+ * (continuous) when collectors names it and its default share when not. 0: it is off. */
+unsigned mm_config_duty_pm(const struct mm_config *c);
 
-/* For commands without bursts (record, replay: a recording has no burst edges): the faults
- * collector runs continuously when collectors names it and not at all otherwise. */
-void mm_config_no_bursts(struct mm_config *c);
+/* For commands without a duty cycle (record, replay: a recording has no period edges): the
+ * cycled collector runs continuously when collectors names it and not at all otherwise. */
+void mm_config_continuous(struct mm_config *c);
 
 /* The --help text. */
 const char *mm_config_usage(void);

@@ -20,7 +20,7 @@
 #include "log.h"
 #include "plugin.h"
 #include "sample.h"
-#include "split.h"
+#include "duty.h"
 #include "symbols.h"
 
 /* Fault latency off until the in-kernel source says otherwise; with fault_latency on (@asked),
@@ -78,23 +78,25 @@ struct mm_host *mm_host_new(const struct mm_config *cfg, mm_proc_lookup_fn looku
 		snprintf(s->source, sizeof(s->source), "%s",
 			 s->p->tracepoints && s->p->tracepoints[0].system ? "perf" : "procfs");
 	}
-	h->split_duty_pm = mm_config_split_duty_pm(cfg);
-	if (h->split_duty_pm < 1000) {
+	h->duty_pm = mm_config_duty_pm(cfg);
+	if (h->duty_pm < 1000) {
 		for (unsigned i = 0; i < h->nslots; i++)
-			if (h->slots[i].enabled && h->slots[i].p->duty == MM_DUTY_BURSTS)
-				h->slots[i].burst = h->bursts = true;
+			if (h->slots[i].enabled && h->slots[i].p->cycle) {
+				h->slots[i].cycled = h->cycled = true;
+				h->cycle = h->slots[i].p->cycle;
+			}
 	}
 	size_t data = 0;
 	for (unsigned i = 0; i < h->nslots; i++) {
-		if (!h->slots[i].burst)
+		if (!h->slots[i].cycled)
 			continue;
 		h->slots[i].proc_off = data;
 		data += (h->slots[i].p->proc_size + 7) & ~(size_t)7;
 	}
 	mm_proctable_reserve(h->procs, data);
-	if (h->bursts) {
-		mm_split_clock_init(&h->split, cfg->interval_s, h->split_duty_pm, start_ms);
-		h->split_done_slot = start_ms / h->split.slot_ms;
+	if (h->cycled) {
+		mm_duty_clock_init(&h->duty, cfg->interval_s, h->duty_pm, start_ms);
+		h->duty_done_slot = start_ms / h->duty.slot_ms;
 	}
 	latency_off(h, cfg->fault_latency);
 	struct utsname u;
@@ -118,26 +120,26 @@ void mm_host_free(struct mm_host *h)
 	free(h);
 }
 
-/* Whether slot @i's tracepoints are opened in pass @burst of mm_host_wanted(). */
-static bool wants(const struct mm_host *h, unsigned i, bool burst)
+/* Whether slot @i's tracepoints are opened in pass @cycled of mm_host_wanted(). */
+static bool wants(const struct mm_host *h, unsigned i, bool cycled)
 {
 	const struct slot *sl = &h->slots[i];
-	return sl->enabled && !sl->external && !sl->fed && sl->burst == burst;
+	return sl->enabled && !sl->external && !sl->fed && sl->cycled == cycled;
 }
 
-/* One pass: the bursted collectors' streams are their own (switched on and off), the others'
+/* One pass: the cycled collectors' streams are their own (switched on and off), the others'
  * are shared. */
-static int wanted_pass(struct mm_host *h, bool burst, mm_host_wanted_fn fn, void *ctx)
+static int wanted_pass(struct mm_host *h, bool cycled, mm_host_wanted_fn fn, void *ctx)
 {
 	for (unsigned i = 0; i < h->nslots; i++) {
-		if (!wants(h, i, burst))
+		if (!wants(h, i, cycled))
 			continue;
 		for (const struct mm_tp_req *r = h->slots[i].p->tracepoints; r && r->system; r++) {
 			/* Report each tracepoint once, at its first request, with callchain set if
 			 * any collector asks for it, filtered only if all ask for one filter. */
 			bool first = true, cc = false, filtered = r->filter != NULL;
 			for (unsigned j = 0; j < h->nslots; j++) {
-				if (!wants(h, j, burst))
+				if (!wants(h, j, cycled))
 					continue;
 				for (const struct mm_tp_req *q = h->slots[j].p->tracepoints;
 				     q && q->system; q++) {
@@ -152,13 +154,13 @@ static int wanted_pass(struct mm_host *h, bool burst, mm_host_wanted_fn fn, void
 						first = false;
 				}
 			}
-			if (burst)
-				h->adding = r == h->slots[i].p->tracepoints ? MM_BURST_OPENER
-									    : MM_BURST_EVIDENCE;
+			if (cycled)
+				h->adding = r == h->slots[i].p->tracepoints ? MM_STREAM_OPENER
+									    : MM_STREAM_EVIDENCE;
 			int ret =
 				first ? fn(ctx, r->system, r->name, cc, filtered ? r->filter : NULL)
 				      : 0;
-			h->adding = MM_BURST_NONE;
+			h->adding = MM_STREAM_ALWAYS;
 			if (ret < 0)
 				return ret;
 		}
@@ -200,7 +202,7 @@ int mm_host_add_tp(struct mm_host *h, const char *system, const char *name, stru
 		snprintf(s.error, sizeof(s.error), "%s", error);
 	s.sample_type = sample_type;
 	s.tp.ev = ev;
-	s.burst = h->adding;
+	s.role = h->adding;
 	return add_stream(h, &s);
 }
 
@@ -228,14 +230,14 @@ void mm_host_stream_opened(struct mm_host *h, unsigned stream, uint64_t sample_t
 	snprintf(st->error, sizeof(st->error), "%s", error ? error : "");
 }
 
-/* The stream of system:name that a collector in bursts (@burst) or not reads. */
+/* The stream of system:name that a cycled collector (@cycled) or another reads. */
 static struct stream *find_stream(struct mm_host *h, const char *system, const char *name,
-				  bool burst)
+				  bool cycled)
 {
 	for (unsigned i = 0; i < h->nstreams; i++)
 		if (!h->streams[i].is_task && !strcmp(h->streams[i].system, system) &&
 		    !strcmp(h->streams[i].name, name) &&
-		    (h->streams[i].burst != MM_BURST_NONE) == burst)
+		    (h->streams[i].role != MM_STREAM_ALWAYS) == cycled)
 			return &h->streams[i];
 	return NULL;
 }
@@ -248,8 +250,8 @@ void mm_host_set_source(struct mm_host *h, const char *name, const char *source,
 			continue;
 		snprintf(sl->source, sizeof(sl->source), "%s", source);
 		snprintf(sl->source_note, sizeof(sl->source_note), "%s", note ? note : "");
-		/* An in-kernel source in bursts (a collector in bursts on BPF) switches its
-		 * programs itself (mm_bpfsrc_set_phase); its counts come at end_burst(). */
+		/* An in-kernel source of a cycled collector switches its programs itself
+		 * (mm_bpfsrc_set_phase); its counts come at each period's end (window.c). */
 		bool in_kernel = sl->enabled && strcmp(source, "perf") != 0;
 		sl->fed = in_kernel && sl->p->waits;
 		sl->external = in_kernel && !sl->fed;
@@ -289,14 +291,19 @@ bool mm_host_fed(const struct mm_host *h)
 void mm_host_start(struct mm_host *h)
 {
 	for (unsigned i = 0; i < h->nslots; i++)
-		h->split_external |=
-			h->slots[i].burst && h->slots[i].enabled && h->slots[i].external;
-	h->g_outside_burst =
-		h->bursts ? mm_host_global(
-				    h, "split_records", "outside_burst",
-				    "Records of the fault split's streams stamped outside "
-				    "their burst phase (the loop switched them late), dropped.")
-			  : -1;
+		h->cycled_in_kernel |=
+			h->slots[i].cycled && h->slots[i].enabled && h->slots[i].external;
+	h->g_outside_phase = -1;
+	if (h->cycle) {
+		char family[32], name[64], help[160];
+		snprintf(family, sizeof(family), "%s_records", h->cycle->name);
+		snprintf(name, sizeof(name), "outside_%s", h->cycle->period);
+		snprintf(help, sizeof(help),
+			 "Records of a cycled collector's streams stamped outside their %s phase "
+			 "(the loop switched them late), dropped.",
+			 h->cycle->period);
+		h->g_outside_phase = mm_host_global(h, family, name, help);
+	}
 	for (unsigned i = 0; i < h->nslots; i++) {
 		struct slot *sl = &h->slots[i];
 		if (!sl->enabled)
@@ -309,7 +316,7 @@ void mm_host_start(struct mm_host *h)
 		bool ok = true;
 		for (const struct mm_tp_req *r = sl->p->tracepoints; !sl->fed && r && r->system;
 		     r++) {
-			struct stream *st = find_stream(h, r->system, r->name, sl->burst);
+			struct stream *st = find_stream(h, r->system, r->name, sl->cycled);
 			if (st && st->open)
 				continue;
 			const char *why = st ? st->error : "not opened";
@@ -328,7 +335,7 @@ void mm_host_start(struct mm_host *h)
 		if (sl->state == MM_COLLECTOR_RUNNING) {
 			for (const struct mm_tp_req *r = sl->p->tracepoints;
 			     !sl->fed && r && r->system; r++) {
-				struct stream *st = find_stream(h, r->system, r->name, sl->burst);
+				struct stream *st = find_stream(h, r->system, r->name, sl->cycled);
 				if (st && st->open && r->handler && st->nsubs < MAX_PLUGINS) {
 					st->subs[st->nsubs].slot = i;
 					st->subs[st->nsubs++].handler = r->handler;
@@ -456,9 +463,9 @@ bool mm_host_window_closing(const struct mm_host *h)
 	return h->closing_end_ms != 0;
 }
 
-bool mm_host_reading_burst(const struct mm_host *h)
+bool mm_host_reading_period_end(const struct mm_host *h)
 {
-	return h->reading_burst;
+	return h->reading_period_end;
 }
 
 void mm_host_tick_collectors(struct mm_host *h)
@@ -498,7 +505,7 @@ void mm_host_finish(struct mm_host *h)
 
 const struct mm_tp *mm_host_tp(struct mm_host *h, const char *system, const char *name)
 {
-	struct stream *st = find_stream(h, system, name, h->cur >= 0 && h->slots[h->cur].burst);
+	struct stream *st = find_stream(h, system, name, h->cur >= 0 && h->slots[h->cur].cycled);
 	return st && st->open ? &st->tp : NULL;
 }
 
@@ -645,9 +652,9 @@ void mm_host_note(struct mm_host *h, const char *fmt, ...)
 	va_end(ap);
 }
 
-enum mm_burst_role mm_host_stream_burst(const struct mm_host *h, unsigned stream)
+enum mm_stream_role mm_host_stream_role(const struct mm_host *h, unsigned stream)
 {
-	return stream < h->nstreams ? h->streams[stream].burst : MM_BURST_NONE;
+	return stream < h->nstreams ? h->streams[stream].role : MM_STREAM_ALWAYS;
 }
 
 void mm_host_set_clock_offset(struct mm_host *h, int64_t mono_to_wall_ms)

@@ -23,7 +23,7 @@
 #include "plugin.h"
 #include "proctable.h"
 #include "snapshot.h"
-#include "split.h"
+#include "duty.h"
 
 struct mm_host;
 struct tep_event;
@@ -35,25 +35,24 @@ struct mm_host *mm_host_new(const struct mm_config *cfg, mm_proc_lookup_fn looku
 			    uint64_t start_ms);
 void mm_host_free(struct mm_host *h); /* accepts NULL; frees collector states */
 
-/* With a split duty under 100% (config split_duty), the faults collector runs in bursts on
- * streams of its own (split.h): mm_host_wanted() reports its tracepoints after the others', again
- * where another collector shares them, and the streams added for them are marked. The first row
- * of its handler table is the opener (page_fault_user: a fault window opens there). */
-enum mm_burst_role {
-	MM_BURST_NONE,	   /* a stream that stays on */
-	MM_BURST_OPENER,   /* on during a burst's ON phase only */
-	MM_BURST_EVIDENCE, /* on during ON and ENDING */
+/* At a share under 100%, a collector with a duty cycle (plugin.h struct mm_plugin_cycle) runs
+ * cycled on streams of its own (duty.h): mm_host_wanted() reports its tracepoints after the
+ * others', again where another collector shares them, and the streams added for them are marked.
+ * The first row of its handler table is the opener. */
+enum mm_stream_role {
+	MM_STREAM_ALWAYS,   /* a stream that stays on */
+	MM_STREAM_OPENER,   /* on during an on-period's ON phase only */
+	MM_STREAM_EVIDENCE, /* on during ON and ENDING */
 };
 
 /* The role of stream @stream. */
-enum mm_burst_role mm_host_stream_burst(const struct mm_host *h, unsigned stream);
+enum mm_stream_role mm_host_stream_role(const struct mm_host *h, unsigned stream);
 
-/* The burst phase at monotonic time @now_ns, and in *ret_next_ns when it changes next
- * (UINT64_MAX: never; always OFF without bursts). The loop switches the streams by it; the host
- * follows the same schedule in event time (records of a burst are classified, its end is
- * accounted when the feed passes its grace). */
-enum mm_split_phase mm_host_burst_phase(const struct mm_host *h, uint64_t now_ns,
-					uint64_t *ret_next_ns);
+/* The duty cycle's phase at monotonic time @now_ns, and in *ret_next_ns when it changes next
+ * (UINT64_MAX: never; always OFF without a cycled collector). The loop switches the streams by
+ * it; the host follows the same schedule in event time (records of an on-period are taken, its
+ * end is accounted when the feed passes its grace). */
+enum mm_phase mm_host_phase(const struct mm_host *h, uint64_t now_ns, uint64_t *ret_next_ns);
 
 /* Calls @fn for every tracepoint the enabled collectors ask for (each once; callchain true when
  * any asks for it; @filter the kernel-side filter every asker agrees on, else NULL), until @fn
@@ -151,14 +150,14 @@ int mm_host_watched_fd(const struct mm_host *h, unsigned i);
 void mm_host_watch_ready(struct mm_host *h, unsigned i);
 
 /* Such a source (bpfsource.h): @fn runs at every tick, plain and closing (@closing), before
- * the collectors' tick hooks, and, when it classifies the split's bursts itself, once more at each
- * burst's end (@closing false, mm_host_reading_burst() true), and adds its counts through
+ * the collectors' tick hooks, and, when it counts for a cycled collector, once more at each
+ * on-period's end (@closing false, mm_host_reading_period_end() true), and adds its counts through
  * mm_host_proc() / mm_host_proc_known(). One at most; NULL removes it. */
 typedef void (*mm_host_counter_fn)(void *ctx, struct mm_host *h, bool closing);
 void mm_host_set_counter_source(struct mm_host *h, mm_host_counter_fn fn, void *ctx);
-/* True while the counter source reads a burst's counts (its end: MM_SPLIT_GRACE_MS +
- * MM_SPLIT_FLUSH_MS after the opener stopped). */
-bool mm_host_reading_burst(const struct mm_host *h);
+/* True while the counter source reads an on-period's counts (its end: MM_DUTY_GRACE_MS +
+ * MM_DUTY_FLUSH_MS after the opener stopped). */
+bool mm_host_reading_period_end(const struct mm_host *h);
 
 /* Receives every closed window @w (the host's reference: take one with mm_snapshot_ref() to keep
  * it). */

@@ -7,7 +7,7 @@
 #define MM_HOSTPRIV_H
 
 #include "host.h"
-#include "split.h"
+#include "duty.h"
 
 #define MAX_PLUGINS 16
 
@@ -21,7 +21,7 @@ struct stream {
 	char name[64];
 	bool is_task;
 	bool open;
-	enum mm_burst_role burst; /* a bursted collector's own stream (split.h) */
+	enum mm_stream_role role; /* a cycled collector's own stream (duty.h) */
 	char error[160];
 	uint64_t sample_type;
 	struct mm_tp tp;
@@ -44,8 +44,8 @@ struct slot {
 	bool fed;	       /* hooked, its waits from an in-kernel source (mm_host_waits) */
 	char source[16];       /* "perf", "bpf", "procfs" */
 	char source_note[192]; /* why not BPF */
-	bool burst;	       /* runs in bursts on streams of its own (split.h) */
-	size_t proc_off;       /* in bursts: its per-process bytes in mm_proc.data */
+	bool cycled;	       /* runs cycled on streams of its own (duty.h) */
+	size_t proc_off;       /* cycled: its per-process bytes in mm_proc.data */
 };
 
 struct global {
@@ -80,7 +80,7 @@ struct mm_host {
 	int64_t mono_to_wall_ms;
 	unsigned interval_s;
 	uint64_t closing_end_ms;       /* the closing tick's window end, else 0 */
-	bool reading_burst;	       /* counter_fn called for a burst's end */
+	bool reading_period_end;       /* counter_fn called for an on-period's end */
 	mm_host_counter_fn counter_fn; /* a source that counts in place of records */
 	void *counter_ctx;
 	uint64_t windows_stored, store_errors, windows_lost;
@@ -103,15 +103,17 @@ struct mm_host {
 	unsigned nwatches;
 	uint64_t fed, late, last_fed_ns;
 
-	/* The fault split (split.h): its duty, and in bursts their clock, the last slot whose
-	 * burst ended in event time, and the burst time of the open window. */
-	unsigned split_duty_pm;
-	bool bursts;
-	bool split_external; /* the bursts' classifier counts in the kernel (BPF), set at start */
-	struct mm_split_clock split;
-	uint64_t split_done_slot, split_observed_ms;
-	enum mm_burst_role adding; /* in mm_host_wanted(): the role of streams being added */
-	int g_outside_burst;	   /* global: burst-stream records stamped outside their phase */
+	/* The duty cycle (duty.h) of the cycled collector: its share, and when cycled, the
+	 * collector's names for it, the clock, the last slot whose period ended in event time and
+	 * the on-time of the open window. */
+	unsigned duty_pm;
+	bool cycled;
+	const struct mm_plugin_cycle *cycle;
+	bool cycled_in_kernel; /* it counts in the kernel (BPF), set at start */
+	struct mm_duty_clock duty;
+	uint64_t duty_done_slot, duty_on_ms;
+	enum mm_stream_role adding; /* in mm_host_wanted(): the role of streams being added */
+	int g_outside_phase;	    /* global: its records stamped outside their phase */
 	char latency_mode[16], latency_why[256]; /* mm_host_set_latency */
 };
 

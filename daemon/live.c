@@ -59,8 +59,8 @@ struct mm_live {
 	bool order_warned;
 	struct watch watches[MAX_FDS];
 	unsigned nwatches;
-	int burst_fd;		   /* timerfd at the next burst edge of the fault split (split.h) */
-	enum mm_split_phase phase; /* the streams are switched for this one */
+	int duty_fd;	     /* timerfd at the next phase edge of the duty cycle (duty.h) */
+	enum mm_phase phase; /* the streams are switched for this one */
 };
 
 static uint64_t clock_ns(clockid_t id)
@@ -98,7 +98,7 @@ int mm_live_new(const struct mm_config *cfg, struct mm_live **ret)
 	if (!l)
 		return log_error_errno(ENOMEM, "out of memory");
 	l->cfg = *cfg;
-	l->burst_fd = -1;
+	l->duty_fd = -1;
 	sigemptyset(&l->signals);
 	sigaddset(&l->signals, SIGTERM);
 	sigaddset(&l->signals, SIGINT);
@@ -224,37 +224,38 @@ static int open_task_stream(struct mm_live *l)
 	return 0;
 }
 
-/* Switches the streams of the fault split for @phase: evidence before the opener on the way in,
- * the opener first on the way out (split.h). */
-static void set_burst_streams(struct mm_live *l, enum mm_split_phase phase)
+/* Switches the cycled collector's streams for @phase: evidence before the opener on the way in,
+ * the opener first on the way out (duty.h). */
+static void set_cycled_streams(struct mm_live *l, enum mm_phase phase)
 {
 	unsigned n = mm_host_nstreams(l->host);
 	for (int pass = 0; pass < 2; pass++) {
-		enum mm_burst_role role = pass == (phase == MM_SPLIT_ON ? 0 : 1) ? MM_BURST_EVIDENCE
-										 : MM_BURST_OPENER;
-		bool on = role == MM_BURST_OPENER ? phase == MM_SPLIT_ON : phase != MM_SPLIT_OFF;
+		enum mm_stream_role role = pass == (phase == MM_PHASE_ON ? 0 : 1)
+						   ? MM_STREAM_EVIDENCE
+						   : MM_STREAM_OPENER;
+		bool on = role == MM_STREAM_OPENER ? phase == MM_PHASE_ON : phase != MM_PHASE_OFF;
 		for (unsigned i = 0; i < n; i++)
-			if (mm_host_stream_burst(l->host, i) == role)
+			if (mm_host_stream_role(l->host, i) == role)
 				mm_sampler_hold(l->sampler, i, !on);
 	}
 	mm_bpfsrc_set_phase(l->bpf, phase);
 	l->phase = phase;
 }
 
-/* Follows the burst schedule: switches the streams when the phase changed and sets the timer
+/* Follows the duty cycle: switches the streams when the phase changed and sets the timer
  * to the next edge. */
-static void follow_bursts(struct mm_live *l)
+static void follow_duty(struct mm_live *l)
 {
 	uint64_t next;
-	enum mm_split_phase ph = mm_host_burst_phase(l->host, clock_ns(CLOCK_MONOTONIC), &next);
-	if (!l->sampler || next == UINT64_MAX || l->burst_fd < 0)
+	enum mm_phase ph = mm_host_phase(l->host, clock_ns(CLOCK_MONOTONIC), &next);
+	if (!l->sampler || next == UINT64_MAX || l->duty_fd < 0)
 		return;
 	if (ph != l->phase)
-		set_burst_streams(l, ph);
+		set_cycled_streams(l, ph);
 	struct itimerspec its = {{0, 0},
 				 {(time_t)(next / 1000000000ull), (long)(next % 1000000000ull)}};
-	if (timerfd_settime(l->burst_fd, TFD_TIMER_ABSTIME, &its, NULL) < 0)
-		log_warning("burst timer: %m, ignoring");
+	if (timerfd_settime(l->duty_fd, TFD_TIMER_ABSTIME, &its, NULL) < 0)
+		log_warning("duty cycle timer: %m, ignoring");
 }
 
 int mm_live_open(struct mm_live *l, const struct mm_live_hooks *hooks, mm_proc_lookup_fn lookup,
@@ -297,7 +298,7 @@ int mm_live_open(struct mm_live *l, const struct mm_live_hooks *hooks, mm_proc_l
 		return r;
 	mm_host_start(l->host);
 	if (l->sampler) {
-		set_burst_streams(l, MM_SPLIT_OFF);
+		set_cycled_streams(l, MM_PHASE_OFF);
 		mm_sampler_enable(l->sampler);
 	}
 	return 0;
@@ -389,11 +390,11 @@ static int setup_loop(struct mm_live *l, int *ret_ep, int *ret_sfd, int *ret_tfd
 	if (*ret_tfd < 0 || timerfd_settime(*ret_tfd, 0, &its, NULL) < 0)
 		return log_error_errno(errno, "timerfd: %m");
 	uint64_t next;
-	mm_host_burst_phase(l->host, clock_ns(CLOCK_MONOTONIC), &next);
+	mm_host_phase(l->host, clock_ns(CLOCK_MONOTONIC), &next);
 	if (next != UINT64_MAX) {
-		l->burst_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
-		if (l->burst_fd < 0 || mm_live_watch(l, l->burst_fd, on_timer, l) < 0)
-			return log_error_errno(errno, "burst timerfd: %m");
+		l->duty_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+		if (l->duty_fd < 0 || mm_live_watch(l, l->duty_fd, on_timer, l) < 0)
+			return log_error_errno(errno, "duty cycle timerfd: %m");
 	}
 	if (mm_live_watch(l, *ret_sfd, on_signal, l) < 0 ||
 	    mm_live_watch(l, *ret_tfd, on_timer, l) < 0 ||
@@ -447,7 +448,7 @@ int mm_live_run(struct mm_live *l)
 
 	l->prev_round_ns = clock_ns(CLOCK_MONOTONIC);
 	do {
-		follow_bursts(l);
+		follow_duty(l);
 		r = wait_once(l, ep);
 		round_once(l, false);
 		uint64_t now = wall_ms();
@@ -471,9 +472,9 @@ int mm_live_run(struct mm_live *l)
 	log_info("stopped; %llu records processed, %llu out of order", (unsigned long long)records,
 		 (unsigned long long)late);
 out:
-	if (l->burst_fd >= 0)
-		close(l->burst_fd);
-	l->burst_fd = -1;
+	if (l->duty_fd >= 0)
+		close(l->duty_fd);
+	l->duty_fd = -1;
 	if (tfd >= 0)
 		close(tfd);
 	if (sfd >= 0)

@@ -305,27 +305,26 @@ static int http_filter(void)
 	if (!ctx)
 		return log_warning_errno(ENOMEM, "privileges: the HTTP seccomp filter: %m");
 	r = add_rules(ctx, SCMP_ACT_ALLOW, http_allow, sizeof(http_allow) / sizeof(http_allow[0]));
-	if (!r)
-		r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(mmap), 1,
-				     SCMP_A2(SCMP_CMP_MASKED_EQ, PROT_EXEC, 0));
-	if (!r)
-		r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(mprotect), 1,
-				     SCMP_A2(SCMP_CMP_MASKED_EQ, PROT_EXEC, 0));
-	if (!r)
-		r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(clone), 1,
-				     SCMP_A0(SCMP_CMP_MASKED_EQ, CLONE_THREAD, CLONE_THREAD));
+	/* Calls allowed with one argument so: no executable mappings, threads only (clone3 says
+	 * ENOSYS so glibc falls back to clone), the thread's name, the ioctls of sockets and
+	 * terminals. */
+	static const struct {
+		int nr;
+		struct scmp_arg_cmp arg;
+	} allow_if[] = {
+		{SCMP_SYS(mmap), SCMP_A2(SCMP_CMP_MASKED_EQ, PROT_EXEC, 0)},
+		{SCMP_SYS(mprotect), SCMP_A2(SCMP_CMP_MASKED_EQ, PROT_EXEC, 0)},
+		{SCMP_SYS(clone), SCMP_A0(SCMP_CMP_MASKED_EQ, CLONE_THREAD, CLONE_THREAD)},
+		{SCMP_SYS(prctl), SCMP_A0(SCMP_CMP_EQ, PR_SET_NAME, 0)},
+		{SCMP_SYS(prctl), SCMP_A0(SCMP_CMP_EQ, PR_GET_NAME, 0)},
+		{SCMP_SYS(ioctl), SCMP_A1(SCMP_CMP_EQ, FIONREAD, 0)},
+		{SCMP_SYS(ioctl), SCMP_A1(SCMP_CMP_EQ, FIONBIO, 0)},
+		{SCMP_SYS(ioctl), SCMP_A1(SCMP_CMP_EQ, TCGETS, 0)},
+	};
+	for (size_t i = 0; !r && i < sizeof(allow_if) / sizeof(allow_if[0]); i++)
+		r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, allow_if[i].nr, 1, allow_if[i].arg);
 	if (!r)
 		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0);
-	if (!r)
-		r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(prctl), 1,
-				     SCMP_A0(SCMP_CMP_EQ, PR_SET_NAME, 0));
-	if (!r)
-		r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(prctl), 1,
-				     SCMP_A0(SCMP_CMP_EQ, PR_GET_NAME, 0));
-	const unsigned long ioctls[] = {FIONREAD, FIONBIO, TCGETS};
-	for (size_t i = 0; !r && i < sizeof(ioctls) / sizeof(ioctls[0]); i++)
-		r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(ioctl), 1,
-				     SCMP_A1(SCMP_CMP_EQ, ioctls[i], 0));
 	return load(ctx, r, "HTTP");
 }
 

@@ -14,13 +14,14 @@
  * by U+FFFD, because Prometheus rejects label values that are not UTF-8.
  *
  * Three states: a family whose collector does not run is absent (unknown, not 0); with the fault
- * split in bursts (split.h) the outcome counts are estimates, so they are exported under their own
- * name, page_faults_estimated_total, with outcome="not_sampled" for the faults of windows no
- * burst covered (the outcomes then add up to page_faults_accounted_total), and the families bursts
- * cannot estimate (mmap_lock_acquisitions_by_source_total, page_fault_mmap_lock_wait_seconds_total,
- * page_fault_pages_reread_total, page_fault_mmap_lock_retries_total: split.c zeroes them, having
- * no exact total to scale them to) and page_fault_fallbacks_total (the estimate's fallback side
- * is fault_fallback_locks_total itself) are left out rather than exported as 0.
+ * split in bursts (plugins/split.h) the outcome counts are estimates, so they are exported under
+ * their own name, page_faults_estimated_total, with outcome="not_sampled" for the faults of windows
+ * no burst covered (the outcomes then add up to page_faults_accounted_total), and the families
+ * bursts cannot estimate (mmap_lock_acquisitions_by_source_total,
+ * page_fault_mmap_lock_wait_seconds_total, page_fault_pages_reread_total,
+ * page_fault_mmap_lock_retries_total: plugins/split.c zeroes them, having no exact total to scale
+ * them to) and page_fault_fallbacks_total (the estimate's fallback side is
+ * fault_fallback_locks_total itself) are left out rather than exported as 0.
  *
  * The mmap_lock wait histogram is kept in log2 buckets (stats.h: bucket i counts waits in
  * [2^i, 2^(i+1)) ns). It is exported with a cumulative bucket at every second power of two from

@@ -39,7 +39,7 @@ void mm_sampler_enable(struct mm_sampler *s);
 void mm_sampler_disable(struct mm_sampler *s);
 
 /* Holds the stream tagged @stream off (@held true) or lets it run, at once while sampling is on
- * (PERF_EVENT_IOC_DISABLE / ENABLE on every CPU): the bursts of the fault split (split.h). A
+ * (PERF_EVENT_IOC_DISABLE / ENABLE on every CPU): a cycled collector's on-periods (duty.h). A
  * held event stays open, so its tracepoint stays registered: the probe runs and finds no enabled
  * event (a few ns per hit). */
 void mm_sampler_hold(struct mm_sampler *s, unsigned stream, bool held);

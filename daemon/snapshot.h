@@ -142,8 +142,9 @@ struct mm_snapshot {
 	struct mm_proc_stats all_window;
 	struct mm_proc_stats all_total;
 
-	/* The fault split (split.h): "continuous", "bursts" or "off"; the burst share, length and
-	 * period; which source classifies; why this mode. */
+	/* The fault split (plugins/split.h), on the host's duty cycle (duty.h): "continuous",
+	 * "bursts" or "off"; the burst share, length and period; which source classifies; why this
+	 * mode. */
 	struct {
 		char mode[16];
 		unsigned duty_pm;

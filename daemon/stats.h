@@ -71,9 +71,10 @@ struct mm_proc_counts {
 	uint64_t mmap_lock_by_remote; /* /proc/PID, ptrace, process_vm_*, GUP of another mm */
 	uint64_t mmap_lock_by_other;
 	uint64_t mmap_lock_by_unknown; /* no callchain or no kernel symbols */
-	/* The split in bursts (daemon/split.h; the host fills these at window close): with
-	 * split_estimated, faults_vma .. faults_mmap_fallback are estimates, the classified shares
-	 * applied to minflt + majflt and fallback_locks; with 0 they are exact counts (or 0). */
+	/* The split in bursts (plugins/split.h; the faults collector fills these at window close):
+	 * with split_estimated, faults_vma .. faults_mmap_fallback are estimates, the classified
+	 * shares applied to minflt + majflt and fallback_locks; with 0 they are exact counts (or
+	 * 0). */
 	uint64_t split_estimated;      /* 1 per process window whose outcome counts are estimates */
 	uint64_t split_observed_ns;    /* time of the window the classification ran (bursts) */
 	uint64_t split_faults_seen;    /* faults classified in those bursts */

@@ -1,6 +1,6 @@
 /*
  * The window (see host.h, "the pipeline"): the second half of the collector host. It keeps the
- * window clock (clock.h) and the duty schedule of collectors in bursts (split.h), takes records
+ * window clock (clock.h) and the duty cycle of a cycled collector (duty.h), takes records
  * in time order (mm_host_feed, mm_host_advance), closes windows (the closing tick, the duty
  * collectors' window hooks, the snapshot, the process table's roll, malloc_trim after churn),
  * builds snapshots for HTTP and for each closed window, and hands closed windows to the sinks
@@ -17,56 +17,56 @@
 
 #include "cgtable.h"
 #include "log.h"
-#include "split.h"
+#include "duty.h"
 
 /* --- snapshots --- */
 
-/* What /api/v1/status says of the split: the mode, and why. */
-static void split_status(const struct mm_host *h, struct mm_snapshot *s)
+/* What /api/v1/status says of the cycled collector's duty (s->split): the mode, and why, in its
+ * own words (plugin.h struct mm_plugin_cycle). */
+static void duty_status(const struct mm_host *h, struct mm_snapshot *s)
 {
 	const struct slot *sl = NULL;
 	for (unsigned i = 0; i < h->nslots; i++)
-		if (h->slots[i].p->duty == MM_DUTY_BURSTS)
+		if (h->slots[i].p->cycle)
 			sl = &h->slots[i];
-	s->split.duty_pm = h->split_duty_pm;
-	snprintf(s->split.source, sizeof(s->split.source), "%s", sl ? sl->source : "");
-	if (!sl || !sl->enabled || h->split_duty_pm == 0) {
+	if (!sl)
+		return;
+	const struct mm_plugin_cycle *cy = sl->p->cycle;
+	s->split.duty_pm = h->duty_pm;
+	snprintf(s->split.source, sizeof(s->split.source), "%s", sl->source);
+	if (!sl->enabled || h->duty_pm == 0) {
 		snprintf(s->split.mode, sizeof(s->split.mode), "off");
-		snprintf(s->split.why, sizeof(s->split.why),
-			 "split_duty 0: no fault outcomes, only the exact totals");
+		snprintf(s->split.why, sizeof(s->split.why), "%s 0: %s", cy->key, cy->why_off);
 	} else if (sl->state != MM_COLLECTOR_RUNNING) {
 		snprintf(s->split.mode, sizeof(s->split.mode), "off");
 		snprintf(s->split.why, sizeof(s->split.why),
 			 "the %s collector is not running: %.160s", sl->p->name, sl->reason);
-	} else if (!h->bursts) {
+	} else if (!h->cycled) {
 		snprintf(s->split.mode, sizeof(s->split.mode), "continuous");
-		snprintf(s->split.why, sizeof(s->split.why),
-			 "split_duty 100%%: every fault classified, outcome counts exact");
+		snprintf(s->split.why, sizeof(s->split.why), "%s 100%%: %s", cy->key,
+			 cy->why_continuous);
 	} else {
-		snprintf(s->split.mode, sizeof(s->split.mode), "bursts");
-		s->split.burst_ms = h->split.burst_ms;
-		s->split.slot_ms = h->split.slot_ms;
+		snprintf(s->split.mode, sizeof(s->split.mode), "%ss", cy->period);
+		s->split.burst_ms = h->duty.on_ms;
+		s->split.slot_ms = h->duty.slot_ms;
 		snprintf(s->split.why, sizeof(s->split.why),
-			 "split_duty %u.%u%%: classifying every fault on the %s source costs "
-			 "the workload more than the default may (docs/accuracy.md, \"The split "
-			 "in the default\"), so it runs %llu ms of every %llu ms and the outcome "
-			 "counts are estimates",
-			 h->split_duty_pm / 10, h->split_duty_pm % 10, sl->source,
-			 (unsigned long long)h->split.burst_ms,
-			 (unsigned long long)h->split.slot_ms);
+			 "%s %u.%u%%: on the %s source %s, so it runs %llu ms of every %llu ms and "
+			 "the counts are estimates",
+			 cy->key, h->duty_pm / 10, h->duty_pm % 10, sl->source, cy->why_cycled,
+			 (unsigned long long)h->duty.on_ms, (unsigned long long)h->duty.slot_ms);
 	}
 }
 
-/* The window hooks of the collectors in bursts (plugin.h) on the counts @ps of process @p, or of
+/* The window hooks of the cycled collectors (plugin.h) on the counts @ps of process @p, or of
  * the overflow record (@p NULL). */
 static void duty_window(struct mm_host *h, struct mm_proc *p, struct mm_proc_stats *ps,
 			bool closing)
 {
 	for (unsigned i = 0; i < h->nslots; i++) {
 		const struct slot *sl = &h->slots[i];
-		if (sl->burst && sl->p->window && (!p || p->data))
-			sl->p->window(p ? (char *)p->data + sl->proc_off : NULL, ps,
-				      h->split_observed_ms, closing);
+		if (sl->cycled && sl->p->window && (!p || p->data))
+			sl->p->window(p ? (char *)p->data + sl->proc_off : NULL, ps, h->duty_on_ms,
+				      closing);
 	}
 }
 
@@ -114,7 +114,7 @@ static void fill_procs(struct mm_host *h, struct mm_snapshot *s, size_t n, bool 
 		if (!p->window && (active_only || !mm_proc_has_closed(p)))
 			continue;
 		const struct mm_proc_stats *w = mm_proc_window(p);
-		if (p->window && h->bursts && !closing) {
+		if (p->window && h->cycled && !closing) {
 			win = *p->window;
 			duty_window(h, p, &win, false);
 			w = &win;
@@ -156,9 +156,10 @@ static void fill_counters(const struct mm_host *h, struct mm_snapshot *s)
 	for (unsigned e = 0; e < h->nstreams; e++) {
 		const struct stream *st = &h->streams[e];
 		struct mm_snap_event *se = &s->events[e];
-		/* A bursted collector's own stream of a shared tracepoint is named apart. */
-		snprintf(se->name, sizeof(se->name), "%s:%s%s", st->system, st->name,
-			 st->burst ? "/split" : "");
+		/* A cycled collector's own stream of a shared tracepoint is named apart. */
+		snprintf(se->name, sizeof(se->name), "%s:%s%s%s", st->system, st->name,
+			 st->role && h->cycle ? "/" : "",
+			 st->role && h->cycle ? h->cycle->name : "");
 		se->open = st->open;
 		memcpy(se->error, st->error, sizeof(se->error));
 		se->samples = st->samples;
@@ -183,7 +184,7 @@ static struct mm_snapshot *build(struct mm_host *h, uint64_t now_ms, bool closin
 	size_t n = 0;
 	for (struct mm_proc *p = mm_proctable_first(h->procs); p; p = p->next)
 		n += partial ? p->window && !mm_stats_is_zero(p->window) : mm_proc_has_counts(p);
-	/* Estimating never turns an empty window non-empty (mm_split_estimate), at most the
+	/* A cycled collector's estimate never turns an empty window non-empty, at most the
 	 * reverse. */
 	struct mm_snapshot *s = mm_snapshot_new(n, h->nglobals, h->nstreams, h->nslots);
 	if (!s)
@@ -199,7 +200,7 @@ static struct mm_snapshot *build(struct mm_host *h, uint64_t now_ms, bool closin
 	s->base = partial ? mm_snapshot_ref(h->last_closed) : NULL;
 	fill_procs(h, s, n, closing, partial);
 	fill_counters(h, s);
-	split_status(h, s);
+	duty_status(h, s);
 	snprintf(s->latency.mode, sizeof(s->latency.mode), "%s", h->latency_mode);
 	snprintf(s->latency.why, sizeof(s->latency.why), "%s", h->latency_why);
 	s->windows_stored = h->windows_stored;
@@ -245,14 +246,14 @@ static void trim_after_churn(struct mm_host *h, unsigned freed)
 
 struct mm_snapshot *mm_host_close_window(struct mm_host *h, uint64_t end_ms)
 {
-	if (h->bursts) {
+	if (h->cycled) {
 		for (struct mm_proc *p = mm_proctable_first(h->procs); p; p = p->next)
 			if (p->window) /* an empty window stays empty, its hooks have nothing to do
 					*/
 				duty_window(h, p, p->window, true);
 		duty_window(h, NULL, &h->overflow, true);
 	}
-	h->split_observed_ms = 0;
+	h->duty_on_ms = 0;
 	struct mm_snapshot *s = build(h, end_ms, true);
 	/* The rows of the processes idle in the next window, until it closes (NULL when this one
 	 * could not be built: its snapshots are then built whole). */
@@ -291,39 +292,38 @@ void mm_host_set_interval(struct mm_host *h, unsigned interval_s, uint64_t now_m
 {
 	h->interval_s = interval_s;
 	mm_clock_set_interval(&h->clock, interval_s, now_ms);
-	if (h->bursts) {
-		mm_split_clock_init(&h->split, interval_s, h->split_duty_pm, h->split.seed);
-		h->split_done_slot = now_ms / h->split.slot_ms;
+	if (h->cycled) {
+		mm_duty_clock_init(&h->duty, interval_s, h->duty_pm, h->duty.seed);
+		h->duty_done_slot = now_ms / h->duty.slot_ms;
 	}
 }
 
-enum mm_split_phase mm_host_burst_phase(const struct mm_host *h, uint64_t now_ns,
-					uint64_t *ret_next_ns)
+enum mm_phase mm_host_phase(const struct mm_host *h, uint64_t now_ns, uint64_t *ret_next_ns)
 {
 	*ret_next_ns = UINT64_MAX;
-	if (!h->bursts)
-		return MM_SPLIT_OFF;
+	if (!h->cycled)
+		return MM_PHASE_OFF;
 	uint64_t next_ms;
-	enum mm_split_phase ph = mm_split_phase_at(&h->split, mm_host_wall_ms(h, now_ns), &next_ms);
+	enum mm_phase ph = mm_duty_phase_at(&h->duty, mm_host_wall_ms(h, now_ns), &next_ms);
 	int64_t mono_ms = (int64_t)next_ms - h->mono_to_wall_ms;
 	if (next_ms != UINT64_MAX && mono_ms > 0)
 		*ret_next_ns = (uint64_t)mono_ms * 1000000ull;
 	return ph;
 }
 
-/* A burst's grace ended in event time: no record of it is still to come. The bursted collectors
- * account what they hold (their finish hook), and each process's counts of the burst go to its
- * accumulator (the spread between bursts). */
-static void end_burst(struct mm_host *h, const struct mm_split_burst *b)
+/* An on-period's grace ended in event time: no record of it is still to come. The cycled
+ * collectors account what they hold (their finish hook), and see each process's counts at the
+ * period's end (their duty_end hook: the fault split keeps the spread between its bursts). */
+static void end_period(struct mm_host *h, const struct mm_duty_period *b)
 {
-	if (h->counter_fn && h->split_external) {
-		h->reading_burst = true;
-		h->counter_fn(h->counter_ctx, h, false); /* the burst's counts, from the kernel */
-		h->reading_burst = false;
+	if (h->counter_fn && h->cycled_in_kernel) {
+		h->reading_period_end = true;
+		h->counter_fn(h->counter_ctx, h, false); /* the period's counts, from the kernel */
+		h->reading_period_end = false;
 	}
 	for (unsigned i = 0; i < h->nslots; i++) {
 		struct slot *sl = &h->slots[i];
-		if (!sl->burst || !mm_host_hooked(sl) || !sl->p->finish)
+		if (!sl->cycled || !mm_host_hooked(sl) || !sl->p->finish)
 			continue;
 		h->cur = (int)i;
 		sl->p->finish(sl->state_ptr, h);
@@ -331,31 +331,31 @@ static void end_burst(struct mm_host *h, const struct mm_split_burst *b)
 	}
 	for (unsigned i = 0; i < h->nslots; i++) {
 		const struct slot *sl = &h->slots[i];
-		if (!sl->burst || !sl->p->duty_end)
+		if (!sl->cycled || !sl->p->duty_end)
 			continue;
 		for (struct mm_proc *p = mm_proctable_first(h->procs); p; p = p->next)
-			if (p->data && p->window) /* nothing counted: the burst saw nothing */
+			if (p->data && p->window) /* nothing counted: the period saw nothing */
 				sl->p->duty_end((char *)p->data + sl->proc_off, p->window);
 	}
-	h->split_observed_ms += b->off_ms - b->on_ms;
+	h->duty_on_ms += b->off_ms - b->on_ms;
 }
 
-/* Ends the bursts whose grace is over by wall time @now_ms (a gap in time skips bursts); for a
- * classifier in the kernel, once its threads have flushed what they counted in it too. */
-static void split_catch_up(struct mm_host *h, uint64_t now_ms)
+/* Ends the on-periods whose grace is over by wall time @now_ms (a gap in time skips periods); for
+ * a collector counting in the kernel, once its threads have flushed what they counted too. */
+static void duty_catch_up(struct mm_host *h, uint64_t now_ms)
 {
-	if (!h->bursts)
+	if (!h->cycled)
 		return;
-	uint64_t slot = now_ms / h->split.slot_ms;
-	uint64_t wait_ms = MM_SPLIT_GRACE_MS + (h->split_external ? MM_SPLIT_FLUSH_MS : 0);
-	if (slot > h->split_done_slot + 4)
-		h->split_done_slot = slot - 4;
-	while (h->split_done_slot <= slot) {
-		struct mm_split_burst b = mm_split_burst_of(&h->split, h->split_done_slot);
+	uint64_t slot = now_ms / h->duty.slot_ms;
+	uint64_t wait_ms = MM_DUTY_GRACE_MS + (h->cycled_in_kernel ? MM_DUTY_FLUSH_MS : 0);
+	if (slot > h->duty_done_slot + 4)
+		h->duty_done_slot = slot - 4;
+	while (h->duty_done_slot <= slot) {
+		struct mm_duty_period b = mm_duty_period_of(&h->duty, h->duty_done_slot);
 		if (b.off_ms + wait_ms > now_ms)
 			break;
-		end_burst(h, &b);
-		h->split_done_slot++;
+		end_period(h, &b);
+		h->duty_done_slot++;
 	}
 }
 
@@ -410,22 +410,22 @@ static void close_window(struct mm_host *h, uint64_t end_ms)
 static unsigned advance(struct mm_host *h, uint64_t mono_ns)
 {
 	unsigned n = 0;
-	split_catch_up(h, mm_host_wall_ms(h, mono_ns));
+	duty_catch_up(h, mm_host_wall_ms(h, mono_ns));
 	for (uint64_t end; (end = mm_clock_next_close(&h->clock, mono_ns)); n++)
 		close_window(h, end);
 	return n;
 }
 
-/* Whether a record of a burst stream stamped @time_ns is inside its phase: the schedule in event
+/* Whether a record of a cycled stream stamped @time_ns is inside its phase: the schedule in event
  * time decides what is classified, not when the loop got round to switching the stream. */
-static bool in_burst(const struct mm_host *h, unsigned stream, uint64_t time_ns)
+static bool in_phase(const struct mm_host *h, unsigned stream, uint64_t time_ns)
 {
-	enum mm_burst_role role = mm_host_stream_burst(h, stream);
-	if (role == MM_BURST_NONE || !h->bursts || !time_ns)
+	enum mm_stream_role role = mm_host_stream_role(h, stream);
+	if (role == MM_STREAM_ALWAYS || !h->cycled || !time_ns)
 		return true;
 	uint64_t next;
-	enum mm_split_phase ph = mm_split_phase_at(&h->split, mm_host_wall_ms(h, time_ns), &next);
-	return role == MM_BURST_OPENER ? ph == MM_SPLIT_ON : ph != MM_SPLIT_OFF;
+	enum mm_phase ph = mm_duty_phase_at(&h->duty, mm_host_wall_ms(h, time_ns), &next);
+	return role == MM_STREAM_OPENER ? ph == MM_PHASE_ON : ph != MM_PHASE_OFF;
 }
 
 void mm_host_feed(struct mm_host *h, unsigned stream, uint64_t time_ns,
@@ -438,8 +438,8 @@ void mm_host_feed(struct mm_host *h, unsigned stream, uint64_t time_ns,
 		else
 			h->last_fed_ns = time_ns;
 	}
-	if (hdr->type == PERF_RECORD_SAMPLE && !in_burst(h, stream, time_ns)) {
-		mm_host_global_add(h, h->g_outside_burst, 1);
+	if (hdr->type == PERF_RECORD_SAMPLE && !in_phase(h, stream, time_ns)) {
+		mm_host_global_add(h, h->g_outside_phase, 1);
 		return;
 	}
 	uint64_t type = mm_host_sample_type(h, stream);

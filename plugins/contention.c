@@ -816,6 +816,8 @@ const struct mm_plugin mm_plugin_contention = {
 	.name = "contention",
 	.description = "lock contention per process, type, caller and lock (as perf lock "
 		       "contention)",
+	.by_default = false,
+	.usage = "lock contention by caller, callchains",
 	.tracepoints = tracepoints,
 	.init = init,
 	.thread_exit = thread_exit,

@@ -271,6 +271,10 @@ const struct mm_plugin mm_plugin_fallbacks = {
 	.name = "fallbacks",
 	.description = "per-process page-fault fallbacks to mmap_lock and how many found it taken "
 		       "(cheap: filtered read-lock events attributed by IP, no callchains)",
+	.by_default = true,
+	.usage = "faults that fell back to mmap_lock and\n"
+		 "how many found it taken (filtered\n"
+		 "read-lock events)",
 	.tracepoints = tracepoints,
 	.init = init,
 	.thread_exit = mm_tidmap_state_forget,

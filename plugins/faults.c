@@ -707,7 +707,7 @@ static void bpf_configure(mm_bpf_set_fn set, void *ctx)
 static const struct mm_plugin_bpf bpf = {
 	.enable = "count_faults",
 	.programs = bpf_programs,
-	.burst_programs = bpf_burst_programs,
+	.duty_programs = bpf_burst_programs,
 	.opener_programs = bpf_opener_programs,
 	.sites = bpf_sites,
 	.fields = bpf_fields,
@@ -719,10 +719,33 @@ static const struct mm_plugin_bpf bpf = {
 
 /* In bursts, per process: the window's bursts (the spread between them) and the raw outcome
  * counts of its earlier windows (the prior for a window without a classified fault). The
- * estimate itself is daemon/split.c's arithmetic. */
+ * estimate itself is plugins/split.c's arithmetic. */
 struct proc_split {
 	struct mm_split_acc acc;
 	uint64_t life[MM_SPLIT_NOUT];
+};
+
+/* The fault split's schedule, as the user sets it (docs/accuracy.md, "The split in the
+ * default": at 2% of each window the cost on the benchmark workloads stays within 2%). On the
+ * BPF source too, its programs attached for each burst: chosen by measurement
+ * (bench/results/split-bpf-20261202.md: the split on BPF no costlier than on the perf rings, and
+ * its swap-in fallbacks classified where perf leaves 88% mmap_unknown). */
+static const struct mm_plugin_cycle cycle = {
+	.key = "split_duty",
+	.name = "split",
+	.period = "burst",
+	.default_pm = 20,
+	.help = "share of each window the fault split (the faults\n"
+		"collector) runs: 100% continuous, 0 off (default:\n"
+		"100% when --collectors names faults, else 2% in\n"
+		"bursts spread through each window; their outcome\n"
+		"shares are applied to the exact totals and stored\n"
+		"as estimates with coverage and error bound;\n"
+		"/api/v1/status says which mode runs)",
+	.why_off = "no fault outcomes, only the exact totals",
+	.why_continuous = "every fault classified, outcome counts exact",
+	.why_cycled = "classifying every fault costs the workload more than the default may "
+		      "(docs/accuracy.md, \"The split in the default\")",
 };
 
 static void duty_end(void *proc, const struct mm_proc_stats *window)
@@ -755,6 +778,11 @@ const struct mm_plugin mm_plugin_faults = {
 	.name = "faults",
 	.description = "classifies user page faults (VMA lock, VMA-lock retry, mmap_lock fallback) "
 		       "and attributes mmap_lock acquisitions",
+	.by_default = false,
+	.usage = "every user fault's outcome (vma,\n"
+		 "vma_retry, mmap_retry, mmap_abort, ...);\n"
+		 "on the defaults in bursts, see\n"
+		 "--split-duty",
 	.tracepoints = tracepoints,
 	.init = init,
 	.thread_exit = thread_exit,
@@ -762,7 +790,7 @@ const struct mm_plugin mm_plugin_faults = {
 	.finish = finish,
 	.free = free_state,
 	.bpf = &bpf,
-	.duty = MM_DUTY_BURSTS,
+	.cycle = &cycle,
 	.proc_size = sizeof(struct proc_split),
 	.duty_end = duty_end,
 	.window = estimate,

@@ -248,6 +248,8 @@ const struct mm_plugin mm_plugin_mmaplock = {
 	.name = "mmaplock",
 	.description =
 		"per-process page faults and mmap_lock acquisitions, waits, holds, contention",
+	.by_default = false,
+	.usage = "every mmap_lock acquisition, wait, hold",
 	.tracepoints = tracepoints,
 	.init = init,
 	.thread_exit = mm_tidmap_state_forget,

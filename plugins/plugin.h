@@ -2,7 +2,8 @@
  * The collector interface. A collector is one file in plugins/ that exports one struct mm_plugin,
  * everything it is: the tracepoints it needs and their handlers, the hooks the daemon calls from
  * its single collection thread, its in-kernel part (struct mm_plugin_bpf) and its duty
- * (continuous or bursts, with the hooks that turn a burst's sample into the window's counts). It
+ * (continuous, or cycled on the host's schedule: struct mm_plugin_cycle, with the hooks that turn
+ * what an on-period saw into the window's counts). It
  * touches only per-process statistics and global counters through the host calls
  * (daemon/hostcalls.h); it knows nothing of perf, SQLite or HTTP, so the same collector runs live,
  * on a replayed recording and on the in-kernel source.
@@ -103,11 +104,11 @@ struct mm_plugin_bpf {
 	/* Programs loaded and attached while it runs, NULL-terminated. A program no enabled
 	 * collector names is not loaded. */
 	const char *const *programs;
-	/* With the collector in bursts (its duty, MM_DUTY_BURSTS, and a split duty under 100%):
-	 * programs attached for the burst and its ending only, and the burst's opener, attached
-	 * for the burst only (split.h's phases), unless a collector running continuously needs
-	 * them too. NULL: none. */
-	const char *const *burst_programs;
+	/* With the collector cycled (its cycle, at a share under 100%): programs attached for
+	 * the on-period and its ending only, and the period's opener, attached for the period
+	 * only (daemon/duty.h's phases), unless a collector running continuously needs them
+	 * too. NULL: none. */
+	const char *const *duty_programs;
 	const char *const *opener_programs;
 	const struct mm_bpf_text *sites;   /* terminated by function == NULL; NULL: none */
 	const struct mm_bpf_field *fields; /* terminated by n == 0; NULL: none */
@@ -120,15 +121,24 @@ struct mm_plugin_bpf {
 	const char *note; /* shown as its source note when on BPF; NULL: none */
 };
 
-/* How a collector runs: continuously, or in bursts on the schedule the host offers (split.h). */
-enum mm_duty {
-	MM_DUTY_CONTINUOUS,
-	MM_DUTY_BURSTS,
+/* A collector that costs too much to run continuously runs for a share of each window, in
+ * on-periods on the schedule the host offers (daemon/duty.h); this is how its users know that
+ * schedule. Continuous when --collectors names it, off at a share of 0. */
+struct mm_plugin_cycle {
+	const char *key;     /* config key setting the share ("split_duty"; flag --split-duty) */
+	const char *name;    /* the cycled run, in global counter families ("split") */
+	const char *period;  /* one on-period, in counter names and messages ("burst") */
+	unsigned default_pm; /* the share, per mille, when --collectors does not name it */
+	const char *help;    /* the flag's --help text, lines of at most 50 columns */
+	/* Why it runs so, for /api/v1/status: off (a share of 0), continuous (100%), cycled. */
+	const char *why_off, *why_continuous, *why_cycled;
 };
 
 struct mm_plugin {
 	const char *name;	 /* [a-z0-9_]+, used in config and labels */
 	const char *description; /* one line */
+	bool by_default;	 /* in the default --collectors */
+	const char *usage; /* its lines under --collectors in --help, at most 38 columns each */
 	/* The handler table, terminated by a row with system == NULL. The host resolves it once,
 	 * at start: each open tracepoint's samples go straight to its row's handler. */
 	const struct mm_tp_req *tracepoints;
@@ -156,15 +166,15 @@ struct mm_plugin {
 	/* Its in-kernel part; NULL: it counts from records only. */
 	const struct mm_plugin_bpf *bpf;
 
-	/* Its duty: continuous, or bursts on the host's schedule (split.h) when the configured
-	 * share (split_duty) is under 100%. In bursts it sees a sample of each window, and these
+	/* Its duty: continuous (NULL), or cycled on the host's schedule when the configured share
+	 * is under 100%. Cycled, it sees a sample of each window, and these
 	 * hooks turn the sample into the window's counts; the host calls them whatever source fills
 	 * the collector (perf or in-kernel) and whether or not its init ran, on per-process state
 	 * it keeps for it: @proc_size bytes beside each process's counters, zeroed when the
 	 * process is first seen and freed with it. */
-	enum mm_duty duty;
+	const struct mm_plugin_cycle *cycle;
 	size_t proc_size;
-	/* A burst ended (its records all read): @window holds the process's counts of the open
+	/* An on-period ended (its records all read): @window holds the process's counts of the open
 	 * window so far. Optional. */
 	void (*duty_end)(void *proc, const struct mm_proc_stats *window);
 	/* The window counts @ps of a process are about to be shown (@closing false: @ps is a copy)

@@ -387,6 +387,9 @@ const struct mm_plugin mm_plugin_totals = {
 	.name = "totals",
 	.description = "per-process minor/major fault totals from /proc/PID/stat and taskstats "
 		       "exit messages (no tracepoints: free for the workload)",
+	.by_default = true,
+	.usage = "minor/major faults per process\n"
+		 "(/proc/PID/stat + taskstats at exit)",
 	.tracepoints = NULL,
 	.init = init,
 	.tick = tick,

@@ -166,6 +166,8 @@ static void free_state(void *state)
 const struct mm_plugin mm_plugin_vmstat = {
 	.name = "vmstat",
 	.description = "system-wide /proc/vmstat fault counters (pgfault, pgmajfault, vma_lock_*)",
+	.by_default = true,
+	.usage = "system-wide /proc/vmstat fault counters",
 	.tracepoints = NULL,
 	.init = init,
 	.tick = tick,

@@ -861,6 +861,64 @@ static int print_compare_data(FILE *out, const struct cmp *c, const char *la, co
 	return r < 0 ? r : ferror(out) ? -EIO : 0;
 }
 
+/* What differs between the sides of a comparison, said above the grid (JSON: "notes"), in
+ * @notes (8 at most); returns how many. */
+static size_t compare_notes(char notes[][NOTE_LEN], const struct mm_fault_side *a,
+			    const struct mm_fault_side *b, const struct sources *sa,
+			    const struct sources *sb, bool rates)
+{
+	const struct mm_proc_stats *x = &a->sum.sum, *y = &b->sum.sum;
+	const bool est[2] = {x->split_estimated > 0, y->split_estimated > 0};
+	size_t nn = 0;
+	const char *differ[][2] = {{"totals", "the kernel's fault counts (totals)"},
+				   {"fallbacks", "fallbacks (fallbacks collector)"},
+				   {"split", "the fault split (faults collector)"},
+				   {"lock", "mmap_lock waits (mmaplock collector)"}};
+	const bool has[][2] = {{sa->totals, sb->totals},
+			       {sa->fallbacks, sb->fallbacks},
+			       {sa->split, sb->split},
+			       {sa->lock, sb->lock}};
+	for (size_t k = 0; k < sizeof(has) / sizeof(has[0]); k++)
+		if (has[k][0] != has[k][1])
+			snprintf(notes[nn++], NOTE_LEN,
+				 "%s: only %s collected it; the other reads 'not collected'",
+				 differ[k][1], has[k][0] ? a->label : b->label);
+	nn += source_note(notes[nn], NOTE_LEN, a, b);
+	if (est[0] != est[1] && sa->split && sb->split)
+		snprintf(notes[nn++], NOTE_LEN,
+			 "the split is estimated (bursts) in %s, exact in %s",
+			 est[0] ? a->label : b->label, est[0] ? b->label : a->label);
+	if (est[0] || est[1])
+		snprintf(notes[nn++], NOTE_LEN,
+			 "~: estimated from bursts of the fault split (report's split_err and "
+			 "not_sampled give the error and what no burst covered)");
+	if (rates)
+		snprintf(
+			notes[nn++], NOTE_LEN,
+			"counts per second of each side (%.0f s and %.0f s); --totals for the sums",
+			a->seconds, b->seconds);
+	return nn;
+}
+
+/* The fault split's lines of a comparison: the outcomes, and the fallbacks' wait where a side has
+ * it. */
+static void compare_split(struct cmp *c, const struct mm_proc_stats *x,
+			  const struct mm_proc_stats *y, const bool split[2], const bool est[2],
+			  bool any_fbwait, const bool fbwait[2])
+{
+	const bool exact[2] = {0, 0};
+	add_count_of(c, "vma", x->faults_vma, y->faults_vma, split, est);
+	add_count_of(c, "vma_retry", x->faults_vma_retry, y->faults_vma_retry, split, est);
+	add_count_of(c, "mmap_retry", x->faults_mmap_retry, y->faults_mmap_retry, split, est);
+	add_count_of(c, "mmap_abort", x->faults_mmap_abort, y->faults_mmap_abort, split, est);
+	add_count_of(c, "mmap_unknown", x->faults_mmap_unknown, y->faults_mmap_unknown, split, est);
+	if (any_fbwait)
+		add_real_of(c, c->rates ? "fallback wait ms /s" : "fallback wait ms",
+			    (double)x->faults_mmap_lock_wait_ns / 1e6 / (c->rates ? c->secs[0] : 1),
+			    (double)y->faults_mmap_lock_wait_ns / 1e6 / (c->rates ? c->secs[1] : 1),
+			    "%.3f", fbwait, exact);
+}
+
 int mm_fault_print_compare(FILE *out, const struct mm_fault_side *a, const struct mm_fault_side *b,
 			   bool totals, enum mm_fault_format format, const char *sep)
 {
@@ -874,36 +932,8 @@ int mm_fault_print_compare(FILE *out, const struct mm_fault_side *a, const struc
 	const bool est[2] = {x->split_estimated > 0, y->split_estimated > 0}, exact[2] = {0, 0};
 
 	c.rates = !totals && a->seconds > 0 && b->seconds > 0;
-	/* What differs between the sides, said above the grid (JSON: "notes"). */
 	char notes[8][NOTE_LEN];
-	size_t nn = 0;
-	const char *differ[][2] = {{"totals", "the kernel's fault counts (totals)"},
-				   {"fallbacks", "fallbacks (fallbacks collector)"},
-				   {"split", "the fault split (faults collector)"},
-				   {"lock", "mmap_lock waits (mmaplock collector)"}};
-	const bool has[][2] = {{sa.totals, sb.totals},
-			       {sa.fallbacks, sb.fallbacks},
-			       {sa.split, sb.split},
-			       {sa.lock, sb.lock}};
-	for (size_t k = 0; k < sizeof(has) / sizeof(has[0]); k++)
-		if (has[k][0] != has[k][1])
-			snprintf(notes[nn++], sizeof(notes[0]),
-				 "%s: only %s collected it; the other reads 'not collected'",
-				 differ[k][1], has[k][0] ? a->label : b->label);
-	nn += source_note(notes[nn], sizeof(notes[0]), a, b);
-	if (est[0] != est[1] && sa.split && sb.split)
-		snprintf(notes[nn++], sizeof(notes[0]),
-			 "the split is estimated (bursts) in %s, exact in %s",
-			 est[0] ? a->label : b->label, est[0] ? b->label : a->label);
-	if (est[0] || est[1])
-		snprintf(notes[nn++], sizeof(notes[0]),
-			 "~: estimated from bursts of the fault split (report's split_err and "
-			 "not_sampled give the error and what no burst covered)");
-	if (c.rates)
-		snprintf(
-			notes[nn++], sizeof(notes[0]),
-			"counts per second of each side (%.0f s and %.0f s); --totals for the sums",
-			a->seconds, b->seconds);
+	size_t nn = compare_notes(notes, a, b, &sa, &sb, c.rates);
 
 	if (a->throughput || b->throughput) {
 		struct cmp_line *t = &c.l[c.n++];
@@ -946,23 +976,8 @@ int mm_fault_print_compare(FILE *out, const struct mm_fault_side *a, const struc
 			    (double)y->mmap_lock_wait_ns / 1e6 / (c.rates ? c.secs[1] : 1), "%.3f",
 			    lock, exact);
 	}
-	if (src.split) {
-		add_count_of(&c, "vma", x->faults_vma, y->faults_vma, split, est);
-		add_count_of(&c, "vma_retry", x->faults_vma_retry, y->faults_vma_retry, split, est);
-		add_count_of(&c, "mmap_retry", x->faults_mmap_retry, y->faults_mmap_retry, split,
-			     est);
-		add_count_of(&c, "mmap_abort", x->faults_mmap_abort, y->faults_mmap_abort, split,
-			     est);
-		add_count_of(&c, "mmap_unknown", x->faults_mmap_unknown, y->faults_mmap_unknown,
-			     split, est);
-		if (src.fbwait)
-			add_real_of(&c, c.rates ? "fallback wait ms /s" : "fallback wait ms",
-				    (double)x->faults_mmap_lock_wait_ns / 1e6 /
-					    (c.rates ? c.secs[0] : 1),
-				    (double)y->faults_mmap_lock_wait_ns / 1e6 /
-					    (c.rates ? c.secs[1] : 1),
-				    "%.3f", fbwait, exact);
-	}
+	if (src.split)
+		compare_split(&c, x, y, split, est, src.fbwait, fbwait);
 	{
 		struct cmp_line *p = &c.l[c.n++];
 		snprintf(p->metric, sizeof(p->metric), "processes");

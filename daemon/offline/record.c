@@ -128,7 +128,7 @@ static int parse_record(struct record *d, int argc, char **argv)
 			d->duration_s = 0;
 	}
 	d->cfg.interval_s = 1;
-	mm_config_no_bursts(&d->cfg);
+	mm_config_continuous(&d->cfg);
 	return 0;
 }
 

@@ -118,7 +118,7 @@ static void replay_collectors(const char *recorded, char *buf, size_t size)
 	struct mm_config probe;
 	mm_config_defaults(&probe);
 	snprintf(probe.collectors, sizeof(probe.collectors), "%s", recorded);
-	mm_config_no_bursts(&probe);
+	mm_config_continuous(&probe);
 	size_t n = 0;
 	buf[0] = '\0';
 	for (unsigned i = 0; mm_plugins[i]; i++) {
@@ -307,7 +307,7 @@ static int start_host(struct replay *rp, struct mm_symbols *syms)
 	mm_config_defaults(&cfg);
 	cfg.interval_s = rp->interval_s;
 	replay_collectors(rp->collectors, cfg.collectors, sizeof(cfg.collectors));
-	mm_config_no_bursts(&cfg);
+	mm_config_continuous(&cfg);
 	rp->host = mm_host_new(&cfg, lookup, rp, rp->recorded_at_ms);
 	if (!rp->host || mm_host_add_sink(rp->host, sink, rp) < 0)
 		return log_error_errno(ENOMEM, "out of memory");

@@ -442,6 +442,92 @@ static int report_option(void *ctx, int id, const char *arg)
 	return 0;
 }
 
+/* The output options of @a: what goes together, the format, the table's size. 0 or -EINVAL after
+ * saying why. */
+static int check_outputs(struct args *a)
+{
+	if (a->json && a->fo.format == MM_FAULT_CSV) {
+		fprintf(stderr, "mmlockd report: -x and --json exclude each other\n");
+		return -EINVAL;
+	}
+	if (a->json)
+		a->fo.format = MM_FAULT_JSON;
+	/* A table for a person: the first 20 lines, as wide as the terminal. CSV and JSON are
+	 * for programs: every row and column unless --top says otherwise. */
+	if (!a->top_given && a->fo.format == MM_FAULT_TABLE)
+		a->top = DEFAULT_TOP;
+	a->fo.top = a->top;
+	if (!a->wide && a->fo.format == MM_FAULT_TABLE)
+		a->fo.width = term_width();
+	if (a->locks + !!a->cmp[0] + a->fo.by_cgroup > 1) {
+		fprintf(stderr,
+			"mmlockd report: --locks, --compare and --units exclude each other\n");
+		return -EINVAL;
+	}
+	if (a->locks && a->fo.format == MM_FAULT_CSV) {
+		fprintf(stderr,
+			"mmlockd report: --locks has --json (the rows of GET /api/v1/locks), "
+			"not -x\n");
+		return -EINVAL;
+	}
+	if ((a->seed || a->detail) && !a->locks) {
+		fprintf(stderr, "mmlockd report: --seed-table and --detail go with --locks\n");
+		return -EINVAL;
+	}
+	if (a->seed && a->detail) {
+		fprintf(stderr, "mmlockd report: --seed-table and --detail exclude each other\n");
+		return -EINVAL;
+	}
+	if ((a->labels || a->throughput) && !a->cmp[0]) {
+		fprintf(stderr, "mmlockd report: --labels and --throughput go with --compare\n");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* The times and --compare's ranges of @a, parsed. 0 or -EINVAL after saying why. */
+static int check_times(struct args *a)
+{
+	for (int k = 0; k < 2; k++) {
+		const char *t = k ? a->until : a->since;
+		if (t && mm_parse_time(t, a->now, k ? &a->until_s : &a->since_s) < 0) {
+			fprintf(stderr,
+				"mmlockd report: bad time '%s' for --%s (unix seconds, 'now', 15m, "
+				"2h, 7d, or YYYY-MM-DD[ HH:MM[:SS]])\n",
+				t, k ? "until" : "since");
+			return -EINVAL;
+		}
+	}
+	if (a->since_s > a->until_s) {
+		fprintf(stderr, "mmlockd report: --since is after --until\n");
+		return -EINVAL;
+	}
+	for (int k = 0; a->cmp[0] && k < 2; k++) {
+		double x, y;
+		int pr;
+		if (access(a->cmp[k], F_OK) != 0 && strstr(a->cmp[k], "..") &&
+		    (pr = parse_range(a->cmp[k], a->now, &x, &y)) < 0) {
+			if (pr == -ERANGE)
+				fprintf(stderr,
+					"mmlockd report: bad range '%s' for --compare: it starts "
+					"after "
+					"it ends (durations count back from now, so the longer "
+					"comes "
+					"first, as in '3m..1m')\n",
+					a->cmp[k]);
+			else
+				fprintf(stderr,
+					"mmlockd report: bad range '%s' for --compare: "
+					"SINCE..UNTIL, "
+					"each a time as for --since (15m, 2h, 'YYYY-MM-DD HH:MM', "
+					"unix seconds), either may be empty\n",
+					a->cmp[k]);
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
 /* Parses the command line into @a. Returns 0, 1 after --help, or -EINVAL after saying why. */
 static int parse_args(int argc, char **argv, struct args *a)
 {
@@ -488,79 +574,8 @@ static int parse_args(int argc, char **argv, struct args *a)
 		fprintf(stderr, "mmlockd report: unexpected argument '%s'\n", argv[first]);
 		return -EINVAL;
 	}
-	if (a->json && a->fo.format == MM_FAULT_CSV) {
-		fprintf(stderr, "mmlockd report: -x and --json exclude each other\n");
+	if (check_outputs(a) < 0 || check_times(a) < 0)
 		return -EINVAL;
-	}
-	if (a->json)
-		a->fo.format = MM_FAULT_JSON;
-	/* A table for a person: the first 20 lines, as wide as the terminal. CSV and JSON are
-	 * for programs: every row and column unless --top says otherwise. */
-	if (!a->top_given && a->fo.format == MM_FAULT_TABLE)
-		a->top = DEFAULT_TOP;
-	a->fo.top = a->top;
-	if (!a->wide && a->fo.format == MM_FAULT_TABLE)
-		a->fo.width = term_width();
-	if (a->locks + !!a->cmp[0] + a->fo.by_cgroup > 1) {
-		fprintf(stderr,
-			"mmlockd report: --locks, --compare and --units exclude each other\n");
-		return -EINVAL;
-	}
-	if (a->locks && a->fo.format == MM_FAULT_CSV) {
-		fprintf(stderr,
-			"mmlockd report: --locks has --json (the rows of GET /api/v1/locks), "
-			"not -x\n");
-		return -EINVAL;
-	}
-	if ((a->seed || a->detail) && !a->locks) {
-		fprintf(stderr, "mmlockd report: --seed-table and --detail go with --locks\n");
-		return -EINVAL;
-	}
-	if (a->seed && a->detail) {
-		fprintf(stderr, "mmlockd report: --seed-table and --detail exclude each other\n");
-		return -EINVAL;
-	}
-	if ((a->labels || a->throughput) && !a->cmp[0]) {
-		fprintf(stderr, "mmlockd report: --labels and --throughput go with --compare\n");
-		return -EINVAL;
-	}
-	for (int k = 0; k < 2; k++) {
-		const char *t = k ? a->until : a->since;
-		if (t && mm_parse_time(t, a->now, k ? &a->until_s : &a->since_s) < 0) {
-			fprintf(stderr,
-				"mmlockd report: bad time '%s' for --%s (unix seconds, 'now', 15m, "
-				"2h, 7d, or YYYY-MM-DD[ HH:MM[:SS]])\n",
-				t, k ? "until" : "since");
-			return -EINVAL;
-		}
-	}
-	if (a->since_s > a->until_s) {
-		fprintf(stderr, "mmlockd report: --since is after --until\n");
-		return -EINVAL;
-	}
-	for (int k = 0; a->cmp[0] && k < 2; k++) {
-		double x, y;
-		int pr;
-		if (access(a->cmp[k], F_OK) != 0 && strstr(a->cmp[k], "..") &&
-		    (pr = parse_range(a->cmp[k], a->now, &x, &y)) < 0) {
-			if (pr == -ERANGE)
-				fprintf(stderr,
-					"mmlockd report: bad range '%s' for --compare: it starts "
-					"after "
-					"it ends (durations count back from now, so the longer "
-					"comes "
-					"first, as in '3m..1m')\n",
-					a->cmp[k]);
-			else
-				fprintf(stderr,
-					"mmlockd report: bad range '%s' for --compare: "
-					"SINCE..UNTIL, "
-					"each a time as for --since (15m, 2h, 'YYYY-MM-DD HH:MM', "
-					"unix seconds), either may be empty\n",
-					a->cmp[k]);
-			return -EINVAL;
-		}
-	}
 	return 0;
 }
 

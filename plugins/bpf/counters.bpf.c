@@ -106,29 +106,29 @@ const volatile struct {
 /* The vDSO's special mappings: [mm->context.vdso - vdso_below, mm->context.vdso + vdso_above),
  * measured by the loader on its own mappings ([vvar]..., [vdso]); 0: not checked. */
 const volatile __u64 vdso_below = 0, vdso_above = 0;
-/* The fault split in bursts (daemon/split.h), written by the loader while the programs run:
- * split_off set between bursts (no window opens), split_gen the current burst. A window opened
- * in a burst and still open at its end (a slow fault: a retry's I/O) closes at its thread's next
- * event that ends it, a later burst's fault at the latest, and is counted then (the fallback and
- * sleep programs stay attached, so its evidence is whole but for the completion event and the
- * filemap ones): dropping it instead biased the bursts against slow faults (split_bpf: 84% of
- * classified faults fell back against 92% exact). Both 0 when the faults collector runs
- * continuously. */
-volatile __u32 split_gen = 0;
-volatile __u8 split_off = 0;
+/* The fault split in bursts (plugins/split.h; the schedule daemon/duty.h), written by the loader
+ * while the programs run: duty_off set between bursts (no window opens), duty_gen the current
+ * burst. A window opened in a burst and still open at its end (a slow fault: a retry's I/O) closes
+ * at its thread's next event that ends it, a later burst's fault at the latest, and is counted then
+ * (the fallback and sleep programs stay attached, so its evidence is whole but for the completion
+ * event and the filemap ones): dropping it instead biased the bursts against slow faults
+ * (split_bpf: 84% of classified faults fell back against 92% exact). Both 0 when the faults
+ * collector runs continuously. */
+volatile __u32 duty_gen = 0;
+volatile __u8 duty_off = 0;
 /* A burst's tail: set by the loader when a burst begins, cleared once that burst's counts were
- * read (at its end, MM_SPLIT_GRACE_MS + MM_SPLIT_FLUSH_MS after its opener stopped) if no other
+ * read (at its end, MM_DUTY_GRACE_MS + MM_DUTY_FLUSH_MS after its opener stopped) if no other
  * burst has begun. Between bursts and without it, when mmaplock does not count, on_switch and
  * on_start's write starts do nothing at all: they are for the windows (a late one's sleeps and
  * its end) and for flushing the windows' counts, and a task-storage lookup is most of what they
  * cost (bpf_stats, bench_swapin, the defaults: on_switch 168 ns a run net at 32 k/s). Only a
  * window still open then (a fault slower than those 50 ms) misses its later sleeps and closes at
  * its thread's next fault, and a thread that slept since the read hands its last counts to its
- * next flush. Unused unless split_off. */
-volatile __u8 split_tail = 0;
+ * next flush. Unused unless duty_off. */
+volatile __u8 duty_tail = 0;
 /* Between bursts, after a burst's tail, with mmaplock not counted: nothing for the programs to
  * do (the split's programs are detached then, or held by the bpf_keep_attached key). */
-#define IDLE_BETWEEN_BURSTS() (!count_mmaplock && split_off && !split_tail)
+#define IDLE_BETWEEN_PERIODS() (!count_mmaplock && duty_off && !duty_tail)
 /* start_site(): a read start's call site was lock_mm_and_find_vma() itself (the kernel traces it
  * inline); one came through the trace helper all the same (the shortcut is off). Each set once. */
 volatile __u8 site_inline = 0, site_through_helper = 0;
@@ -157,7 +157,7 @@ struct thread {
 	__u64 fault_start_ns;	  /* page_fault_user of a fault not completed yet, else 0 */
 	__u64 rnd;		  /* timed(): a linear congruential generator's state */
 	struct mm_bpf_window win; /* the faults collector's evidence of the open fault */
-	__u32 win_gen;		  /* split_gen when the window opened */
+	__u32 win_gen;		  /* duty_gen when the window opened */
 	__u32 closed[NCLOSES];	  /* windows closed, by MM_BPF_WIN_* reason, since the last flush */
 	__u8 dirty;		  /* DIRTY_* groups of acc with counts */
 	__u8 fault_fellback;	  /* that fault fell back to mmap_lock */
@@ -540,8 +540,8 @@ static __always_inline int close_window(struct thread *t, enum mm_bpf_stat why)
 	if (!t->win.open)
 		return -1;
 	t->win.open = 0;
-	if (t->win_gen != split_gen)
-		stat_add(MM_BPF_WIN_LATE); /* counted all the same: see split_gen */
+	if (t->win_gen != duty_gen)
+		stat_add(MM_BPF_WIN_LATE); /* counted all the same: see duty_gen */
 	if (why != MM_BPF_WIN_EXIT)
 		t->win.completed = 1; /* the thread went on after the fault (outcome.h) */
 	unsigned k = why - MM_BPF_WIN_COMPLETED;
@@ -567,7 +567,7 @@ static __always_inline int close_window(struct thread *t, enum mm_bpf_stat why)
  * window left open past its burst (on_fault detached) took the next faults' swap-in sleeps at the
  * same instruction for its own: the kernel lab's patched swap runs then called 99% of the bursts'
  * completed faults vma_retry against 81% continuous (lab/results/split.md, 2026-12-03).
- * Folded in bursts only (split_gen set): when the faults collector runs continuously on_fault
+ * Folded in bursts only (duty_gen set): when the faults collector runs continuously on_fault
  * sees that next fault and closes the window itself, and a system call or signal handler after
  * the fault has another ip or sp, so the fold (15 loads and their rotations on every fault,
  * ~5% of on_fault's time) would tell nothing more. */
@@ -599,10 +599,10 @@ static __always_inline void open_window(struct thread *t, unsigned long address,
 	__builtin_memset(&t->win, 0, sizeof(t->win));
 	t->fault_ip = regs->ip;
 	t->fault_sp = regs->sp;
-	t->fault_gprs = split_gen ? gprs_of(regs) : 0; /* only bursts need it: close_if_left() */
+	t->fault_gprs = duty_gen ? gprs_of(regs) : 0; /* only bursts need it: close_if_left() */
 	t->nadded = 0;
 	t->win.open = 1;
-	t->win_gen = split_gen;
+	t->win_gen = duty_gen;
 	t->fault_address = address;
 	struct task_struct *task = bpf_get_current_task_btf();
 	struct mm_struct *mm = task->mm;
@@ -677,7 +677,7 @@ int BPF_PROG(on_fault, unsigned long address, struct pt_regs *regs, unsigned lon
 {
 	if (reject_for_test)
 		return *(volatile int *)reject_for_test; /* a scalar dereferenced: refused */
-	if ((!count_mmaplock && !count_faults) || IDLE_BETWEEN_BURSTS())
+	if ((!count_mmaplock && !count_faults) || IDLE_BETWEEN_PERIODS())
 		return 0;
 	struct thread *t = thread(true);
 	if (!t)
@@ -690,7 +690,7 @@ int BPF_PROG(on_fault, unsigned long address, struct pt_regs *regs, unsigned lon
 	t->fault_start_ns = now;
 	t->fault_fellback = 0;
 	if (count_faults) {
-		if (split_off) /* between bursts: the fault still ends the previous window */
+		if (duty_off) /* between bursts: the fault still ends the previous window */
 			close_window(t, MM_BPF_WIN_NEXT_FAULT);
 		else
 			open_window(t, address, regs);
@@ -768,7 +768,7 @@ static __always_inline void close_if_left(struct thread *t)
 		return;
 	struct pt_regs *r = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
 	if (r->ip != t->fault_ip || r->sp != t->fault_sp ||
-	    (split_gen && gprs_of(r) != t->fault_gprs))
+	    (duty_gen && gprs_of(r) != t->fault_gprs))
 		close_window(t, MM_BPF_WIN_LEFT);
 }
 
@@ -788,7 +788,7 @@ int on_start(struct trace_event_raw_mmap_lock *ctx)
 	if (write && !count_mmaplock) {
 		/* Only the faults collector looks at write starts, and only in an open window: a
 		 * thread that only writes (the bench's mprotect/munmap threads) gets no storage. */
-		if (!count_faults || IDLE_BETWEEN_BURSTS())
+		if (!count_faults || IDLE_BETWEEN_PERIODS())
 			return KEEP_RECORD;
 		t = thread(false);
 		if (!t || !t->win.open)
@@ -810,7 +810,7 @@ int on_start(struct trace_event_raw_mmap_lock *ctx)
 	if (own && (in_window || (!write && (count_fallbacks || count_mmaplock || count_faults))))
 		/* Between the split's bursts the faults collector's sites are not needed either
 		 * (mmap_lock_by_fault_other counts in bursts only). */
-		site = count_faults && (in_window || !split_off)
+		site = count_faults && (in_window || !duty_off)
 			       ? start_site(ctx, t, MM_BPF_SITE_HMF_OUTER)
 			       : start_site(ctx, t, MM_BPF_SITE_FALLBACK);
 	t->at_site = !write && site == MM_BPF_SITE_FALLBACK;
@@ -940,8 +940,7 @@ int on_acquired(unsigned long long *ctx)
 	/* Between the split's bursts only a window still open (a late one) counts: the perf path
 	 * counts the fault paths' acquisitions in bursts only, and without a window every fallback
 	 * would pass for a kernel-mode fault's. */
-	if (count_faults && !write && t->pending_site < MM_BPF_NSITES &&
-	    (!split_off || t->win.open))
+	if (count_faults && !write && t->pending_site < MM_BPF_NSITES && (!duty_off || t->win.open))
 		fault_acquired(t, mm, now, success);
 	t->pending_site = MM_BPF_SITE_NONE;
 	if (count_fallbacks && !write) {
@@ -1459,7 +1458,7 @@ SEC("tp_btf/sched_switch")
 int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
 	     unsigned int prev_state)
 {
-	bool idle = IDLE_BETWEEN_BURSTS();
+	bool idle = IDLE_BETWEEN_PERIODS();
 	if (idle && !count_contention)
 		return 0;
 	struct thread *t = thread(false);
@@ -1490,7 +1489,7 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 SEC("tp_btf/mm_filemap_fault")
 int BPF_PROG(on_filemap_fault, struct address_space *mapping, unsigned long index)
 {
-	if (IDLE_BETWEEN_BURSTS())
+	if (IDLE_BETWEEN_PERIODS())
 		return 0;
 	struct thread *t = thread(false);
 	if (!t || !t->win.open)
@@ -1513,7 +1512,7 @@ SEC("tp_btf/mm_filemap_map_pages")
 int BPF_PROG(on_map_pages, struct address_space *mapping, unsigned long index,
 	     unsigned long last_index)
 {
-	if (IDLE_BETWEEN_BURSTS())
+	if (IDLE_BETWEEN_PERIODS())
 		return 0;
 	struct thread *t = thread(false);
 	if (!t || !t->win.open || !t->win.have_page || t->win.falling_back)
@@ -1528,7 +1527,7 @@ int BPF_PROG(on_map_pages, struct address_space *mapping, unsigned long index,
 SEC("tp_btf/mm_filemap_add_to_page_cache")
 int BPF_PROG(on_added, struct folio *folio)
 {
-	if (IDLE_BETWEEN_BURSTS())
+	if (IDLE_BETWEEN_PERIODS())
 		return 0;
 	struct thread *t = thread(false);
 	if (!t)

@@ -134,6 +134,33 @@ enum mm_bpf_stat {
 	MM_BPF_NSTATS
 };
 
+/* Their names, in /metrics as mmlockd_bpf_events_total{name=...} (not in the BPF object). */
+#ifndef __bpf__
+static const char *const mm_bpf_stat_names[MM_BPF_NSTATS] = {
+	[MM_BPF_PROCS_DROPPED] = "procs_dropped",
+	[MM_BPF_EXITS_LOST] = "exits_lost",
+	[MM_BPF_NO_THREAD_STORAGE] = "threads_without_storage",
+	[MM_BPF_ACQUIRE_WITHOUT_START] = "acquire_without_start",
+	[MM_BPF_RELEASE_WITHOUT_ACQUIRE] = "write_release_without_acquire",
+	[MM_BPF_HOLDS_TOO_NESTED] = "write_holds_too_nested",
+	[MM_BPF_WIN_COMPLETED] = "fault_windows_completed",
+	[MM_BPF_WIN_NEXT_FAULT] = "fault_windows_closed_by_next_fault",
+	[MM_BPF_WIN_KERNEL_FAULT] = "fault_windows_closed_by_kernel_fault",
+	[MM_BPF_WIN_SYSCALL] = "fault_windows_closed_by_syscall",
+	[MM_BPF_WIN_EXIT] = "fault_windows_closed_by_exit",
+	[MM_BPF_WIN_LEFT] = "fault_windows_closed_outside_the_fault",
+	[MM_BPF_FLUSHES] = "thread_flushes",
+	[MM_BPF_WIN_LATE] = "fault_windows_closed_after_their_burst",
+	[MM_BPF_SITE_THROUGH_HELPER] = "fallback_site_through_trace_helper",
+	[MM_BPF_LOCK_BEGIN_NO_END] = "contention_begin_without_end",
+	[MM_BPF_LOCK_END_NO_BEGIN] = "contention_end_without_begin",
+	[MM_BPF_LOCK_ROWS_DROPPED] = "contention_waits_dropped",
+	[MM_BPF_LOCK_STACK_CACHED] = "lock_stacks_from_cache",
+	[MM_BPF_LOCK_STACK_WALKED] = "lock_stacks_walked",
+	[MM_BPF_LOCK_STACK_WRONG] = "lock_stacks_cache_wrong",
+};
+#endif
+
 #define MM_BPF_MAX_HELD	 4
 #define MM_BPF_MAX_ADDED 32 /* pages remembered per fault window to spot re-reads */
 

@@ -6,7 +6,7 @@ Two checks, chosen by the first argument:
   links SRCDIR
       Every Markdown link in README.md and docs/*.md to a file of the repository resolves (and its
       #anchor, if any, names a heading of that file), and every repository path quoted in
-      backticks (`bench/results/main.md`, `daemon/split.c`) exists. Needs nothing but the tree.
+      backticks (`bench/results/main.md`, `daemon/duty.c`) exists. Needs nothing but the tree.
 
   commands SRCDIR BUILDDIR
       Every command in README.md's ```console blocks (lines starting with "$ ", continued while

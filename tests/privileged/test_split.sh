@@ -1,6 +1,6 @@
 #!/bin/bash
 # test_split.sh: the fault split of the default configuration (faults classified in bursts,
-# daemon/split.h) against a continuous classification of the same faults at the same time.
+# plugins/split.h) against a continuous classification of the same faults at the same time.
 #
 # Usage: test_split.sh MMLOCKD_BINARY OUTCOME_WORKLOAD_BINARY
 #

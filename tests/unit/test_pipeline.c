@@ -56,7 +56,7 @@ static struct mm_host *host(const char *collectors)
 	struct mm_config cfg;
 	mm_config_defaults(&cfg);
 	snprintf(cfg.collectors, sizeof(cfg.collectors), "%s", collectors);
-	mm_config_no_bursts(&cfg); /* faults only where named (bursts: see below) */
+	mm_config_continuous(&cfg); /* faults only where named (bursts: see below) */
 	return mm_host_new(&cfg, NULL, NULL, 0);
 }
 
@@ -114,20 +114,20 @@ static void test_split_in_bursts_gets_streams_of_its_own(void)
 	CHECK_U64(n, 2); /* fallbacks' filtered one stays on; faults' own is switched */
 	unsigned opener = 0, evidence = 0, always = 0;
 	for (unsigned i = 0; i < mm_host_nstreams(h); i++) {
-		enum mm_burst_role r = mm_host_stream_burst(h, i);
-		opener += r == MM_BURST_OPENER;
-		evidence += r == MM_BURST_EVIDENCE;
-		always += r == MM_BURST_NONE;
-		if (r == MM_BURST_OPENER)
+		enum mm_stream_role r = mm_host_stream_role(h, i);
+		opener += r == MM_STREAM_OPENER;
+		evidence += r == MM_STREAM_EVIDENCE;
+		always += r == MM_STREAM_ALWAYS;
+		if (r == MM_STREAM_OPENER)
 			CHECK_STR(ws.w[i].name, "exceptions:page_fault_user");
-		if (r == MM_BURST_NONE)
+		if (r == MM_STREAM_ALWAYS)
 			CHECK(ws.w[i].filter != NULL); /* only the default's filtered events */
 	}
 	CHECK_U64(opener, 1);
 	CHECK(evidence >= 4);
 	CHECK_U64(always, 2);
 	uint64_t next;
-	mm_host_burst_phase(h, 0, &next);
+	mm_host_phase(h, 0, &next);
 	CHECK(next != UINT64_MAX);
 	mm_host_free(h);
 }
@@ -181,7 +181,7 @@ static void test_an_open_windows_snapshot_holds_the_active_rows_and_reads_back_w
 {
 	struct mm_config cfg;
 	mm_config_defaults(&cfg);
-	mm_config_no_bursts(&cfg);
+	mm_config_continuous(&cfg);
 	struct mm_host *h = mm_host_new(&cfg, named, NULL, 1000);
 	mm_host_proc(h, 10)->faults = 5;
 	mm_host_proc(h, 11)->faults = 7;

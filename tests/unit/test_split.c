@@ -1,28 +1,30 @@
 /*
- * The fault split in bursts (split.h): bursts cover the configured share of each window, stay
- * inside their slot with the grace before its end, and the phase function agrees with them; the
- * estimate applies the classified shares to the exact totals, keeps the exact counts, zeroes what
- * it cannot scale, and its error bound covers the truth for a binomial sample and grows with a
- * spread between bursts; a process without classified faults gets no estimate.
+ * The fault split in bursts (plugins/split.h) on the duty cycle (daemon/duty.h): bursts cover the
+ * configured share of each window, stay inside their slot with the grace before its end, and the
+ * phase function agrees with them; the estimate applies the classified shares to the exact totals,
+ * keeps the exact counts, zeroes what it cannot scale, and its error bound covers the truth for a
+ * binomial sample and grows with a spread between bursts; a process without classified faults gets
+ * no estimate.
  */
 #include <math.h>
 #include <stdlib.h>
 
 #include "check.h"
 #include "config.h"
+#include "duty.h"
 #include "split.h"
 
 static void test_bursts_cover_the_duty_spread_through_the_window(void)
 {
-	struct mm_split_clock c;
-	mm_split_clock_init(&c, 10, 20, 42);
+	struct mm_duty_clock c;
+	mm_duty_clock_init(&c, 10, 20, 42);
 	CHECK_U64(c.slot_ms, 1000);
-	CHECK_U64(c.burst_ms, 20);
+	CHECK_U64(c.on_ms, 20);
 	uint64_t on_total = 0, starts[10];
 	for (uint64_t j = 100; j < 110; j++) {
-		struct mm_split_burst b = mm_split_burst_of(&c, j);
+		struct mm_duty_period b = mm_duty_period_of(&c, j);
 		CHECK(b.on_ms >= j * 1000);
-		CHECK(b.off_ms + MM_SPLIT_GRACE_MS <= (j + 1) * 1000);
+		CHECK(b.off_ms + MM_DUTY_GRACE_MS <= (j + 1) * 1000);
 		on_total += b.off_ms - b.on_ms;
 		starts[j - 100] = b.on_ms - j * 1000;
 	}
@@ -33,25 +35,25 @@ static void test_bursts_cover_the_duty_spread_through_the_window(void)
 	CHECK(distinct >= 5); /* offsets vary from slot to slot */
 
 	/* One-second windows: two bursts each. */
-	mm_split_clock_init(&c, 1, 20, 42);
+	mm_duty_clock_init(&c, 1, 20, 42);
 	CHECK_U64(c.slot_ms, 500);
-	CHECK_U64(c.burst_ms, 10);
+	CHECK_U64(c.on_ms, 10);
 }
 
 static void test_phase_follows_the_bursts(void)
 {
-	struct mm_split_clock c;
-	mm_split_clock_init(&c, 10, 20, 7);
-	struct mm_split_burst b = mm_split_burst_of(&c, 5000);
+	struct mm_duty_clock c;
+	mm_duty_clock_init(&c, 10, 20, 7);
+	struct mm_duty_period b = mm_duty_period_of(&c, 5000);
 	uint64_t next;
-	CHECK(mm_split_phase_at(&c, b.on_ms - 1, &next) == MM_SPLIT_OFF);
+	CHECK(mm_duty_phase_at(&c, b.on_ms - 1, &next) == MM_PHASE_OFF);
 	CHECK_U64(next, b.on_ms);
-	CHECK(mm_split_phase_at(&c, b.on_ms, &next) == MM_SPLIT_ON);
+	CHECK(mm_duty_phase_at(&c, b.on_ms, &next) == MM_PHASE_ON);
 	CHECK_U64(next, b.off_ms);
-	CHECK(mm_split_phase_at(&c, b.off_ms, &next) == MM_SPLIT_ENDING);
-	CHECK_U64(next, b.off_ms + MM_SPLIT_GRACE_MS);
-	CHECK(mm_split_phase_at(&c, b.off_ms + MM_SPLIT_GRACE_MS, &next) == MM_SPLIT_OFF);
-	CHECK_U64(next, mm_split_burst_of(&c, 5001).on_ms);
+	CHECK(mm_duty_phase_at(&c, b.off_ms, &next) == MM_PHASE_ENDING);
+	CHECK_U64(next, b.off_ms + MM_DUTY_GRACE_MS);
+	CHECK(mm_duty_phase_at(&c, b.off_ms + MM_DUTY_GRACE_MS, &next) == MM_PHASE_OFF);
+	CHECK_U64(next, mm_duty_period_of(&c, 5001).on_ms);
 }
 
 /* Estimates @ps as a window whose bursts observed 200 ms, and checks what every estimate keeps:
@@ -228,22 +230,22 @@ static void test_config_split_duty(void)
 	struct mm_config c;
 	char err[256];
 	mm_config_defaults(&c);
-	CHECK_U64(mm_config_split_duty_pm(&c), MM_SPLIT_DUTY_DEFAULT_PM);
+	CHECK_U64(mm_config_duty_pm(&c), 20);
 	CHECK(mm_config_collector_enabled(&c, "faults"));
 	CHECK(mm_config_set(&c, "collectors", "faults,totals", err, sizeof(err)) == 0);
-	CHECK_U64(mm_config_split_duty_pm(&c), 1000);
+	CHECK_U64(mm_config_duty_pm(&c), 1000);
 	CHECK(mm_config_set(&c, "split_duty", "2.5%", err, sizeof(err)) == 0);
-	CHECK_U64(mm_config_split_duty_pm(&c), 25);
+	CHECK_U64(mm_config_duty_pm(&c), 25);
 	CHECK(mm_config_set(&c, "split_duty", "0", err, sizeof(err)) == 0);
 	CHECK(!mm_config_collector_enabled(&c, "faults"));
 	CHECK(mm_config_set(&c, "split_duty", "100%", err, sizeof(err)) == 0);
-	CHECK_U64(mm_config_split_duty_pm(&c), 1000);
+	CHECK_U64(mm_config_duty_pm(&c), 1000);
 	CHECK(mm_config_set(&c, "split_duty", "101%", err, sizeof(err)) < 0);
 	CHECK(mm_config_set(&c, "split_duty", "5", err, sizeof(err)) < 0);
 	CHECK(mm_config_set(&c, "split_duty", "%", err, sizeof(err)) < 0);
 	CHECK(mm_config_set(&c, "split_duty", "1.25%", err, sizeof(err)) < 0);
 	mm_config_defaults(&c);
-	mm_config_no_bursts(&c);
+	mm_config_continuous(&c);
 	CHECK(!mm_config_collector_enabled(&c, "faults"));
 }
 

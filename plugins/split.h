@@ -1,19 +1,10 @@
 /*
  * The fault split in bursts: when the outcome classification (the faults collector) cannot run
- * continuously at a cost production carries, it runs for a share of each window (split_duty), in
- * several short bursts spread through the window, and the outcome shares it measures are applied
- * to the exact totals the default collectors have (minflt + majflt, fallback_locks).
- *
- * Schedule: time is cut into slots of I / k ms, k = max(2, I) for windows of I seconds (one slot
- * a second, at least two a window so that their spread says something); slots are aligned to
- * wall time, so windows (which end on multiples of I) hold whole slots. Each slot has one burst
- * of duty * slot ms at an offset drawn from a hash of the slot's number (no aliasing with
- * periodic workloads, and no state: the loop that switches the streams and the host that reads
- * their records in event time compute the same bursts), ending at least MM_SPLIT_GRACE_MS
- * before the slot does. A burst has three phases: ON (every stream of the collector enabled),
- * ENDING (the event that opens a fault, page_fault_user, is off; the others stay on for
- * MM_SPLIT_GRACE_MS so that faults opened in the burst see their fallback or retry), then OFF.
- * A fault whose window opened outside a burst is never classified.
+ * continuously at a cost production carries, it runs for a share of each window (split_duty), on
+ * the host's duty cycle (daemon/duty.h): several short bursts spread through the window, and the
+ * outcome shares it measures are applied to the exact totals the default collectors have
+ * (minflt + majflt, fallback_locks). A fault whose window opened outside a burst is never
+ * classified.
  *
  * Estimate, per process and window, from the faults classified in its bursts and the exact
  * counts T = minflt + majflt and F = fallback_locks:
@@ -37,35 +28,6 @@
 #include <stdint.h>
 
 #include "stats.h"
-
-#define MM_SPLIT_GRACE_MS 20 /* evidence streams stay on this long after the opener stops */
-/* A classifier in the kernel (the BPF source): its threads flush their counts within 20 ms
- * (counters.bpf.c FLUSH_NS), so a burst's counts are read this long after its grace. */
-#define MM_SPLIT_FLUSH_MS 30
-struct mm_split_burst {
-	uint64_t on_ms, off_ms; /* wall ms: the opener runs in [on_ms, off_ms) */
-};
-
-enum mm_split_phase {
-	MM_SPLIT_OFF,
-	MM_SPLIT_ON,	 /* every stream on */
-	MM_SPLIT_ENDING, /* the opener off, the evidence streams on */
-};
-
-struct mm_split_clock {
-	uint64_t slot_ms, burst_ms, seed;
-};
-
-/* Bursts at @duty_pm per mille (1..999) for windows of @interval_s seconds. */
-void mm_split_clock_init(struct mm_split_clock *c, unsigned interval_s, unsigned duty_pm,
-			 uint64_t seed);
-
-/* The burst of slot @slot (wall ms / slot_ms). */
-struct mm_split_burst mm_split_burst_of(const struct mm_split_clock *c, uint64_t slot);
-
-/* The phase at wall time @now_ms, and in *ret_next_ms the next time it changes. */
-enum mm_split_phase mm_split_phase_at(const struct mm_split_clock *c, uint64_t now_ms,
-				      uint64_t *ret_next_ms);
 
 /* Per process, across the bursts of the open window: each burst's counts, for the spread. */
 enum {
