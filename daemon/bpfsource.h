@@ -1,9 +1,10 @@
 /*
- * The in-kernel (BPF) source: counts what the mmaplock, fallbacks and faults collectors count, with
- * BPF programs on the same tracepoints (plugins/bpf/counters.bpf.c) instead of a perf sample per
- * event, and delivers the per-process counts into the host's open window at every tick; for the
- * contention collector it pairs and sums the lock waits in the kernel and feeds each row's growth
- * to the collector (mm_host_waits). Outside the pure library: it links libbpf.
+ * The in-kernel (BPF) source: counts what the collectors with an in-kernel part (plugin.h struct
+ * mm_plugin_bpf) count, with BPF programs on the same tracepoints (plugins/bpf/counters.bpf.c)
+ * instead of a perf sample per event, and delivers the per-process counts into the host's open
+ * window at every tick; for a collector fed by waits (one with a waits hook) it pairs and sums the
+ * lock waits in the kernel and feeds each row's growth to the collector (mm_host_waits). Outside
+ * the pure library: it links libbpf.
  *
  * Shape, so it plugs into whatever loop drives the host:
  *   mm_bpfsrc_open()     before mm_host_wanted(): decides per collector (setting `source`,

@@ -818,10 +818,11 @@ static const char usage_head[] =
 static const char usage_options[] =
 	       "      --fault-latency on|off\n"
 	       "                          sample fault latency per outcome (p50/p99 per\n"
-	       "                          process) on the BPF source, with mmaplock or faults\n"
+	       "                          process) on the BPF source, with a collector whose\n"
+	       "                          in-kernel part times faults (%s)\n"
 	       "                          (default: off: the minor/major-faults software\n"
 	       "                          events it needs cost every fault on the machine\n"
-	       "                          up to ~40 ns while open, ~2.5% of an anonymous fault)\n"
+	       "                          up to ~40 ns while open, ~2.5%% of an anonymous fault)\n"
 	       "      --btf PATH          kernel BTF the BPF source loads against (default:\n"
 	       "                          /sys/kernel/btf/vmlinux)\n"
 	       "      --bpf-skip LIST     for benchmarks: BPF programs not loaded (counts wrong)\n"
@@ -960,7 +961,13 @@ const char *mm_config_usage(void)
 		"                          collector runs on and why not BPF. `mmlockd record`\n"
 		"                          always uses perf.\n");
 	usage_cycle(&b);
-	mm_buf_puts(&b, usage_options);
+	char timed[64] = "";
+	size_t n = 0;
+	for (const struct mm_plugin *const *p = mm_plugins; *p; p++)
+		if ((*p)->bpf && (*p)->bpf->latency && n < sizeof(timed))
+			n += (size_t)snprintf(timed + n, sizeof(timed) - n, "%s%s", n ? " or " : "",
+					      (*p)->name);
+	mm_buf_printf(&b, usage_options, timed);
 	mm_buf_puts(&b, " ");
 	unsigned col = 1;
 	for (size_t i = 0; i < NKEYS; i++) {

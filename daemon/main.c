@@ -19,6 +19,7 @@
 #include "live.h"
 #include "log.h"
 #include "notify.h"
+#include "plugin.h"
 #include "record.h"
 #include "privilege.h"
 #include "replay.h"
@@ -101,23 +102,32 @@ static void writer_sink(void *ctx, struct mm_snapshot *w)
 	mm_writer_submit(ctx, mm_snapshot_ref(w));
 }
 
-/* At start, when the fault split runs in bursts: says so, and that its outcome counts are
- * estimates, also (and above all) when --collectors does not name faults. */
-static void say_split(const struct daemon *d)
+/* At start, when a collector runs cycled (the fault split, plugin.h): says so, and that its
+ * counts are estimates, also (and above all) when --collectors does not name it. */
+static void say_cycled(const struct daemon *d)
 {
+	const struct mm_plugin *p = NULL;
+	for (const struct mm_plugin *const *q = mm_plugins; *q; q++)
+		if ((*q)->cycle)
+			p = *q;
 	struct mm_snapshot *s = mm_snapshot_latest();
-	char list[sizeof(d->cfg.collectors) + 2];
+	char list[sizeof(d->cfg.collectors) + 2], named[64], flag[40];
 
 	snprintf(list, sizeof(list), ",%s,", d->cfg.collectors);
-	if (s && !strcmp(s->split.mode, "bursts"))
-		log_info("fault split: the faults collector runs in bursts, %u.%u%% of each "
-			 "window%s; "
-			 "its outcome counts are estimates (--split-duty 0 stops it, --split-duty "
-			 "100%% classifies every fault)",
-			 s->split.duty_pm / 10, s->split.duty_pm % 10,
-			 strcmp(d->cfg.collectors, "all") && !strstr(list, ",faults,")
+	if (p && s && strcmp(s->split.mode, "off") && strcmp(s->split.mode, "continuous")) {
+		snprintf(named, sizeof(named), ",%s,", p->name);
+		snprintf(flag, sizeof(flag), "--%s", p->cycle->key);
+		for (char *c = flag; *c; c++)
+			*c = *c == '_' ? '-' : *c;
+		log_info("%s: the %s collector runs in %ss, %u.%u%% of each window%s; its counts "
+			 "are estimates (%s 0 stops it, %s 100%% runs it continuously)",
+			 p->cycle->name, p->name, p->cycle->period, s->split.duty_pm / 10,
+			 s->split.duty_pm % 10,
+			 strcmp(d->cfg.collectors, "all") && !strstr(list, named)
 				 ? ", though --collectors does not name it"
-				 : "");
+				 : "",
+			 flag, flag);
+	}
 	mm_snapshot_unref(s);
 }
 
@@ -144,7 +154,7 @@ static int run_daemon(struct daemon *d)
 	if (r < 0)
 		return log_error_errno(r, "cannot add the store: %m");
 	publish(d);
-	say_split(d);
+	say_cycled(d);
 	mm_privilege_drop_main(); /* every source is set up: privilege.h */
 	mm_notify_watchdog_usec(&d->watchdog_usec);
 	mm_notify("READY=1\nSTATUS=collecting");

@@ -308,6 +308,11 @@ static void put_fields(struct mm_buf *out, const struct mm_snapshot *s, const si
 		       size_t nseries, enum breakdown by, struct names *ns)
 {
 	char name[NAME_MAX_LEN];
+	/* not_sampled needs the exact totals: minflt's collector. */
+	const char *exact_totals = "";
+	for (size_t i = 0; i < mm_proc_nfields; i++)
+		if (!strcmp(mm_proc_fields[i].name, "minflt"))
+			exact_totals = mm_proc_fields[i].collector;
 
 	bool bursts = split_bursts(s);
 
@@ -342,7 +347,7 @@ static void put_fields(struct mm_buf *out, const struct mm_snapshot *s, const si
 				put_field_value(out, f, mm_field_get(st, f));
 				mm_buf_puts(out, "\n");
 			}
-			if (estimated && collector_running(s, "totals")) {
+			if (estimated && collector_running(s, exact_totals)) {
 				mm_buf_printf(out, "%s{", name);
 				put_series_labels(out, s, by, procs, k);
 				mm_buf_printf(out, "%soutcome=\"not_sampled\"} %" PRIu64 "\n",
