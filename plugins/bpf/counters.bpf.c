@@ -136,8 +136,8 @@ volatile __u8 site_inline = 0, site_through_helper = 0;
 /* The contention collector's window generation (struct mm_bpf_lock_key.gen), flipped by the
  * loader at each window's closing tick. */
 volatile __u32 lock_gen = 0;
-/* The loader's tick, bumped before it reads the changed map; from 1 (an entry's epoch starts at
- * 0). */
+/* The loader's epoch, bumped before it reads the changed map and again between taking each key
+ * out of it and reading its entry; from 1 (an entry's epoch starts at 0). */
 volatile __u64 tick_epoch = 0;
 /* Set by the loader with bpf_refuse = on (a test's knob): makes the verifier refuse on_fault. */
 const volatile __u64 reject_for_test = 0;
@@ -212,7 +212,7 @@ struct {
 
 /* The process entries that changed since the loader's last tick: it reads only those at a
  * tick (each one it reads, it takes out first, so a change after that puts it back), and every
- * entry at a window's closing tick. An idle process costs no read at all between closings. */
+ * entry only when something was lost (daemon/bpfsource.c). An idle process costs no read. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 16384); /* as procs */
@@ -301,7 +301,8 @@ static __always_inline void hist_count(struct thread *t, unsigned i, __u64 *h, u
 
 /* @c (@t's process's entry) changed: in the changed map, once per tick of the loader. After the
  * counts were added: a loader that takes the entry out of the map after this test reads them. A
- * full map leaves it to the closing tick's walk. */
+ * full map is counted (the loader then reads every entry at the next closing tick) and the next
+ * change tries again. */
 static __always_inline void mark_changed(struct thread *t, struct mm_bpf_counts *c)
 {
 	__u64 e = tick_epoch;
@@ -309,7 +310,10 @@ static __always_inline void mark_changed(struct thread *t, struct mm_bpf_counts 
 		return;
 	c->epoch = e;
 	__u8 one = 1;
-	bpf_map_update_elem(&changed, &t->key, &one, BPF_ANY);
+	if (bpf_map_update_elem(&changed, &t->key, &one, BPF_ANY) < 0) {
+		c->epoch = 0;
+		stat_add(MM_BPF_CHANGES_UNMARKED);
+	}
 }
 
 /* @t's process's entry, made on first use; NULL when the map is full. */

@@ -124,6 +124,7 @@ enum mm_bpf_stat {
 	MM_BPF_FLUSHES,		 /* a thread's counts added to its process's (map updates) */
 	MM_BPF_WIN_LATE, /* windows closed after their burst (split bursts), counted all the same */
 	MM_BPF_SITE_THROUGH_HELPER, /* the fallback site traced inline and via the helper both */
+	MM_BPF_CHANGES_UNMARKED,    /* changes the full changed map refused (a full walk follows) */
 	/* contention collector, as plugins/contention.c's contention_unmatched counters */
 	MM_BPF_LOCK_BEGIN_NO_END, /* a wait dropped: its end was lost (or the thread exited) */
 	MM_BPF_LOCK_END_NO_BEGIN, /* an end with no open wait of the thread on that lock */
@@ -152,6 +153,7 @@ static const char *const mm_bpf_stat_names[MM_BPF_NSTATS] = {
 	[MM_BPF_FLUSHES] = "thread_flushes",
 	[MM_BPF_WIN_LATE] = "fault_windows_closed_after_their_burst",
 	[MM_BPF_SITE_THROUGH_HELPER] = "fallback_site_through_trace_helper",
+	[MM_BPF_CHANGES_UNMARKED] = "changes_unmarked",
 	[MM_BPF_LOCK_BEGIN_NO_END] = "contention_begin_without_end",
 	[MM_BPF_LOCK_END_NO_BEGIN] = "contention_end_without_begin",
 	[MM_BPF_LOCK_ROWS_DROPPED] = "contention_waits_dropped",
