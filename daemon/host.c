@@ -452,6 +452,17 @@ void mm_host_lost(struct mm_host *h, unsigned stream, uint64_t n)
 	h->streams[stream].window_lost += n;
 }
 
+void mm_host_set_task_reader(struct mm_host *h, mm_host_task_reader_fn fn, void *rctx)
+{
+	h->task_reader = fn;
+	h->task_reader_ctx = rctx;
+}
+
+int mm_host_read_tasks(struct mm_host *h, mm_task_fn fn, void *ctx)
+{
+	return h->task_reader ? h->task_reader(h->task_reader_ctx, fn, ctx) : -ENOTSUP;
+}
+
 void mm_host_set_counter_source(struct mm_host *h, mm_host_counter_fn fn, void *ctx)
 {
 	h->counter_fn = fn;

@@ -155,6 +155,10 @@ void mm_host_watch_ready(struct mm_host *h, unsigned i);
  * mm_host_proc() / mm_host_proc_known(). One at most; NULL removes it. */
 typedef void (*mm_host_counter_fn)(void *ctx, struct mm_host *h, bool closing);
 void mm_host_set_counter_source(struct mm_host *h, mm_host_counter_fn fn, void *ctx);
+
+/* The reader behind mm_host_read_tasks() (taskiter.h); NULL removes it. */
+typedef int (*mm_host_task_reader_fn)(void *rctx, mm_task_fn fn, void *ctx);
+void mm_host_set_task_reader(struct mm_host *h, mm_host_task_reader_fn fn, void *rctx);
 /* True while the counter source reads an on-period's counts (its end: MM_DUTY_GRACE_MS +
  * MM_DUTY_FLUSH_MS after the opener stopped). */
 bool mm_host_reading_period_end(const struct mm_host *h);

@@ -73,6 +73,19 @@ bool mm_host_window_closing(const struct mm_host *h);
 typedef void (*mm_host_watch_fn)(void *ctx, struct mm_host *h);
 int mm_host_watch(struct mm_host *h, int fd, mm_host_watch_fn fn, void *ctx);
 
+/* Every task of the machine at once, where the host has a reader for them (the BPF task
+ * iterator, daemon/taskiter.h): @fn(@ctx, task) for each, in tid order. Returns 0, -ENOTSUP
+ * without a reader (replay, source = perf, no BPF), or -errno. */
+struct mm_task_run {
+	uint32_t tgid, tid;
+	uint64_t runtime_ns; /* what the thread has run; for the leader, plus the dead threads' */
+	uint64_t start_boottime_ns; /* the leader's: its process's start, ns since boot; else 0 */
+	bool on_cpu;		    /* running now (its runtime lags) */
+	bool leader, kthread;
+};
+typedef void (*mm_task_fn)(void *ctx, const struct mm_task_run *t);
+int mm_host_read_tasks(struct mm_host *h, mm_task_fn fn, void *ctx);
+
 /* Registers a global counter exported as mmlockd_<family>_total{name="<name>"}; returns its id
  * (>= 0) or -ENOMEM. */
 int mm_host_global(struct mm_host *h, const char *family, const char *name, const char *help);

@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "bpfsource.h"
+#include "taskiter.h"
 #include "log.h"
 #include "order.h"
 #include "sampler.h"
@@ -51,7 +52,8 @@ struct mm_live {
 	struct mm_sampler *sampler;
 	struct mm_order *order;
 	struct mm_host *host;
-	struct mm_bpfsrc *bpf; /* in-kernel counters (source auto/bpf), when they run */
+	struct mm_bpfsrc *bpf;	   /* in-kernel counters (source auto/bpf), when they run */
+	struct mm_taskiter *tasks; /* the task iterator (source auto/bpf), when it loads */
 	struct mm_live_hooks hooks;
 	char tracefs[256];
 	const char *tracefs_error; /* while opening streams */
@@ -138,6 +140,7 @@ void mm_live_free(struct mm_live *l)
 	mm_sampler_free(l->sampler);
 	mm_bpfsrc_free(l->bpf);
 	mm_host_free(l->host);
+	mm_taskiter_free(l->tasks); /* after the host: a collector's last scan may read it */
 	mm_symbols_free(l->syms);
 	if (l->tep)
 		tep_free(l->tep);
@@ -287,6 +290,9 @@ int mm_live_open(struct mm_live *l, const struct mm_live_hooks *hooks, mm_proc_l
 		return r;
 	if (l->bpf)
 		mm_host_set_counter_source(l->host, mm_bpfsrc_collect, l->bpf);
+	l->tasks = mm_taskiter_open(&l->cfg);
+	if (l->tasks)
+		mm_host_set_task_reader(l->host, mm_taskiter_read, l->tasks);
 	const char *latency_why;
 	if (l->cfg.fault_latency && !mm_host_latency_sampled(l->host, &latency_why))
 		log_warning("fault latency not sampled: %s", latency_why);
