@@ -124,7 +124,7 @@ static void put_stats(struct json *parent, const char *key, const struct mm_snap
 	} lat[] = {
 		LATENCY("fault_ns_vma", fault_ns_vma_hist),
 		LATENCY("fault_ns_mmap", fault_ns_mmap_hist),
-		/* and by outcome (faults collector on the BPF source) */
+		/* and by outcome (fault latency on the BPF source) */
 		LATENCY("fault_ns_outcome_vma", fault_ns_outcome_hist[0]),
 		LATENCY("fault_ns_outcome_vma_retry", fault_ns_outcome_hist[1]),
 		LATENCY("fault_ns_outcome_mmap_retry", fault_ns_outcome_hist[2]),

@@ -138,9 +138,8 @@ void mm_host_tick(struct mm_host *h);
  * init hook, the live loop polls it with its own fds and calls the handler on the collection
  * thread, and the handler adds the counts the same way (mm_host_proc_known() finds a process
  * that exited and is not stored yet). Such a source registers no stream (its counts are not
- * records), so `record` and `replay` see only what the perf streams carry. The totals
- * collector (plugins/totals.c) is such a source today: /proc at the closing tick, taskstats exit
- * messages through a watched fd. */
+ * records), so `record` and `replay` see only what the perf streams carry. A collector that
+ * reads /proc at the closing tick and exit messages through a watched fd is such a source. */
 
 /* Collectors watch their fds with mm_host_watch() (plugin.h); the loop asks for them here: the
  * fd of watch @i, or -1 past the last one. */

@@ -79,9 +79,9 @@ struct mm_host {
 	uint64_t started_ms, window_start_ms;
 	int64_t mono_to_wall_ms;
 	unsigned interval_s;
-	uint64_t closing_end_ms;       /* the closing tick's window end, else 0 */
-	bool reading_period_end;       /* counter_fn called for an on-period's end */
-	mm_host_counter_fn counter_fn; /* a source that counts in place of records */
+	uint64_t closing_end_ms;	    /* the closing tick's window end, else 0 */
+	bool reading_period_end;	    /* counter_fn called for an on-period's end */
+	mm_host_counter_fn counter_fn;	    /* a source that counts in place of records */
 	mm_host_task_reader_fn task_reader; /* mm_host_read_tasks(), NULL: none */
 	void *task_reader_ctx;
 	void *counter_ctx;

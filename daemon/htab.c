@@ -1,7 +1,7 @@
 /*
  * The hash table (see htab.h): open addressing, linear probing, doubling at half full, and
  * backward-shift deletion (no tombstones, so a long-running daemon does not degrade as keys come
- * and go). The contention collector's rows, the recorder's set of touched symbol addresses, the
+ * and go). A collector's lock rows, the recorder's set of touched symbol addresses, the
  * BPF source's lock rows and, through tidmap.c, every collector's per-thread state use it.
  */
 #include "htab.h"

@@ -326,7 +326,7 @@ struct mm_proc *mm_proctable_get_seen(struct mm_proctable *t, uint32_t pid,
 	return p ? p : create(t, pid, seen->start_ms, true, 0, seen);
 }
 
-/* A FORK record's process may already have an entry: a collector that reads /proc (totals) can
+/* A FORK record's process may already have an entry: a collector that reads /proc can
  * see a new process before its FORK record arrives (records are delivered ~0.1 s late). The same
  * process when /proc says so, or, once it is gone, when the entry's start is the fork's time
  * within a few clock ticks. */

@@ -65,8 +65,8 @@ void mm_proctable_reserve(struct mm_proctable *t, size_t size);
  * @fallback_ms is used as start time when the lookup cannot tell. */
 struct mm_proc *mm_proctable_get(struct mm_proctable *t, uint32_t pid, uint64_t fallback_ms);
 
-/* The same for a collector that read the process's identity itself a moment ago (the totals
- * collector reads /proc/PID/stat): @seen (start time and name; cgroup unused) is what an entry
+/* The same for a collector that read the process's identity itself a moment ago (from
+ * /proc/PID/stat): @seen (start time and name; cgroup unused) is what an entry
  * made now takes when the lookup fails, i.e. the process left /proc between the two reads. Its
  * start must be the true one: a FORK record still on its way recognizes the entry by it, and a
  * guess (the window's start) would split the process in two. */
@@ -131,7 +131,7 @@ struct mm_pid_stat {
 };
 
 /* Parses the text of a stat file: "pid (comm) state ppid ...", where comm may hold spaces and
- * parentheses. The one parser of it, for the process table and the totals collector. Returns
+ * parentheses. The one parser of it, for the process table and the collectors. Returns
  * 0, or -EINVAL (*ret untouched). */
 int mm_proc_parse_stat(const char *text, struct mm_pid_stat *ret);
 

@@ -607,7 +607,7 @@ static void put_simple(struct mm_buf *out, struct names *ns, const char *name, c
 
 /* The max(@top_n, MM_PROM_LOCK_CALLERS) call sites with the longest total lock wait since start
  * (s->lock_callers is sorted that way): contentions and wait, labelled by lock type and caller.
- * Nothing without the contention collector. A (type, caller) pair already written is skipped, so
+ * Nothing without a collector of lock rows. A (type, caller) pair already written is skipped, so
  * labels never repeat. */
 static void put_lock_callers(struct mm_buf *out, const struct mm_snapshot *s, unsigned top_n,
 			     struct names *ns)

@@ -13,7 +13,7 @@
  * (top N). Also: mmlockd_events_total{event}, mmlockd_events_lost_total{event},
  * mmlockd_tracepoint_up{event}, mmlockd_<family>_total{name} for globals, mmlockd_build_info,
  * mmlockd_uptime_seconds, mmlockd_windows_stored_total, mmlockd_store_errors_total,
- * mmlockd_windows_lost_total, mmlockd_processes_tracked. With the contention collector,
+ * mmlockd_windows_lost_total, mmlockd_processes_tracked. With a collector of lock rows,
  * mmlockd_lock_contended_total{type, caller} and mmlockd_lock_wait_seconds_total{type,caller} for
  * the max(@top_n, MM_PROM_LOCK_CALLERS) call sites with the longest total lock wait since start.
  */

@@ -49,8 +49,7 @@ struct mm_taskiter *mm_taskiter_open(const struct mm_config *cfg)
 	    (r = mm_tasks__attach(it->skel)) < 0) {
 		r = r ? r : -errno;
 		libbpf_set_print(was);
-		log_debug("task iterator: not loaded (%s): the totals collector reads every "
-			  "/proc/PID/stat",
+		log_debug("task iterator: not loaded (%s): collectors read every /proc/PID/stat",
 			  strerror(-r));
 		mm_taskiter_free(it);
 		return NULL;

@@ -1,9 +1,10 @@
 /*
  * The task iterator (plugins/bpf/tasks.bpf.c): every task of the machine in one read, with what
  * each has run. The host offers it to collectors (mm_host_read_tasks, hostcalls.h) where BPF
- * loads; the totals collector reads /proc/PID/stat only for the processes that ran since its
- * last scan. Outside the pure library: it links libbpf. Without BPF (a build without it, source
- * = perf, no BTF or no permission) mm_taskiter_open() gives NULL and collectors read /proc.
+ * loads; a collector that reads /proc/PID/stat reads it only for the
+ * processes that ran since its last scan. Outside the pure library: it links libbpf. Without BPF (a
+ * build without it, source = perf, no BTF or no permission) mm_taskiter_open() gives NULL and
+ * collectors read /proc.
  */
 #ifndef MM_TASKITER_H
 #define MM_TASKITER_H
