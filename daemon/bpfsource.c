@@ -442,12 +442,13 @@ static void collect_stats(struct mm_bpfsrc *b, struct mm_host *h)
  * (docs/cost.md). */
 static bool full_walk(struct mm_bpfsrc *b, bool closing)
 {
-	if (!b->walked)
-		return true;
-	if (!closing)
+	if (b->walked && !closing)
 		return false;
 	__u64 lost = stat_now(b, MM_BPF_EXITS_LOST) + stat_now(b, MM_BPF_CHANGES_UNMARKED);
-	return lost != b->lost_at_walk;
+	if (b->walked && lost == b->lost_at_walk)
+		return false;
+	b->lost_at_walk = lost;
+	return true;
 }
 
 static bool queued(const struct mm_bpfsrc *b, const struct mm_bpf_key *key)
@@ -684,8 +685,6 @@ void mm_bpfsrc_collect(void *ctx, struct mm_host *h, bool closing)
 	 * misses is marked for the next). */
 	__atomic_add_fetch(&b->skel->bss->tick_epoch, 1, __ATOMIC_SEQ_CST);
 	if (full_walk(b, closing)) {
-		b->lost_at_walk =
-			stat_now(b, MM_BPF_EXITS_LOST) + stat_now(b, MM_BPF_CHANGES_UNMARKED);
 		walk_all(b, h, closing);
 		b->walked = true;
 	} else {

@@ -360,6 +360,14 @@ static const struct key keys[] = {
 	{"bpf_refuse", set_bpf_refuse},
 };
 
+void mm_config_flag_name(const char *key, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s", key);
+	for (char *p = buf; *p; p++)
+		if (*p == '_')
+			*p = '-';
+}
+
 static const char *key_name(const struct key *k)
 {
 	return k->name ? k->name : cycle() ? cycle()->key : NULL;
@@ -586,10 +594,7 @@ static void make_flags(struct flags *f)
 	for (size_t i = 0; i < NKEYS; i++) {
 		if (!key_name(&keys[i]))
 			continue;
-		snprintf(f->name[i], sizeof(f->name[i]), "%s", key_name(&keys[i]));
-		for (char *p = f->name[i]; *p; p++)
-			if (*p == '_')
-				*p = '-';
+		mm_config_flag_name(key_name(&keys[i]), f->name[i], sizeof(f->name[i]));
 		f->opt[n++] =
 			(struct option){f->name[i], required_argument, NULL, OPT_KEY + (int)i};
 	}
@@ -872,20 +877,23 @@ static const char usage_tail[] =
 /* clang-format on */
 
 /* The collectors under --collectors, each with its usage lines: @by_default ones or the others. */
+/* The lines of @text, the first where the cursor is, the others indented by @indent. */
+static void usage_lines(struct mm_buf *b, const char *text, int indent)
+{
+	for (const char *l = text; l && *l;) {
+		size_t n = strcspn(l, "\n");
+		mm_buf_printf(b, "%*s%.*s\n", l == text ? 0 : indent, "", (int)n, l);
+		l += n + (l[n] == '\n');
+	}
+}
+
 static void usage_collectors(struct mm_buf *b, bool by_default)
 {
 	for (const struct mm_plugin *const *p = mm_plugins; *p; p++) {
 		if ((*p)->by_default != by_default)
 			continue;
 		mm_buf_printf(b, "%28s%-10s ", "", (*p)->name);
-		for (const char *l = (*p)->usage; l && *l;) {
-			size_t n = strcspn(l, "\n");
-			mm_buf_printf(b, "%s%.*s\n",
-				      l == (*p)->usage ? ""
-						       : "                                       ",
-				      (int)n, l);
-			l += n + (l[n] == '\n');
-		}
+		usage_lines(b, (*p)->usage, 39);
 	}
 }
 
@@ -897,17 +905,9 @@ static void usage_cycle(struct mm_buf *b)
 
 	if (!cy)
 		return;
-	snprintf(flag, sizeof(flag), "--%s N%%", cy->key);
-	for (char *p = flag; *p; p++)
-		if (*p == '_')
-			*p = '-';
-	mm_buf_printf(b, "      %-20s", flag);
-	for (const char *l = cy->help; l && *l;) {
-		size_t n = strcspn(l, "\n");
-		mm_buf_printf(b, "%s%.*s\n", l == cy->help ? "" : "                          ",
-			      (int)n, l);
-		l += n + (l[n] == '\n');
-	}
+	mm_config_flag_name(cy->key, flag, sizeof(flag));
+	mm_buf_printf(b, "      --%-18s", strcat(flag, " N%"));
+	usage_lines(b, cy->help, 26);
 }
 
 /* The collectors that have an in-kernel part, as "a, b and c"; @follows: only those that run

@@ -98,6 +98,9 @@ unsigned mm_config_duty_pm(const struct mm_config *c);
  * cycled collector runs continuously when collectors names it and not at all otherwise. */
 void mm_config_continuous(struct mm_config *c);
 
+/* The flag of configuration key @key ("split_duty" -> "split-duty", without the dashes). */
+void mm_config_flag_name(const char *key, char *buf, size_t len);
+
 /* The --help text. */
 const char *mm_config_usage(void);
 

@@ -77,7 +77,7 @@ int mm_host_watch(struct mm_host *h, int fd, mm_host_watch_fn fn, void *ctx);
  * iterator, daemon/taskiter.h): @fn(@ctx, task) for each, in tid order. Returns 0, -ENOTSUP
  * without a reader (replay, source = perf, no BPF), or -errno. */
 struct mm_task_run {
-	uint32_t tgid, tid;
+	uint32_t tgid;
 	uint64_t runtime_ns; /* what the thread has run; for the leader, plus the dead threads' */
 	uint64_t start_boottime_ns; /* the leader's: its process's start, ns since boot; else 0 */
 	bool on_cpu;		    /* running now (its runtime lags) */

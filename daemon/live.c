@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "bpfsource.h"
+#include "plugin.h"
 #include "taskiter.h"
 #include "log.h"
 #include "order.h"
@@ -290,7 +291,12 @@ int mm_live_open(struct mm_live *l, const struct mm_live_hooks *hooks, mm_proc_l
 		return r;
 	if (l->bpf)
 		mm_host_set_counter_source(l->host, mm_bpfsrc_collect, l->bpf);
-	l->tasks = mm_taskiter_open(&l->cfg);
+	bool tasks_wanted = false;
+	for (const struct mm_plugin *const *p = mm_plugins; *p; p++)
+		tasks_wanted |=
+			(*p)->reads_tasks && mm_config_collector_enabled(&l->cfg, (*p)->name);
+	/* Its load parses the kernel's BTF once more: only for a collector that reads tasks. */
+	l->tasks = tasks_wanted ? mm_taskiter_open(&l->cfg) : NULL;
 	if (l->tasks)
 		mm_host_set_task_reader(l->host, mm_taskiter_read, l->tasks);
 	const char *latency_why;

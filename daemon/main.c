@@ -116,11 +116,9 @@ static void say_cycled(const struct daemon *d)
 	snprintf(list, sizeof(list), ",%s,", d->cfg.collectors);
 	if (p && s && strcmp(s->split.mode, "off") && strcmp(s->split.mode, "continuous")) {
 		snprintf(named, sizeof(named), ",%s,", p->name);
-		snprintf(flag, sizeof(flag), "--%s", p->cycle->key);
-		for (char *c = flag; *c; c++)
-			*c = *c == '_' ? '-' : *c;
+		mm_config_flag_name(p->cycle->key, flag, sizeof(flag));
 		log_info("%s: the %s collector runs in %ss, %u.%u%% of each window%s; its counts "
-			 "are estimates (%s 0 stops it, %s 100%% runs it continuously)",
+			 "are estimates (--%s 0 stops it, --%s 100%% runs it continuously)",
 			 p->cycle->name, p->name, p->cycle->period, s->split.duty_pm / 10,
 			 s->split.duty_pm % 10,
 			 strcmp(d->cfg.collectors, "all") && !strstr(list, named)

@@ -20,8 +20,7 @@
 #include "tasks.h"
 #include "tasks.skel.h"
 
-#define DEFAULT_BTF "/sys/kernel/btf/vmlinux"
-#define BATCH	    1024 /* records per read() */
+#define BATCH 1024 /* records per read() */
 
 struct mm_taskiter {
 	struct mm_tasks *skel;
@@ -40,21 +39,21 @@ struct mm_taskiter *mm_taskiter_open(const struct mm_config *cfg)
 	struct mm_taskiter *it = calloc(1, sizeof(*it));
 	if (!it)
 		return NULL;
-	const char *btf = cfg->btf[0] ? cfg->btf : DEFAULT_BTF;
 	libbpf_print_fn_t was = libbpf_set_print(quiet);
-	LIBBPF_OPTS(bpf_object_open_opts, opts, .btf_custom_path = btf);
+	LIBBPF_OPTS(bpf_object_open_opts, opts, .btf_custom_path = cfg->btf[0] ? cfg->btf : NULL);
 	int r = 0;
 	it->skel = mm_tasks__open_opts(&opts);
-	if (!it->skel || (r = mm_tasks__load(it->skel)) < 0 ||
-	    (r = mm_tasks__attach(it->skel)) < 0) {
-		r = r ? r : -errno;
-		libbpf_set_print(was);
+	if (!it->skel)
+		r = -errno;
+	else if ((r = mm_tasks__load(it->skel)) == 0)
+		r = mm_tasks__attach(it->skel);
+	libbpf_set_print(was);
+	if (r < 0) {
 		log_debug("task iterator: not loaded (%s): collectors read every /proc/PID/stat",
 			  strerror(-r));
 		mm_taskiter_free(it);
 		return NULL;
 	}
-	libbpf_set_print(was);
 	return it;
 }
 
@@ -82,7 +81,6 @@ int mm_taskiter_read(void *ctx_it, mm_task_fn fn, void *ctx)
 			const struct mm_bpf_task *b = &it->buf[i];
 			struct mm_task_run t = {
 				.tgid = b->tgid,
-				.tid = b->tid,
 				.runtime_ns = b->runtime_ns + b->sig_runtime_ns,
 				.start_boottime_ns = b->start_boottime_ns,
 				.on_cpu = b->flags & MM_TASK_ON_CPU,

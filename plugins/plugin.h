@@ -163,6 +163,9 @@ struct mm_plugin {
 	 * (mm_host_fed() is true in its hooks) and its waits come here. Optional. */
 	void (*waits)(void *state, struct mm_host *h, const struct mm_lock_wait *w);
 	void (*free)(void *state); /* accepts NULL */
+	/* Reads every task at once where the host can (mm_host_read_tasks): the host loads its
+	 * task iterator only when a running collector says so. */
+	bool reads_tasks;
 	/* Its in-kernel part; NULL: it counts from records only. */
 	const struct mm_plugin_bpf *bpf;
 

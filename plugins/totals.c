@@ -478,6 +478,7 @@ const struct mm_plugin mm_plugin_totals = {
 	.description = "per-process minor/major fault totals from /proc/PID/stat and taskstats "
 		       "exit messages (no tracepoints: free for the workload)",
 	.by_default = true,
+	.reads_tasks = true,
 	.usage = "minor/major faults per process\n"
 		 "(/proc/PID/stat + taskstats at exit)",
 	.tracepoints = NULL,

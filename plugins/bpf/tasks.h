@@ -6,8 +6,9 @@
 #define MM_BPF_TASKS_H
 
 #define MM_TASK_ON_CPU 0x1 /* running now: its runtime is not up to date */
-#define MM_TASK_LEADER 0x2 /* the thread-group leader: sig_runtime_ns and start are its process's  \
-			    */
+#define MM_TASK_LEADER                                                                             \
+	0x2 /* the thread-group leader: sig_runtime_ns and start are its process's                 \
+	     */
 #define MM_TASK_KTHREAD 0x4
 
 struct mm_bpf_task {
