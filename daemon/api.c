@@ -266,6 +266,14 @@ void mm_api_processes(const struct mm_snapshot *s, struct mm_buf *out)
 	mm_buf_puts(out, "}}");
 }
 
+static void put_pid_or_null(struct json *o, const char *key, int32_t pid)
+{
+	if (pid >= 0)
+		put_i32(o, key, pid);
+	else
+		mm_buf_puts(member(o, key), "null");
+}
+
 static void put_lock(struct json *o, const void *elem)
 {
 	const struct mm_snap_lock *l = elem;
@@ -276,10 +284,7 @@ static void put_lock(struct json *o, const void *elem)
 	put_str(o, "type", l->type);
 	put_str(o, "caller", l->caller);
 	put_str(o, "lock", l->lock);
-	if (l->lock_pid >= 0) /* the holder of an mmap_lock; no pid for other locks */
-		put_i32(o, "lock_pid", l->lock_pid);
-	else
-		mm_buf_puts(member(o, "lock_pid"), "null");
+	put_pid_or_null(o, "lock_pid", l->lock_pid); /* the mm's owner; none for other locks */
 	put_u64(o, "contended", l->contended);
 	put_u64(o, "total_wait_ns", l->wait_ns);
 	put_u64(o, "max_wait_ns", l->max_ns);
@@ -288,6 +293,11 @@ static void put_lock(struct json *o, const void *elem)
 	put_u64(o, "p50_wait_ns", mm_lock_row_quantile(l, 0.50));
 	put_u64(o, "p90_wait_ns", mm_lock_row_quantile(l, 0.90));
 	put_u64(o, "p99_wait_ns", mm_lock_row_quantile(l, 0.99));
+	put_str(o, "holder_mode", l->holder_mode); /* "" for other locks */
+	put_pid_or_null(o, "holder_pid", l->holder_pid);
+	put_pid_or_null(o, "holder_tid", l->holder_tid);
+	put_str(o, "holder_comm", l->holder_comm);
+	put_str(o, "holder_op", l->holder_op);
 }
 
 void mm_api_locks(const struct mm_snap_lock *rows, size_t n, struct mm_buf *out)

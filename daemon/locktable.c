@@ -47,6 +47,8 @@ void mm_lock_row_add(struct mm_snap_lock *dst, const struct mm_snap_lock *src)
 		dst->hist.bucket[i] += src->hist.bucket[i];
 	if (!dst->comm[0])
 		memcpy(dst->comm, src->comm, sizeof(dst->comm));
+	if (!dst->holder_comm[0])
+		memcpy(dst->holder_comm, src->holder_comm, sizeof(dst->holder_comm));
 }
 
 uint64_t mm_lock_row_quantile(const struct mm_snap_lock *r, double q)
@@ -92,7 +94,14 @@ static int cmp_identity(const void *a, const void *b)
 	c = strcmp(x->lock, y->lock);
 	if (c)
 		return c;
-	return x->lock_pid < y->lock_pid ? -1 : x->lock_pid > y->lock_pid;
+	if (x->lock_pid != y->lock_pid)
+		return x->lock_pid < y->lock_pid ? -1 : 1;
+	if (x->holder_pid != y->holder_pid)
+		return x->holder_pid < y->holder_pid ? -1 : 1;
+	if (x->holder_tid != y->holder_tid)
+		return x->holder_tid < y->holder_tid ? -1 : 1;
+	c = strcmp(x->holder_mode, y->holder_mode);
+	return c ? c : strcmp(x->holder_op, y->holder_op);
 }
 
 size_t mm_lock_rows_merge(struct mm_snap_lock *rows, size_t n, bool by_caller)
@@ -116,6 +125,10 @@ size_t mm_lock_rows_merge(struct mm_snap_lock *rows, size_t n, bool by_caller)
 			rows[out].comm[0] = '\0';
 			rows[out].lock[0] = '\0';
 			rows[out].lock_pid = -1;
+			rows[out].holder_pid = rows[out].holder_tid = -1;
+			rows[out].holder_comm[0] = '\0';
+			rows[out].holder_mode[0] = '\0';
+			rows[out].holder_op[0] = '\0';
 		}
 		out++;
 	}

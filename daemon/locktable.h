@@ -35,7 +35,8 @@ void mm_locktable_print_detail(FILE *out, const struct mm_snap_lock *rows, size_
 void mm_locktable_time(char *buf, size_t len, uint64_t ns, int width);
 
 /* Adds @src's counts into @dst (contended, waits and histogram summed, max of the maxima, min of
- * the minima; identity fields of @dst kept, comm taken from @src when @dst has none). */
+ * the minima; identity fields of @dst kept, comm and holder_comm taken from @src when @dst has
+ * none). */
 void mm_lock_row_add(struct mm_snap_lock *dst, const struct mm_snap_lock *src);
 
 /* Quantile @q (0..1) of @r's waits: the upper bound of the histogram bucket holding it, capped
@@ -46,9 +47,9 @@ uint64_t mm_lock_row_quantile(const struct mm_snap_lock *r, double q);
 void mm_lock_rows_sort(struct mm_snap_lock *rows, size_t n);
 
 /* Merges rows with the same identity in place: with @by_caller, rows of the same (type, caller)
- * (pid -1, start_ms 0, comm and lock "", lock_pid -1 in the result); else of the same (pid,
- * start_ms, type, caller, lock, lock_pid). Returns the new count; the array is sorted by total
- * wait. */
+ * (pid -1, start_ms 0, comm and lock "", lock_pid -1, no holder in the result); else of the
+ * same (pid, start_ms, type, caller, lock, lock_pid, holder_pid, holder_tid, holder_mode,
+ * holder_op). Returns the new count; the array is sorted by total wait. */
 size_t mm_lock_rows_merge(struct mm_snap_lock *rows, size_t n, bool by_caller);
 
 /* Appends @add to the malloc'ed array *@rows of *@n rows and merges by identity (for summing the

@@ -100,7 +100,15 @@ struct mm_snap_lock {
 	char caller[MM_LOCK_NAME_LEN]; /* first frame outside lock functions, "sym+0xoff" */
 	char lock[MM_LOCK_NAME_LEN];   /* "mmap_lock", a static lock's symbol, or "0x<address>" */
 	int32_t lock_pid;	       /* for "mmap_lock": the process owning the mm; else -1 */
-	uint64_t contended;	       /* contentions (begin..end pairs) */
+	/* For "mmap_lock": who held it when the waits began (plugins/bpf/holder.h). Mode "write",
+	 * "read" (one reader named: a hint) or "unknown" (no holder could be named: pid and tid
+	 * -1, op "unknown"); "" for other locks. op: what the holder was doing, by the names of
+	 * mmap_lock_by_<source> ("mprotect", "munmap", "fault", "remote", ...). */
+	int32_t holder_pid, holder_tid;
+	char holder_comm[MM_COMM_LEN];
+	char holder_mode[8];
+	char holder_op[MM_LOCK_TYPE_LEN];
+	uint64_t contended;		  /* contentions (begin..end pairs) */
 	uint64_t wait_ns, max_ns, min_ns; /* their summed, longest and shortest wait */
 	struct mm_hist hist;		  /* their distribution */
 };

@@ -503,7 +503,8 @@ out:
 /* Lock rows of the windows overlapping [?1, ?2), in the order mm_store_locks() merges them. */
 #define LOCKS_SQL(pidcond)                                                                         \
 	"SELECT l.pid, l.start_time, l.comm, l.type, l.caller, l.lock, l.lock_pid, l.contended, "  \
-	"l.wait_ns, l.max_wait_ns, l.min_wait_ns, l.hist "                                         \
+	"l.wait_ns, l.max_wait_ns, l.min_wait_ns, l.hist, l.holder_mode, l.holder_pid, "           \
+	"l.holder_tid, l.holder_comm, l.holder_op "                                                \
 	"FROM lock_windows AS l JOIN windows AS w ON w.id = l.window_id WHERE " pidcond            \
 	"likelihood(w.ts_end > ?1, 0.01) AND w.ts_start < ?2"
 
@@ -582,8 +583,9 @@ static int prepare_write(struct mm_store *st)
 		     st,
 		     "INSERT INTO lock_windows (window_id, pid, start_time, comm, type, caller, "
 		     "lock, lock_pid, contended, wait_ns, max_wait_ns, min_wait_ns, "
-		     "p50_wait_ns, p90_wait_ns, p99_wait_ns, hist) "
-		     "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+		     "p50_wait_ns, p90_wait_ns, p99_wait_ns, hist, holder_mode, holder_pid, "
+		     "holder_tid, holder_comm, holder_op) "
+		     "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
 		     &st->ins_lock)) < 0)
 		goto out;
 out:
@@ -985,6 +987,11 @@ static int write_process(struct mm_store *st, sqlite3_int64 window_id, const str
 	return run(st, s, "storing a process window");
 }
 
+static int bind_pid_or_null(sqlite3_stmt *s, int i, int32_t pid)
+{
+	return pid >= 0 ? sqlite3_bind_int64(s, i, pid) : sqlite3_bind_null(s, i);
+}
+
 static int write_lock(struct mm_store *st, sqlite3_int64 window_id, const struct mm_snap_lock *l)
 {
 	sqlite3_stmt *s = st->ins_lock;
@@ -998,8 +1005,7 @@ static int write_lock(struct mm_store *st, sqlite3_int64 window_id, const struct
 	    bind_text(s, 4, l->comm, sizeof(l->comm)) ||
 	    bind_text(s, 5, l->type, sizeof(l->type)) ||
 	    bind_text(s, 6, l->caller, sizeof(l->caller)) ||
-	    bind_text(s, 7, l->lock, sizeof(l->lock)) ||
-	    (l->lock_pid >= 0 ? sqlite3_bind_int64(s, 8, l->lock_pid) : sqlite3_bind_null(s, 8)) ||
+	    bind_text(s, 7, l->lock, sizeof(l->lock)) || bind_pid_or_null(s, 8, l->lock_pid) ||
 	    sqlite3_bind_int64(s, 9, clamp_i64(l->contended)) ||
 	    sqlite3_bind_int64(s, 10, clamp_i64(l->wait_ns)) ||
 	    sqlite3_bind_int64(s, 11, clamp_i64(l->max_ns)) ||
@@ -1007,7 +1013,11 @@ static int write_lock(struct mm_store *st, sqlite3_int64 window_id, const struct
 	    sqlite3_bind_int64(s, 13, clamp_i64(mm_lock_row_quantile(l, 0.50))) ||
 	    sqlite3_bind_int64(s, 14, clamp_i64(mm_lock_row_quantile(l, 0.90))) ||
 	    sqlite3_bind_int64(s, 15, clamp_i64(mm_lock_row_quantile(l, 0.99))) ||
-	    sqlite3_bind_text(s, 16, hist, -1, SQLITE_TRANSIENT))
+	    sqlite3_bind_text(s, 16, hist, -1, SQLITE_TRANSIENT) ||
+	    bind_text(s, 17, l->holder_mode, sizeof(l->holder_mode)) ||
+	    bind_pid_or_null(s, 18, l->holder_pid) || bind_pid_or_null(s, 19, l->holder_tid) ||
+	    bind_text(s, 20, l->holder_comm, sizeof(l->holder_comm)) ||
+	    bind_text(s, 21, l->holder_op, sizeof(l->holder_op)))
 		return db_fail(st, sqlite3_errcode(st->db), "binding a lock row");
 	return run(st, s, "storing a lock row");
 }
@@ -1271,6 +1281,12 @@ int mm_store_history_json(struct mm_store *st, int pid, double since_s, double u
 }
 
 /* Copies column @i (TEXT or NULL) of the current row of @s into @dst of @size bytes. */
+/* A pid column, -1 for NULL. */
+static int32_t column_pid(sqlite3_stmt *s, int i)
+{
+	return sqlite3_column_type(s, i) == SQLITE_NULL ? -1 : (int32_t)sqlite3_column_int64(s, i);
+}
+
 static void column_text(sqlite3_stmt *s, int i, char *dst, size_t size)
 {
 	const unsigned char *t = sqlite3_column_text(s, i);
@@ -1312,9 +1328,12 @@ int mm_store_locks(struct mm_store *st, int pid, double since_s, double until_s,
 		column_text(s, 3, l->type, sizeof(l->type));
 		column_text(s, 4, l->caller, sizeof(l->caller));
 		column_text(s, 5, l->lock, sizeof(l->lock));
-		l->lock_pid = sqlite3_column_type(s, 6) == SQLITE_NULL
-				      ? -1
-				      : (int32_t)sqlite3_column_int64(s, 6);
+		l->lock_pid = column_pid(s, 6);
+		column_text(s, 12, l->holder_mode, sizeof(l->holder_mode));
+		l->holder_pid = column_pid(s, 13);
+		l->holder_tid = column_pid(s, 14);
+		column_text(s, 15, l->holder_comm, sizeof(l->holder_comm));
+		column_text(s, 16, l->holder_op, sizeof(l->holder_op));
 		l->contended = (uint64_t)sqlite3_column_int64(s, 7);
 		l->wait_ns = (uint64_t)sqlite3_column_int64(s, 8);
 		l->max_ns = (uint64_t)sqlite3_column_int64(s, 9);

@@ -57,6 +57,7 @@
 
 #include "htab.h"
 #include "locktable.h"
+#include "faults.h"
 #include "plugin.h"
 #include "snapshot.h"
 #include "tidmap.h"
@@ -69,6 +70,7 @@
 #define MAX_WINDOW_KEYS	    4096
 #define MAX_CALLERS	    16384
 #define MAX_MMS		    65536
+#define MAX_READERS	    4		/* read holds of one mm remembered at once (the latest) */
 #define MAX_SNAP_CALLERS    256		/* call sites put in each snapshot (for /metrics) */
 #define IP_CACHE	    4096	/* direct-mapped cache of frame classifications */
 #define MMAP_LOCK_OFF_MAX   4096	/* plausible offsetof(struct mm_struct, mmap_lock) */
@@ -222,11 +224,21 @@ enum lock_kind {
 	LOCK_OTHER, /* overflow row of a full window */
 };
 
+/* Who held an mmap_lock when a wait on it began (plugins/bpf/holder.h); all 0 for other locks. */
+struct holder {
+	uint32_t pid;  /* thread group + 1; 0: none named */
+	uint32_t tid;  /* the holding thread */
+	uint16_t mode; /* enum mm_holder_mode */
+	uint16_t op;   /* enum mm_lock_source */
+};
+
 struct key {
 	uint64_t caller; /* ip of the caller frame, 0 when none was found */
 	uint64_t lock;	 /* see enum lock_kind */
 	uint32_t pid;
 	uint32_t type_kind; /* type index | kind << 8 */
+	struct holder holder;
+	uint32_t pad; /* zero: keys are compared as bytes */
 };
 
 struct row {
@@ -241,10 +253,15 @@ struct site { /* a call site since start, over every process and lock */
 	uint64_t contended, wait_ns, max_ns, min_ns;
 };
 
+/* An mm seen in the mmap_lock events: the process owning it, and who holds its mmap_lock now
+ * (the perf path's holders, holder.h). */
 struct mm_owner {
 	uint64_t mm;
 	uint32_t pid;
 	uint32_t by_write;
+	struct holder writer; /* the write hold not yet released or downgraded; pid 0: none */
+	uint32_t nreaders;    /* of reader[], oldest first: read holds not ended */
+	struct holder reader[MAX_READERS];
 };
 
 struct wait {
@@ -266,9 +283,10 @@ struct ip_class {
 };
 
 struct state {
-	const struct mm_tp *begin, *end, *start, *acquired;
+	const struct mm_tp *begin, *end, *start, *acquired, *released;
 	const struct tep_format_field *b_addr, *b_flags, *e_addr;
 	const struct tep_format_field *s_mm, *s_write, *a_mm, *a_write, *a_success;
+	const struct tep_format_field *r_mm, *r_write;
 
 	int g_begin_no_end, g_end_no_begin, g_threads, g_rows, g_callers, g_short, g_offset;
 
@@ -329,10 +347,10 @@ static uint64_t find_caller(struct state *st, struct mm_host *h, const uint64_t 
 
 /* --- mmap_lock owners --- */
 
-static void note_owner(struct state *st, uint64_t mm, uint32_t pid, bool write)
+static struct mm_owner *note_owner(struct state *st, uint64_t mm, uint32_t pid, bool write)
 {
 	if (!mm)
-		return;
+		return NULL;
 	struct mm_owner key = {.mm = mm};
 	struct mm_owner *o = mm_htab_get(&st->owners, &key, false, 0);
 	if (!o) {
@@ -342,19 +360,37 @@ static void note_owner(struct state *st, uint64_t mm, uint32_t pid, bool write)
 			mm_htab_clear(&st->owners);
 		o = mm_htab_get(&st->owners, &key, true, MAX_MMS);
 		if (!o)
-			return;
+			return NULL;
 		o->pid = pid;
 		o->by_write = write;
 	} else if (write) {
 		o->pid = pid;
 		o->by_write = 1;
 	}
+	return o;
+}
+
+static struct mm_owner *find_owner(struct state *st, uint64_t mm)
+{
+	struct mm_owner key = {.mm = mm};
+	return mm_htab_get(&st->owners, &key, false, 0);
+}
+
+/* The holder of @mm's mmap_lock for a wait beginning now (perf path): its writer, else the
+ * latest reader still holding it (of the last MAX_READERS), else MM_HOLDER_UNKNOWN. */
+static struct holder holder_of(struct state *st, uint64_t mm)
+{
+	const struct mm_owner *o = mm ? find_owner(st, mm) : NULL;
+	if (o && o->writer.pid)
+		return o->writer;
+	if (o && o->nreaders)
+		return o->reader[o->nreaders - 1];
+	return (struct holder){.mode = MM_HOLDER_UNKNOWN, .op = MM_SRC_UNKNOWN};
 }
 
 static uint64_t owner_of(struct state *st, uint64_t mm)
 {
-	struct mm_owner key = {.mm = mm};
-	struct mm_owner *o = mm_htab_get(&st->owners, &key, false, 0);
+	struct mm_owner *o = find_owner(st, mm);
 	return o ? (uint64_t)o->pid + 1 : 0;
 }
 
@@ -375,12 +411,14 @@ static unsigned name_lock(struct state *st, struct mm_host *h, struct thread *t,
 				mm_host_global_add(h, st->g_offset, 1);
 		}
 		k->lock = owner_of(st, t->mmap_mm);
+		k->holder = holder_of(st, t->mmap_mm);
 		return LOCK_MMAP;
 	}
 	if (st->mmap_off) {
 		uint64_t owner = owner_of(st, addr - (uint64_t)st->mmap_off);
 		if (owner) {
 			k->lock = owner;
+			k->holder = holder_of(st, addr - (uint64_t)st->mmap_off);
 			return LOCK_MMAP;
 		}
 	}
@@ -438,6 +476,7 @@ static void account(struct state *st, struct mm_host *h, const struct key *k, co
 		/* The window is full: keep the wait in the process's (type, caller) row. */
 		struct key other = *k;
 		other.lock = 0;
+		other.holder = (struct holder){0};
 		other.type_kind = (k->type_kind & 0xff) | LOCK_OTHER << 8;
 		r = mm_htab_get(&st->window, &other, true, 2 * MAX_WINDOW_KEYS);
 		if (!r) {
@@ -550,13 +589,58 @@ static void on_acquired(void *state, struct mm_host *h, const struct mm_sample *
 	    !mm_field_read_counted(h, st->g_short, st->a_write, s, &write) ||
 	    !mm_field_read_counted(h, st->g_short, st->a_success, s, &success))
 		return;
-	if (success)
-		note_owner(st, mm, s->pid, write);
 	uint32_t tid = thread_id(s);
+	struct mm_owner *o = success ? note_owner(st, mm, s->pid, write) : NULL;
+	if (o) {
+		struct holder me = {.pid = s->pid + 1,
+				    .tid = tid,
+				    .mode = write ? MM_HOLDER_WRITE : MM_HOLDER_READ,
+				    .op = (uint16_t)mm_lock_source_of_sample(h, s)};
+		/* A write hold excludes every other hold, and a read hold a writer (its own,
+		 * downgraded, included): what a lost record left behind is forgotten here. */
+		if (write) {
+			o->writer = me;
+			o->nreaders = 0;
+		} else {
+			o->writer.pid = 0;
+			if (o->nreaders == MAX_READERS)
+				memmove(&o->reader[0], &o->reader[1],
+					--o->nreaders * sizeof(o->reader[0]));
+			o->reader[o->nreaders++] = me;
+		}
+	}
 	struct thread *t = mm_tidmap_get(st->threads, tid, false);
 	if (t && t->mmap_mm) {
 		t->mmap_mm = 0;
 		maybe_forget(st, t, tid);
+	}
+}
+
+/* A hold ends: the mm's writer or one of its readers lets go. */
+static void on_released(void *state, struct mm_host *h, const struct mm_sample *s)
+{
+	struct state *st = state;
+	uint64_t mm, write;
+	if (!st->released)
+		return;
+	if (!mm_field_read_counted(h, st->g_short, st->r_mm, s, &mm) ||
+	    !mm_field_read_counted(h, st->g_short, st->r_write, s, &write))
+		return;
+	struct mm_owner *o = find_owner(st, mm);
+	uint32_t tid = thread_id(s);
+	if (!o)
+		return;
+	if (write) {
+		if (o->writer.tid == tid)
+			o->writer.pid = 0;
+		return;
+	}
+	for (unsigned i = o->nreaders; i-- > 0;) {
+		if (o->reader[i].tid != tid)
+			continue;
+		memmove(&o->reader[i], &o->reader[i + 1],
+			(--o->nreaders - i) * sizeof(o->reader[0]));
+		break;
 	}
 }
 
@@ -583,6 +667,11 @@ static void on_waits(void *state, struct mm_host *h, const struct mm_lock_wait *
 	k.caller = find_caller(st, h, lw->ips + skip, lw->nr_ips - skip);
 	k.lock = lw->lock;
 	k.type_kind = type_of(lw->flags) | (lw->mmap ? LOCK_MMAP : LOCK_ADDR) << 8;
+	if (lw->mmap)
+		k.holder = (struct holder){.pid = lw->holder_pid,
+					   .tid = lw->holder_tid,
+					   .mode = (uint16_t)lw->holder_mode,
+					   .op = (uint16_t)lw->holder_op};
 	struct waits w = {.contended = lw->contended,
 			  .wait_ns = lw->wait_ns,
 			  .max_ns = lw->max_ns,
@@ -649,6 +738,23 @@ static void format_lock(struct mm_host *h, const struct key *k, struct mm_snap_l
 	}
 }
 
+static void format_holder(const struct mm_snapshot *s, const struct holder *hd,
+			  struct mm_snap_lock *out)
+{
+	static const char *const modes[] = {"", "write", "read", "unknown"};
+	out->holder_pid = hd->pid ? (int32_t)(hd->pid - 1) : -1;
+	out->holder_tid = hd->pid ? (int32_t)hd->tid : -1;
+	snprintf(out->holder_mode, sizeof(out->holder_mode), "%s",
+		 hd->mode < sizeof(modes) / sizeof(modes[0]) ? modes[hd->mode] : "unknown");
+	if (hd->mode == MM_HOLDER_NONE)
+		return;
+	snprintf(out->holder_op, sizeof(out->holder_op), "%s",
+		 mm_lock_source_name((enum mm_lock_source)hd->op));
+	const struct mm_snap_proc *p = hd->pid ? mm_snapshot_find(s, out->holder_pid) : NULL;
+	if (p)
+		memcpy(out->holder_comm, p->comm, sizeof(out->holder_comm));
+}
+
 static void snapshot(void *state, struct mm_host *h, struct mm_snapshot *s, bool closing)
 {
 	struct state *st = state;
@@ -675,6 +781,7 @@ static void snapshot(void *state, struct mm_host *h, struct mm_snapshot *s, bool
 			snprintf(o->type, sizeof(o->type), "%s", types[r->k.type_kind & 0xff].name);
 			format_caller(h, r->k.caller, o->caller, sizeof(o->caller));
 			format_lock(h, &r->k, o);
+			format_holder(s, &r->k.holder, o);
 			o->contended = r->contended;
 			o->wait_ns = r->wait_ns;
 			o->max_ns = r->max_ns;
@@ -693,6 +800,7 @@ static void snapshot(void *state, struct mm_host *h, struct mm_snapshot *s, bool
 			struct mm_snap_lock *o = &sites[nsites++];
 			o->pid = -1;
 			o->lock_pid = -1;
+			o->holder_pid = o->holder_tid = -1;
 			snprintf(o->type, sizeof(o->type), "%s", types[c->type].name);
 			format_caller(h, c->caller, o->caller, sizeof(o->caller));
 			o->contended = c->contended;
@@ -767,6 +875,11 @@ static int init(struct mm_host *h, void **ret_state)
 	st->a_mm = mm_tp_field(st->acquired, "mm");
 	st->a_write = mm_tp_field(st->acquired, "write");
 	st->a_success = mm_tp_field(st->acquired, "success");
+	st->released = mm_host_tp(h, "mmap_lock", "mmap_lock_released");
+	st->r_mm = mm_tp_field(st->released, "mm");
+	st->r_write = mm_tp_field(st->released, "write");
+	if (!st->r_mm || !st->r_write)
+		st->released = NULL;
 	if (!st->s_mm || !st->s_write || !st->a_mm || !st->a_write || !st->a_success) {
 		if (st->start && st->acquired)
 			mm_host_note(h, "mmap_lock events lack mm/write/success: mmap_lock "
@@ -796,9 +909,15 @@ static const struct mm_tp_req tracepoints[] = {
 	 .name = "mmap_lock_start_locking",
 	 .handler = on_start_locking,
 	 .optional = true},
+	/* Callchains: what a holder was doing (mm_lock_source_of()). */
 	{.system = "mmap_lock",
 	 .name = "mmap_lock_acquire_returned",
 	 .handler = on_acquired,
+	 .callchain = true,
+	 .optional = true},
+	{.system = "mmap_lock",
+	 .name = "mmap_lock_released",
+	 .handler = on_released,
 	 .optional = true},
 	{0},
 };

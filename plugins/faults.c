@@ -234,21 +234,26 @@ static uint64_t *source_counter(struct mm_proc_stats *ps, enum mm_lock_source sr
 	return first + src; /* the mmap_lock_by_* members follow enum mm_lock_source's order */
 }
 
-static enum mm_lock_source source_of_sample(struct state *st, struct mm_host *h,
-					    const struct mm_sample *s)
+enum mm_lock_source mm_lock_source_of_sample(struct mm_host *h, const struct mm_sample *s)
 {
 	const char *frames[MAX_FRAMES];
 	unsigned n = 0;
-	if (!s->nr_ips) {
-		mm_host_global_add(h, st->g_no_callchain, 1);
-		return MM_SRC_UNKNOWN;
-	}
 	for (uint64_t i = 0; i < s->nr_ips && n < MAX_FRAMES; i++) {
 		if (s->ips[i] >= PERF_CONTEXT_MAX)
 			continue; /* PERF_CONTEXT_KERNEL and friends */
 		frames[n++] = mm_host_symbol(h, s->ips[i], NULL);
 	}
 	return mm_lock_source_of(frames, n);
+}
+
+static enum mm_lock_source source_of_sample(struct state *st, struct mm_host *h,
+					    const struct mm_sample *s)
+{
+	if (!s->nr_ips) {
+		mm_host_global_add(h, st->g_no_callchain, 1);
+		return MM_SRC_UNKNOWN;
+	}
+	return mm_lock_source_of_sample(h, s);
 }
 
 /* --- who holds an mmap_lock for write (evidence for mmap_abort) --- */

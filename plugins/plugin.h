@@ -48,6 +48,9 @@ struct mm_lock_wait {
 	uint32_t flags; /* lock:contention_begin's (LCB_F_*) */
 	bool mmap;	/* an mmap_lock: lock is its owner's pid + 1 (0: unknown) */
 	uint64_t lock;	/* else the lock's address */
+	/* An mmap_lock's holder when the waits began (plugins/bpf/holder.h): thread group + 1 (0:
+	 * none named), thread, enum mm_holder_mode, enum mm_lock_source. */
+	uint32_t holder_pid, holder_tid, holder_mode, holder_op;
 	/* The kernel stack at the begin, innermost first; it may start with frames of the tracing
 	 * itself (the BPF program, the tracepoint's iterator), unknown or named so. */
 	const uint64_t *ips;

@@ -77,6 +77,7 @@
 #include <bpf/bpf_tracing.h>
 
 #include "counters.h"
+#include "holder.h"
 #include "lockflags.h"
 #include "outcome.h"
 
@@ -1022,11 +1023,113 @@ struct mm_struct___owner {
 	struct task_struct *owner;
 } __attribute__((preserve_access_index));
 
+extern struct task_struct *bpf_task_from_pid(s32 pid) __ksym;
+extern void bpf_task_release(struct task_struct *p) __ksym;
+
+#define PF_EXITING_FLAG	   0x00000004 /* include/linux/sched.h PF_EXITING */
+#define RWSEM_READER_OWNED 1ul	      /* kernel/locking/rwsem.c: the owner field's flags */
+#define RWSEM_OWNER_FLAGS  3ul
+#define RWSEM_WRITER_BIT   1ul /* the count's RWSEM_WRITER_LOCKED */
+#define RWSEM_READER_SHIFT 8   /* the count's readers */
+
+/* What a task in the kernel is doing, from the top pt_regs' orig_ax (holder.h): x86_64 system
+ * call numbers of the calls that take mmap_lock, or -1 for a user page fault. */
+static __always_inline __u32 op_of_syscall(long nr)
+{
+	switch (nr) {
+	case 9: /* mmap */
+		return MM_SRC_MMAP;
+	case 10:  /* mprotect */
+	case 329: /* pkey_mprotect */
+		return MM_SRC_MPROTECT;
+	case 11: /* munmap */
+		return MM_SRC_MUNMAP;
+	case 12: /* brk */
+		return MM_SRC_BRK;
+	case 25: /* mremap */
+		return MM_SRC_MREMAP;
+	case 27: /* mincore */
+		return MM_SRC_MINCORE;
+	case 28:  /* madvise */
+	case 440: /* process_madvise */
+		return MM_SRC_MADVISE;
+	case 149: /* mlock, munlock, mlockall, munlockall */
+	case 150:
+	case 151:
+	case 152:
+	case 325: /* mlock2 */
+		return MM_SRC_MLOCK;
+	case 56: /* clone, fork, vfork */
+	case 57:
+	case 58:
+	case 435: /* clone3 */
+		return MM_SRC_FORK;
+	case 59:  /* execve */
+	case 322: /* execveat */
+		return MM_SRC_EXEC;
+	case 60:  /* exit */
+	case 231: /* exit_group */
+		return MM_SRC_EXIT;
+	}
+	/* Not a system call: the kernel was entered by an exception or an interrupt (their entry
+	 * code sets orig_ax to -1), and of those only a page fault takes mmap_lock. */
+	if (nr == -1)
+		return MM_SRC_FAULT;
+	return MM_SRC_OTHER;
+}
+
+/* Who held the mmap_lock at @addr (of @lock_mm) when a wait on it began (holder.h): the rwsem's
+ * owner field names the writer, or one of the readers as a hint. The task is looked up by its pid
+ * (a live task, the same one) before anything of it is read, and a writer must still own the
+ * lock afterwards; anything less is MM_HOLDER_UNKNOWN, never a guess. */
+static __noinline void read_holder(struct mm_bpf_lock_key *k, __u64 addr, __u64 lock_mm)
+{
+	struct rw_semaphore *sem = (void *)addr;
+	__u64 owner = (__u64)BPF_CORE_READ(sem, owner.counter);
+	__u64 count = (__u64)BPF_CORE_READ(sem, count.counter);
+	__u64 ptr = owner & ~RWSEM_OWNER_FLAGS;
+	bool reader = owner & RWSEM_READER_OWNED;
+
+	k->holder_mode = MM_HOLDER_UNKNOWN;
+	k->holder_op = MM_SRC_UNKNOWN;
+	if (!ptr || (reader ? !(count >> RWSEM_READER_SHIFT) : !(count & RWSEM_WRITER_BIT)))
+		return;
+	struct task_struct *hint = (void *)ptr;
+	struct task_struct *task = bpf_task_from_pid(BPF_CORE_READ(hint, pid));
+	if (!task)
+		return;
+	if ((__u64)task != ptr) {
+		bpf_task_release(task);
+		return;
+	}
+	__u32 tgid = task->tgid, tid = task->pid, tflags = task->flags;
+	__u64 tmm = (__u64)task->mm;
+	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(task);
+	long nr = regs ? (long)BPF_CORE_READ(regs, orig_ax) : -1;
+	bpf_task_release(task);
+	if (!reader && (__u64)BPF_CORE_READ(sem, owner.counter) != owner)
+		return; /* the writer let go (or exited) while it was read */
+	k->holder_pid = tgid + 1;
+	k->holder_tid = tid;
+	k->holder_mode = reader ? MM_HOLDER_READ : MM_HOLDER_WRITE;
+	if (tflags & PF_EXITING_FLAG)
+		k->holder_op = MM_SRC_EXIT;
+	else if (tmm != lock_mm)
+		k->holder_op = MM_SRC_REMOTE;
+	else
+		k->holder_op = op_of_syscall(nr);
+}
+
 /* Names the lock of a wait: an rwsem that is current's own mm's mmap_lock, or another mm's (a
  * remote reader: /proc/PID/maps), is "mmap_lock" of the process owning the mm, as the perf path
- * learns owners from the mmap_lock events; anything else is its address. */
+ * learns owners from the mmap_lock events; anything else is its address. An mmap_lock's holder
+ * is read too (read_holder()). */
 static __always_inline void name_lock(struct mm_bpf_lock_key *k, __u64 addr, unsigned flags)
 {
+	k->holder_pid = 0;
+	k->holder_tid = 0;
+	k->holder_mode = MM_HOLDER_NONE;
+	k->holder_op = 0;
 	k->kind = MM_BPF_LOCK_ADDR;
 	k->lock = addr;
 	if (!(flags & (LCB_F_READ | LCB_F_WRITE)) ||
@@ -1038,6 +1141,7 @@ static __always_inline void name_lock(struct mm_bpf_lock_key *k, __u64 addr, uns
 	if (mm && (__u64)mm + off == addr) {
 		k->kind = MM_BPF_LOCK_MMAP;
 		k->lock = (__u64)task->tgid + 1;
+		read_holder(k, addr, (__u64)mm);
 		return;
 	}
 	struct mm_struct___owner *cand = (void *)(addr - off);
@@ -1047,6 +1151,7 @@ static __always_inline void name_lock(struct mm_bpf_lock_key *k, __u64 addr, uns
 	if (owner && (__u64)BPF_CORE_READ(owner, mm) == (__u64)cand) {
 		k->kind = MM_BPF_LOCK_MMAP;
 		k->lock = (__u64)BPF_CORE_READ(owner, tgid) + 1;
+		read_holder(k, addr, (__u64)cand);
 	}
 }
 

@@ -183,11 +183,16 @@ struct mm_bpf_lock_key {
 	__u32 flags; /* lock:contention_begin's */
 	__u64 lock;  /* see enum mm_bpf_lock_kind */
 	__u32 kind;
-	__u32 gen;		       /* lock_gen when the row was made */
+	__u32 gen; /* lock_gen when the row was made */
+	/* For an mmap_lock: who held it when the wait began (holder.h); 0 otherwise. */
+	__u32 holder_pid;	       /* its thread group + 1 (0: none named) */
+	__u32 holder_tid;	       /* the holding thread */
+	__u32 holder_mode;	       /* enum mm_holder_mode */
+	__u32 holder_op;	       /* enum mm_lock_source: what it was doing */
 	__u64 ips[MM_BPF_LOCK_FRAMES]; /* innermost first, 0 past the stack's end */
 };
 
-#define MM_BPF_LOCK_ROWS 8192 /* rows at once (this window's and the next's), ~2.8 MiB */
+#define MM_BPF_LOCK_ROWS 8192 /* rows at once (this window's and the next's), ~2.9 MiB */
 
 struct mm_bpf_lock_value {
 	__u64 contended, wait_ns, max_ns;

@@ -384,6 +384,17 @@ start_daemon() {
 	DAEMON_PID=
 }
 
+# collector_source NAME COLLECTOR: the source and state of COLLECTOR in daemon NAME's first
+# status ($TMP/NAME.status.json, start_daemon), "absent -" when it does not run.
+collector_source() {
+	python3 - "$TMP/$1.status.json" "$2" <<'EOF'
+import json, sys
+doc = json.load(open(sys.argv[1]))
+c = [c for c in doc.get("collectors", []) if c.get("name") == sys.argv[2]]
+print(c[0].get("source", "?"), c[0].get("state", "?")) if c else print("absent -")
+EOF
+}
+
 # mmlockd_alive: fatal (with its exit status) when the daemon exited on its own before the test
 # stopped it.
 mmlockd_alive() {

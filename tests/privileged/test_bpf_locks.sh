@@ -65,23 +65,13 @@ need_tools curl sqlite3 python3
 make_tmp bpf_locks
 empty_conf
 
-# source_of NAME: the contention collector's source and state in daemon NAME's first status.
-source_of() {
-	python3 - "$TMP/$1.status.json" <<'EOF'
-import json, sys
-doc = json.load(open(sys.argv[1]))
-c = [c for c in doc.get("collectors", []) if c.get("name") == "contention"]
-print(c[0].get("source", "?"), c[0].get("state", "?")) if c else print("absent -")
-EOF
-}
-
 start_daemon perf --collectors contention --split-duty 0 --source perf
 start_daemon bpf --collectors contention --split-duty 0 --source auto
-read -r src state < <(source_of bpf)
+read -r src state < <(collector_source bpf contention)
 if [ "$src" != bpf ]; then
 	skip "the BPF source does not run here: $(grep -m1 'BPF source' "$TMP/bpf.log")"
 fi
-read -r psrc pstate < <(source_of perf)
+read -r psrc pstate < <(collector_source perf contention)
 if [ "$state" = running ] && [ "$psrc" = perf ] && [ "$pstate" = running ]; then
 	pass "contention runs on bpf in one daemon (source auto), on perf in the other"
 else

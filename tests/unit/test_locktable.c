@@ -175,16 +175,26 @@ static void test_api_rows_use_the_view_keys(void)
 	};
 	rows[0].lock_pid = 10;
 	rows[0].start_ms = 1700000000123ull;
+	rows[0].holder_pid = 10;
+	rows[0].holder_tid = 12;
+	strcpy(rows[0].holder_comm, "p10");
+	strcpy(rows[0].holder_mode, "write");
+	strcpy(rows[0].holder_op, "mprotect");
+	rows[1].holder_pid = rows[1].holder_tid = -1;
 	struct mm_buf b = MM_BUF_INIT;
 	mm_api_locks(rows, 2, &b);
 	CHECK(!mm_buf_failed(&b));
-	CHECK_CONTAINS(b.data, "{\"pid\":10,\"start_time\":1700000000.123,\"comm\":\"p10\","
-			       "\"type\":\"rwsem:W\",\"caller\":\"do_mprotect_pkey+0xc7\","
-			       "\"lock\":\"mmap_lock\",\"lock_pid\":10,\"contended\":2,"
-			       "\"total_wait_ns\":3000,\"max_wait_ns\":2000,\"min_wait_ns\":1000,"
-			       "\"avg_wait_ns\":1500,\"p50_wait_ns\":2000,\"p90_wait_ns\":2000,"
-			       "\"p99_wait_ns\":2000}");
+	CHECK_CONTAINS(b.data,
+		       "{\"pid\":10,\"start_time\":1700000000.123,\"comm\":\"p10\","
+		       "\"type\":\"rwsem:W\",\"caller\":\"do_mprotect_pkey+0xc7\","
+		       "\"lock\":\"mmap_lock\",\"lock_pid\":10,\"contended\":2,"
+		       "\"total_wait_ns\":3000,\"max_wait_ns\":2000,\"min_wait_ns\":1000,"
+		       "\"avg_wait_ns\":1500,\"p50_wait_ns\":2000,\"p90_wait_ns\":2000,"
+		       "\"p99_wait_ns\":2000,\"holder_mode\":\"write\",\"holder_pid\":10,"
+		       "\"holder_tid\":12,\"holder_comm\":\"p10\",\"holder_op\":\"mprotect\"}");
 	CHECK_CONTAINS(b.data, "\"caller\":\"q\\\"uote\",\"lock\":\"0x10\",\"lock_pid\":null");
+	CHECK_CONTAINS(b.data, "\"holder_mode\":\"\",\"holder_pid\":null,\"holder_tid\":null,"
+			       "\"holder_comm\":\"\",\"holder_op\":\"\"}]");
 	CHECK(b.data[0] == '[' && b.data[b.len - 1] == ']');
 	mm_buf_free(&b);
 	mm_buf_puts(&b, "");

@@ -1,0 +1,148 @@
+#!/bin/bash
+# test_holders.sh: proves that the contention collector names who held mmap_lock while a process
+# waited for it (plugins/bpf/holder.h), on both sources, against what the workload knows it does.
+#
+# Usage: test_holders.sh MMLOCKD_BINARY HOLDER_WORKLOAD
+#
+# Two daemons run at once, one with --source perf, one with --source bpf, both --collectors
+# contention --split-duty 0 (1 s windows). Then:
+#   mprotect  holder_workload: two fault threads fault on one region while its mprotect thread
+#             ("mprotector", whose tid the workload prints) splits and merges the region's VMA
+#             under mmap_lock held for write, so the faults fall back and wait behind it. On each
+#             source, of the faults' mmap_lock wait (rwsem:R from lock_mm_and_find_vma) at least
+#             MIN_SHARE (95%) of the time is behind that thread, mode write, op mprotect; every
+#             holder named for the workload's waits is one of its own threads (or, op remote,
+#             another process reading its memory: khugepaged); the waits of no holder are
+#             printed (perf: readers woken by the writer's release hold the lock before their
+#             acquisitions are traced, holder.h)
+#   smaps     the same workload with one fault thread, and a second process ("smapsreader")
+#             reading its /proc/PID/smaps_rollup in a loop: mmap_lock held for read from outside.
+#             On each source, at least READER_SHARE (50%) of the mprotect thread's wait (rwsem:W
+#             from do_mprotect_pkey) is behind the reader's pid, mode read, op remote
+# The sums over holders are the rows test_bpf_locks.sh and test_locks.sh compare with perf lock
+# contention: the holder only splits them.
+#
+# Exit status: 0 passed, 1 a check failed, 77 skipped (not root, no lock:contention_* or mmap_lock
+# tracepoints, or BPF cannot load here). Environment: KEEP_TMP=1 keeps the temporary directory.
+
+set -u -o pipefail
+
+TEST_NAME=test_holders
+# shellcheck source=tests/privileged/lib.sh
+. "$(dirname "$0")/lib.sh"
+
+MIN_SHARE=0.95
+READER_SHARE=0.5
+perf_PID=
+bpf_PID=
+
+# shellcheck disable=SC2317 # invoked by the EXIT trap
+cleanup() {
+	stop_process "$perf_PID" TERM
+	stop_process "$bpf_PID" TERM
+	stop_process "$DAEMON_PID" TERM
+	remove_tmp
+}
+
+daemon_and_workload_args "$@"
+need_root "BPF and system-wide tracepoints"
+need_tracepoints lock/contention_begin lock/contention_end mmap_lock/mmap_lock_acquire_returned \
+	mmap_lock/mmap_lock_released
+need_tools curl sqlite3 python3
+make_tmp holders
+empty_conf
+
+start_daemon perf --collectors contention --split-duty 0 --source perf
+start_daemon bpf --collectors contention --split-duty 0 --source auto
+read -r src state < <(collector_source bpf contention)
+[ "$src" = bpf ] || skip "the BPF source does not run here: $(grep -m1 'BPF source' "$TMP/bpf.log")"
+[ "$state" = running ] || fatal "contention on the bpf daemon: $state"
+
+sleep 1
+"$WORKLOAD" --seconds 4 --pid-file "$TMP/mprotect.pid" >"$TMP/mprotect.out" 2>&1 ||
+	fatal "holder_workload failed: $(tail -n 2 "$TMP/mprotect.out")"
+cat "$TMP/mprotect.out"
+MPID=$(cat "$TMP/mprotect.pid")
+MTID=$(sed -n 's/.*mprotect_tid \([0-9]*\).*/\1/p' "$TMP/mprotect.out")
+
+"$WORKLOAD" --seconds 4 --fault-threads 1 --pid-file "$TMP/smaps.pid" >"$TMP/smaps.out" 2>&1 &
+SPID_JOB=$!
+for _ in $(seq 50); do [ -s "$TMP/smaps.pid" ] && break; sleep 0.1; done
+SPID=$(cat "$TMP/smaps.pid")
+"$WORKLOAD" --seconds 3.5 --smaps "$SPID" --pid-file "$TMP/reader.pid" >"$TMP/reader.out" 2>&1 ||
+	fatal "the smaps reader failed: $(tail -n 2 "$TMP/reader.out")"
+wait "$SPID_JOB" || fatal "holder_workload failed: $(tail -n 2 "$TMP/smaps.out")"
+cat "$TMP/smaps.out" "$TMP/reader.out"
+RPID=$(cat "$TMP/reader.pid")
+STID=$(sed -n 's/.*mprotect_tid \([0-9]*\).*/\1/p' "$TMP/smaps.out")
+
+sleep 2.5 # two windows: every wait is delivered
+for name in perf bpf; do
+	pid_var=${name}_PID
+	DAEMON_PID=${!pid_var}
+	printf -v "$pid_var" '%s' ""
+	sigterm_mmlockd
+done
+
+python3 - "$TMP" "$MPID" "$MTID" "$SPID" "$STID" "$RPID" "$MIN_SHARE" "$READER_SHARE" \
+	>"$TMP/compare.txt" 2>&1 <<'EOF'
+import sqlite3, sys
+
+tmp, mpid, mtid, spid, stid, rpid = sys.argv[1], *map(int, sys.argv[2:7])
+min_share, reader_share = float(sys.argv[7]), float(sys.argv[8])
+failed = 0
+
+def check(ok, what):
+    global failed
+    failed += not ok
+    print("%s: %s" % ("PASS" if ok else "FAIL", what))
+
+for src in ("perf", "bpf"):
+    con = sqlite3.connect("file:%s/%s.db?mode=ro" % (tmp, src), uri=True)
+    def rows(pid):
+        return list(con.execute(
+            "SELECT type, caller, holder_mode, holder_pid, holder_tid, holder_op, "
+            "sum(contended), sum(total_wait_ns) FROM lock_stats "
+            "WHERE pid = ? AND lock = 'mmap_lock' GROUP BY 1, 2, 3, 4, 5, 6 "
+            "ORDER BY 8 DESC", (pid,)))
+    r = rows(mpid)
+    print("%s, mprotect workload (pid %d, mprotector %d):" % (src, mpid, mtid))
+    for x in r[:12]:
+        print("  %-8s %-30s %-7s %6s %6s %-9s %7d %10.3f ms" % (
+            x[0], x[1][:30], x[2], x[3], x[4], x[5], x[6], x[7] / 1e6))
+    faults = [x for x in r if x[0] == "rwsem:R" and x[1].startswith("lock_mm_and_find_vma")]
+    total = sum(x[7] for x in faults)
+    behind = sum(x[7] for x in faults if x[2:6] == ("write", mpid, mtid, "mprotect"))
+    n = sum(x[6] for x in faults if x[2:6] == ("write", mpid, mtid, "mprotect"))
+    check(n >= 100 and behind >= min_share * total,
+          "%s: %d fault waits behind mprotector/mprotect, %.1f%% of the faults' %.3f ms "
+          "(at least %.0f%%)" % (src, n, 100.0 * behind / max(total, 1), total / 1e6,
+                                  100 * min_share))
+    strangers = [x for x in r if x[2] in ("write", "read") and x[3] != mpid
+                 and x[5] != "remote"]
+    check(not strangers, "%s: every named holder of the workload's waits is its own thread "
+          "or a remote reader (%s)" % (src, strangers[:3]))
+    unknown = [x for x in r if x[2] == "unknown"]
+    all_ns = sum(x[7] for x in r)
+    print("  %s: waits with no holder named: %d, %.1f%% of the wait time" % (
+        src, sum(x[6] for x in unknown), 100.0 * sum(x[7] for x in unknown) / max(all_ns, 1)))
+
+    r = rows(spid)
+    writer = [x for x in r if x[0] == "rwsem:W" and x[1].startswith("do_mprotect_pkey")]
+    total = sum(x[7] for x in writer)
+    behind = sum(x[7] for x in writer if x[2] == "read" and x[3] == rpid and x[5] == "remote")
+    check(total > 0 and behind >= reader_share * total,
+          "%s: the mprotect thread waited %.3f ms, %.1f%% behind the smaps reader (pid %d) "
+          "as a remote reader (at least %.0f%%)" % (src, total / 1e6,
+                                                     100.0 * behind / max(total, 1), rpid,
+                                                     100 * reader_share))
+sys.exit(1 if failed else 0)
+EOF
+rc=$?
+cat "$TMP/compare.txt"
+if [ "$rc" -eq 0 ]; then
+	pass "mmap_lock waits are attributed to their holders on both sources"
+else
+	fail "mmap_lock holders are wrong (see above)"
+fi
+summary_and_exit
