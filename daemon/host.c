@@ -608,6 +608,12 @@ struct mm_proc_stats *mm_host_proc_known(struct mm_host *h, uint32_t pid)
 	return p ? counts_of(h, p) : NULL;
 }
 
+const char *mm_host_proc_name(struct mm_host *h, uint32_t pid)
+{
+	struct mm_proc *p = mm_proctable_find(h->procs, pid);
+	return p ? p->comm : NULL;
+}
+
 int mm_host_global(struct mm_host *h, const char *family, const char *name, const char *help)
 {
 	for (unsigned i = 0; i < h->nglobals; i++)

@@ -57,6 +57,10 @@ struct mm_proc_stats *mm_host_proc_seen(struct mm_host *h, uint32_t pid, uint64_
  * before its FORK record has been delivered. */
 struct mm_proc_stats *mm_host_proc_known(struct mm_host *h, uint32_t pid);
 
+/* The name of the process @pid as the host knows it (live, or exited and not yet stored), valid
+ * until the next host call; NULL when it knows none. */
+const char *mm_host_proc_name(struct mm_host *h, uint32_t pid);
+
 /* The kernel symbol containing @addr (a callchain ip, a static lock's address), or NULL when
  * unknown; *ret_start (optional) gets the symbol's address. */
 const char *mm_host_symbol(struct mm_host *h, uint64_t addr, uint64_t *ret_start);

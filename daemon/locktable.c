@@ -150,6 +150,14 @@ int mm_lock_rows_append(struct mm_snap_lock **rows, size_t *n, const struct mm_s
 	return 0;
 }
 
+/* perf lock's total, max and avg wait columns of @r (32 bytes each). */
+static void perf_times(const struct mm_snap_lock *r, char *total, char *max, char *avg)
+{
+	mm_locktable_time(total, 32, r->wait_ns, 12);
+	mm_locktable_time(max, 32, r->max_ns, 12);
+	mm_locktable_time(avg, 32, r->contended ? r->wait_ns / r->contended : 0, 12);
+}
+
 static void print_perf(FILE *out, const struct mm_snap_lock *rows, size_t n)
 {
 	char total[32], max[32], avg[32];
@@ -158,10 +166,7 @@ static void print_perf(FILE *out, const struct mm_snap_lock *rows, size_t n)
 		"avg wait", "type", "caller");
 	for (size_t i = 0; i < n; i++) {
 		const struct mm_snap_lock *r = &rows[i];
-		mm_locktable_time(total, sizeof(total), r->wait_ns, 12);
-		mm_locktable_time(max, sizeof(max), r->max_ns, 12);
-		mm_locktable_time(avg, sizeof(avg), r->contended ? r->wait_ns / r->contended : 0,
-				  12);
+		perf_times(r, total, max, avg);
 		fprintf(out, "%10" PRIu64 " %s %s %s   %10s   %s\n", r->contended, total, max, avg,
 			r->type, r->caller);
 	}
@@ -233,6 +238,42 @@ void mm_locktable_print_detail(FILE *out, const struct mm_snap_lock *rows, size_
 			r->comm[0] ? r->comm : "-", lock, r->caller);
 	}
 	free(sorted);
+}
+
+size_t mm_lock_rows_by_holder(struct mm_snap_lock *rows, size_t n)
+{
+	size_t o = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (strcmp(rows[i].lock, "mmap_lock"))
+			continue;
+		struct mm_snap_lock *r = &rows[o++];
+		*r = rows[i];
+		r->type[0] = r->caller[0] = '\0';
+		r->holder_tid = -1;
+	}
+	return mm_lock_rows_merge(rows, o, false);
+}
+
+void mm_locktable_print_holders(FILE *out, const struct mm_snap_lock *rows, size_t n)
+{
+	char total[32], max[32], avg[32], holder[16];
+
+	fprintf(out, "%10s %12s %12s %12s %8s  %-16s %-8s %8s  %-16s %s\n\n", "waits", "total wait",
+		"max wait", "avg wait", "pid", "comm", "mode", "holder", "holder comm", "op");
+	for (size_t i = 0; i < n; i++) {
+		const struct mm_snap_lock *r = &rows[i];
+		perf_times(r, total, max, avg);
+		if (r->holder_pid >= 0)
+			snprintf(holder, sizeof(holder), "%" PRId32, r->holder_pid);
+		else
+			snprintf(holder, sizeof(holder), "-");
+		fprintf(out, "%10" PRIu64 " %s %s %s %8" PRId32 "  %-16s %-8s %8s  %-16s %s%s\n",
+			r->contended, total, max, avg, r->pid, r->comm[0] ? r->comm : "-",
+			r->holder_mode[0] ? r->holder_mode : "-", holder,
+			r->holder_comm[0] ? r->holder_comm : "-",
+			r->holder_op[0] ? r->holder_op : "-",
+			r->lock_pid >= 0 && r->lock_pid != r->pid ? " (another process's mm)" : "");
+	}
 }
 
 void mm_lock_hist_format(const struct mm_hist *h, char *buf, size_t len)

@@ -52,6 +52,16 @@ void mm_lock_rows_sort(struct mm_snap_lock *rows, size_t n);
  * holder_op). Returns the new count; the array is sorted by total wait. */
 size_t mm_lock_rows_merge(struct mm_snap_lock *rows, size_t n, bool by_caller);
 
+/* Keeps the mmap_lock rows of @rows and merges them per waiting process, holder process, mode
+ * and operation (type, caller and holder thread left out: "" and -1), longest total wait first.
+ * Returns the new count. */
+size_t mm_lock_rows_by_holder(struct mm_snap_lock *rows, size_t n);
+
+/* Prints rows of mm_lock_rows_by_holder(): who each process waited behind for mmap_lock
+ * (waits, total, max and avg wait as perf lock prints them; the waiting process; the holder's
+ * mode, process, name and operation). */
+void mm_locktable_print_holders(FILE *out, const struct mm_snap_lock *rows, size_t n);
+
 /* Appends @add to the malloc'ed array *@rows of *@n rows and merges by identity (for summing the
  * windows of a replay or a history query). Returns 0, or -ENOMEM leaving *@rows as it was. */
 int mm_lock_rows_append(struct mm_snap_lock **rows, size_t *n, const struct mm_snap_lock *add,

@@ -26,10 +26,11 @@
 /* The collector that fills a member, by where it sits in struct mm_proc_stats (stats.h groups the
  * members by collector): /metrics exports a family only while its collector runs. */
 #define field_collector(off)                                                                       \
-	((off) < offsetof(struct mm_proc_counts, faults_vma)	   ? "mmaplock"                    \
-	 : (off) < offsetof(struct mm_proc_counts, minflt)	   ? "faults"                      \
-	 : (off) < offsetof(struct mm_proc_counts, fallback_locks) ? "totals"                      \
-								   : "fallbacks")
+	((off) < offsetof(struct mm_proc_counts, faults_vma)		   ? "mmaplock"            \
+	 : (off) < offsetof(struct mm_proc_counts, minflt)		   ? "faults"              \
+	 : (off) < offsetof(struct mm_proc_counts, fallback_locks)	   ? "totals"              \
+	 : (off) < offsetof(struct mm_proc_counts, mmap_lock_behind_waits) ? "fallbacks"           \
+									   : "contention")
 
 #define OUT_HELP                                                                                   \
 	"User page faults by how they were handled: vma (under the per-VMA lock), vma_retry "      \
@@ -42,6 +43,14 @@
 #define SPLIT_HELP                                                                                 \
 	"Faults (and of them fallbacks) classified in the bursts of the fault split: the sample "  \
 	"the estimated outcome counts come from."
+#define BEHIND_HELP                                                                                \
+	"Time the process's tasks waited for an mmap_lock (lock:contention_begin to _end), by "    \
+	"what the lock's holder was doing when the wait began (the names of "                      \
+	"mmap_lock_acquisitions_by_source_total; unknown: no holder could be named)."
+/* One operation of mmap_lock holders: member mmap_lock_behind_<op>_ns, label op="<op>". */
+#define BEHIND(op)                                                                                 \
+	ROW(mmap_lock_behind_##op##_ns, "mmap_lock_wait_behind_seconds_total", "op=\"" #op "\"",   \
+	    BEHIND_HELP, MM_FIELD_NS)
 #define SRC_HELP                                                                                   \
 	"Successful mmap_lock acquisitions by who took them (kernel callchain): the fault "        \
 	"fallback, a fault under the VMA lock, or a system call / kernel path."
@@ -112,6 +121,26 @@ const struct mm_field mm_proc_fields[] = {
 	  "IP."),
 	F(fallback_lock_waits, "fault_fallback_lock_waits_total",
 	  "Fault fallbacks that found mmap_lock taken (an attempt failed before the acquisition)."),
+	F(mmap_lock_behind_waits, "mmap_lock_holder_waits_total",
+	  "The process's waits for an mmap_lock (lock:contention_begin to _end) whose holder was "
+	  "looked for: mmlockd_mmap_lock_wait_behind_seconds_total says behind what."),
+	BEHIND(fault),
+	BEHIND(fault_other),
+	BEHIND(fault_kernel),
+	BEHIND(mmap),
+	BEHIND(munmap),
+	BEHIND(mremap),
+	BEHIND(mprotect),
+	BEHIND(madvise),
+	BEHIND(brk),
+	BEHIND(mlock),
+	BEHIND(mincore),
+	BEHIND(exit),
+	BEHIND(fork),
+	BEHIND(exec),
+	BEHIND(remote),
+	BEHIND(other),
+	BEHIND(unknown),
 };
 
 const size_t mm_proc_nfields = sizeof(mm_proc_fields) / sizeof(mm_proc_fields[0]);
@@ -129,7 +158,7 @@ uint64_t mm_counts_activity(const struct mm_proc_counts *s)
 	if (!faults)
 		faults = s->faults;
 	return faults + s->fallback_locks + s->mmap_lock_read + s->mmap_lock_write +
-	       s->mmap_lock_contended;
+	       s->mmap_lock_contended + s->mmap_lock_behind_waits;
 }
 
 void mm_counts_add(struct mm_proc_counts *dst, const struct mm_proc_counts *src)

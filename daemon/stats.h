@@ -90,6 +90,28 @@ struct mm_proc_counts {
 	 * lock_mm_and_find_vma, i.e. by fault fallbacks (user or kernel mode), told by IP: */
 	uint64_t fallback_locks;
 	uint64_t fallback_lock_waits; /* those that found it taken (a failed attempt first) */
+	/* contention collector (plugins/contention.c): the process's waits for an mmap_lock
+	 * (lock:contention_begin to _end, its own mm's or another's), and their time by what the
+	 * lock's holder was doing when each began (plugins/bpf/holder.h: unknown when none could
+	 * be named); the _ns members follow enum mm_lock_source's order. */
+	uint64_t mmap_lock_behind_waits;
+	uint64_t mmap_lock_behind_fault_ns;
+	uint64_t mmap_lock_behind_fault_other_ns;
+	uint64_t mmap_lock_behind_fault_kernel_ns;
+	uint64_t mmap_lock_behind_mmap_ns;
+	uint64_t mmap_lock_behind_munmap_ns;
+	uint64_t mmap_lock_behind_mremap_ns;
+	uint64_t mmap_lock_behind_mprotect_ns;
+	uint64_t mmap_lock_behind_madvise_ns;
+	uint64_t mmap_lock_behind_brk_ns;
+	uint64_t mmap_lock_behind_mlock_ns;
+	uint64_t mmap_lock_behind_mincore_ns;
+	uint64_t mmap_lock_behind_exit_ns;
+	uint64_t mmap_lock_behind_fork_ns;
+	uint64_t mmap_lock_behind_exec_ns;
+	uint64_t mmap_lock_behind_remote_ns;
+	uint64_t mmap_lock_behind_other_ns;
+	uint64_t mmap_lock_behind_unknown_ns;
 };
 
 /* The distributions of a process (opt-in collectors: mmaplock, fault_latency on BPF). */

@@ -51,6 +51,7 @@
  * and past twice that they are dropped and counted), call sites since start at most MAX_CALLERS.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -457,8 +458,29 @@ static void add_waits(uint64_t *contended, uint64_t *wait_ns, uint64_t *max_ns, 
 		*max_ns = w->max_ns;
 }
 
+_Static_assert(offsetof(struct mm_proc_stats, mmap_lock_behind_unknown_ns) -
+			       offsetof(struct mm_proc_stats, mmap_lock_behind_fault_ns) ==
+		       MM_SRC_UNKNOWN * sizeof(uint64_t),
+	       "mmap_lock_behind_*_ns members must follow enum mm_lock_source");
+
+/* An mmap_lock wait's time by what its holder did, in the waiter's counters; the holder's
+ * process is made known to the host (its name, for the rows: mm_host_proc_name()). */
+static void account_holder(struct mm_host *h, const struct key *k, const struct waits *w)
+{
+	unsigned op = k->holder.mode == MM_HOLDER_UNKNOWN || k->holder.op >= MM_SRC_COUNT
+			      ? MM_SRC_UNKNOWN
+			      : k->holder.op;
+	struct mm_proc_stats *ps = mm_host_proc(h, k->pid);
+	ps->mmap_lock_behind_waits += w->contended;
+	(&ps->mmap_lock_behind_fault_ns)[op] += w->wait_ns;
+	if (k->holder.pid && k->holder.pid - 1 != k->pid)
+		mm_host_proc(h, k->holder.pid - 1);
+}
+
 static void account(struct state *st, struct mm_host *h, const struct key *k, const struct waits *w)
 {
+	if (k->holder.mode != MM_HOLDER_NONE)
+		account_holder(h, k, w);
 	struct site skey = {.caller = k->caller, .type = k->type_kind & 0xff};
 	struct site *site = mm_htab_get(&st->sites, &skey, true, MAX_CALLERS);
 	if (site)
@@ -738,8 +760,7 @@ static void format_lock(struct mm_host *h, const struct key *k, struct mm_snap_l
 	}
 }
 
-static void format_holder(const struct mm_snapshot *s, const struct holder *hd,
-			  struct mm_snap_lock *out)
+static void format_holder(struct mm_host *h, const struct holder *hd, struct mm_snap_lock *out)
 {
 	static const char *const modes[] = {"", "write", "read", "unknown"};
 	out->holder_pid = hd->pid ? (int32_t)(hd->pid - 1) : -1;
@@ -750,9 +771,9 @@ static void format_holder(const struct mm_snapshot *s, const struct holder *hd,
 		return;
 	snprintf(out->holder_op, sizeof(out->holder_op), "%s",
 		 mm_lock_source_name((enum mm_lock_source)hd->op));
-	const struct mm_snap_proc *p = hd->pid ? mm_snapshot_find(s, out->holder_pid) : NULL;
-	if (p)
-		memcpy(out->holder_comm, p->comm, sizeof(out->holder_comm));
+	const char *name = hd->pid ? mm_host_proc_name(h, hd->pid - 1) : NULL;
+	if (name)
+		snprintf(out->holder_comm, sizeof(out->holder_comm), "%s", name);
 }
 
 static void snapshot(void *state, struct mm_host *h, struct mm_snapshot *s, bool closing)
@@ -781,7 +802,7 @@ static void snapshot(void *state, struct mm_host *h, struct mm_snapshot *s, bool
 			snprintf(o->type, sizeof(o->type), "%s", types[r->k.type_kind & 0xff].name);
 			format_caller(h, r->k.caller, o->caller, sizeof(o->caller));
 			format_lock(h, &r->k, o);
-			format_holder(s, &r->k.holder, o);
+			format_holder(h, &r->k.holder, o);
 			o->contended = r->contended;
 			o->wait_ns = r->wait_ns;
 			o->max_ns = r->max_ns;

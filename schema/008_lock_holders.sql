@@ -18,6 +18,14 @@
 --                         task of another process: /proc/PID/smaps, ptrace, khugepaged), other (a
 --                         kernel path or system call not listed), unknown
 --
+-- New process_stats (and cgroup_stats) columns, the contention collector's per-process sums of
+-- the same waits, so that every process and unit has them as counters (/metrics per unit):
+--   mmap_lock_behind_waits     INTEGER  the process's waits for an mmap_lock (its own mm's, or
+--                                       another's: a remote reader), lock:contention_begin to _end
+--   mmap_lock_behind_<op>_ns   INTEGER  their wait time by the holder's op (the names above,
+--                                       unknown included), nanoseconds; they sum to the
+--                                       process's mmap_lock rows' total_wait_ns
+--
 -- The view mmap_lock_holders sums the mmap_lock rows per window, waiting process and holder: the
 -- question "behind whom did this process wait" in plain SQL.
 --
@@ -26,6 +34,25 @@
 --          sum(total_wait_ns) / 1e6 AS wait_ms, max(max_wait_ns) / 1e3 AS max_us
 --   FROM mmap_lock_holders WHERE pid = 1234 AND ts_end > strftime('%s','now') - 600
 --   GROUP BY holder_op, holder_pid ORDER BY wait_ms DESC;
+
+ALTER TABLE process_windows ADD COLUMN mmap_lock_behind_waits INTEGER NOT NULL DEFAULT 0 CHECK (mmap_lock_behind_waits >= 0);
+ALTER TABLE process_windows ADD COLUMN mmap_lock_behind_fault_ns INTEGER NOT NULL DEFAULT 0 CHECK (mmap_lock_behind_fault_ns >= 0);
+ALTER TABLE process_windows ADD COLUMN mmap_lock_behind_fault_other_ns INTEGER NOT NULL DEFAULT 0 CHECK (mmap_lock_behind_fault_other_ns >= 0);
+ALTER TABLE process_windows ADD COLUMN mmap_lock_behind_fault_kernel_ns INTEGER NOT NULL DEFAULT 0 CHECK (mmap_lock_behind_fault_kernel_ns >= 0);
+ALTER TABLE process_windows ADD COLUMN mmap_lock_behind_mmap_ns INTEGER NOT NULL DEFAULT 0 CHECK (mmap_lock_behind_mmap_ns >= 0);
+ALTER TABLE process_windows ADD COLUMN mmap_lock_behind_munmap_ns INTEGER NOT NULL DEFAULT 0 CHECK (mmap_lock_behind_munmap_ns >= 0);
+ALTER TABLE process_windows ADD COLUMN mmap_lock_behind_mremap_ns INTEGER NOT NULL DEFAULT 0 CHECK (mmap_lock_behind_mremap_ns >= 0);
+ALTER TABLE process_windows ADD COLUMN mmap_lock_behind_mprotect_ns INTEGER NOT NULL DEFAULT 0 CHECK (mmap_lock_behind_mprotect_ns >= 0);
+ALTER TABLE process_windows ADD COLUMN mmap_lock_behind_madvise_ns INTEGER NOT NULL DEFAULT 0 CHECK (mmap_lock_behind_madvise_ns >= 0);
+ALTER TABLE process_windows ADD COLUMN mmap_lock_behind_brk_ns INTEGER NOT NULL DEFAULT 0 CHECK (mmap_lock_behind_brk_ns >= 0);
+ALTER TABLE process_windows ADD COLUMN mmap_lock_behind_mlock_ns INTEGER NOT NULL DEFAULT 0 CHECK (mmap_lock_behind_mlock_ns >= 0);
+ALTER TABLE process_windows ADD COLUMN mmap_lock_behind_mincore_ns INTEGER NOT NULL DEFAULT 0 CHECK (mmap_lock_behind_mincore_ns >= 0);
+ALTER TABLE process_windows ADD COLUMN mmap_lock_behind_exit_ns INTEGER NOT NULL DEFAULT 0 CHECK (mmap_lock_behind_exit_ns >= 0);
+ALTER TABLE process_windows ADD COLUMN mmap_lock_behind_fork_ns INTEGER NOT NULL DEFAULT 0 CHECK (mmap_lock_behind_fork_ns >= 0);
+ALTER TABLE process_windows ADD COLUMN mmap_lock_behind_exec_ns INTEGER NOT NULL DEFAULT 0 CHECK (mmap_lock_behind_exec_ns >= 0);
+ALTER TABLE process_windows ADD COLUMN mmap_lock_behind_remote_ns INTEGER NOT NULL DEFAULT 0 CHECK (mmap_lock_behind_remote_ns >= 0);
+ALTER TABLE process_windows ADD COLUMN mmap_lock_behind_other_ns INTEGER NOT NULL DEFAULT 0 CHECK (mmap_lock_behind_other_ns >= 0);
+ALTER TABLE process_windows ADD COLUMN mmap_lock_behind_unknown_ns INTEGER NOT NULL DEFAULT 0 CHECK (mmap_lock_behind_unknown_ns >= 0);
 
 ALTER TABLE lock_windows ADD COLUMN holder_mode TEXT NOT NULL DEFAULT '';
 ALTER TABLE lock_windows ADD COLUMN holder_pid INTEGER;

@@ -36,6 +36,8 @@ static const char usage[] =
 	"       mmlockd report --units [OPTIONS]          faults per unit (cgroup)\n"
 	"       mmlockd report --compare A B [OPTIONS]    two ranges or two databases\n"
 	"       mmlockd report --locks [OPTIONS]          lock contention\n"
+	"       mmlockd report --waits [OPTIONS]          who held mmap_lock while processes\n"
+	"                                                 waited for it\n"
 	"Print what mmlockd stored, summed over a time range, from its SQLite history. Runs\n"
 	"next to a live daemon and on a database copied from another machine.\n"
 	"\n"
@@ -79,6 +81,10 @@ static const char usage[] =
 	"  --seed-table     with --locks: max, min, max-min, avg and sum of the wait in ms,\n"
 	"                   count, blocked function (the layout of linux-mm rmap lock reports)\n"
 	"  --detail         with --locks: one line per process and lock, with min and p99 wait\n"
+	"  --waits          mmap_lock waits per waiting process and holder: the holder's\n"
+	"                   mode (write; read: one reader named, a hint; unknown), process\n"
+	"                   and operation (mmap, munmap, mprotect, fault, remote, ...)\n"
+	"                   (contention collector; --json: the rows of GET /api/v1/locks)\n"
 	"\n"
 	"  --db PATH        database (default " MM_DEFAULT_DB ")\n"
 	"  --since T        windows ending after T (default: the oldest)\n"
@@ -135,7 +141,7 @@ static unsigned term_width(void)
 struct args {
 	const char *db, *since, *until, *cgroup, *comm, *labels, *throughput;
 	const char *cmp[2];
-	bool locks, seed, detail, json, wide, top_given, totals;
+	bool locks, waits, seed, detail, json, wide, top_given, totals;
 	unsigned long pid, top;
 	struct mm_fault_opts fo;
 	double now, since_s, until_s;
@@ -216,10 +222,12 @@ static int report_locks(const struct args *a)
 		fprintf(stderr,
 			"mmlockd report: no lock contention stored in %s for that range%s\n", a->db,
 			a->pid || a->cgroup || a->comm ? " and filter" : "");
+	if (a->waits)
+		n = mm_lock_rows_by_holder(rows, n);
 	if (a->fo.format == MM_FAULT_JSON) {
 		/* The rows as GET /api/v1/locks gives them: every field of the table and more. */
 		struct mm_buf b = MM_BUF_INIT;
-		n = a->detail ? n : mm_lock_rows_merge(rows, n, true);
+		n = a->detail || a->waits ? n : mm_lock_rows_merge(rows, n, true);
 		if (a->top && n > a->top)
 			n = a->top;
 		mm_api_locks(rows, n, &b);
@@ -231,10 +239,11 @@ static int report_locks(const struct args *a)
 		free(rows);
 		return r < 0 || fflush(stdout) != 0 ? 1 : 0;
 	}
-	if (a->detail) {
+	if (a->detail || a->waits) {
 		if (a->top && n > a->top)
 			n = a->top;
-		mm_locktable_print_detail(stdout, rows, n);
+		(a->waits ? mm_locktable_print_holders : mm_locktable_print_detail)(stdout, rows,
+										    n);
 	} else {
 		n = mm_lock_rows_merge(rows, n, true);
 		if (a->top && n > a->top)
@@ -459,15 +468,14 @@ static int check_outputs(struct args *a)
 	a->fo.top = a->top;
 	if (!a->wide && a->fo.format == MM_FAULT_TABLE)
 		a->fo.width = term_width();
-	if (a->locks + !!a->cmp[0] + a->fo.by_cgroup > 1) {
-		fprintf(stderr,
-			"mmlockd report: --locks, --compare and --units exclude each other\n");
+	if (a->locks + a->waits + !!a->cmp[0] + a->fo.by_cgroup > 1) {
+		fprintf(stderr, "mmlockd report: --locks, --waits, --compare and --units exclude "
+				"each other\n");
 		return -EINVAL;
 	}
-	if (a->locks && a->fo.format == MM_FAULT_CSV) {
-		fprintf(stderr,
-			"mmlockd report: --locks has --json (the rows of GET /api/v1/locks), "
-			"not -x\n");
+	if ((a->locks || a->waits) && a->fo.format == MM_FAULT_CSV) {
+		fprintf(stderr, "mmlockd report: --locks and --waits have --json (the rows of GET "
+				"/api/v1/locks), not -x\n");
 		return -EINVAL;
 	}
 	if ((a->seed || a->detail) && !a->locks) {
@@ -537,6 +545,7 @@ static int parse_args(int argc, char **argv, struct args *a)
 		[O_SORT] = {"sort", 0, true, NULL, .set = NULL},
 		[O_CSV] = {"field-separator", 'x', true, NULL, .set = NULL},
 		{"locks", 0, false, NULL, .set = &a->locks},
+		{"waits", 0, false, NULL, .set = &a->waits},
 		{"seed-table", 0, false, NULL, .set = &a->seed},
 		{"detail", 0, false, NULL, .set = &a->detail},
 		{"json", 0, false, NULL, .set = &a->json},
@@ -591,7 +600,7 @@ int mm_cmd_report(int argc, char **argv)
 		return 0; /* --help */
 	if (r < 0)
 		return 2; /* said why, in one line */
-	if (a.locks)
+	if (a.locks || a.waits)
 		return report_locks(&a);
 	if (a.cmp[0])
 		return report_compare(&a);

@@ -65,13 +65,15 @@ static int lookup(void *ctx, uint32_t pid, struct mm_proc_ident *ret)
 	return 0;
 }
 
+/* The events of enum { BEGIN, ... }: formats and systems. */
+static const char *const tp_fmts[NTP] = {
+	fmt_contention_begin,		fmt_contention_end,  fmt_mmap_lock_start_locking,
+	fmt_mmap_lock_acquire_returned, fmt_page_fault_user, fmt_mmap_lock_released};
+static const char *const tp_sys[NTP] = {"lock",	     "lock",	   "mmap_lock",
+					"mmap_lock", "exceptions", "mmap_lock"};
+
 static void setup_with(struct rec_fx *f, bool symbols)
 {
-	static const char *const fmts[NTP] = {
-		fmt_contention_begin,		fmt_contention_end,  fmt_mmap_lock_start_locking,
-		fmt_mmap_lock_acquire_returned, fmt_page_fault_user, fmt_mmap_lock_released};
-	static const char *const sys[NTP] = {"lock",	  "lock",	"mmap_lock",
-					     "mmap_lock", "exceptions", "mmap_lock"};
 	static const struct rec_sym syms[] = {
 		{F_MPROTECT, 'T', "do_mprotect_pkey"},
 		{F_MMAP, 'T', "vm_mmap_pgoff"},
@@ -98,8 +100,8 @@ static void setup_with(struct rec_fx *f, bool symbols)
 	/* With mmaplock, processes that fault have counters and so an identity in snapshots. */
 	rec_fx_new(f, "contention,mmaplock", lookup, syms,
 		   symbols ? sizeof(syms) / sizeof(syms[0]) : 0);
-	f->task = rec_add_streams(f->h, f->tep, NTP, fmts, sys, f->ev, f->stream, REC_SAMPLE_TYPE,
-				  BEGIN, CC_SAMPLE_TYPE);
+	f->task = rec_add_streams(f->h, f->tep, NTP, tp_fmts, tp_sys, f->ev, f->stream,
+				  REC_SAMPLE_TYPE, BEGIN, CC_SAMPLE_TYPE);
 	mm_host_start(f->h);
 }
 
@@ -640,6 +642,140 @@ static void test_mmap_lock_is_named_with_its_owner(void)
 	rec_fx_free(&f);
 }
 
+/* Holders (plugins/bpf/holder.h) on the perf path: the acquisitions carry callchains, the begins
+ * none (their caller is "unknown"). */
+static void setup_holders(struct rec_fx *f)
+{
+	static const struct rec_sym syms[] = {
+		{F_MPROTECT, 'T', "do_mprotect_pkey"},
+		{F_LOCK_MM, 'T', "lock_mm_and_find_vma"},
+		{F_SYSCALL, 'T', "do_syscall_64"},
+	};
+	rec_fx_new(f, "contention", lookup, syms, sizeof(syms) / sizeof(syms[0]));
+	f->task = rec_add_streams(f->h, f->tep, NTP, tp_fmts, tp_sys, f->ev, f->stream,
+				  REC_SAMPLE_TYPE, ACQ, REC_SAMPLE_TYPE_CC);
+	mm_host_start(f->h);
+}
+
+static const uint64_t cc_acq_mprotect[] = {F_MPROTECT + 0x40, F_SYSCALL + 0x71};
+static const uint64_t cc_acq_fault[] = {F_LOCK_MM + 0x20};
+
+static void acq_cc(struct rec_fx *f, uint32_t pid, uint32_t tid, uint64_t t, int write,
+		   const uint64_t *ips, unsigned nips)
+{
+	struct rec r;
+	struct rec_field v[] = {{"mm", MM_A}, {"write", (uint64_t)write}, {"success", 1}};
+	mm_host_record(f->h, f->stream[ACQ],
+		       rec_sample_cc(&r, f->ev[ACQ], pid, tid, t, ips, nips, v, 3));
+}
+
+static void rel(struct rec_fx *f, uint32_t pid, uint32_t tid, uint64_t t, int write)
+{
+	struct rec r;
+	struct rec_field v[] = {{"mm", MM_A}, {"write", (uint64_t)write}};
+	mm_host_record(f->h, f->stream[REL], rec_sample(&r, f->ev[REL], pid, tid, t, v, 2));
+}
+
+/* A wait of @tid of process 10 on MM_A's mmap_lock from @t to @t + @len. */
+static void mmap_wait(struct rec_fx *f, uint32_t tid, uint64_t t, uint64_t len, int write)
+{
+	struct rec r;
+	start_locking(f, 10, tid, t, MM_A, write);
+	struct rec_field v[] = {{"lock_addr", MM_A + MMAP_OFF}, {"flags", write ? WRITE : READ}};
+	mm_host_record(f->h, f->stream[BEGIN], rec_sample(&r, f->ev[BEGIN], 10, tid, t + 1, v, 2));
+	end(f, 10, tid, t + 1 + len, MM_A + MMAP_OFF);
+}
+
+static const struct mm_snap_lock *holder_row(const struct mm_snapshot *s, const char *mode,
+					     int32_t tid)
+{
+	for (size_t i = 0; i < s->nlocks; i++)
+		if (!strcmp(s->locks[i].holder_mode, mode) && s->locks[i].holder_tid == tid)
+			return &s->locks[i];
+	return NULL;
+}
+
+static void test_mmap_lock_waits_name_their_holder(void)
+{
+	struct rec_fx f;
+	setup_holders(&f);
+	/* Thread 12 takes MM_A's lock for write in mprotect; a fault of 11 waits 100 ns. */
+	acq_cc(&f, 10, 12, 100, 1, cc_acq_mprotect, N(cc_acq_mprotect));
+	mmap_wait(&f, 11, 110, 100, 0);
+	rel(&f, 10, 12, 300, 1);
+	acq_cc(&f, 10, 11, 301, 0, cc_acq_fault, N(cc_acq_fault));
+	/* 12's next mprotect waits 50 ns behind the fault's read hold (11). */
+	mmap_wait(&f, 12, 310, 50, 1);
+	rel(&f, 10, 11, 400, 0);
+	acq_cc(&f, 10, 12, 401, 1, cc_acq_mprotect, N(cc_acq_mprotect));
+	rel(&f, 10, 12, 450, 1);
+	/* Nobody is known to hold it: a wait of 30 ns has no holder. */
+	mmap_wait(&f, 11, 500, 30, 0);
+	/* A downgrade (write, then read by the same thread) ends the write hold: 13's read wait
+	 * of 20 ns is behind 12 as a reader. */
+	acq_cc(&f, 10, 12, 600, 1, cc_acq_mprotect, N(cc_acq_mprotect));
+	acq_cc(&f, 10, 12, 610, 0, cc_acq_mprotect, N(cc_acq_mprotect));
+	mmap_wait(&f, 13, 620, 20, 0);
+
+	struct mm_snapshot *s = mm_host_snapshot(f.h, 1);
+	const struct mm_snap_lock *r = holder_row(s, "write", 12);
+	CHECK(r && r->pid == 10 && r->holder_pid == 10 && r->contended == 1 && r->wait_ns == 100);
+	CHECK(r && !strcmp(r->holder_op, "mprotect") && !strcmp(r->holder_comm, "p10"));
+	r = holder_row(s, "read", 11);
+	CHECK(r && r->holder_pid == 10 && r->wait_ns == 50 && !strcmp(r->holder_op, "fault"));
+	r = holder_row(s, "unknown", -1);
+	CHECK(r && r->holder_pid == -1 && r->wait_ns == 30 && !strcmp(r->holder_op, "unknown"));
+	r = holder_row(s, "read", 12);
+	CHECK(r && r->wait_ns == 20 && !strcmp(r->holder_op, "mprotect"));
+	/* The process's counters have the same waits by operation. */
+	const struct mm_snap_proc *p = mm_snapshot_find(s, 10);
+	CHECK(p && p->window.mmap_lock_behind_waits == 4);
+	CHECK(p && p->window.mmap_lock_behind_mprotect_ns == 120);
+	CHECK(p && p->window.mmap_lock_behind_fault_ns == 50);
+	CHECK(p && p->window.mmap_lock_behind_unknown_ns == 30);
+	mm_snapshot_unref(s);
+	rec_fx_free(&f);
+}
+
+/* The in-kernel source's holder (mm_lock_wait.holder_*) becomes the row's. */
+static void test_fed_waits_keep_the_kernels_holder(void)
+{
+	struct rec_fx f;
+	setup_fed(&f);
+	uint64_t hist[MM_HIST_BUCKETS] = {0};
+	hist[10] = 2;
+	struct mm_lock_wait w = {.pid = 10,
+				 .flags = READ,
+				 .mmap = true,
+				 .lock = 11,
+				 .holder_pid = 21, /* process 20, + 1 */
+				 .holder_tid = 22,
+				 .holder_mode = 2, /* MM_HOLDER_READ */
+				 .holder_op = 14,  /* MM_SRC_REMOTE */
+				 .contended = 2,
+				 .wait_ns = 3000,
+				 .max_ns = 2000,
+				 .min_ns = 1000,
+				 .hist = hist};
+	mm_host_waits(f.h, "contention", &w);
+	w.holder_mode = 3; /* MM_HOLDER_UNKNOWN */
+	w.holder_pid = w.holder_tid = 0;
+	w.holder_op = 16;
+	mm_host_waits(f.h, "contention", &w);
+	struct mm_snapshot *s = mm_host_snapshot(f.h, 1);
+	const struct mm_snap_lock *r = holder_row(s, "read", 22);
+	CHECK(r && r->holder_pid == 20 && !strcmp(r->holder_op, "remote") && r->lock_pid == 10);
+	CHECK(r && !strcmp(r->holder_comm, "p20") && r->wait_ns == 3000);
+	r = holder_row(s, "unknown", -1);
+	CHECK(r && r->wait_ns == 3000 && !strcmp(r->holder_op, "unknown"));
+	const struct mm_snap_proc *p = mm_snapshot_find(s, 10);
+	CHECK(p && p->window.mmap_lock_behind_waits == 4 &&
+	      p->window.mmap_lock_behind_remote_ns == 3000 &&
+	      p->window.mmap_lock_behind_unknown_ns == 3000);
+	mm_snapshot_unref(s);
+	rec_fx_free(&f);
+}
+
 static void test_static_locks_are_named_by_symbol(void)
 {
 	struct rec_fx f;
@@ -728,6 +864,8 @@ int main(void)
 	RUN(test_a_thread_that_exits_mid_wait_is_forgotten);
 	RUN(test_idle_task_waits_pair_per_cpu);
 	RUN(test_mmap_lock_is_named_with_its_owner);
+	RUN(test_mmap_lock_waits_name_their_holder);
+	RUN(test_fed_waits_keep_the_kernels_holder);
 	RUN(test_static_locks_are_named_by_symbol);
 	RUN(test_a_wait_belongs_to_the_window_it_ends_in);
 	RUN(test_a_full_window_keeps_waits_in_other_rows);
