@@ -31,7 +31,7 @@ const NEEDS = {
 	vmstat: "System-wide fault counters, vma_lock_* where the kernel has them",
 	faults: "The fault split (VMA lock, retries, mmap_lock) and how long faults waited",
 	mmaplock: "mmap_lock acquisitions, waits, wait and write-hold time",
-	contention: "Lock contention by kernel caller",
+	contention: "Lock contention by kernel caller, and who held mmap_lock in each wait",
 };
 
 const state = {
@@ -136,8 +136,26 @@ const FIELDS = ["minflt", "majflt", "faults", "fallback_locks", "fallback_lock_w
 /* The fault outcomes, as the API names their latency quantiles (fault_ns_outcome_O_p50). */
 const OUTCOMES = ["vma", "vma_retry", "mmap_retry", "mmap_abort", "mmap_unknown"];
 
-/* GET /api/v1/series or /api/v1/top with @params and the page's counters. */
-function api(route, params) { return getJSON("api/v1/" + route + "?" + qs({...params, fields: FIELDS})); }
+/* What an mmap_lock holder was doing (holder_op of /api/v1/locks, the <op> of the counters
+ * mmap_lock_behind_<op>_ns), in the daemon's order, with what each means (docs/contention.md). */
+const HOLDER_OPS = {
+	fault: "a page fault of the process: a fallback reader, or a writer expanding the stack",
+	fault_other: "inside a fault handled under the VMA lock",
+	fault_kernel: "a fault in kernel mode (a system call touching user memory)",
+	mmap: "mmap()", munmap: "munmap()", mremap: "mremap()", mprotect: "mprotect()", madvise: "madvise()",
+	brk: "brk()", mlock: "mlock()", mincore: "mincore()", exit: "exiting", fork: "fork()", exec: "exec()",
+	remote: "another process reading this one's memory (/proc/PID/smaps, ptrace, khugepaged)",
+	other: "another kernel path", unknown: "no holder could be named (it let go as the wait began, exited, or was not seen)",
+};
+const behindKey = op => "mmap_lock_behind_" + op + "_ns";
+/* Only the process view asks for these (the contention collector's, opt-in): the overview's
+ * requests, over every process, stay as cheap as they were. */
+const BEHIND_FIELDS = ["mmap_lock_behind_waits"].concat(Object.keys(HOLDER_OPS).map(behindKey)).join(",");
+
+/* GET /api/v1/series or /api/v1/top with @params and the page's counters (and @more). */
+function api(route, params, more) {
+	return getJSON("api/v1/" + route + "?" + qs({...params, fields: more ? FIELDS + "," + more : FIELDS}));
+}
 
 /* The chosen range as {since, until} in unix seconds. "auto" (no range chosen): the last hour,
  * or since mmlockd started (at least 10 windows, or a minute) when it is younger than that, so a new daemon's data
@@ -310,10 +328,25 @@ function lastOf(arr) {
 	return null;
 }
 
+/* @lines' values stacked: each line's points on top of those before it (a gap, null, stays one in
+ * every line), and the bands that fill each line down to the one below it (uPlot's stacking). */
+function stack(lines) {
+	const acc = [];
+	const data = lines.map(l => l.values.map((v, i) => {
+		if (v === null || v === undefined) return null;
+		acc[i] = (acc[i] || 0) + v;
+		return acc[i];
+	}));
+	const bands = lines.slice(1).map((l, i) => ({series: [i + 2, i + 1]}));
+	return {data, bands};
+}
+
 /* Draws (or redraws) chart @id in @box over the range @xr ({since, until}): x = bucket end times,
- * @lines = [{label, values, color}], y values formatted by @fmt (fmtNum by default). Until the
- * cursor is on it, its legend shows the latest point, not dashes. */
-function drawChart(id, box, xr, title, unit, xs, lines, fmt) {
+ * @lines = [{label, values, color}], y values formatted by @fmt (fmtNum by default); @stacked:
+ * areas on top of each other (parts of one total), the first line at the bottom. Until the
+ * cursor is on it, its legend shows the latest point, not dashes; a stacked legend shows each
+ * line's own value, not its height in the stack. */
+function drawChart(id, box, xr, title, unit, xs, lines, fmt, stacked) {
 	if (charts[id]) {
 		const old = charts[id].root.parentElement;
 		if (old) { resizer.unobserve(old); old.uplot = null; }
@@ -338,15 +371,17 @@ function drawChart(id, box, xr, title, unit, xs, lines, fmt) {
 		series: [{label: "Time", value: (u, v, si, idx) => idx === null || idx === undefined
 			? (latest === null ? "–" : "latest, " + fmtTime(xs[latest])) : v === null ? "–" : fmtTime(v)}]
 			.concat(lines.map((l, i) => ({
-				label: l.label, stroke: css(l.color || colors[i % colors.length]), width: 1.5,
-				fill: lines.length === 1 ? css(l.color || colors[0]) + "22" : undefined,
+				label: l.label, stroke: css(l.color || colors[i % colors.length]), width: stacked ? 1 : 1.5,
+				fill: stacked ? css(l.color || colors[i % colors.length]) + "99"
+					: lines.length === 1 ? css(l.color || colors[0]) + "22" : undefined,
 				points: {show: xs.length < 60},
 				value: (u, v, si, idx) => {
 					if (idx === null || idx === undefined) {
 						const k = lastOf(l.values);
 						return k === null ? "no data" : f(l.values[k]) + " " + unit;
 					}
-					return v === null ? "–" : f(v) + " " + unit;
+					const x = l.values[idx];
+					return x === null || x === undefined ? "–" : f(x) + " " + unit;
 				},
 			}))),
 		legend: {live: true},
@@ -357,7 +392,13 @@ function drawChart(id, box, xr, title, unit, xs, lines, fmt) {
 			setCustom({since, until});
 		}]},
 	};
-	const u = new uPlot(opts, [xs].concat(lines.map(l => l.values)), box);
+	let ys = lines.map(l => l.values);
+	if (stacked) {
+		const st = stack(lines);
+		ys = st.data;
+		opts.bands = st.bands;
+	}
+	const u = new uPlot(opts, [xs].concat(ys), box);
 	charts[id] = u;
 	box.uplot = u;
 	resizer.observe(box);
@@ -785,9 +826,10 @@ async function viewProcess(v, id) {
 	const [pid, start] = state.arg;
 	const r = rangeA();
 	const flt = {pid, start_time: start};
-	const [ser, top] = await Promise.all([
-		api("series", {since: r.since.toFixed(3), until: r.until.toFixed(3), points: SERIES_POINTS, ...flt}),
+	const [ser, top, lk] = await Promise.all([
+		api("series", {since: r.since.toFixed(3), until: r.until.toFixed(3), points: SERIES_POINTS, ...flt}, BEHIND_FIELDS),
 		api("top", {since: "0", until: r.until.toFixed(3), limit: 1, ...flt}),
+		getJSON("api/v1/locks?" + qs({pid, since: r.since.toFixed(3), until: r.until.toFixed(3), top: BEHIND_ROWS})),
 	]);
 	if (id !== state.renderId) return;
 	const info = top.rows[0];
@@ -849,6 +891,96 @@ async function viewProcess(v, id) {
 	if (info && (!live || live.exited)) pr.until = Math.min(r.until, info.last + iv);
 	if (pr.until <= pr.since) pr.until = r.until;
 	seriesCharts("p-", cols, grid, pr);
+	v.append(behindCard("p-", Number(pid), Number(start), lk.rows, cols, pr));
+}
+
+/* The lock rows of one pid the process view reads: those of its longest total waits. */
+const BEHIND_ROWS = 2000;
+
+/* Whom process @pid (started @start) waited behind for mmap_lock over the range (the contention
+ * collector names the holder of every such wait): its lock rows @rows (of /api/v1/locks?pid=)
+ * summed per holder, mode and operation, longest total wait first, and its series @cols' wait
+ * by the holder's operation over time (@xr), stacked, the ops that waited in the range only. */
+function behindCard(prefix, pid, start, rows, cols, xr) {
+	const c = el("section", null, "card behind");
+	c.id = prefix + "behind";
+	c.append(el("h2", "Waited behind: who held mmap_lock while it waited"));
+	const t = totals(cols);
+	const mine = rows.filter(l => l.lock === "mmap_lock" && l.pid === pid && Math.abs(l.start_time - start) < 0.002);
+	if (!shown("contention", t, ["mmap_lock_behind_waits"]) && !mine.length) {
+		c.append(optIn("contention", "Whom this process waited behind for mmap_lock, and what the holder was doing"));
+		return c;
+	}
+	const ops = Object.keys(HOLDER_OPS).filter(o => (t[behindKey(o)] || 0) > 0).sort((a, b) => t[behindKey(b)] - t[behindKey(a)]);
+	const waitNs = sum(ops.map(o => t[behindKey(o)]));
+	const summary = el("p", null, "note");
+	summary.id = prefix + "behind-summary";
+	if (!(t.mmap_lock_behind_waits > 0) && !mine.length)
+		summary.textContent = "It waited for no mmap_lock in this range.";
+	else
+		summary.textContent = fmtNum(t.mmap_lock_behind_waits || 0) + " waits for mmap_lock, " + fmtNs(waitNs) + " in all" +
+			(waitNs ? "; the holder was named for " + fmtPct(100 * (waitNs - (t[behindKey("unknown")] || 0)) / waitNs) +
+				" of that time (unknown: it let go as the wait began, or was not seen)." : ".");
+	c.append(summary);
+
+	/* One row per holder process, mode, operation and whose mm the lock is: the threads of a
+	 * holder and the waiters' call sites are summed. */
+	const by = new Map();
+	for (const l of mine) {
+		const other = l.lock_pid !== null && l.lock_pid !== pid;
+		const k = [l.holder_mode, l.holder_pid, l.holder_comm, l.holder_op, other ? l.lock_pid : ""].join("\u0000");
+		const e = by.get(k) || {mode: l.holder_mode, pid: l.holder_pid, comm: l.holder_comm, op: l.holder_op,
+			lockPid: other ? l.lock_pid : null, waits: 0, total: 0, max: 0, tids: new Set()};
+		e.waits += l.contended;
+		e.total += l.total_wait_ns;
+		e.max = Math.max(e.max, l.max_wait_ns);
+		if (l.holder_tid !== null) e.tids.add(l.holder_tid);
+		by.set(k, e);
+	}
+	const holder = e => e.pid === null ? "–" : (e.comm || "?") + " (" + e.pid + ")" + (e.pid === pid ? " · itself" : "");
+	state.sort[prefix + "behind-holders"] = state.sort[prefix + "behind-holders"] || {key: "total", asc: false};
+	const wrap = el("div", null, "tablewrap");
+	wrap.append(table(prefix + "behind-holders", [
+		{key: "waits", label: "waits", num: true, get: e => e.waits, fmt: fmtNum},
+		{key: "total", label: "total wait", num: true, sortDefault: true, get: e => e.total, fmt: fmtNs},
+		{key: "max", label: "max wait", num: true, get: e => e.max, fmt: fmtNs},
+		{key: "avg", label: "avg wait", num: true, get: e => e.waits ? e.total / e.waits : null, fmt: fmtNs},
+		{key: "holder", label: "holder", get: holder,
+			tip: (v, e) => e.tids.size ? "thread" + (e.tids.size > 1 ? "s " : " ") + [...e.tids].sort((a, b) => a - b).join(", ") : ""},
+		{key: "mode", label: "mode", get: e => e.mode, cls: v => v === "unknown" ? "unk" : "",
+			tip: v => v === "read" ? "one of the readers, named as a hint: others may have held it too"
+				: v === "unknown" ? "no holder could be named" : "held for write"},
+		{key: "op", label: "op", get: e => e.op + (e.lockPid !== null ? " (another process's mm)" : ""),
+			cls: (v, e) => e.op === "unknown" ? "unk" : "",
+			tip: (v, e) => (HOLDER_OPS[e.op] || e.op) + (e.lockPid !== null ? "; the lock is pid " + e.lockPid +
+				"'s mmap_lock: this process was reading that process's memory" : "")},
+	], [...by.values()], null, "no mmap_lock wait of it in this range"));
+	c.append(wrap);
+	if (rows.length >= BEHIND_ROWS)
+		c.append(el("div", "From the " + fmtNum(BEHIND_ROWS) + " lock rows of pid " + pid + " with the longest total wait.", "note"));
+
+	/* Its wait over time by the holder's operation: the five largest, the rest summed, and
+	 * the wait no holder was named for, grey, last (on top). */
+	const box = el("div");
+	c.append(box);
+	const named = ops.filter(o => o !== "unknown");
+	const top = named.slice(0, named.length > 5 ? 4 : 5), rest = named.slice(top.length);
+	const perS = o => rate(cols, behindKey(o)).map(nsToMs);
+	const palette = ["--c1", "--c2", "--c3", "--c5", "--c4"];
+	const lines = top.map((o, i) => ({label: o, values: perS(o), color: palette[i]}));
+	if (rest.length) {
+		const each = rest.map(perS);
+		lines.push({label: rest.length + " more ops (" + rest.join(", ") + ")", color: palette[4],
+			values: cols.t.map((x, i) => cols.seconds[i] === null ? null : sum(each.map(a => a[i])))});
+	}
+	if (ops.includes("unknown")) lines.push({label: "unknown (no holder named)", values: perS("unknown"), color: "--c6"});
+	const title = "mmap_lock wait by what the holder was doing";
+	if (lines.length) drawChart(prefix + "behind-ops", box, xr, title, "ms/s", cols.t, lines, null, true);
+	else {
+		box.classList.add("chart");
+		box.append(el("h3", title), el("div", "no mmap_lock wait in this range", "nodata"));
+	}
+	return c;
 }
 
 async function viewUnits(v, id) {
@@ -903,9 +1035,19 @@ async function viewLocks(v, id) {
 		{key: "p99", label: "p99", num: true, get: r => r.p99_wait_ns, fmt: fmtNs},
 		{key: "type", label: "type", get: r => r.type},
 		{key: "caller", label: "caller", get: r => r.caller},
-		{key: "lock", label: "lock", get: r => r.lock, cls: () => "muted"},
+		{key: "lock", label: "lock", get: r => r.lock + (r.lock_pid !== null && r.lock_pid !== r.pid ? " of pid " + r.lock_pid : ""),
+			cls: () => "muted", tip: (v, r) => r.lock_pid !== null && r.lock_pid !== r.pid ? "another process's mm: this one was reading its memory" : ""},
 		{key: "comm", label: "process", get: r => r.comm + " (" + r.pid + ")"},
 	];
+	/* Who held an mmap_lock when its waits began (rows are per holder); other locks have none. */
+	if (lk.rows.some(r => r.holder_mode)) {
+		cols.push({key: "holder", label: "mmap_lock holder", get: r => !r.holder_mode ? "" : r.holder_pid === null ? "–"
+			: (r.holder_comm || "?") + " (" + r.holder_pid + (r.holder_tid !== null && r.holder_tid !== r.holder_pid ? ", thread " + r.holder_tid : "") + ")"});
+		cols.push({key: "hmode", label: "mode", get: r => r.holder_mode, cls: v => v === "unknown" ? "unk" : "",
+			tip: v => v === "read" ? "one of the readers, named as a hint" : v === "unknown" ? "no holder could be named" : ""});
+		cols.push({key: "hop", label: "holder op", get: r => r.holder_op, cls: v => v === "unknown" ? "unk" : "",
+			tip: v => HOLDER_OPS[v] || ""});
+	}
 	state.sort.locks = state.sort.locks || {key: "total", asc: false};
 	c.append(table("locks", cols, lk.rows, null, "no lock was contended in this range"));
 	v.replaceChildren(c);

@@ -13,6 +13,8 @@
  * (no window of it classified: "-" in the table, empty in CSV, null in JSON; never 0).
  */
 #include "faulttable.h"
+
+#include "faults.h" /* mm_lock_source_name() */
 #include "parse.h"
 
 #include <errno.h>
@@ -108,7 +110,7 @@ static const int drop_order[] = {
 
 /* What the rows' data has, decided once over all of them (see faulttable.h). */
 struct sources {
-	bool totals, fallbacks, split, estimate, fbwait, lock;
+	bool totals, fallbacks, split, estimate, fbwait, lock, holders;
 };
 
 /* The outcome counts of @s summed: 0 for a row the split never classified. */
@@ -121,7 +123,7 @@ static uint64_t outcomes(const struct mm_proc_stats *s)
 static struct sources find_sources(const struct mm_fault_row *rows, size_t n)
 {
 	uint64_t totals = 0, fallbacks = 0, split = 0, estimate = 0, lock = 0, fbwait = 0,
-		 exact = 0;
+		 exact = 0, holders = 0;
 	for (size_t i = 0; i < n; i++) {
 		const struct mm_proc_stats *s = &rows[i].sum;
 		totals += s->minflt + s->majflt;
@@ -131,12 +133,14 @@ static struct sources find_sources(const struct mm_fault_row *rows, size_t n)
 		estimate += s->split_estimated;
 		fbwait += s->faults_mmap_lock_wait_ns;
 		exact += !s->split_estimated && outcomes(s);
+		holders += s->mmap_lock_behind_waits;
 	}
 	/* Without the faults collector the fallbacks column is the fallbacks collector's, even
 	 * when it counted none. The fallbacks' wait is known only where faults were classified
 	 * one by one (bursts have no exact total to scale it to). */
 	return (struct sources){totals > 0,   fallbacks > 0 || !split, split > 0,
-				estimate > 0, fbwait || exact,	       lock > 0};
+				estimate > 0, fbwait || exact,	       lock > 0,
+				holders > 0};
 }
 
 enum split_state { S_EXACT, S_ESTIMATED, S_UNKNOWN };
@@ -656,7 +660,7 @@ struct cmp_line {
  * are known, unless totals are asked for); which side has each collector's data (a figure one
  * side did not collect reads "not collected" there, not 0); which side's split is estimated. */
 struct cmp {
-	struct cmp_line l[32];
+	struct cmp_line l[48]; /* at most 16 lines and one per holder operation (17) */
 	size_t n;
 	double secs[2];
 	bool rates;
@@ -873,11 +877,13 @@ static size_t compare_notes(char notes[][NOTE_LEN], const struct mm_fault_side *
 	const char *differ[][2] = {{"totals", "the kernel's fault counts (totals)"},
 				   {"fallbacks", "fallbacks (fallbacks collector)"},
 				   {"split", "the fault split (faults collector)"},
-				   {"lock", "mmap_lock waits (mmaplock collector)"}};
+				   {"lock", "mmap_lock waits (mmaplock collector)"},
+				   {"holders", "who held mmap_lock (contention collector)"}};
 	const bool has[][2] = {{sa->totals, sb->totals},
 			       {sa->fallbacks, sb->fallbacks},
 			       {sa->split, sb->split},
-			       {sa->lock, sb->lock}};
+			       {sa->lock, sb->lock},
+			       {sa->holders, sb->holders}};
 	for (size_t k = 0; k < sizeof(has) / sizeof(has[0]); k++)
 		if (has[k][0] != has[k][1])
 			snprintf(notes[nn++], NOTE_LEN,
@@ -919,6 +925,24 @@ static void compare_split(struct cmp *c, const struct mm_proc_stats *x,
 			    "%.3f", fbwait, exact);
 }
 
+/* Who held mmap_lock (contention collector): the time waited behind each operation either side
+ * waited behind. */
+static void compare_holders(struct cmp *c, const struct mm_proc_stats *x,
+			    const struct mm_proc_stats *y, const bool known[2])
+{
+	const bool exact[2] = {0, 0};
+	const uint64_t *nx = &x->mmap_lock_behind_fault_ns, *ny = &y->mmap_lock_behind_fault_ns;
+	for (unsigned op = 0; op < MM_SRC_COUNT; op++) {
+		if (!nx[op] && !ny[op])
+			continue;
+		char metric[48];
+		snprintf(metric, sizeof(metric), "waited behind %s ms%s", mm_lock_source_name(op),
+			 c->rates ? " /s" : "");
+		add_real_of(c, metric, (double)nx[op] / 1e6 / (c->rates ? c->secs[0] : 1),
+			    (double)ny[op] / 1e6 / (c->rates ? c->secs[1] : 1), "%.3f", known, exact);
+	}
+}
+
 int mm_fault_print_compare(FILE *out, const struct mm_fault_side *a, const struct mm_fault_side *b,
 			   bool totals, enum mm_fault_format format, const char *sep)
 {
@@ -932,7 +956,7 @@ int mm_fault_print_compare(FILE *out, const struct mm_fault_side *a, const struc
 	const bool est[2] = {x->split_estimated > 0, y->split_estimated > 0}, exact[2] = {0, 0};
 
 	c.rates = !totals && a->seconds > 0 && b->seconds > 0;
-	char notes[8][NOTE_LEN];
+	char notes[10][NOTE_LEN];
 	size_t nn = compare_notes(notes, a, b, &sa, &sb, c.rates);
 
 	if (a->throughput || b->throughput) {
@@ -978,6 +1002,8 @@ int mm_fault_print_compare(FILE *out, const struct mm_fault_side *a, const struc
 	}
 	if (src.split)
 		compare_split(&c, x, y, split, est, src.fbwait, fbwait);
+	if (src.holders)
+		compare_holders(&c, x, y, (const bool[]){sa.holders, sb.holders});
 	{
 		struct cmp_line *p = &c.l[c.n++];
 		snprintf(p->metric, sizeof(p->metric), "processes");

@@ -14,7 +14,7 @@
  * that PID's writers wait behind.
  *
  * It runs for --seconds, writes its pid to --pid-file once started and prints one summary line
- * (with the mprotect thread's tid).
+ * (with the mprotect thread's tid, and every thread's but the timer's).
  *
  * Build: gcc -O2 -pthread -o holder_workload holder_workload.c
  */
@@ -50,6 +50,7 @@ struct opts {
 static atomic_bool stop;
 static atomic_ulong fault_rounds, mprotects, smaps_reads;
 static atomic_int mprotect_tid;
+static atomic_int fault_tids[MAX_THREADS];
 static char *region;
 static size_t page, region_len, slice_len;
 
@@ -65,6 +66,7 @@ static void *fault_thread(void *arg)
 	char *slice = region + idx * slice_len;
 	unsigned seed = (unsigned)idx * 7919u + 1;
 
+	atomic_store(&fault_tids[idx], (int)gettid());
 	while (!atomic_load_explicit(&stop, memory_order_relaxed)) {
 		size_t nchunks = slice_len / chunk;
 		char *c = slice + (size_t)(rand_r(&seed) % nchunks) * chunk;
@@ -223,8 +225,11 @@ int main(int argc, char **argv)
 		die("pthread_create");
 	for (unsigned i = 0; i < n; i++)
 		pthread_join(tids[i], NULL);
-	printf("holder_workload: pid %d fault_rounds %lu mprotects %lu mprotect_tid %d\n",
+	printf("holder_workload: pid %d fault_rounds %lu mprotects %lu mprotect_tid %d tids %d",
 	       (int)getpid(), atomic_load(&fault_rounds), atomic_load(&mprotects),
-	       atomic_load(&mprotect_tid));
+	       atomic_load(&mprotect_tid), atomic_load(&mprotect_tid));
+	for (unsigned i = 0; i < o.fault_threads; i++)
+		printf(",%d", atomic_load(&fault_tids[i]));
+	printf("\n");
 	return 0;
 }

@@ -22,6 +22,13 @@
 #             reading its /proc/PID/smaps_rollup in a loop: mmap_lock held for read from outside.
 #             On each source, at least READER_SHARE (50%) of the mprotect thread's wait (rwsem:W
 #             from do_mprotect_pkey) is behind the reader's pid, mode read, op remote
+#   perf      (where perf is installed) `perf record -a` of the same tracepoints during the
+#             first run, paired by the test (pair.py): the workload's rwsem waits on its own
+#             mmap_lock, each behind the thread holding it for write at the begin. The waits
+#             behind the mprotect thread agree with the perf daemon's within 1% + 3 (the same
+#             events, paired independently) and the BPF daemon's within 5% + 3 (it reads the
+#             lock's owner field instead: a wait that begins as the writer lets go can fall
+#             either side)
 # The sums over holders are the rows test_bpf_locks.sh and test_locks.sh compare with perf lock
 # contention: the holder only splits them.
 #
@@ -45,6 +52,7 @@ cleanup() {
 	stop_process "$perf_PID" TERM
 	stop_process "$bpf_PID" TERM
 	stop_process "$DAEMON_PID" TERM
+	stop_process "$PERF_PID" INT
 	remove_tmp
 }
 
@@ -62,10 +70,25 @@ read -r src state < <(collector_source bpf contention)
 [ "$src" = bpf ] || skip "the BPF source does not run here: $(grep -m1 'BPF source' "$TMP/bpf.log")"
 [ "$state" = running ] || fatal "contention on the bpf daemon: $state"
 
+# The independent record of the first workload's run: perf record -a of the same tracepoints,
+# paired by the test itself (pair.py below), when perf is here.
+PERF_PID=
+if command -v perf >/dev/null 2>&1; then
+	mkfifo "$TMP/ctl" "$TMP/ack" || fatal "mkfifo failed"
+	perf record -a -k mono -m 4096 -D -1 --control "fifo:$TMP/ctl,$TMP/ack" \
+		-o "$TMP/perf.data" -e lock:contention_begin -e lock:contention_end \
+		-e mmap_lock:mmap_lock_start_locking -e mmap_lock:mmap_lock_acquire_returned \
+		-e mmap_lock:mmap_lock_released >"$TMP/perf.log" 2>&1 &
+	perf_enabled
+else
+	log "note: no perf here: the holders are not compared with an independent pairing"
+fi
+
 sleep 1
 "$WORKLOAD" --seconds 4 --pid-file "$TMP/mprotect.pid" >"$TMP/mprotect.out" 2>&1 ||
 	fatal "holder_workload failed: $(tail -n 2 "$TMP/mprotect.out")"
 cat "$TMP/mprotect.out"
+[ -n "$PERF_PID" ] && perf_stopped
 MPID=$(cat "$TMP/mprotect.pid")
 MTID=$(sed -n 's/.*mprotect_tid \([0-9]*\).*/\1/p' "$TMP/mprotect.out")
 
@@ -155,6 +178,89 @@ sys.exit(1 if failed else 0)
 EOF
 rc=$?
 cat "$TMP/compare.txt"
+
+# pair.py: perf script's records of the first run, paired as a reader of the kernel would: a
+# thread's rwsem wait on the workload's mmap_lock (contention_begin between its start_locking and
+# acquire_returned, to its contention_end) is behind the thread that holds the lock for write at
+# the begin (its successful write acquisition, not yet released or downgraded). Prints the waits
+# of the workload behind the mprotect thread and their summed wait, and the lost records.
+if [ -f "$TMP/perf.data" ]; then
+	perf script -i "$TMP/perf.data" --ns -F tid,time,event,trace >"$TMP/perf.txt" 2>"$TMP/script.err" ||
+		fatal "perf script failed: $(tail -n 2 "$TMP/script.err")"
+	cat >"$TMP/pair.py" <<'EOF'
+import re, sys
+text, tids, mtid = sys.argv[1], set(map(int, sys.argv[2].split(","))), int(sys.argv[3])
+line_re = re.compile(r"^\s*(\d+)\s+([\d.]+):\s+(\S+):\s*(.*)$")
+def fields(s):
+    return dict(m.groups() for m in re.finditer(r"(\w+)=(\S+)", s))
+mm_of = {}
+for line in open(text):
+    m = line_re.match(line)
+    if m and int(m.group(1)) in tids and m.group(3) == "mmap_lock:mmap_lock_acquire_returned":
+        mm = fields(m.group(4)).get("mm")
+        mm_of[mm] = mm_of.get(mm, 0) + 1
+mm = max(mm_of, key=mm_of.get)
+writer, locking, open_w = None, {}, {}
+n = wait = 0
+for line in open(text):
+    m = line_re.match(line)
+    if not m:
+        continue
+    tid, t, ev, f = int(m.group(1)), float(m.group(2)), m.group(3), fields(m.group(4))
+    if ev.startswith("mmap_lock:") and f.get("mm") != mm:
+        continue
+    if ev == "mmap_lock:mmap_lock_start_locking":
+        locking[tid] = True
+    elif ev == "mmap_lock:mmap_lock_acquire_returned":
+        locking.pop(tid, None)
+        if f.get("success") == "true":
+            if f.get("write") == "true":
+                writer = tid
+            elif writer == tid:
+                writer = None
+    elif ev == "mmap_lock:mmap_lock_released":
+        if f.get("write") == "true" and writer == tid:
+            writer = None
+    elif ev == "lock:contention_begin" and tid in tids and locking.get(tid):
+        flags = f.get("flags", "")
+        if ("READ" in flags or "WRITE" in flags) and "SPIN" not in flags:
+            open_w[tid] = (f.get("lock_addr"), t, writer)
+    elif ev == "lock:contention_end" and tid in open_w and open_w[tid][0] == f.get("lock_addr"):
+        _, t0, holder = open_w.pop(tid)
+        if holder == mtid:
+            n += 1
+            wait += int(round((t - t0) * 1e9))
+print(n, wait)
+EOF
+	TIDS=$(sed -n 's/.*tids \([0-9,]*\).*/\1/p' "$TMP/mprotect.out")
+	read -r PN PW < <(python3 "$TMP/pair.py" "$TMP/perf.txt" "$TIDS" "$MTID")
+	LOST=$(grep -c 'LOST' "$TMP/perf.txt")
+	python3 - "$TMP" "$MPID" "$MTID" "$PN" "$PW" "$LOST" >"$TMP/pair.txt" 2>&1 <<'EOF'
+import sqlite3, sys
+tmp, mpid, mtid, pn, pw, lost = sys.argv[1], *map(int, sys.argv[2:7])
+failed = 0
+print("perf record, paired by the test: %d waits of the workload behind its mprotect thread, "
+      "%.3f ms (%d lost records)" % (pn, pw / 1e6, lost))
+for src, tol in (("perf", 0.01), ("bpf", 0.05)):
+    con = sqlite3.connect("file:%s/%s.db?mode=ro" % (tmp, src), uri=True)
+    n, w = con.execute("SELECT coalesce(sum(contended), 0), coalesce(sum(total_wait_ns), 0) "
+                       "FROM lock_stats WHERE pid = ? AND lock = 'mmap_lock' AND "
+                       "holder_mode = 'write' AND holder_tid = ?", (mpid, mtid)).fetchone()
+    ok = pn > 0 and not lost and abs(n - pn) <= tol * pn + 3
+    failed += not ok
+    print("%s: %s: %d waits behind the mprotect thread, %.3f ms (%+.2f%%; at most %.0f%% + 3 "
+          "from the pairing)" % ("PASS" if ok else "FAIL", src, n, w / 1e6,
+                                 100.0 * (n - pn) / max(pn, 1), 100 * tol))
+sys.exit(1 if failed else 0)
+EOF
+	prc=$?
+	cat "$TMP/pair.txt"
+	if [ "$prc" -eq 0 ]; then
+		pass "the holders agree with an independent pairing of perf record"
+	else
+		fail "the holders disagree with the independent pairing (see above)"
+	fi
+fi
 if [ "$rc" -eq 0 ]; then
 	pass "mmap_lock waits are attributed to their holders on both sources"
 else

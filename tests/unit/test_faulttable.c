@@ -331,6 +331,31 @@ static void test_compare_normalises_and_marks_unknown_and_estimates(void)
 	free(text);
 }
 
+/* Who held mmap_lock: one line per operation either side waited behind, "not collected" on a
+ * side without the contention collector, and a note saying so. */
+static void test_compare_has_the_time_behind_each_holder_operation(void)
+{
+	struct mm_fault_side a = {.label = "A", .lock_contended = -1};
+	struct mm_fault_side b = {.label = "B", .lock_contended = -1};
+	a.sum = row(0, "", "", 1000, 20);
+	b.sum = row(0, "", "", 1000, 20);
+	a.sum.sum.mmap_lock_behind_waits = 30;
+	a.sum.sum.mmap_lock_behind_mprotect_ns = 2500000;
+	a.sum.sum.mmap_lock_behind_remote_ns = 1000000;
+	char *text = compare(&a, &b, true);
+	CHECK_CONTAINS(text, "# who held mmap_lock (contention collector): only A collected it");
+	CHECK_CONTAINS(text, "| waited behind mprotect ms | 2.500 | not collected |");
+	CHECK_CONTAINS(text, "| waited behind remote ms   | 1.000 | not collected |");
+	CHECK(!strstr(text, "behind munmap"));
+	free(text);
+	b.sum.sum.mmap_lock_behind_waits = 3;
+	b.sum.sum.mmap_lock_behind_mprotect_ns = 500000;
+	text = compare(&a, &b, true);
+	CHECK_CONTAINS(text, "| waited behind mprotect ms | 2.500 | 0.500 | -80.0%  |");
+	CHECK_CONTAINS(text, "| waited behind remote ms   | 1.000 | 0.000 | -100.0% |");
+	free(text);
+}
+
 /* Sides that ran on different sources, or one whose source is unknown (stored before schema 007),
  * get a note in the text and in JSON (CSV has no notes); the same source, or a side with no
  * collector on events, none. */
@@ -398,5 +423,6 @@ int main(void)
 	RUN(test_change_and_thousands_read_as_in_the_seeds);
 	RUN(test_compare_grid_has_both_sides_and_the_change);
 	RUN(test_compare_notes_sides_on_different_sources);
+	RUN(test_compare_has_the_time_behind_each_holder_operation);
 	return check_summary();
 }
