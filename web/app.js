@@ -5,7 +5,8 @@
  *                      only when the window closes, so they show as pending, not as 0)
  *   /api/v1/series     the range in a few hundred buckets (rates = count / seconds covered)
  *   /api/v1/top        range totals per process or per cgroup
- *   /api/v1/locks      lock contention by caller for the range (`mmlockd report --locks`)
+ *   /api/v1/locks      lock contention by caller for the range (`mmlockd report --locks`); for
+ *                      one pid, whom it waited behind for mmap_lock (`mmlockd report --waits`)
  * Range data is fetched again whenever a window closes (windows_stored grows) for the "last ..."
  * ranges. A figure whose collector is not running and that is zero over the range is not shown as
  * 0: the page says which --collectors would collect it. Every figure is in one of three states:
@@ -891,19 +892,22 @@ async function viewProcess(v, id) {
 	if (info && (!live || live.exited)) pr.until = Math.min(r.until, info.last + iv);
 	if (pr.until <= pr.since) pr.until = r.until;
 	seriesCharts("p-", cols, grid, pr);
-	v.append(behindCard("p-", Number(pid), Number(start), lk.rows, cols, pr));
+	behindCard(v, "p-", Number(pid), Number(start), lk.rows, cols, pr);
 }
 
 /* The lock rows of one pid the process view reads: those of its longest total waits. */
 const BEHIND_ROWS = 2000;
 
-/* Whom process @pid (started @start) waited behind for mmap_lock over the range (the contention
- * collector names the holder of every such wait): its lock rows @rows (of /api/v1/locks?pid=)
- * summed per holder, mode and operation, longest total wait first, and its series @cols' wait
- * by the holder's operation over time (@xr), stacked, the ops that waited in the range only. */
-function behindCard(prefix, pid, start, rows, cols, xr) {
+/* Appends to @into whom process @pid (started @start) waited behind for mmap_lock over the range
+ * (the contention collector names the holder of every such wait): its lock rows @rows (of
+ * /api/v1/locks?pid=) summed per holder, mode and operation, longest total wait first, and its
+ * series @cols' wait by the holder's operation over time (@xr), stacked, the ops that waited in
+ * the range only. The card is in the document before its chart is drawn, so the chart takes
+ * the card's width from the start. */
+function behindCard(into, prefix, pid, start, rows, cols, xr) {
 	const c = el("section", null, "card behind");
 	c.id = prefix + "behind";
+	into.append(c);
 	c.append(el("h2", "Waited behind: who held mmap_lock while it waited"));
 	const t = totals(cols);
 	const mine = rows.filter(l => l.lock === "mmap_lock" && l.pid === pid && Math.abs(l.start_time - start) < 0.002);
@@ -917,10 +921,12 @@ function behindCard(prefix, pid, start, rows, cols, xr) {
 	summary.id = prefix + "behind-summary";
 	if (!(t.mmap_lock_behind_waits > 0) && !mine.length)
 		summary.textContent = "It waited for no mmap_lock in this range.";
-	else
+	else {
+		const unknown = t[behindKey("unknown")] || 0;
 		summary.textContent = fmtNum(t.mmap_lock_behind_waits || 0) + " waits for mmap_lock, " + fmtNs(waitNs) + " in all" +
-			(waitNs ? "; the holder was named for " + fmtPct(100 * (waitNs - (t[behindKey("unknown")] || 0)) / waitNs) +
-				" of that time (unknown: it let go as the wait began, or was not seen)." : ".");
+			(waitNs ? "; the holder was named for " + fmtPct(100 * (waitNs - unknown) / waitNs) + " of that time" +
+				(unknown ? " (unknown: it let go as the wait began, exited, or was not seen)." : ".") : ".");
+	}
 	c.append(summary);
 
 	/* One row per holder process, mode, operation and whose mm the lock is: the threads of a
@@ -1039,14 +1045,21 @@ async function viewLocks(v, id) {
 			cls: () => "muted", tip: (v, r) => r.lock_pid !== null && r.lock_pid !== r.pid ? "another process's mm: this one was reading its memory" : ""},
 		{key: "comm", label: "process", get: r => r.comm + " (" + r.pid + ")"},
 	];
-	/* Who held an mmap_lock when its waits began (rows are per holder); other locks have none. */
+	/* Who held an mmap_lock when its waits began (rows are per holder; other locks have none):
+	 * the holder, and under it its mode and operation, in one column so the table still fits
+	 * 1400 px. */
+	const heldFor = r => r.holder_mode === "unknown" ? "unknown: no holder named" : r.holder_mode + ": " + r.holder_op;
 	if (lk.rows.some(r => r.holder_mode)) {
 		cols.push({key: "holder", label: "mmap_lock holder", get: r => !r.holder_mode ? "" : r.holder_pid === null ? "–"
-			: (r.holder_comm || "?") + " (" + r.holder_pid + (r.holder_tid !== null && r.holder_tid !== r.holder_pid ? ", thread " + r.holder_tid : "") + ")"});
-		cols.push({key: "hmode", label: "mode", get: r => r.holder_mode, cls: v => v === "unknown" ? "unk" : "",
-			tip: v => v === "read" ? "one of the readers, named as a hint" : v === "unknown" ? "no holder could be named" : ""});
-		cols.push({key: "hop", label: "holder op", get: r => r.holder_op, cls: v => v === "unknown" ? "unk" : "",
-			tip: v => HOLDER_OPS[v] || ""});
+			: (r.holder_comm || "?") + " (" + r.holder_pid + ")",
+			node: (v, r) => {
+				const d = el("div", v);
+				if (r.holder_mode) d.append(el("div", heldFor(r), "muted held" + (r.holder_mode === "unknown" ? " unk" : "")));
+				return d;
+			},
+			tip: (v, r) => !r.holder_mode ? "" : (r.holder_tid !== null ? "thread " + r.holder_tid + "; " : "") +
+				(r.holder_mode === "read" ? "read (one of the readers, named as a hint)" : r.holder_mode) + ": " +
+				(HOLDER_OPS[r.holder_op] || r.holder_op)});
 	}
 	state.sort.locks = state.sort.locks || {key: "total", asc: false};
 	c.append(table("locks", cols, lk.rows, null, "no lock was contended in this range"));

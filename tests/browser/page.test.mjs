@@ -23,16 +23,27 @@
 //       runs of a copy named "shortlived") reads "not sampled" in its split cells, never 0 or exact
 //   range_and_view_in_the_url                         a preset lands in the URL and survives a reload;
 //       the from/to fields follow it
+//   waited_behind_not_collected_on_the_defaults       the workload's view says its mmap_lock holders
+//       are not collected (and which --collectors would), no table, no chart; its charts fit their
+//       cards at 1400 and 800 px
 //   no_console_errors                                 nothing logged as an error, no page error
+// With HOLDER_PID set (test_browser.sh's second run: the contention collector on, holder_workload
+// run), these instead:
+//   waited_behind_names_the_mprotect_holder           the view of pid HOLDER_PID has a "Waited behind"
+//       row of holder_workload (HOLDER_PID) holding mmap_lock for write doing mprotect, and its
+//       chart a non-zero mprotect series
+//   waited_behind_chart_fits_its_card_at_1400_and_800 that view's charts inside their cards
+//   locks_view_names_mmap_lock_holders                the Lock contention view's holder column
+//   no_console_errors
 // Screenshots of each view go to $SHOTS (dark, and the overview also light).
 // Usage: node page.test.mjs PATH/TO/playwright-core/index.mjs (environment: URL, SHOTS, WL_PID,
-// WL_START, XSS_NAME, SHORT_NAME, CHROMIUM).
+// WL_START, XSS_NAME, SHORT_NAME, CHROMIUM; or URL, SHOTS, CHROMIUM, HOLDER_PID).
 import fs from "fs";
 import os from "os";
 import path from "path";
 
 const {chromium} = await import(process.argv[2]);
-const {URL, SHOTS, WL_PID, WL_START, XSS_NAME, CHROMIUM, SHORT_NAME} = process.env;
+const {URL, SHOTS, WL_PID, WL_START, XSS_NAME, CHROMIUM, SHORT_NAME, HOLDER_PID} = process.env;
 const WINDOW_WAIT_MS = 40000;
 
 let failed = 0;
@@ -102,10 +113,6 @@ async function fallbacksBlind() {
 	return /another probe/.test(c.reason) ? c.reason : null;
 }
 
-const loadedAt = Date.now() / 1000;
-await navigate(() => page.goto(URL));
-await ready();
-
 /* Polls the API until @fn(reply) returns a value (then returns it), for up to @ms. */
 async function until(url, fn, ms) {
 	const end = Date.now() + ms;
@@ -115,6 +122,31 @@ async function until(url, fn, ms) {
 		await new Promise(r => setTimeout(r, 300));
 	}
 }
+
+/* Every chart's canvas inside its card, and the card inside the viewport's width. */
+const chartsOutside = () => page.evaluate(() => {
+	const bad = [];
+	for (const [id, u] of Object.entries(window.mmlockd.charts)) {
+		if (!u.root.isConnected) continue;
+		const card = u.root.parentElement.getBoundingClientRect();
+		const c = u.root.querySelector("canvas").getBoundingClientRect();
+		if (c.left < card.left - 0.5 || c.right > card.right + 0.5 || card.right > document.documentElement.clientWidth + 0.5)
+			bad.push(id + ": canvas " + Math.round(c.left) + ".." + Math.round(c.right) + " in card " +
+				Math.round(card.left) + ".." + Math.round(card.right));
+	}
+	return bad;
+});
+
+/* The second run of test_browser.sh (HOLDER_PID set): a daemon with the contention collector and
+ * holder_workload, for the process view's "Waited behind" only. */
+if (HOLDER_PID) {
+	await holderChecks();
+	await finish();
+}
+
+const loadedAt = Date.now() / 1000;
+await navigate(() => page.goto(URL));
+await ready();
 
 let blind = null;
 await check("overview_shows_nonzero_faults_and_fallback_share", async () => {
@@ -152,20 +184,6 @@ await check("overview_shows_nonzero_faults_and_fallback_share", async () => {
 	const stat = await page.locator(".stat", {hasText: "faults/s over the range"}).innerText();
 	if (/^\s*(0|–)\s/.test(stat)) return "the faults/s card reads " + JSON.stringify(stat);
 	return null;
-});
-
-/* Every chart's canvas inside its card, and the card inside the viewport's width. */
-const chartsOutside = () => page.evaluate(() => {
-	const bad = [];
-	for (const [id, u] of Object.entries(window.mmlockd.charts)) {
-		if (!u.root.isConnected) continue;
-		const card = u.root.parentElement.getBoundingClientRect();
-		const c = u.root.querySelector("canvas").getBoundingClientRect();
-		if (c.left < card.left - 0.5 || c.right > card.right + 0.5 || card.right > document.documentElement.clientWidth + 0.5)
-			bad.push(id + ": canvas " + Math.round(c.left) + ".." + Math.round(c.right) + " in card " +
-				Math.round(card.left) + ".." + Math.round(card.right));
-	}
-	return bad;
 });
 
 await check("every_chart_fits_its_card_at_1400_and_800", async () => {
@@ -407,6 +425,23 @@ await check("opening_a_process_shows_its_charts", async () => {
 	return null;
 });
 
+await check("waited_behind_not_collected_on_the_defaults", async () => {
+	/* The defaults run no contention collector: the workload's view says what would collect
+	 * whom it waited behind, draws no chart of zeros, and its charts fit at 1400 and 800 px. */
+	if ((await (await fetch(URL + "api/v1/status")).json()).collectors.some(c => c.name === "contention" && c.state === "running"))
+		return "the contention collector runs on the defaults";
+	const r = await (await fetch(URL + "api/v1/top?" + new URLSearchParams({pid: WL_PID, since: 0, limit: 1, fields: "minflt"}))).json();
+	if (!r.rows.length) return "the workload is not stored";
+	const hash = "process/" + WL_PID + "/" + r.rows[0].start_time.toFixed(3);
+	await gotoView(hash);
+	const text = await page.textContent("#p-behind");
+	if (!/not collected/.test(text) || !text.includes("--collectors") || !text.includes("contention"))
+		return "its waited-behind section reads " + JSON.stringify(text.slice(0, 200));
+	if (await chartData("p-behind-ops")) return "it draws a waited-behind chart";
+	if (await page.$("#p-behind-holders")) return "it shows a waited-behind table";
+	return fitsAt1400And800("process-not-collected");
+});
+
 await check("units_and_locks_views_render", async () => {
 	await gotoView("units");
 	const rows = await page.locator("#units tbody tr.click").count();
@@ -482,12 +517,109 @@ await shot("overview-15min");
 	await light.close();
 }
 
-await check("no_console_errors", async () => {
-	if (external.length) return "requests outside the daemon: " + external.slice(0, 3).join(", ");
-	return errors.length ? errors.slice(0, 5).join("; ") : null;
-});
+await finish();
 
-await ctx.close();
-for (const d of [userDir + "-dark", userDir + "-light", userDir])
-	fs.rmSync(d, {recursive: true, force: true});
-process.exit(failed ? 1 : 0);
+/* The last check (nothing logged as an error, nothing loaded from elsewhere), then the browser's
+ * end; exits with the status of the checks. */
+async function finish() {
+	await check("no_console_errors", async () => {
+		if (external.length) return "requests outside the daemon: " + external.slice(0, 3).join(", ");
+		return errors.length ? errors.slice(0, 5).join("; ") : null;
+	});
+	await ctx.close();
+	for (const d of [userDir + "-dark", userDir + "-light", userDir])
+		fs.rmSync(d, {recursive: true, force: true});
+	process.exit(failed ? 1 : 0);
+}
+
+/* The rows of the process view's "Waited behind" table, by column name. */
+function behindRows() {
+	return page.evaluate(() => {
+		const t = document.getElementById("p-behind-holders");
+		if (!t) return null;
+		const heads = [...t.querySelectorAll("thead th")].map(th => th.textContent);
+		return [...t.querySelectorAll("tbody tr")].map(tr => {
+			const r = {};
+			[...tr.children].forEach((td, i) => { r[heads[i] || "cell" + i] = td.textContent; });
+			return r;
+		});
+	});
+}
+
+/* Every chart of the view shown inside its card at 800 and at 1400 px, after a resize and after
+ * a fresh load at that width, and no sideways scrolling; a screenshot of each as @name-800/-1400. */
+async function fitsAt1400And800(name) {
+	for (const [w, h] of [[800, 900], [1400, 1000]]) {
+		await page.setViewportSize({width: w, height: h});
+		await page.waitForTimeout(500);
+		let bad = await chartsOutside();
+		if (bad.length) return w + " px, resized: " + bad.slice(0, 3).join("; ");
+		await navigate(() => page.reload());
+		await page.waitForFunction(() => document.getElementById("view").dataset.state === "ready", null, {timeout: 20000});
+		await page.waitForTimeout(500);
+		bad = await chartsOutside();
+		if (bad.length) return w + " px, loaded: " + bad.slice(0, 3).join("; ");
+		const over = await page.evaluate(() => document.documentElement.scrollWidth - innerWidth);
+		if (over > 0) return w + " px: the page scrolls sideways by " + over + " px";
+		await shot(name + "-" + w);
+	}
+	return null;
+}
+
+/* The second run (test_browser.sh): mmlockd with the contention collector while holder_workload
+ * (pid HOLDER_PID) ran, its fault threads waiting for mmap_lock behind its mprotect thread. */
+async function holderChecks() {
+	await navigate(() => page.goto(URL));
+	await ready();
+	const st = await (await fetch(URL + "api/v1/status")).json();
+	const c = (st.collectors || []).find(x => x.name === "contention");
+	if (!c || c.state !== "running") {
+		console.log("# SKIP the holder checks: the contention collector is " + (c ? c.state + " (" + c.reason + ")" : "missing"));
+		return;
+	}
+	let start = null;
+	await check("waited_behind_names_the_mprotect_holder", async () => {
+		/* Its windows stored, with a wait behind its mprotect thread. */
+		const rows = await until("api/v1/locks?" + new URLSearchParams({pid: HOLDER_PID, since: 0, top: 1000}),
+			r => r.rows.some(x => x.holder_op === "mprotect" && x.holder_mode === "write") ? r.rows : null, WINDOW_WAIT_MS);
+		if (!rows) return "the store has no wait of pid " + HOLDER_PID + " behind an mprotect held for write";
+		start = rows[0].start_time;
+		await gotoView("process/" + HOLDER_PID + "/" + start.toFixed(3));
+		const t = await behindRows();
+		console.log("# waited behind: " + JSON.stringify((t || []).slice(0, 4)));
+		if (!t) return "the process view has no waited-behind table: " + (await page.textContent("#p-behind")).slice(0, 200);
+		const row = t.find(r => r.op === "mprotect" && r.mode === "write");
+		if (!row) return "no row of a write holder doing mprotect";
+		if (!row.holder.startsWith("holder_workload (" + HOLDER_PID + ")")) return "the mprotect holder reads " + JSON.stringify(row.holder);
+		if (!(parseFloat(row.waits.replace(/,/g, "")) > 0) || row["total wait"] === "0") return "its row has no wait: " + JSON.stringify(row);
+		const sum = await page.textContent("#p-behind-summary");
+		if (!/waits for mmap_lock/.test(sum)) return "the summary reads " + JSON.stringify(sum);
+		/* The chart: the wait behind mprotect, non-zero; only operations that waited. */
+		const ch = await page.evaluate(() => {
+			const u = window.mmlockd.charts["p-behind-ops"];
+			return u && u.root.isConnected ? u.series.slice(1).map(s => s.label) : null;
+		});
+		if (!ch) return "no waited-behind chart";
+		if (!ch.includes("mprotect")) return "the chart has no mprotect series: " + ch.join(", ");
+		const d = await chartData("p-behind-ops");
+		if (!nonzero(d.data[1 + ch.indexOf("mprotect")])) return "its mprotect series is all zero";
+		return null;
+	});
+	await check("waited_behind_chart_fits_its_card_at_1400_and_800", async () => {
+		if (start === null) return "no process view to look at";
+		return fitsAt1400And800("process-waited-behind");
+	});
+	await check("locks_view_names_mmap_lock_holders", async () => {
+		await gotoView("locks");
+		const cells = await page.evaluate(() => {
+			const t = document.getElementById("locks");
+			const i = [...t.querySelectorAll("thead th")].findIndex(th => th.textContent.startsWith("mmap_lock holder"));
+			return i < 0 ? null : [...t.querySelectorAll("tbody tr")].map(tr => tr.children[i].textContent);
+		});
+		await shot("locks-holders");
+		if (!cells) return "no mmap_lock holder column";
+		if (!cells.some(x => x.includes("(" + HOLDER_PID + ")") && x.includes("write: mprotect")))
+			return "no row names holder_workload's mprotect: " + JSON.stringify(cells.slice(0, 4));
+		return null;
+	});
+}
