@@ -8,15 +8,15 @@
  *
  * The holder of an mmap_lock wait is read where the wait begins (lock:contention_begin):
  *   write  a task held the lock for write: on the BPF source the rwsem's owner field (the
- *          writer's task_struct, 6.12 kernel/locking/rwsem.c), checked unchanged after its pid,
- *          mm, flags and system call were read; on the perf path the last successful write
+ *          writer's task_struct, 6.12 kernel/locking/rwsem.c), looked up by its pid before its
+ *          mm, flags and system call are read; on the perf path the last successful write
  *          acquisition of that mm not yet released or downgraded
  *   read   readers held it and one of them is named: on the BPF source the owner field's reader
  *          hint (the last reader to take it, RWSEM_READER_OWNED, kept while the count still shows
  *          readers and the task still lives with that pid); on the perf path the last reader whose
  *          hold has not ended. Other readers may hold it too: a reader is a hint, a writer is not
- *   none   nothing could be named: the owner field was empty or changed while it was read (the
- *          holder released or exited), a reader hint that no reader backs, or (perf) no
+ *   none   nothing could be named: the owner field was empty (the holder let go as the wait
+ *          began), its task no longer lives, a reader hint that no reader backs, or (perf) no
  *          acquisition of the hold was seen (it began before mmlockd did, or a record was lost)
  * What the holder was doing is an enum mm_lock_source: on the perf path the classification of
  * the holder's acquisition callchain (plugins/faults.c); on the BPF source the holder's system

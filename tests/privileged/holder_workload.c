@@ -11,7 +11,10 @@
  *                     back to mmap_lock and wait for it behind this thread
  * With --smaps PID it is something else: one process that reads /proc/PID/smaps_rollup in a loop
  * (mmap_lock of PID held for read through each walk), named "smapsreader": a remote reader
- * that PID's writers wait behind.
+ * that PID's writers wait behind; it stops when PID is gone. With --vmas N: one thread maps N
+ * one-page VMAs that cannot merge (alternate protections), touches them, sleeps --seconds and
+ * exits: exit_mmap() then removes them under mmap_lock held for write, a holder that exits
+ * while a reader of its smaps waits.
  *
  * It runs for --seconds, writes its pid to --pid-file once started and prints one summary line
  * (with the mprotect thread's tid, and every thread's but the timer's).
@@ -44,7 +47,8 @@ struct opts {
 	unsigned long region_mb;
 	double seconds;
 	const char *pid_file;
-	long smaps_pid; /* 0: the fault workload */
+	long smaps_pid;	    /* 0: the fault workload */
+	unsigned long vmas; /* 0: the fault workload */
 };
 
 static atomic_bool stop;
@@ -119,10 +123,11 @@ static void read_smaps(long pid)
 static void usage(FILE *f)
 {
 	fprintf(f, "Usage: holder_workload [--seconds S] [--fault-threads N] [--region-mb M]\n"
-		   "                       [--pid-file PATH] [--smaps PID]\n"
+		   "                       [--pid-file PATH] [--smaps PID] [--vmas N]\n"
 		   "N threads faulting on an M MiB region (defaults 2, 64) while one thread\n"
 		   "mprotects chunks of it, for S seconds (default 4); with --smaps, read\n"
-		   "/proc/PID/smaps_rollup in a loop instead.\n");
+		   "/proc/PID/smaps_rollup in a loop instead; with --vmas, map N one-page VMAs,\n"
+		   "sleep S seconds and exit.\n");
 }
 
 static int parse(int argc, char **argv, struct opts *o)
@@ -133,12 +138,13 @@ static int parse(int argc, char **argv, struct opts *o)
 		{"region-mb", required_argument, NULL, 'm'},
 		{"pid-file", required_argument, NULL, 'p'},
 		{"smaps", required_argument, NULL, 'r'},
+		{"vmas", required_argument, NULL, 'v'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
 	int c;
 
-	*o = (struct opts){2, 64, 4.0, NULL, 0};
+	*o = (struct opts){2, 64, 4.0, NULL, 0, 0};
 	while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
 		char *end;
 		unsigned long v;
@@ -151,13 +157,17 @@ static int parse(int argc, char **argv, struct opts *o)
 		case 't':
 		case 'm':
 		case 'r':
+		case 'v':
 			v = strtoul(optarg, &end, 10);
-			if (*end || !v || (c == 't' && v > MAX_THREADS) || (c == 'm' && v > 4096))
+			if (*end || !v || (c == 't' && v > MAX_THREADS) || (c == 'm' && v > 4096) ||
+			    (c == 'v' && v > 1000000))
 				goto bad;
 			if (c == 't')
 				o->fault_threads = (unsigned)v;
 			else if (c == 'm')
 				o->region_mb = v;
+			else if (c == 'v')
+				o->vmas = v;
 			else
 				o->smaps_pid = (long)v;
 			break;
@@ -176,6 +186,19 @@ static int parse(int argc, char **argv, struct opts *o)
 bad:
 	usage(stderr);
 	return -1;
+}
+
+/* --vmas: @n one-page mappings, every other one read-only so that none merges. */
+static void map_vmas(unsigned long n)
+{
+	for (unsigned long i = 0; i < n; i++) {
+		int prot = i % 2 ? PROT_READ : PROT_READ | PROT_WRITE;
+		char *p = mmap(NULL, page, prot, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (p == MAP_FAILED)
+			die("mmap");
+		if (prot & PROT_WRITE)
+			p[0] = 1;
+	}
 }
 
 static void *timer(void *arg)
@@ -204,6 +227,13 @@ int main(int argc, char **argv)
 	}
 	if (pthread_create(&tids[n++], NULL, timer, &o.seconds))
 		die("pthread_create");
+	if (o.vmas) {
+		map_vmas(o.vmas);
+		pthread_join(tids[0], NULL);
+		printf("holder_workload: pid %d vmas %lu, exiting\n", (int)getpid(), o.vmas);
+		fflush(stdout);
+		return 0;
+	}
 	if (o.smaps_pid) {
 		read_smaps(o.smaps_pid);
 		pthread_join(tids[0], NULL);

@@ -22,13 +22,22 @@
 #             reading its /proc/PID/smaps_rollup in a loop: mmap_lock held for read from outside.
 #             On each source, at least READER_SHARE (50%) of the mprotect thread's wait (rwsem:W
 #             from do_mprotect_pkey) is behind the reader's pid, mode read, op remote
+#   exit      a process maps 30000 one-page VMAs (mmap_lock held for write at each mmap) and
+#             exits while a reader of its smaps_rollup runs: on each source the reader's waits
+#             on its mm are behind it as a writer, named with its name although it exited
+#             before its window was stored, or behind the reader itself (the last reader in),
+#             or unnamed; never another process. (exit_mmap() itself holds the lock only once
+#             no one else can take it: a reader needs a reference to the mm.)
 #   perf      (where perf is installed) `perf record -a` of the same tracepoints during the
 #             first run, paired by the test (pair.py): the workload's rwsem waits on its own
 #             mmap_lock, each behind the thread holding it for write at the begin. The waits
 #             behind the mprotect thread agree with the perf daemon's within 1% + 3 (the same
-#             events, paired independently) and the BPF daemon's within 5% + 3 (it reads the
-#             lock's owner field instead: a wait that begins as the writer lets go can fall
-#             either side)
+#             events, paired independently: seen -0.03..+0.20%), their wait time with the BPF
+#             daemon's within 8% (it reads the lock's owner field when its program runs, after
+#             the handlers of the two perf tracers on the same tracepoint, the perf daemon's
+#             with a callchain: a wait that begins within those microseconds of the writer's
+#             release finds the field empty; seen -3.4..-4.0% of the time, -3.5..-9.8% of the
+#             waits, the short ones)
 # The sums over holders are the rows test_bpf_locks.sh and test_locks.sh compare with perf lock
 # contention: the holder only splits them.
 #
@@ -101,7 +110,19 @@ SPID=$(cat "$TMP/smaps.pid")
 wait "$SPID_JOB" || fatal "holder_workload failed: $(tail -n 2 "$TMP/smaps.out")"
 cat "$TMP/smaps.out" "$TMP/reader.out"
 RPID=$(cat "$TMP/reader.pid")
-STID=$(sed -n 's/.*mprotect_tid \([0-9]*\).*/\1/p' "$TMP/smaps.out")
+
+# A holder that exits: a process maps 30000 one-page VMAs (mmap_lock held for write at each
+# call), sleeps a second and exits, while a reader of its smaps_rollup waits behind it; the
+# holder is gone long before the window is stored.
+"$WORKLOAD" --vmas 30000 --seconds 1 --pid-file "$TMP/exit.pid" >"$TMP/exit.out" 2>&1 &
+EXIT_JOB=$!
+for _ in $(seq 50); do [ -s "$TMP/exit.pid" ] && break; sleep 0.1; done
+XPID=$(cat "$TMP/exit.pid")
+"$WORKLOAD" --seconds 20 --smaps "$XPID" --pid-file "$TMP/xreader.pid" >"$TMP/xreader.out" 2>&1 ||
+	fatal "the smaps reader failed: $(tail -n 2 "$TMP/xreader.out")"
+wait "$EXIT_JOB" || fatal "holder_workload --vmas failed: $(tail -n 2 "$TMP/exit.out")"
+cat "$TMP/exit.out" "$TMP/xreader.out"
+XRPID=$(cat "$TMP/xreader.pid")
 
 sleep 2.5 # two windows: every wait is delivered
 for name in perf bpf; do
@@ -111,11 +132,12 @@ for name in perf bpf; do
 	sigterm_mmlockd
 done
 
-python3 - "$TMP" "$MPID" "$MTID" "$SPID" "$STID" "$RPID" "$MIN_SHARE" "$READER_SHARE" "$MIN_ALL" \
-	>"$TMP/compare.txt" 2>&1 <<'EOF'
+python3 - "$TMP" "$MPID" "$MTID" "$SPID" "$XPID" "$RPID" "$MIN_SHARE" "$READER_SHARE" "$MIN_ALL" \
+	"$XRPID" >"$TMP/compare.txt" 2>&1 <<'EOF'
 import sqlite3, sys
 
-tmp, mpid, mtid, spid, stid, rpid = sys.argv[1], *map(int, sys.argv[2:7])
+tmp, mpid, mtid, spid, xpid, rpid = sys.argv[1], *map(int, sys.argv[2:7])
+xrpid = int(sys.argv[10])
 min_share, reader_share, min_all = float(sys.argv[7]), float(sys.argv[8]), float(sys.argv[9])
 failed = 0
 
@@ -174,6 +196,24 @@ for src in ("perf", "bpf"):
           "as a remote reader (at least %.0f%%)" % (src, total / 1e6,
                                                      100.0 * behind / max(total, 1), rpid,
                                                      100 * reader_share))
+
+    # The reader of the exiting process: its waits on that process's mm are behind it (its
+    # mmap calls, named with its name although it exited before the window was stored), or
+    # behind the reader itself as the last reader in, or unnamed; never anyone else.
+    r = [x for x in con.execute(
+        "SELECT holder_mode, holder_pid, holder_comm, holder_op, sum(contended), "
+        "sum(total_wait_ns) FROM lock_stats WHERE pid = ? AND lock = 'mmap_lock' AND "
+        "lock_pid = ? GROUP BY 1, 2, 3, 4 ORDER BY 6 DESC", (xrpid, xpid))]
+    for x in r[:6]:
+        print("  reader of the exiting process: %-7s %6s %-16s %-9s %6d %10.3f ms" % (
+            x[0], x[1], x[2], x[3], x[4], x[5] / 1e6))
+    named = [x for x in r if x[0] != "unknown"]
+    behind = sum(x[5] for x in named if x[1] == xpid and x[2] == "holder_workload"
+                 and x[0] == "write")
+    others = [x for x in named if x[1] not in (xpid, xrpid)]
+    check(behind > 0 and not others,
+          "%s: the reader of an exiting process waited %.3f ms behind it as a writer, named "
+          "after it exited; no other holder named (%s)" % (src, behind / 1e6, others[:3]))
 sys.exit(1 if failed else 0)
 EOF
 rc=$?
@@ -241,16 +281,21 @@ tmp, mpid, mtid, pn, pw, lost = sys.argv[1], *map(int, sys.argv[2:7])
 failed = 0
 print("perf record, paired by the test: %d waits of the workload behind its mprotect thread, "
       "%.3f ms (%d lost records)" % (pn, pw / 1e6, lost))
-for src, tol in (("perf", 0.01), ("bpf", 0.05)):
+for src in ("perf", "bpf"):
     con = sqlite3.connect("file:%s/%s.db?mode=ro" % (tmp, src), uri=True)
     n, w = con.execute("SELECT coalesce(sum(contended), 0), coalesce(sum(total_wait_ns), 0) "
                        "FROM lock_stats WHERE pid = ? AND lock = 'mmap_lock' AND "
                        "holder_mode = 'write' AND holder_tid = ?", (mpid, mtid)).fetchone()
-    ok = pn > 0 and not lost and abs(n - pn) <= tol * pn + 3
+    if src == "perf":
+        ok = pn > 0 and not lost and abs(n - pn) <= 0.01 * pn + 3
+        what = "%+.2f%% of the waits; at most 1%% + 3" % (100.0 * (n - pn) / max(pn, 1))
+    else:
+        ok = pn > 0 and not lost and abs(w - pw) <= 0.08 * pw
+        what = "%+.2f%% of the wait time (%+.2f%% of the waits); at most 8%% of the time" % (
+            100.0 * (w - pw) / max(pw, 1), 100.0 * (n - pn) / max(pn, 1))
     failed += not ok
-    print("%s: %s: %d waits behind the mprotect thread, %.3f ms (%+.2f%%; at most %.0f%% + 3 "
-          "from the pairing)" % ("PASS" if ok else "FAIL", src, n, w / 1e6,
-                                 100.0 * (n - pn) / max(pn, 1), 100 * tol))
+    print("%s: %s: %d waits behind the mprotect thread, %.3f ms (%s from the pairing)" % (
+        "PASS" if ok else "FAIL", src, n, w / 1e6, what))
 sys.exit(1 if failed else 0)
 EOF
 	prc=$?
