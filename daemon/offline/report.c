@@ -218,12 +218,13 @@ static int report_locks(const struct args *a)
 	}
 	n = filter_locks(a, rows, n, procs, nprocs);
 	free(procs);
-	if (!n)
-		fprintf(stderr,
-			"mmlockd report: no lock contention stored in %s for that range%s\n", a->db,
-			a->pid || a->cgroup || a->comm ? " and filter" : "");
 	if (a->waits)
 		n = mm_lock_rows_by_holder(rows, n);
+	if (!n)
+		fprintf(stderr, "mmlockd report: no %s stored in %s for that range%s%s\n",
+			a->waits ? "mmap_lock wait" : "lock contention", a->db,
+			a->pid || a->cgroup || a->comm ? " and filter" : "",
+			" (the contention collector stores them)");
 	if (a->fo.format == MM_FAULT_JSON) {
 		/* The rows as GET /api/v1/locks gives them: every field of the table and more. */
 		struct mm_buf b = MM_BUF_INIT;
