@@ -1085,8 +1085,8 @@ static __always_inline __u32 op_of_syscall(long nr)
  * stack are freed only an RCU grace period after it has exited, and this program runs inside an
  * RCU read-side section: so it is read as it is, with no lookup and no reference taken. (With
  * the holder read, on_contention took 3.9 us a run on bench mix against 2.3 us before, 1.7-2.0
- * against 1.5 us on swapin, bpf_stats, 2026-12-06; with or without bpf_task_from_pid for
- * writers alike: the holder's task and stack lines, hot on another CPU, are what it costs.) A
+ * against 1.5 us on swapin, bpf_stats, 2026-12-06, with or without bpf_task_from_pid for
+ * writers alike; where the rest goes was not measured.) A
  * writer that lets go meanwhile is still the one the wait began behind (checking that it still
  * owned the lock lost 6.6% of the waits behind holder_workload's mprotect thread against a
  * pairing of the events, test_holders.sh); what it does is read a moment later. A reader hint

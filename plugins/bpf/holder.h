@@ -8,9 +8,10 @@
  *
  * The holder of an mmap_lock wait is read where the wait begins (lock:contention_begin):
  *   write  a task held the lock for write: on the BPF source the rwsem's owner field (the
- *          writer's task_struct, 6.12 kernel/locking/rwsem.c), looked up by its pid before its
- *          mm, flags and system call are read; on the perf path the last successful write
- *          acquisition of that mm not yet released or downgraded
+ *          writer's task_struct, 6.12 kernel/locking/rwsem.c; it held the lock when the field
+ *          was read, so its memory outlives the program's RCU section) and its mm, flags and
+ *          system call; on the perf path the last successful write acquisition of that mm not
+ *          yet released or downgraded
  *   read   readers held it and one of them is named: on the BPF source the owner field's reader
  *          hint (the last reader to take it, RWSEM_READER_OWNED, kept while the count still shows
  *          readers and the task still lives with that pid); on the perf path the last reader whose
