@@ -752,6 +752,8 @@ static void test_fed_waits_keep_the_kernels_holder(void)
 				 .holder_tid = 22,
 				 .holder_mode = 2, /* MM_HOLDER_READ */
 				 .holder_op = 14,  /* MM_SRC_REMOTE */
+				 .ips = cc_fault,
+				 .nr_ips = N(cc_fault),
 				 .contended = 2,
 				 .wait_ns = 3000,
 				 .max_ns = 2000,
