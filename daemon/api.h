@@ -16,8 +16,8 @@ void mm_api_processes(const struct mm_snapshot *s, struct mm_buf *out);
 /* A JSON array of lock contention rows (GET /api/v1/locks), one object per row with the keys of
  * the lock_stats view: pid, start_time, comm, type, caller, lock, lock_pid (null unless the lock
  * is an mmap_lock), holder_mode, holder_pid, holder_tid, holder_comm, holder_op (who held an
- * mmap_lock when the waits began: "" and null for other locks), contended, total_wait_ns, max_wait_ns, min_wait_ns, avg_wait_ns, p50_wait_ns,
- * p90_wait_ns, p99_wait_ns. */
+ * mmap_lock when the waits began: "" and null for other locks), contended, total_wait_ns,
+ * max_wait_ns, min_wait_ns, avg_wait_ns, p50_wait_ns, p90_wait_ns, p99_wait_ns. */
 void mm_api_locks(const struct mm_snap_lock *rows, size_t n, struct mm_buf *out);
 
 #endif

@@ -1280,13 +1280,13 @@ int mm_store_history_json(struct mm_store *st, int pid, double since_s, double u
 	return r;
 }
 
-/* Copies column @i (TEXT or NULL) of the current row of @s into @dst of @size bytes. */
 /* A pid column, -1 for NULL. */
 static int32_t column_pid(sqlite3_stmt *s, int i)
 {
 	return sqlite3_column_type(s, i) == SQLITE_NULL ? -1 : (int32_t)sqlite3_column_int64(s, i);
 }
 
+/* Copies column @i (TEXT or NULL) of the current row of @s into @dst of @size bytes. */
 static void column_text(sqlite3_stmt *s, int i, char *dst, size_t size)
 {
 	const unsigned char *t = sqlite3_column_text(s, i);

@@ -377,22 +377,19 @@ static struct mm_owner *find_owner(struct state *st, uint64_t mm)
 	return mm_htab_get(&st->owners, &key, false, 0);
 }
 
-/* The holder of @mm's mmap_lock for a wait beginning now (perf path): its writer, else the
- * latest reader still holding it (of the last MAX_READERS), else MM_HOLDER_UNKNOWN. */
-static struct holder holder_of(struct state *st, uint64_t mm)
+/* Names @k's mmap_lock from @o, what the mmap_lock events taught of its mm (NULL: nothing): its
+ * owner, and the holder for a wait beginning now (perf path): the writer, else the latest reader
+ * still holding it (of the last MAX_READERS), else MM_HOLDER_UNKNOWN. */
+static unsigned name_mmap_lock(const struct mm_owner *o, struct key *k)
 {
-	const struct mm_owner *o = mm ? find_owner(st, mm) : NULL;
+	k->lock = o ? (uint64_t)o->pid + 1 : 0;
 	if (o && o->writer.pid)
-		return o->writer;
-	if (o && o->nreaders)
-		return o->reader[o->nreaders - 1];
-	return (struct holder){.mode = MM_HOLDER_UNKNOWN, .op = MM_SRC_UNKNOWN};
-}
-
-static uint64_t owner_of(struct state *st, uint64_t mm)
-{
-	struct mm_owner *o = find_owner(st, mm);
-	return o ? (uint64_t)o->pid + 1 : 0;
+		k->holder = o->writer;
+	else if (o && o->nreaders)
+		k->holder = o->reader[o->nreaders - 1];
+	else
+		k->holder = (struct holder){.mode = MM_HOLDER_UNKNOWN, .op = MM_SRC_UNKNOWN};
+	return LOCK_MMAP;
 }
 
 /* Names the lock at @addr for a wait of @t with @flags: sets k->lock and the kind. */
@@ -411,17 +408,12 @@ static unsigned name_lock(struct state *st, struct mm_host *h, struct thread *t,
 			else if (st->mmap_off != off)
 				mm_host_global_add(h, st->g_offset, 1);
 		}
-		k->lock = owner_of(st, t->mmap_mm);
-		k->holder = holder_of(st, t->mmap_mm);
-		return LOCK_MMAP;
+		return name_mmap_lock(find_owner(st, t->mmap_mm), k);
 	}
 	if (st->mmap_off) {
-		uint64_t owner = owner_of(st, addr - (uint64_t)st->mmap_off);
-		if (owner) {
-			k->lock = owner;
-			k->holder = holder_of(st, addr - (uint64_t)st->mmap_off);
-			return LOCK_MMAP;
-		}
+		const struct mm_owner *o = find_owner(st, addr - (uint64_t)st->mmap_off);
+		if (o)
+			return name_mmap_lock(o, k);
 	}
 	k->lock = addr;
 	return LOCK_ADDR;

@@ -939,7 +939,8 @@ static void compare_holders(struct cmp *c, const struct mm_proc_stats *x,
 		snprintf(metric, sizeof(metric), "waited behind %s ms%s", mm_lock_source_name(op),
 			 c->rates ? " /s" : "");
 		add_real_of(c, metric, (double)nx[op] / 1e6 / (c->rates ? c->secs[0] : 1),
-			    (double)ny[op] / 1e6 / (c->rates ? c->secs[1] : 1), "%.3f", known, exact);
+			    (double)ny[op] / 1e6 / (c->rates ? c->secs[1] : 1), "%.3f", known,
+			    exact);
 	}
 }
 
