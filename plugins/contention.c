@@ -74,6 +74,7 @@
 #define MAX_READERS	    4		/* read holds of one mm remembered at once (the latest) */
 #define MAX_SNAP_CALLERS    256		/* call sites put in each snapshot (for /metrics) */
 #define IP_CACHE	    4096	/* direct-mapped cache of frame classifications */
+#define SRC_CACHE	    1024	/* direct-mapped cache of callchains' holder operations */
 #define MMAP_LOCK_OFF_MAX   4096	/* plausible offsetof(struct mm_struct, mmap_lock) */
 #define IDLE_TID	    0x80000000u /* tid 0 gets one pseudo-thread per CPU */
 #define STATIC_LOCK_MAX_OFF 16384	/* a lock named "sym+off" lies at most this far in sym */
@@ -298,6 +299,10 @@ struct state {
 	uint64_t window_rows;  /* rows with a real lock in the window (not LOCK_OTHER) */
 	int64_t mmap_off;      /* offsetof(struct mm_struct, mmap_lock); 0 until learned */
 	struct ip_class ipc[IP_CACHE];
+	struct {
+		uint64_t hash; /* of the callchain; 0: empty */
+		uint16_t op;
+	} src[SRC_CACHE];
 };
 
 static uint32_t thread_id(const struct mm_sample *s)
@@ -593,6 +598,23 @@ static void on_start_locking(void *state, struct mm_host *h, const struct mm_sam
 		mm_host_global_add(h, st->g_threads, 1);
 }
 
+/* What the holder of an acquisition does: its callchain classified (mm_lock_source_of_sample(),
+ * a symbol lookup and a table of names per frame), once per distinct callchain: a process's
+ * acquisitions come from a few call paths. */
+static uint16_t op_of(struct state *st, struct mm_host *h, const struct mm_sample *s)
+{
+	uint64_t hash = 0xcbf29ce484222325ull;
+	for (uint64_t i = 0; i < s->nr_ips; i++)
+		hash = (hash ^ s->ips[i]) * 0x100000001b3ull;
+	hash |= 1; /* never 0, the empty slot's */
+	unsigned i = (unsigned)(hash >> 40) & (SRC_CACHE - 1);
+	if (st->src[i].hash != hash) {
+		st->src[i].hash = hash;
+		st->src[i].op = (uint16_t)mm_lock_source_of_sample(h, s);
+	}
+	return st->src[i].op;
+}
+
 static void on_acquired(void *state, struct mm_host *h, const struct mm_sample *s)
 {
 	struct state *st = state;
@@ -609,7 +631,7 @@ static void on_acquired(void *state, struct mm_host *h, const struct mm_sample *
 		struct holder me = {.pid = s->pid + 1,
 				    .tid = tid,
 				    .mode = write ? MM_HOLDER_WRITE : MM_HOLDER_READ,
-				    .op = (uint16_t)mm_lock_source_of_sample(h, s)};
+				    .op = op_of(st, h, s)};
 		/* A write hold excludes every other hold, and a read hold a writer (its own,
 		 * downgraded, included): what a lost record left behind is forgotten here. */
 		if (write) {

@@ -101,28 +101,32 @@ cat "$TMP/mprotect.out"
 MPID=$(cat "$TMP/mprotect.pid")
 MTID=$(sed -n 's/.*mprotect_tid \([0-9]*\).*/\1/p' "$TMP/mprotect.out")
 
-"$WORKLOAD" --seconds 4 --fault-threads 1 --pid-file "$TMP/smaps.pid" >"$TMP/smaps.out" 2>&1 &
-SPID_JOB=$!
-for _ in $(seq 50); do [ -s "$TMP/smaps.pid" ] && break; sleep 0.1; done
+# with_reader NAME READER_SECONDS WORKLOAD_ARG...: holder_workload with the arguments given (its
+# output and pid in $TMP/NAME.out and .pid) and, once it has started, a second one reading its
+# smaps_rollup for READER_SECONDS or until it is gone ($TMP/NAME-reader.out and .pid).
+with_reader() {
+	local name=$1 secs=$2 job
+	shift 2
+	"$WORKLOAD" "$@" --pid-file "$TMP/$name.pid" >"$TMP/$name.out" 2>&1 &
+	job=$!
+	for _ in $(seq 50); do [ -s "$TMP/$name.pid" ] && break; sleep 0.1; done
+	"$WORKLOAD" --seconds "$secs" --smaps "$(cat "$TMP/$name.pid")" \
+		--pid-file "$TMP/$name-reader.pid" >"$TMP/$name-reader.out" 2>&1 ||
+		fatal "the smaps reader failed: $(tail -n 2 "$TMP/$name-reader.out")"
+	wait "$job" || fatal "holder_workload $*: $(tail -n 2 "$TMP/$name.out")"
+	cat "$TMP/$name.out" "$TMP/$name-reader.out"
+}
+
+with_reader smaps 3.5 --seconds 4 --fault-threads 1
 SPID=$(cat "$TMP/smaps.pid")
-"$WORKLOAD" --seconds 3.5 --smaps "$SPID" --pid-file "$TMP/reader.pid" >"$TMP/reader.out" 2>&1 ||
-	fatal "the smaps reader failed: $(tail -n 2 "$TMP/reader.out")"
-wait "$SPID_JOB" || fatal "holder_workload failed: $(tail -n 2 "$TMP/smaps.out")"
-cat "$TMP/smaps.out" "$TMP/reader.out"
-RPID=$(cat "$TMP/reader.pid")
+RPID=$(cat "$TMP/smaps-reader.pid")
 
 # A holder that exits: a process maps 30000 one-page VMAs (mmap_lock held for write at each
 # call), sleeps a second and exits, while a reader of its smaps_rollup waits behind it; the
 # holder is gone long before the window is stored.
-"$WORKLOAD" --vmas 30000 --seconds 1 --pid-file "$TMP/exit.pid" >"$TMP/exit.out" 2>&1 &
-EXIT_JOB=$!
-for _ in $(seq 50); do [ -s "$TMP/exit.pid" ] && break; sleep 0.1; done
+with_reader exit 20 --vmas 30000 --seconds 1
 XPID=$(cat "$TMP/exit.pid")
-"$WORKLOAD" --seconds 20 --smaps "$XPID" --pid-file "$TMP/xreader.pid" >"$TMP/xreader.out" 2>&1 ||
-	fatal "the smaps reader failed: $(tail -n 2 "$TMP/xreader.out")"
-wait "$EXIT_JOB" || fatal "holder_workload --vmas failed: $(tail -n 2 "$TMP/exit.out")"
-cat "$TMP/exit.out" "$TMP/xreader.out"
-XRPID=$(cat "$TMP/xreader.pid")
+XRPID=$(cat "$TMP/exit-reader.pid")
 
 sleep 2.5 # two windows: every wait is delivered
 for name in perf bpf; do
