@@ -19,13 +19,13 @@
  * through mm_host_proc(), counter by counter into the struct mm_proc_stats members the
  * collectors' field tables name (the same ones their perf handlers fill). Exits come from the ring
  * buffer (one record per process, when its last thread exits): the final growth is added to the
- * entry the host still holds for the process (mm_host_proc_known, waiting up to SETTLE_TICKS ticks
- * for a process whose FORK record is not delivered yet) and the map entry is deleted, so
- * short-lived processes are counted and the map holds live processes only. A process whose
- * notification was lost (ring full, counted in the kernel) is found gone at the next closing tick,
- * which then walks every entry (kill(pid, 0): ESRCH), and settled the same way. The host's window
- * closes ~0.1-0.2 s after its wall-clock end (the perf path's horizon), so a window's BPF counts
- * end when it is closed, not at its nominal end; totals are unaffected.
+ * entry the host still holds for the process (mm_host_proc_started, by its start: waiting up to
+ * SETTLE_TICKS ticks for a process whose FORK record is not delivered yet) and the map entry is
+ * deleted, so short-lived processes are counted and the map holds live processes only. A process
+ * whose notification was lost (ring full, counted in the kernel) is found gone at the next closing
+ * tick, which then walks every entry (kill(pid, 0): ESRCH), and settled the same way. The host's
+ * window closes ~0.1-0.2 s after its wall-clock end (the perf path's horizon), so a window's BPF
+ * counts end when it is closed, not at its nominal end; totals are unaffected.
  *
  * The lock-wait rows (lock_waits, one per pid, flags, lock, stack and window generation), for the
  * collector fed by waits (the one with a waits hook), are read at every tick too, their growth
@@ -368,7 +368,9 @@ static bool deliver(struct mm_bpfsrc *b, struct mm_host *h, uint32_t pid, struct
 	if (!t->exited && !force && mm_host_window_closing(h) && !mm_host_proc_known(h, pid))
 		return false;
 	if (t->exited) {
-		ps = mm_host_proc_known(h, pid);
+		/* By its start: a fork storm reuses a pid within seconds, and the live entry may be
+		 * a later process's already. */
+		ps = mm_host_proc_started(h, pid, mm_proc_boottime_ms(t->start_boottime_ns));
 		if (!ps && !force && t->pending++ < SETTLE_TICKS)
 			return false;
 	}

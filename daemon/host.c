@@ -608,6 +608,12 @@ struct mm_proc_stats *mm_host_proc_known(struct mm_host *h, uint32_t pid)
 	return p ? counts_of(h, p) : NULL;
 }
 
+struct mm_proc_stats *mm_host_proc_started(struct mm_host *h, uint32_t pid, uint64_t start_ms)
+{
+	struct mm_proc *p = mm_proctable_find_started(h->procs, pid, start_ms);
+	return p ? counts_of(h, p) : NULL;
+}
+
 const char *mm_host_proc_name(struct mm_host *h, uint32_t pid)
 {
 	struct mm_proc *p = mm_proctable_find(h->procs, pid);

@@ -57,6 +57,11 @@ struct mm_proc_stats *mm_host_proc_seen(struct mm_host *h, uint32_t pid, uint64_
  * before its FORK record has been delivered. */
 struct mm_proc_stats *mm_host_proc_known(struct mm_host *h, uint32_t pid);
 
+/* The same for the process @pid that started at @start_ms (unix ms), live or exited
+ * (mm_proctable_find_started): for counts that arrive after the process exited, when its pid may
+ * already be a new process's. */
+struct mm_proc_stats *mm_host_proc_started(struct mm_host *h, uint32_t pid, uint64_t start_ms);
+
 /* The name of the process @pid as the host knows it (live, or exited and not yet stored), valid
  * until the next host call; NULL when it knows none. */
 const char *mm_host_proc_name(struct mm_host *h, uint32_t pid);

@@ -66,6 +66,11 @@ uint64_t mm_proc_start_ms(uint64_t start_ticks)
 	return boot_unix_ms() + start_ticks * 1000ull / (uint64_t)hz;
 }
 
+uint64_t mm_proc_boottime_ms(uint64_t boottime_ns)
+{
+	return boot_unix_ms() + boottime_ns / 1000000;
+}
+
 #define PF_KTHREAD 0x00200000u
 
 int mm_proc_parse_stat(const char *text, struct mm_pid_stat *ret)
@@ -367,6 +372,16 @@ struct mm_proc *mm_proctable_find(struct mm_proctable *t, uint32_t pid)
 {
 	struct mm_proc *p = find_live(t, pid);
 	return p ? p : find(t, pid, true);
+}
+
+struct mm_proc *mm_proctable_find_started(struct mm_proctable *t, uint32_t pid, uint64_t start_ms)
+{
+	struct mm_proc *best = NULL;
+	for (struct mm_proc *p = *bucket(t, pid); p; p = p->hnext)
+		if ((uint32_t)p->pid == pid && p->start_ms <= start_ms + SAME_START_MS &&
+		    (!best || p->start_ms > best->start_ms))
+			best = p;
+	return best;
 }
 
 void mm_proctable_exit(struct mm_proctable *t, uint32_t pid)

@@ -76,6 +76,9 @@ struct mm_proc *mm_proctable_get_seen(struct mm_proctable *t, uint32_t pid,
 /* Unix ms of a start time in clock ticks since boot (/proc/PID/stat's starttime). */
 uint64_t mm_proc_start_ms(uint64_t start_ticks);
 
+/* The same for a start in CLOCK_BOOTTIME ns (a task's start_boottime, as BPF reads it). */
+uint64_t mm_proc_boottime_ms(uint64_t boottime_ns);
+
 /* A new process @pid was forked by @ppid at @fallback_ms: a live entry with that pid belonged to
  * an earlier process and is retired, unless it is this process already (created from /proc before
  * the FORK record arrived; when that entry's identity was a guess, it takes its parent's name and
@@ -87,6 +90,13 @@ void mm_proctable_fork(struct mm_proctable *t, uint32_t pid, uint32_t ppid, uint
 /* The live entry for @pid, else its newest exited one still held; NULL when there is none (no
  * lookup, nothing created). */
 struct mm_proc *mm_proctable_find(struct mm_proctable *t, uint32_t pid);
+
+/* The entry of the process @pid that started at @start_ms (unix ms), live or exited: of the
+ * entries for @pid, the one that started last but not after it (allowing the few ticks by which
+ * a start read from a FORK record and one read from /proc differ). A pid is reused within seconds
+ * in a fork storm: the live entry may be a later process than the one whose counts arrive now.
+ * NULL when there is none. */
+struct mm_proc *mm_proctable_find_started(struct mm_proctable *t, uint32_t pid, uint64_t start_ms);
 
 /* Process @pid exited: its entry is no longer the live one (it stays until mm_proctable_roll). */
 void mm_proctable_exit(struct mm_proctable *t, uint32_t pid);

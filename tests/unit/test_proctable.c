@@ -297,6 +297,28 @@ static void test_counts_of_a_process_born_after_the_closing_window_go_to_the_nex
 	mm_proctable_free(t);
 }
 
+static void test_counts_after_exit_find_their_process_by_its_start(void)
+{
+	/* A fork storm reuses pid 9 within seconds: counts that arrive after the first process
+	 * exited (the BPF source's exit settle) belong to it, not to the live entry. */
+	gone = 1;
+	struct mm_proctable *t = mm_proctable_new(fixed, NULL);
+	mm_proctable_fork(t, 9, 0, 1000);
+	struct mm_proc *first = mm_proctable_find(t, 9);
+	mm_proctable_exit(t, 9);
+	mm_proctable_fork(t, 9, 0, 21000);
+	struct mm_proc *second = mm_proctable_find(t, 9);
+	CHECK(first && second && first != second);
+	CHECK(mm_proctable_find_started(t, 9, 1000) == first);
+	CHECK(mm_proctable_find_started(t, 9, 1100) == first); /* /proc's ticks vs the record */
+	CHECK(mm_proctable_find_started(t, 9, 21000 - 200) == second); /* within a few ticks */
+	CHECK(mm_proctable_find_started(t, 9, 30000) == second);
+	CHECK(mm_proctable_find_started(t, 9, 500) == NULL); /* before either: not known yet */
+	CHECK(mm_proctable_find_started(t, 10, 1000) == NULL);
+	mm_proctable_free(t);
+	gone = 0;
+}
+
 int main(void)
 {
 	RUN(test_procfs_lookup_of_ourselves);
@@ -310,5 +332,6 @@ int main(void)
 	RUN(test_start_ms_of_ticks_is_boot_relative);
 	RUN(test_roll_moves_window_into_closed);
 	RUN(test_counts_of_a_process_born_after_the_closing_window_go_to_the_next);
+	RUN(test_counts_after_exit_find_their_process_by_its_start);
 	return check_summary();
 }
