@@ -170,7 +170,7 @@ int mm_cgtable_close(struct mm_cgtable *t, const struct mm_snapshot *s)
 	 * "other" keeps what it showed for it and never goes down. */
 	for (size_t k = 0; k < s->nprocs; k++) {
 		const struct mm_snap_proc *p = &s->procs[k];
-		uint64_t act = mm_stats_activity(&p->window);
+		uint64_t act = mm_stats_activity(p->window);
 		int i = find(t, p->cgroup);
 		if (i >= 0) {
 			mm_snap_proc_add_window(&t->slots[i].closed, p);

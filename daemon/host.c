@@ -570,6 +570,14 @@ void mm_host_set_symbols(struct mm_host *h, const struct mm_symbols *syms)
 	h->syms = syms;
 }
 
+bool mm_host_needs_symbols(const struct mm_host *h)
+{
+	for (unsigned i = 0; i < h->nslots; i++)
+		if (mm_host_hooked(&h->slots[i]) && strcmp(h->slots[i].source, "procfs"))
+			return true;
+	return false;
+}
+
 /* The end of the window counts added now belong to: the closing one during its closing tick,
  * else the open one (mm_proctable_counts). */
 static uint64_t counts_end_ms(const struct mm_host *h)
@@ -581,7 +589,7 @@ static uint64_t counts_end_ms(const struct mm_host *h)
  * entry or no room for its carry. */
 static struct mm_proc_stats *counts_of(struct mm_host *h, struct mm_proc *p)
 {
-	struct mm_proc_stats *s = p ? mm_proctable_counts(p, counts_end_ms(h)) : NULL;
+	struct mm_proc_stats *s = p ? mm_proctable_counts(h->procs, p, counts_end_ms(h)) : NULL;
 	if (!s) {
 		h->overflow_samples++;
 		return &h->overflow;

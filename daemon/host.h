@@ -232,6 +232,12 @@ void mm_host_set_clock_offset(struct mm_host *h, int64_t mono_to_wall_ms);
 struct mm_symbols;
 void mm_host_set_symbols(struct mm_host *h, const struct mm_symbols *syms);
 
+/* Whether a running collector may still ask mm_host_symbol(): one whose records or waits reach
+ * its handlers (on the perf rings, or fed by the BPF source). Collectors counted in the kernel
+ * and those reading /proc never do; the kernel's symbols (~5 MiB) can then go once the BPF
+ * source has placed its programs' call sites. */
+bool mm_host_needs_symbols(const struct mm_host *h);
+
 /* Identity shown in snapshots. */
 void mm_host_set_kernel(struct mm_host *h, const char *release);
 

@@ -309,6 +309,13 @@ int mm_live_open(struct mm_live *l, const struct mm_live_hooks *hooks, mm_proc_l
 	if (r < 0)
 		return r;
 	mm_host_start(l->host);
+	if (!tap && !mm_host_needs_symbols(l->host)) {
+		/* The defaults on BPF: nothing reads them any more (a recording keeps them). */
+		mm_host_set_symbols(l->host, NULL);
+		mm_symbols_free(l->syms);
+		l->syms = NULL;
+		log_debug("kernel symbols: released, no running collector looks addresses up");
+	}
 	if (l->sampler) {
 		set_cycled_streams(l, MM_PHASE_OFF);
 		mm_sampler_enable(l->sampler);

@@ -113,8 +113,15 @@ void mm_proctable_comm(struct mm_proctable *t, uint32_t pid, const char *comm, b
  * machine, and the open window can lag the wall clock as much) include processes born since:
  * their counts go to a carry instead, which the first window ending after their start begins
  * with, so no window holds counts of a process that did not exist yet. Records never carry:
- * their time lies in the window and after the start. NULL on ENOMEM. */
-struct mm_proc_stats *mm_proctable_counts(struct mm_proc *p, uint64_t end_ms);
+ * their time lies in the window and after the start. Both come from @t's arenas and are valid
+ * until the next mm_proctable_roll(). NULL on ENOMEM. */
+struct mm_proc_stats *mm_proctable_counts(struct mm_proctable *t, struct mm_proc *p,
+					  uint64_t end_ms);
+
+/* The entries with an open window (valid until the next mm_proctable_counts() or roll), *@ret_n
+ * of them: what a walk over the window's activity needs, whatever the number of idle processes.
+ */
+struct mm_proc *const *mm_proctable_active(const struct mm_proctable *t, size_t *ret_n);
 
 /* @p's open window, or a shared all-zero one when nothing was counted in it yet (read only). */
 const struct mm_proc_stats *mm_proc_window(const struct mm_proc *p);

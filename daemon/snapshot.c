@@ -24,6 +24,8 @@ const char *mm_snapshot_name(struct mm_snapshot *s, const char *path)
 	return mm_names_ref(s->names, path);
 }
 
+const struct mm_proc_counts mm_snap_no_window;
+
 struct mm_snapshot *mm_snapshot_new(size_t nprocs, size_t nglobals, size_t nevents,
 				    size_t ncollectors)
 {
@@ -33,15 +35,18 @@ struct mm_snapshot *mm_snapshot_new(size_t nprocs, size_t nglobals, size_t neven
 	s->refs = 1;
 	pthread_mutex_init(&s->complete_lock, NULL);
 	s->procs = calloc(nprocs ? nprocs : 1, sizeof(*s->procs));
+	s->windows = calloc(nprocs ? nprocs : 1, sizeof(*s->windows));
 	s->globals = calloc(nglobals ? nglobals : 1, sizeof(*s->globals));
 	s->events = calloc(nevents ? nevents : 1, sizeof(*s->events));
 	s->collectors = calloc(ncollectors ? ncollectors : 1, sizeof(*s->collectors));
-	if (!s->procs || !s->globals || !s->events || !s->collectors) {
+	if (!s->procs || !s->windows || !s->globals || !s->events || !s->collectors) {
 		mm_snapshot_unref(s);
 		return NULL;
 	}
-	for (size_t i = 0; i < nprocs; i++)
+	for (size_t i = 0; i < nprocs; i++) {
 		s->procs[i].cgroup = "";
+		s->procs[i].window = &s->windows[i];
+	}
 	s->nprocs = nprocs;
 	s->nglobals = nglobals;
 	s->nevents = nevents;
@@ -57,12 +62,12 @@ const struct mm_proc_hists *mm_snap_proc_hists(const struct mm_snap_proc *p, boo
 
 bool mm_snap_proc_idle(const struct mm_snap_proc *p)
 {
-	return mm_counts_is_zero(&p->window) && (!p->hists || mm_hists_is_zero(&p->hists[0]));
+	return mm_counts_is_zero(p->window) && (!p->hists || mm_hists_is_zero(&p->hists[0]));
 }
 
 void mm_snap_proc_add_window(struct mm_proc_stats *dst, const struct mm_snap_proc *p)
 {
-	mm_counts_add(mm_stats_counts(dst), &p->window);
+	mm_counts_add(mm_stats_counts(dst), p->window);
 	if (p->hists)
 		mm_hists_add(mm_stats_hists(dst), &p->hists[0]);
 }
@@ -81,6 +86,7 @@ void mm_snapshot_unref(struct mm_snapshot *s)
 	for (size_t i = 0; s->procs && i < s->nprocs; i++)
 		free(s->procs[i].hists);
 	free(s->procs);
+	free(s->windows);
 	free(s->globals);
 	free(s->events);
 	free(s->collectors);
@@ -116,18 +122,62 @@ void mm_snapshot_set_cgroups(struct mm_snapshot *s, struct mm_snap_cgroup *cgrou
 static pthread_mutex_t current_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct mm_snapshot *current;
 
-int mm_snap_proc_cmp(const void *a, const void *b)
+/* A row's place in the order: its activity (computed once, not at every comparison) and pid. */
+struct order {
+	uint64_t activity;
+	int32_t pid;
+	uint32_t row;
+};
+
+static int cmp_order(const void *a, const void *b)
 {
-	const struct mm_snap_proc *x = a, *y = b;
-	uint64_t ax = mm_stats_activity(&x->total), ay = mm_stats_activity(&y->total);
-	if (ax != ay)
-		return ax > ay ? -1 : 1;
-	return x->pid < y->pid ? -1 : x->pid > y->pid;
+	const struct order *x = a, *y = b;
+	if (x->activity != y->activity)
+		return x->activity > y->activity ? -1 : 1;
+	if (x->pid != y->pid)
+		return x->pid < y->pid ? -1 : 1;
+	return x->row < y->row ? -1 : x->row > y->row;
 }
+
+int mm_snapshot_sort_rows(struct mm_snap_proc *rows, size_t n)
+{
+	if (n < 2)
+		return 0;
+	struct order *o = malloc(n * sizeof(*o));
+	if (!o)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++)
+		o[i] = (struct order){mm_stats_activity(&rows[i].total), rows[i].pid, (uint32_t)i};
+	qsort(o, n, sizeof(*o), cmp_order);
+	/* Row o[i].row goes to place i: follow each cycle of the permutation with one row aside,
+	 * so every row moves once (o[i].row is set to i once place i holds its row). */
+	for (size_t i = 0; i < n; i++) {
+		if (o[i].row == i)
+			continue;
+		struct mm_snap_proc aside = rows[i];
+		size_t j = i;
+		while (o[j].row != i) {
+			size_t from = o[j].row;
+			rows[j] = rows[from];
+			o[j].row = (uint32_t)j;
+			j = from;
+		}
+		rows[j] = aside;
+		o[j].row = (uint32_t)j;
+	}
+	free(o);
+	return 0;
+}
+
+/* A process's identity: pid and start. */
+struct ident {
+	int32_t pid;
+	uint64_t start_ms;
+};
 
 static int cmp_ident(const void *a, const void *b)
 {
-	const struct mm_snap_proc *x = a, *y = b;
+	const struct ident *x = a, *y = b;
 	if (x->pid != y->pid)
 		return x->pid < y->pid ? -1 : 1;
 	return x->start_ms < y->start_ms ? -1 : x->start_ms > y->start_ms;
@@ -137,7 +187,7 @@ static int cmp_ident(const void *a, const void *b)
 static int idle_row(struct mm_snapshot *s, struct mm_snap_proc *dst, const struct mm_snap_proc *b)
 {
 	*dst = *b;
-	memset(&dst->window, 0, sizeof(dst->window));
+	dst->window = &mm_snap_no_window;
 	dst->hists = NULL;
 	/* The base's copy goes with the base: the row points to @s's own. */
 	if (!(dst->cgroup = mm_snapshot_name(s, b->cgroup)))
@@ -180,21 +230,23 @@ static int complete_locked(struct mm_snapshot *s)
 {
 	const struct mm_snapshot *b = s->base;
 	/* The processes in the window, by identity, to leave their base rows out. */
-	struct mm_snap_proc *active = malloc((s->nprocs ? s->nprocs : 1) * sizeof(*active));
+	struct ident *active = malloc((s->nprocs ? s->nprocs : 1) * sizeof(*active));
 	struct mm_snap_proc *rows = malloc((s->nprocs + b->nprocs + 1) * sizeof(*rows));
 	if (!active || !rows) {
 		free(active);
 		free(rows);
 		return -ENOMEM;
 	}
-	memcpy(active, s->procs, s->nprocs * sizeof(*active));
+	for (size_t i = 0; i < s->nprocs; i++)
+		active[i] = (struct ident){s->procs[i].pid, s->procs[i].start_ms};
 	qsort(active, s->nprocs, sizeof(*active), cmp_ident);
 	memcpy(rows, s->procs, s->nprocs * sizeof(*rows));
 	size_t n = s->nprocs;
 	int r = 0;
 	for (size_t i = 0; i < b->nprocs && r == 0; i++) {
 		const struct mm_snap_proc *p = &b->procs[i];
-		if (p->exited || bsearch(p, active, s->nprocs, sizeof(*active), cmp_ident))
+		struct ident id = {p->pid, p->start_ms};
+		if (p->exited || bsearch(&id, active, s->nprocs, sizeof(*active), cmp_ident))
 			continue; /* exited: gone from the table when that window closed */
 		r = idle_row(s, &rows[n], p);
 		n += r == 0;
@@ -206,8 +258,8 @@ static int complete_locked(struct mm_snapshot *s)
 		free(rows);
 		return r;
 	}
-	qsort(rows, n, sizeof(*rows), mm_snap_proc_cmp);
-	free(s->procs); /* the rows' histograms moved to rows */
+	mm_snapshot_sort_rows(rows, n); /* out of memory: unsorted, still every row */
+	free(s->procs);			/* the rows' histograms moved to rows */
 	s->procs = rows;
 	s->nprocs = n;
 	count_cgroup_processes(s);

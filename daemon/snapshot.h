@@ -35,13 +35,19 @@ struct mm_snap_proc {
 	 */
 	const char *cgroup;
 	bool exited; /* the process has exited; kept until its last window is stored */
-	struct mm_proc_counts window; /* the window [window_start_ms, window_end_ms) */
-	struct mm_proc_counts total;  /* since mmlockd started (window included) */
+	/* The window [window_start_ms, window_end_ms): never NULL; the snapshot's own copy
+	 * (mm_snapshot.windows), or mm_snap_no_window for a process that counted nothing in it
+	 * (most of them: an idle process's row is its total alone). */
+	const struct mm_proc_counts *window;
+	struct mm_proc_counts total; /* since mmlockd started (window included) */
 	/* Their histograms, [0] the window's and [1] the total's; NULL while every one is empty
 	 * (most processes: only opt-in collectors fill them). Owned by the snapshot; read them
 	 * with mm_snap_proc_hists(). */
 	struct mm_proc_hists *hists;
 };
+
+/* The window of a row that counted nothing (all zero). */
+extern const struct mm_proc_counts mm_snap_no_window;
 
 /* @p's histograms of the window (@total false) or since start; all-empty ones when it has none. */
 const struct mm_proc_hists *mm_snap_proc_hists(const struct mm_snap_proc *p, bool total);
@@ -134,7 +140,12 @@ struct mm_snapshot {
 	unsigned interval_s;
 
 	size_t nprocs;
-	struct mm_snap_proc *procs; /* sorted by total activity, busiest first (mm_snap_proc_cmp) */
+	struct mm_snap_proc
+		*procs; /* sorted by total activity, busiest first (mm_snapshot_sort_rows) */
+	/* The rows' windows, one slot per row (procs[i].window is &windows[i] as allocated;
+	 * the host's builder packs the non-empty ones first and points the others to
+	 * mm_snap_no_window: the slots it never writes are never touched, so cost no memory). */
+	struct mm_proc_counts *windows;
 	/* Set while the snapshot is partial (see the top of this file): the closed window's
 	 * snapshot whose rows stand for the processes not in procs; NULL once complete. */
 	struct mm_snapshot *base;
@@ -197,7 +208,9 @@ struct mm_snapshot *mm_snapshot_ref(struct mm_snapshot *s);
 void mm_snapshot_unref(struct mm_snapshot *s); /* frees at zero; accepts NULL */
 
 /* Orders rows busiest first: by the activity of their totals, then by pid. */
-int mm_snap_proc_cmp(const void *a, const void *b);
+/* Sorts @n rows busiest first (total activity, then pid), moving each row once. -ENOMEM leaves
+ * them as they are. */
+int mm_snapshot_sort_rows(struct mm_snap_proc *rows, size_t n);
 
 /* Makes a partial snapshot (@base set) complete: procs gets, besides its rows, a row for each
  * process of @base that is not among them and had not exited (its total as there, its window

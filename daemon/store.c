@@ -982,7 +982,7 @@ static int write_process(struct mm_store *st, sqlite3_int64 window_id, const str
 	i = 4;
 	for (size_t f = 0; f < mm_proc_nfields; f++, i++)
 		if (sqlite3_bind_int64(s, i,
-				       clamp_i64(mm_field_get(&p->window, &mm_proc_fields[f]))))
+				       clamp_i64(mm_field_get(p->window, &mm_proc_fields[f]))))
 			return db_fail(st, sqlite3_errcode(st->db), "binding a process window");
 	return run(st, s, "storing a process window");
 }

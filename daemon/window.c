@@ -71,10 +71,11 @@ static void duty_window(struct mm_host *h, struct mm_proc *p, struct mm_proc_sta
 }
 
 /* Row @sp of @s for process @p, with @win its window (estimated or not): the counters of the
- * window and of the total; histograms only when one has a sample. Returns -ENOMEM when those or
- * the cgroup's copy find no memory (the row has its counters; its cgroup is then ""). */
+ * window (in @s's next free window slot, *@nwin, unless all zero) and of the total; histograms
+ * only when one has a sample. Returns -ENOMEM when those or the cgroup's copy find no memory (the
+ * row has its counters; its cgroup is then ""). */
 static int fill_row(struct mm_snapshot *s, struct mm_snap_proc *sp, const struct mm_proc *p,
-		    const struct mm_proc_stats *win)
+		    const struct mm_proc_stats *win, size_t *nwin)
 {
 	sp->pid = p->pid;
 	sp->start_ms = p->start_ms;
@@ -82,9 +83,14 @@ static int fill_row(struct mm_snapshot *s, struct mm_snap_proc *sp, const struct
 	const char *cg = mm_snapshot_name(s, p->cgroup);
 	sp->cgroup = cg ? cg : "";
 	sp->exited = p->exited;
-	sp->window = *mm_stats_counts_c(win);
 	sp->total = p->closed;
-	mm_counts_add(&sp->total, &sp->window);
+	if (mm_counts_is_zero(mm_stats_counts_c(win))) {
+		sp->window = &mm_snap_no_window;
+	} else {
+		s->windows[*nwin] = *mm_stats_counts_c(win);
+		sp->window = &s->windows[(*nwin)++];
+		mm_counts_add(&sp->total, sp->window);
+	}
 	const struct mm_proc_hists *wh = mm_stats_hists_c(win);
 	if (!p->closed_hists && mm_hists_is_zero(wh))
 		return cg ? 0 : -ENOMEM;
@@ -98,6 +104,35 @@ static int fill_row(struct mm_snapshot *s, struct mm_snap_proc *sp, const struct
 	return cg ? 0 : -ENOMEM;
 }
 
+/* A walk over the process table: every entry, or (@active_only) those with an open window only,
+ * so that what runs every tick costs the active processes, not the idle ones. */
+struct walk {
+	struct mm_proc *const *active;
+	size_t n, k;
+	struct mm_proc *p;
+	bool active_only;
+};
+
+static struct walk walk_start(const struct mm_host *h, bool active_only)
+{
+	struct walk w = {.active_only = active_only};
+	if (active_only)
+		w.active = mm_proctable_active(h->procs, &w.n);
+	else
+		w.p = mm_proctable_first(h->procs);
+	return w;
+}
+
+static struct mm_proc *walk_next(struct walk *w)
+{
+	if (w->active_only)
+		return w->k < w->n ? w->active[w->k++] : NULL;
+	struct mm_proc *p = w->p;
+	if (p)
+		w->p = p->next;
+	return p;
+}
+
 /* The processes with counts, in the window (estimated, unless @closing: a closing window was
  * estimated in place by mm_host_close_window) and in total, busiest first; @n entries at most.
  * With @active_only (a partial snapshot, snapshot.h) only those with counts in the window. A
@@ -105,11 +140,12 @@ static int fill_row(struct mm_snapshot *s, struct mm_snap_proc *sp, const struct
 static void fill_procs(struct mm_host *h, struct mm_snapshot *s, size_t n, bool closing,
 		       bool active_only)
 {
-	size_t i = 0;
+	size_t i = 0, nwin = 0;
 	unsigned no_hists = 0;
 	struct mm_proc_stats win;
 	s->all_window = h->overflow;
-	for (struct mm_proc *p = mm_proctable_first(h->procs); p; p = p->next) {
+	struct walk wk = walk_start(h, active_only);
+	for (struct mm_proc *p; (p = walk_next(&wk));) {
 		/* Most processes counted nothing in the window: no window to look into. */
 		if (!p->window && (active_only || !mm_proc_has_closed(p)))
 			continue;
@@ -125,14 +161,15 @@ static void fill_procs(struct mm_host *h, struct mm_snapshot *s, size_t n, bool 
 			continue;
 		if (i == n)
 			break; /* cannot happen (see build()); never write past the array */
-		no_hists += fill_row(s, &s->procs[i++], p, w) < 0;
+		no_hists += fill_row(s, &s->procs[i++], p, w, &nwin) < 0;
 	}
 	if (no_hists)
 		log_warning("out of memory for the histograms or cgroups of %u processes in a "
 			    "snapshot, showing them empty",
 			    no_hists);
 	s->nprocs = i; /* fewer when estimating emptied a window (only counts it cannot scale) */
-	qsort(s->procs, s->nprocs, sizeof(*s->procs), mm_snap_proc_cmp);
+	if (mm_snapshot_sort_rows(s->procs, s->nprocs) < 0)
+		log_warning("out of memory sorting a snapshot's processes, leaving them unsorted");
 	if (mm_cgtable_fill(h->cgroups, s) < 0)
 		log_warning("out of memory for the per-cgroup breakdown of a snapshot, ignoring");
 	s->all_total = h->all_closed;
@@ -182,8 +219,9 @@ static struct mm_snapshot *build(struct mm_host *h, uint64_t now_ms, bool closin
 	/* An open window's snapshot leaves the processes idle in it to the last closed one's. */
 	bool partial = !closing && h->last_closed;
 	size_t n = 0;
-	for (struct mm_proc *p = mm_proctable_first(h->procs); p; p = p->next)
-		n += partial ? p->window && !mm_stats_is_zero(p->window) : mm_proc_has_counts(p);
+	struct walk wk = walk_start(h, partial);
+	for (struct mm_proc *p; (p = walk_next(&wk));)
+		n += partial ? !mm_stats_is_zero(p->window) : mm_proc_has_counts(p);
 	/* A cycled collector's estimate never turns an empty window non-empty, at most the
 	 * reverse. */
 	struct mm_snapshot *s = mm_snapshot_new(n, h->nglobals, h->nstreams, h->nslots);
@@ -247,10 +285,10 @@ static void trim_after_churn(struct mm_host *h, unsigned freed)
 struct mm_snapshot *mm_host_close_window(struct mm_host *h, uint64_t end_ms)
 {
 	if (h->cycled) {
-		for (struct mm_proc *p = mm_proctable_first(h->procs); p; p = p->next)
-			if (p->window) /* an empty window stays empty, its hooks have nothing to do
-					*/
-				duty_window(h, p, p->window, true);
+		/* An empty window stays empty, its hooks have nothing to do. */
+		struct walk wk = walk_start(h, true);
+		for (struct mm_proc *p; (p = walk_next(&wk));)
+			duty_window(h, p, p->window, true);
 		duty_window(h, NULL, &h->overflow, true);
 	}
 	h->duty_on_ms = 0;
@@ -263,9 +301,9 @@ struct mm_snapshot *mm_host_close_window(struct mm_host *h, uint64_t end_ms)
 	if (s && mm_cgtable_close(h->cgroups, s) < 0)
 		log_warning("out of memory choosing the cgroups with their own series, ignoring");
 
-	for (struct mm_proc *p = mm_proctable_first(h->procs); p; p = p->next)
-		if (p->window)
-			mm_stats_add(&h->all_closed, p->window);
+	struct walk wk = walk_start(h, true);
+	for (struct mm_proc *p; (p = walk_next(&wk));)
+		mm_stats_add(&h->all_closed, p->window);
 	mm_stats_add(&h->all_closed, &h->overflow);
 	memset(&h->overflow, 0, sizeof(h->overflow));
 	unsigned freed =
@@ -333,8 +371,9 @@ static void end_period(struct mm_host *h, const struct mm_duty_period *b)
 		const struct slot *sl = &h->slots[i];
 		if (!sl->cycled || !sl->p->duty_end)
 			continue;
-		for (struct mm_proc *p = mm_proctable_first(h->procs); p; p = p->next)
-			if (p->data && p->window) /* nothing counted: the period saw nothing */
+		struct walk wk = walk_start(h, true); /* nothing counted: the period saw nothing */
+		for (struct mm_proc *p; (p = walk_next(&wk));)
+			if (p->data)
 				sl->p->duty_end((char *)p->data + sl->proc_off, p->window);
 	}
 	h->duty_on_ms += b->off_ms - b->on_ms;

@@ -31,11 +31,18 @@ static inline void snap_global(struct mm_snap_global *g, const char *family, con
 	g->total = total;
 }
 
+/* Row @p's window, to be written: a hand-built snapshot's rows keep the slot mm_snapshot_new()
+ * gave each (snapshot.h), which is the snapshot's own memory. */
+static inline struct mm_proc_counts *snap_proc_window(struct mm_snap_proc *p)
+{
+	return (struct mm_proc_counts *)p->window;
+}
+
 /* Row @p gets @window and @total, counters and histograms (the snapshot frees its copy). */
 static inline void snap_proc_set(struct mm_snap_proc *p, const struct mm_proc_stats *window,
 				 const struct mm_proc_stats *total)
 {
-	p->window = *mm_stats_counts_c(window);
+	*snap_proc_window(p) = *mm_stats_counts_c(window);
 	p->total = *mm_stats_counts_c(total);
 	if (!p->hists && !(p->hists = calloc(2, sizeof(*p->hists))))
 		abort();

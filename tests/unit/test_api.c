@@ -179,7 +179,7 @@ static struct mm_snapshot *snap(void)
 	s->procs[0].start_ms = 1699999999123;
 	strcpy(s->procs[0].comm, "postgres");
 	s->procs[0].cgroup = mm_snapshot_name(s, "/system.slice/postgresql.service");
-	s->procs[0].window.faults = 5;
+	s->windows[0].faults = 5;
 	s->procs[0].total.faults = 50;
 	s->procs[0].total.mmap_lock_wait_ns = 123456789;
 	/* 98 faults in [2048, 4096) ns and 2 in [2^20, 2^21): p50 4096, p99 2^21 */

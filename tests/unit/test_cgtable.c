@@ -19,7 +19,7 @@ static struct mm_snapshot *window(size_t n, const char *const *cg, const uint64_
 	for (size_t i = 0; i < n; i++) {
 		s->procs[i].pid = (int32_t)(100 + i);
 		s->procs[i].cgroup = mm_snapshot_name(s, cg[i]);
-		s->procs[i].window.minflt = flt[i];
+		s->windows[i].minflt = flt[i];
 	}
 	s->window_end_ms = end_ms;
 	return s;

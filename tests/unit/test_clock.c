@@ -323,7 +323,7 @@ static void test_tally_sums_a_process_over_windows(void)
 		w->procs[0].pid = 42;
 		w->procs[0].start_ms = 7;
 		snprintf(w->procs[0].comm, sizeof(w->procs[0].comm), "worker");
-		w->procs[0].window.faults = 10 + (uint64_t)i;
+		w->windows[0].faults = 10 + (uint64_t)i;
 		CHECK(mm_tally_add(t, w) == 0);
 		mm_snapshot_unref(w);
 	}

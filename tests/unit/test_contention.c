@@ -729,10 +729,10 @@ static void test_mmap_lock_waits_name_their_holder(void)
 	CHECK(r && r->wait_ns == 20 && !strcmp(r->holder_op, "mprotect"));
 	/* The process's counters have the same waits by operation. */
 	const struct mm_snap_proc *p = mm_snapshot_find(s, 10);
-	CHECK(p && p->window.mmap_lock_behind_waits == 4);
-	CHECK(p && p->window.mmap_lock_behind_mprotect_ns == 120);
-	CHECK(p && p->window.mmap_lock_behind_fault_ns == 50);
-	CHECK(p && p->window.mmap_lock_behind_unknown_ns == 30);
+	CHECK(p && p->window->mmap_lock_behind_waits == 4);
+	CHECK(p && p->window->mmap_lock_behind_mprotect_ns == 120);
+	CHECK(p && p->window->mmap_lock_behind_fault_ns == 50);
+	CHECK(p && p->window->mmap_lock_behind_unknown_ns == 30);
 	mm_snapshot_unref(s);
 	rec_fx_free(&f);
 }
@@ -771,9 +771,9 @@ static void test_fed_waits_keep_the_kernels_holder(void)
 	r = holder_row(s, "unknown", -1);
 	CHECK(r && r->wait_ns == 3000 && !strcmp(r->holder_op, "unknown"));
 	const struct mm_snap_proc *p = mm_snapshot_find(s, 10);
-	CHECK(p && p->window.mmap_lock_behind_waits == 4 &&
-	      p->window.mmap_lock_behind_remote_ns == 3000 &&
-	      p->window.mmap_lock_behind_unknown_ns == 3000);
+	CHECK(p && p->window->mmap_lock_behind_waits == 4 &&
+	      p->window->mmap_lock_behind_remote_ns == 3000 &&
+	      p->window->mmap_lock_behind_unknown_ns == 3000);
 	mm_snapshot_unref(s);
 	rec_fx_free(&f);
 }

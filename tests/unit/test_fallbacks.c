@@ -98,8 +98,8 @@ static void test_fallbacks_and_waits(void)
 	const struct mm_snap_proc *p = mm_snapshot_find(s, 10);
 	CHECK(p != NULL);
 	if (p) {
-		CHECK_U64(p->window.fallback_locks, 4);
-		CHECK_U64(p->window.fallback_lock_waits, 2);
+		CHECK_U64(p->window->fallback_locks, 4);
+		CHECK_U64(p->window->fallback_lock_waits, 2);
 	}
 	CHECK_U64(global(s, "unattributed"), 0);
 	mm_snapshot_unref(s);
@@ -138,7 +138,7 @@ static void test_other_read_locks_and_write_locks_are_not_fallbacks(void)
 	start(&f, 20, 21, 7000, 0, 0);
 	struct mm_snapshot *s = mm_host_snapshot(f.h, 1);
 	const struct mm_snap_proc *p = mm_snapshot_find(s, 20);
-	CHECK(!p || (p->window.fallback_locks == 0 && p->window.fallback_lock_waits == 0));
+	CHECK(!p || (p->window->fallback_locks == 0 && p->window->fallback_lock_waits == 0));
 	CHECK_U64(global(s, "unattributed"), 2); /* the helper's start, the start without IP */
 	mm_snapshot_unref(s);
 	rec_fx_free(&f);
@@ -186,8 +186,8 @@ static void test_state_of_an_exited_thread_is_dropped(void)
 	const struct mm_snap_proc *p = mm_snapshot_find(s, 30);
 	CHECK(p != NULL);
 	if (p) {
-		CHECK_U64(p->window.fallback_locks, 2);
-		CHECK_U64(p->window.fallback_lock_waits, 1);
+		CHECK_U64(p->window->fallback_locks, 2);
+		CHECK_U64(p->window->fallback_lock_waits, 1);
 	}
 	mm_snapshot_unref(s);
 	rec_fx_free(&f);

@@ -115,7 +115,7 @@ static struct mm_proc_counts totals(struct rec_fx *f)
 	mm_host_finish(f->h);
 	struct mm_snapshot *s = mm_host_snapshot(f->h, 1);
 	const struct mm_snap_proc *p = mm_snapshot_find(s, 10);
-	struct mm_proc_counts st = p ? p->window : (struct mm_proc_counts){0};
+	struct mm_proc_counts st = p ? *p->window : (struct mm_proc_counts){0};
 	mm_snapshot_unref(s);
 	return st;
 }
@@ -275,7 +275,7 @@ static void test_thread_exit_and_finish_close_open_windows(void)
 	fault(&f, 12, 1000);
 	mm_host_record(f.h, f.task, rec_task(&r, PERF_RECORD_EXIT, 10, 11, 2000));
 	struct mm_snapshot *s = mm_host_snapshot(f.h, 1);
-	CHECK_U64(mm_snapshot_find(s, 10)->window.faults_vma, 1); /* 12 still open */
+	CHECK_U64(mm_snapshot_find(s, 10)->window->faults_vma, 1); /* 12 still open */
 	mm_snapshot_unref(s);
 	struct mm_proc_counts t = totals(&f); /* finish closes 12 */
 	CHECK_U64(t.faults_vma, 2);
@@ -290,7 +290,7 @@ static void test_stale_window_is_closed_by_tick(void)
 	fault(&f, 12, 3000000000ull); /* 3 s later, another thread */
 	mm_host_tick(f.h);
 	struct mm_snapshot *s = mm_host_snapshot(f.h, 1);
-	CHECK_U64(mm_snapshot_find(s, 10)->window.faults_vma, 1);
+	CHECK_U64(mm_snapshot_find(s, 10)->window->faults_vma, 1);
 	mm_snapshot_unref(s);
 	rec_fx_free(&f);
 }

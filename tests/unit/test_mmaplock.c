@@ -92,8 +92,8 @@ static void test_faults_are_counted_per_process(void)
 	ev(&f, FAULT, 20, 21, 200, NULL, 0);
 	struct mm_snapshot *s = mm_host_snapshot(f.h, 5000);
 	CHECK(proc(s, 10) && proc(s, 20));
-	CHECK_U64(proc(s, 10)->window.faults, 5);
-	CHECK_U64(proc(s, 20)->window.faults, 1);
+	CHECK_U64(proc(s, 10)->window->faults, 5);
+	CHECK_U64(proc(s, 20)->window->faults, 1);
 	CHECK_U64(s->all_window.faults, 6);
 	CHECK_STR(proc(s, 10)->comm, "p10");
 	mm_snapshot_unref(s);
@@ -111,12 +111,12 @@ static void test_contended_write_wait_and_hold_are_timed(void)
 	struct mm_snapshot *s = mm_host_snapshot(f.h, 1);
 	const struct mm_snap_proc *p = proc(s, 10);
 	CHECK(p != NULL);
-	CHECK_U64(p->window.mmap_lock_write, 1);
-	CHECK_U64(p->window.mmap_lock_read, 0);
-	CHECK_U64(p->window.mmap_lock_waits, 1);
-	CHECK_U64(p->window.mmap_lock_wait_ns, 4000);
-	CHECK_U64(p->window.mmap_lock_contended, 1);
-	CHECK_U64(p->window.mmap_lock_write_hold_ns, 2500);
+	CHECK_U64(p->window->mmap_lock_write, 1);
+	CHECK_U64(p->window->mmap_lock_read, 0);
+	CHECK_U64(p->window->mmap_lock_waits, 1);
+	CHECK_U64(p->window->mmap_lock_wait_ns, 4000);
+	CHECK_U64(p->window->mmap_lock_contended, 1);
+	CHECK_U64(p->window->mmap_lock_write_hold_ns, 2500);
 	/* 4000 ns lies in bucket 11: [2048, 4096) */
 	CHECK_U64(mm_snap_proc_hists(p, false)->mmap_lock_wait_hist.bucket[11], 1);
 	CHECK_U64(mm_snap_proc_hists(p, true)->mmap_lock_wait_hist.bucket[11], 1);
@@ -133,9 +133,9 @@ static void test_spinning_contention_is_not_an_mmap_lock_contention(void)
 	acquired(&f, 10, 11, 1200, 0, 1);
 	contention(&f, 10, 11, 1300, 1u << 1); /* after the acquisition: not ours */
 	struct mm_snapshot *s = mm_host_snapshot(f.h, 1);
-	CHECK_U64(proc(s, 10)->window.mmap_lock_contended, 0);
-	CHECK_U64(proc(s, 10)->window.mmap_lock_waits, 1);
-	CHECK_U64(proc(s, 10)->window.mmap_lock_read, 1);
+	CHECK_U64(proc(s, 10)->window->mmap_lock_contended, 0);
+	CHECK_U64(proc(s, 10)->window->mmap_lock_waits, 1);
+	CHECK_U64(proc(s, 10)->window->mmap_lock_read, 1);
 	mm_snapshot_unref(s);
 	rec_fx_free(&f);
 }
@@ -148,9 +148,9 @@ static void test_trylocks_count_but_are_not_waits(void)
 	acquired(&f, 10, 11, 200, 0, 0);
 	acquired(&f, 10, 12, 300, 1, 0);
 	struct mm_snapshot *s = mm_host_snapshot(f.h, 1);
-	CHECK_U64(proc(s, 10)->window.mmap_lock_read, 1);
-	CHECK_U64(proc(s, 10)->window.mmap_lock_trylock_fail, 2);
-	CHECK_U64(proc(s, 10)->window.mmap_lock_waits, 0);
+	CHECK_U64(proc(s, 10)->window->mmap_lock_read, 1);
+	CHECK_U64(proc(s, 10)->window->mmap_lock_trylock_fail, 2);
+	CHECK_U64(proc(s, 10)->window->mmap_lock_waits, 0);
 	mm_snapshot_unref(s);
 	rec_fx_free(&f);
 }
@@ -163,9 +163,9 @@ static void test_downgrade_ends_the_write_hold(void)
 	acquired(&f, 10, 11, 1600, 0, 1); /* mmap_write_downgrade */
 	released(&f, 10, 11, 9000, 0);
 	struct mm_snapshot *s = mm_host_snapshot(f.h, 1);
-	CHECK_U64(proc(s, 10)->window.mmap_lock_write_hold_ns, 600);
-	CHECK_U64(proc(s, 10)->window.mmap_lock_write, 1);
-	CHECK_U64(proc(s, 10)->window.mmap_lock_read, 1);
+	CHECK_U64(proc(s, 10)->window->mmap_lock_write_hold_ns, 600);
+	CHECK_U64(proc(s, 10)->window->mmap_lock_write, 1);
+	CHECK_U64(proc(s, 10)->window->mmap_lock_read, 1);
 	mm_snapshot_unref(s);
 	rec_fx_free(&f);
 }
@@ -184,8 +184,8 @@ static void test_fork_holds_two_mmap_locks_for_write_at_once(void)
 	ev(&f, REL, 10, 10, 1400, r2, 2);
 	ev(&f, REL, 10, 10, 2000, r1, 2);
 	struct mm_snapshot *s = mm_host_snapshot(f.h, 1);
-	CHECK_U64(proc(s, 10)->window.mmap_lock_write, 2);
-	CHECK_U64(proc(s, 10)->window.mmap_lock_write_hold_ns, 300 + 1000);
+	CHECK_U64(proc(s, 10)->window->mmap_lock_write, 2);
+	CHECK_U64(proc(s, 10)->window->mmap_lock_write_hold_ns, 300 + 1000);
 	for (size_t i = 0; i < s->nglobals; i++)
 		CHECK_U64(s->globals[i].total, 0);
 	mm_snapshot_unref(s);
@@ -212,9 +212,9 @@ static void test_unpaired_events_are_counted_not_guessed(void)
 	acquired(&f, 10, 12, 700, 0, 1);
 	struct mm_snapshot *s = mm_host_snapshot(f.h, 1);
 	CHECK_U64(global(s, "write_release_without_acquire"), 1);
-	CHECK_U64(proc(s, 10)->window.mmap_lock_write_hold_ns, 0);
-	CHECK_U64(proc(s, 10)->window.mmap_lock_waits, 0);
-	CHECK_U64(proc(s, 10)->window.mmap_lock_read, 1);
+	CHECK_U64(proc(s, 10)->window->mmap_lock_write_hold_ns, 0);
+	CHECK_U64(proc(s, 10)->window->mmap_lock_waits, 0);
+	CHECK_U64(proc(s, 10)->window->mmap_lock_read, 1);
 	mm_snapshot_unref(s);
 	rec_fx_free(&f);
 }
@@ -240,10 +240,10 @@ static void test_pid_reuse_makes_two_processes(void)
 			continue;
 		n++;
 		if (s->procs[i].exited) {
-			first = s->procs[i].window.faults;
+			first = s->procs[i].window->faults;
 			CHECK_U64(s->procs[i].start_ms, 1000);
 		} else {
-			second = s->procs[i].window.faults;
+			second = s->procs[i].window->faults;
 			CHECK_U64(s->procs[i].start_ms, 2000);
 			CHECK_STR(s->procs[i].comm, "second");
 		}
@@ -266,8 +266,8 @@ static void test_late_events_of_an_exited_process_stay_with_it(void)
 	acquired(&f, 42, 44, 40, 1, 1); /* its last thread's exit_mmap */
 	struct mm_snapshot *s = mm_host_snapshot(f.h, 1);
 	CHECK_U64(s->nprocs, 1);
-	CHECK_U64(s->procs[0].window.faults, 1);
-	CHECK_U64(s->procs[0].window.mmap_lock_write, 1);
+	CHECK_U64(s->procs[0].window->faults, 1);
+	CHECK_U64(s->procs[0].window->mmap_lock_write, 1);
 	mm_snapshot_unref(s);
 	rec_fx_free(&f);
 }
@@ -290,7 +290,7 @@ static void test_windows_roll_into_totals_and_exited_processes_go(void)
 	ev(&f, FAULT, 10, 10, 5, NULL, 0);
 	struct mm_snapshot *s = mm_host_snapshot(f.h, 11000);
 	CHECK_U64(s->nprocs, 1); /* pid 20 was stored and forgotten */
-	CHECK_U64(s->procs[0].window.faults, 1);
+	CHECK_U64(s->procs[0].window->faults, 1);
 	CHECK_U64(s->procs[0].total.faults, 2);
 	CHECK_U64(s->all_total.faults, 3);
 	CHECK_U64(s->window_start_ms, 10000);

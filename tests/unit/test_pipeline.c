@@ -168,6 +168,36 @@ static void test_the_host_numbers_streams_and_keeps_failed_ones(void)
 	mm_host_free(h);
 }
 
+static void test_rows_sort_busiest_first_each_row_whole(void)
+{
+	/* Rows moved by the sort's permutation keep their own window and total together. */
+	enum { N = 257 };
+	struct mm_snapshot *s = mm_snapshot_new(N, 0, 0, 0);
+	unsigned seed = 7;
+	for (int i = 0; i < N; i++) {
+		struct mm_snap_proc *p = &s->procs[i];
+		p->pid = i;
+		seed = seed * 1103515245u + 12345u;
+		p->total.minflt = (seed >> 16) % 40; /* ties: ordered by pid */
+		((struct mm_proc_counts *)p->window)->faults = (uint64_t)i;
+	}
+	CHECK(mm_snapshot_sort_rows(s->procs, N) == 0);
+	int seen[N] = {0};
+	for (int i = 0; i < N; i++) {
+		const struct mm_snap_proc *p = &s->procs[i];
+		CHECK_U64(p->window->faults, (uint64_t)p->pid);
+		seen[p->pid]++;
+		if (i) {
+			const struct mm_snap_proc *q = &s->procs[i - 1];
+			CHECK(q->total.minflt > p->total.minflt ||
+			      (q->total.minflt == p->total.minflt && q->pid < p->pid));
+		}
+	}
+	for (int i = 0; i < N; i++)
+		CHECK_U64(seen[i], 1);
+	mm_snapshot_unref(s);
+}
+
 static int named(void *ctx, uint32_t pid, struct mm_proc_ident *ret)
 {
 	memset(ret, 0, sizeof(*ret));
@@ -198,7 +228,7 @@ static void test_an_open_windows_snapshot_holds_the_active_rows_and_reads_back_w
 	CHECK(s->base != NULL);
 	CHECK_U64(s->nprocs, 1); /* only 11 counted in the open window */
 	CHECK_U64(s->procs[0].pid, 11);
-	CHECK_U64(s->procs[0].window.faults, 3);
+	CHECK_U64(s->procs[0].window->faults, 3);
 	CHECK_U64(s->procs[0].total.faults, 10);
 	mm_snapshot_publish(s);
 	struct mm_snapshot *r = mm_snapshot_current(); /* completes it */
@@ -208,7 +238,7 @@ static void test_an_open_windows_snapshot_holds_the_active_rows_and_reads_back_w
 		/* busiest first, by total; the idle ones with an empty window, their total kept */
 		CHECK_U64(r->procs[0].pid, 11);
 		CHECK_U64(r->procs[1].pid, 10);
-		CHECK_U64(r->procs[1].window.faults, 0);
+		CHECK_U64(r->procs[1].window->faults, 0);
 		CHECK_U64(r->procs[1].total.faults, 5);
 		CHECK_STR(r->procs[1].comm, "p10");
 		CHECK_U64(r->procs[1].start_ms, 510);
@@ -337,6 +367,7 @@ int main(void)
 	RUN(test_an_error_stops_the_walk_and_is_returned);
 	RUN(test_the_host_numbers_streams_and_keeps_failed_ones);
 	RUN(test_an_open_windows_snapshot_holds_the_active_rows_and_reads_back_whole);
+	RUN(test_rows_sort_busiest_first_each_row_whole);
 	RUN(test_a_watched_fd_reaches_its_handler);
 	RUN(test_recording_chunks_read_back_as_written);
 	return check_summary();

@@ -25,7 +25,7 @@
 #include "check.h"
 #include "dbfiles.h"
 #include "log.h"
-#include "snapshot.h"
+#include "snaps.h"
 #include "stats.h"
 #include "store.h"
 
@@ -63,10 +63,11 @@ static void set_proc(struct mm_snap_proc *p, int32_t pid, uint64_t start_ms, con
 	p->start_ms = start_ms;
 	snprintf(p->comm, sizeof(p->comm), "%s", comm);
 	p->cgroup = cgroup; /* outlives the snapshot */
-	memset(&p->window, 0, sizeof(p->window));
+	struct mm_proc_counts *win = snap_proc_window(p);
+	memset(win, 0, sizeof(*win));
 	for (size_t f = 0; k && f < mm_proc_nfields; f++)
-		*(uint64_t *)((char *)&p->window + mm_proc_fields[f].offset) = field_value(k, f);
-	p->total = p->window;
+		*(uint64_t *)((char *)win + mm_proc_fields[f].offset) = field_value(k, f);
+	p->total = *win;
 }
 
 /* A closed window [start_ms, end_ms) with room for the given counts. */
@@ -691,7 +692,7 @@ static void test_idle_processes_are_not_written(void)
 	set_proc(&w->procs[1], 2, 1000, "idle", "", 0);
 	set_proc(&w->procs[2], 3, 1000, "onefault", "", 0);
 	w->procs[1].total.faults = 99; /* active before, idle in this window */
-	w->procs[2].window.faults = 1;
+	snap_proc_window(&w->procs[2])->faults = 1;
 	CHECK(mm_store_open(path, &st) == 0);
 	CHECK(mm_store_write_window(st, w) == 0);
 	mm_snapshot_unref(w);
@@ -1124,15 +1125,16 @@ static void test_range_routes_give_null_outcomes_for_a_process_no_burst_caught(v
 		for (int i = 0; i < 2 - k; i++) {
 			struct mm_snap_proc *p = &w->procs[i];
 			set_proc(p, k ? 2 : i + 1, 1000, "p", "/", 0);
-			p->window.minflt = 100;
-			p->window.split_observed_ns = 200000000;
+			struct mm_proc_counts *pw = snap_proc_window(p);
+			pw->minflt = 100;
+			pw->split_observed_ns = 200000000;
 			if (p->pid == 1) {
-				p->window.split_estimated = 1;
-				p->window.faults_vma = 90;
-				p->window.faults_mmap_unknown = p->window.faults_mmap_fallback = 10;
-				p->window.fallback_locks = 10;
+				pw->split_estimated = 1;
+				pw->faults_vma = 90;
+				pw->faults_mmap_unknown = pw->faults_mmap_fallback = 10;
+				pw->fallback_locks = 10;
 			}
-			p->total = p->window;
+			p->total = *pw;
 		}
 		CHECK(mm_store_write_window(st, w) == 0);
 		mm_snapshot_unref(w);
