@@ -141,6 +141,35 @@ void *bench_mmap_thread(void *arg)
 	return NULL;
 }
 
+/* wait_signal() for @seconds, printing set 0's rate every c->progress seconds if set. */
+static int wait_progress(const sigset_t *sigs, const struct bench_common *c, double seconds,
+			 const struct bench_counters *k0, const char *phase)
+{
+	uint64_t start = now_ns(), t = start, end = start + (uint64_t)(seconds * 1e9);
+	unsigned long n = bench_sum(k0->c, k0->n);
+	int sig;
+
+	if (!(c->progress > 0))
+		return wait_signal(sigs, seconds);
+	while (t < end) {
+		double step = (double)(end - t) / 1e9;
+		uint64_t t1;
+		unsigned long n1;
+
+		sig = wait_signal(sigs, step < c->progress ? step : c->progress);
+		if (sig)
+			return sig;
+		t1 = now_ns();
+		n1 = bench_sum(k0->c, k0->n);
+		printf("# rate phase=%s t=%.2f rounds_per_s=%.1f\n", phase,
+		       (double)(t1 - start) / 1e9, (double)(n1 - n) * 1e9 / (double)(t1 - t));
+		fflush(stdout);
+		t = t1;
+		n = n1;
+	}
+	return 0;
+}
+
 int bench_measure(const sigset_t *sigs, const struct bench_common *c,
 		  const struct bench_counters k[3], struct bench_measure *m)
 {
@@ -150,7 +179,7 @@ int bench_measure(const sigset_t *sigs, const struct bench_common *c,
 
 	memset(m, 0, sizeof(*m));
 	bench_phase("warmup");
-	sig = wait_signal(sigs, c->warmup);
+	sig = wait_progress(sigs, c, c->warmup, &k[0], "warmup");
 	if (sig)
 		return sig;
 	getrusage(RUSAGE_SELF, &ru0);
@@ -158,7 +187,7 @@ int bench_measure(const sigset_t *sigs, const struct bench_common *c,
 		m->count[i] = bench_sum(k[i].c, k[i].n);
 	t0 = now_ns();
 	bench_phase("measure");
-	sig = wait_signal(sigs, c->seconds);
+	sig = wait_progress(sigs, c, c->seconds, &k[0], "measure");
 	m->ns = now_ns() - t0;
 	for (unsigned i = 0; i < 3; i++)
 		m->count[i] = bench_sum(k[i].c, k[i].n) - m->count[i];
@@ -243,7 +272,9 @@ static void usage(const char *argv0, const struct bench_common *c, const struct 
 	       "  --limit-mb MB      its memory limit (default %lu; 0: run without a cgroup)\n"
 	       "  --swap-file PATH   temporary swap file (default DIR/mmlockd-bench.PID.swap)\n"
 	       "  --swap-mb MB       its size (default %lu; 0: no swap file)\n"
-	       "  --swappiness N     the cgroup's vm swappiness, cgroup v1 only (default 100)\n",
+	       "  --swappiness N     the cgroup's vm swappiness, cgroup v1 only (default 100)\n"
+	       "  --progress S       print the rounds/s of every S seconds of both phases\n"
+	       "                     (\"# rate\" lines; default 0: none)\n",
 	       c->seconds, c->warmup, c->limit_mb, c->swap_mb);
 }
 
@@ -332,6 +363,9 @@ int bench_common_set(struct bench_common *c, int code, const char *arg)
 		break;
 	case 7:
 		bad = parse_ulong(arg, 200, &c->swappiness);
+		break;
+	case 8:
+		bad = parse_seconds(arg, &c->progress);
 		break;
 	default:
 		bad = 1;
@@ -478,6 +512,8 @@ int bench_spawn(struct bench_env *e, const sigset_t *sigs, const char *name)
 		e->cg_dir[0] = '\0';
 		e->swap_path[0] = '\0';
 		e->swap_active = false;
+		e->data_open = false;
+		e->sync_dir[0] = '\0';
 		printf("# worker %d\n", (int)getpid());
 		fflush(stdout);
 		return 0;
@@ -524,6 +560,68 @@ static int write_swap_header(int fd, unsigned long mb)
 	return err;
 }
 
+/* Remembers the directory of @path (itself if !@is_file) as the one to syncfs(). */
+static void set_sync_dir(struct bench_env *e, const char *path, bool is_file)
+{
+	char *slash;
+
+	snprintf(e->sync_dir, sizeof(e->sync_dir), "%s", path);
+	if (!is_file)
+		return;
+	slash = strrchr(e->sync_dir, '/');
+	if (!slash)
+		snprintf(e->sync_dir, sizeof(e->sync_dir), ".");
+	else if (slash == e->sync_dir)
+		slash[1] = '\0';
+	else
+		*slash = '\0';
+}
+
+static void sync_fs(const char *dir)
+{
+	int fd;
+
+	if (!dir[0])
+		return;
+	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	if (syncfs(fd))
+		fprintf(stderr, "syncfs %s: %s\n", dir, strerror(errno));
+	close(fd);
+}
+
+double bench_settle(struct bench_env *e)
+{
+	uint64_t t0 = now_ns();
+
+	sync_fs(e->sync_dir);
+	return (double)(now_ns() - t0) / 1e6;
+}
+
+long bench_file_cached_kb(int fd, size_t len)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE), n = (len + page - 1) / page;
+	unsigned char *vec = malloc(n ? n : 1);
+	void *m;
+	long kb = 0;
+
+	if (!vec)
+		return -1;
+	m = mmap(NULL, len, PROT_READ, MAP_SHARED, fd, 0);
+	if (m == MAP_FAILED || mincore(m, len, vec)) {
+		if (m != MAP_FAILED)
+			munmap(m, len);
+		free(vec);
+		return -1;
+	}
+	for (size_t i = 0; i < n; i++)
+		kb += vec[i] & 1;
+	munmap(m, len);
+	free(vec);
+	return kb * (long)(page >> 10);
+}
+
 int bench_swap_on(struct bench_env *e, const struct bench_common *c, const sigset_t *sigs)
 {
 	static char zero[1 << 20];
@@ -554,7 +652,14 @@ int bench_swap_on(struct bench_env *e, const struct bench_common *c, const sigse
 		err = write_swap_header(fd, c->swap_mb);
 	if (!err && fsync(fd))
 		err = -errno;
+	/* Written through the page cache, but swapped to through its blocks: 512 MiB of clean
+	 * page cache nobody reads again, dropped so that every run starts with the same free
+	 * memory. */
+	if (!err)
+		posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
 	close(fd);
+	if (!err && !e->sync_dir[0])
+		set_sync_dir(e, e->swap_path, true);
 	if (!err && swapon(e->swap_path, 0))
 		err = -errno;
 	if (err) {
@@ -592,6 +697,27 @@ void bench_env_cleanup(struct bench_env *e)
 	}
 	swap_off(e);
 	cgroup_remove(e);
+	if (e->data_open) {
+		close(e->data_fd);
+		e->data_open = false;
+	}
+	/* The files' blocks are free now: their discard (mount -o discard) and the journal
+	 * commit happen here, not in the next run's measured phase. */
+	sync_fs(e->sync_dir);
+	e->sync_dir[0] = '\0';
+}
+
+int bench_env_data_file(struct bench_env *e, const struct bench_common *c, unsigned long mb,
+			const sigset_t *sigs)
+{
+	int fd = bench_data_file(c->dir, mb, sigs);
+
+	if (fd < 0)
+		return fd;
+	e->data_fd = fd;
+	e->data_open = true;
+	set_sync_dir(e, c->dir, false);
+	return fd;
 }
 
 int bench_data_file(const char *dir, unsigned long mb, const sigset_t *sigs)

@@ -48,6 +48,7 @@ struct bench_common {
 	const char *swap_file;	  /* --swap-file: path of the temporary swap file */
 	unsigned long swap_mb;	  /* --swap-mb: its size, 0 = no swap file */
 	unsigned long swappiness; /* --swappiness: the cgroup's (v1 only), default 100 */
+	double progress;	  /* --progress: print "# rate" lines this often, 0 = never */
 };
 
 /* State to tear down. */
@@ -56,6 +57,9 @@ struct bench_env {
 	int cg_version;		  /* 1 or 2 */
 	char swap_path[PATH_MAX]; /* swap file we created, "" if none */
 	bool swap_active;	  /* swapon() succeeded on it */
+	int data_fd;		  /* bench_env_data_file()'s file, if data_open */
+	bool data_open;
+	char sync_dir[PATH_MAX]; /* a directory on the filesystem of our files, "" if none */
 };
 
 #define BENCH_OPT_BASE 1000
@@ -69,8 +73,9 @@ struct bench_env {
 		{"limit-mb", required_argument, NULL, BENCH_OPT_BASE + 4},                         \
 		{"swap-file", required_argument, NULL, BENCH_OPT_BASE + 5},                        \
 		{"swap-mb", required_argument, NULL, BENCH_OPT_BASE + 6},                          \
+		{"swappiness", required_argument, NULL, BENCH_OPT_BASE + 7},                       \
 	{                                                                                          \
-		"swappiness", required_argument, NULL, BENCH_OPT_BASE + 7                          \
+		"progress", required_argument, NULL, BENCH_OPT_BASE + 8                            \
 	}
 
 /* A workload's own numeric option: --NAME META, a whole number 0..2^24, stored in *ul or *u (set
@@ -122,13 +127,31 @@ int bench_spawn(struct bench_env *e, const sigset_t *sigs, const char *name);
  * after a message; on failure nothing is left behind. */
 int bench_swap_on(struct bench_env *e, const struct bench_common *c, const sigset_t *sigs);
 
-/* Tears down whatever bench_cgroup_create() and bench_swap_on() set up. Idempotent. Called by the
- * parent of bench_spawn(), or by a process that never spawned. */
+/* Tears down whatever bench_cgroup_create(), bench_swap_on() and bench_env_data_file() set up,
+ * then bench_settle()s, so that what the teardown left to the filesystem (the blocks of the
+ * files it freed, discarded at the next journal commit on a filesystem mounted with discard) is
+ * done before the next run starts. Idempotent. Called by the parent of bench_spawn(), or by a
+ * process that never spawned. */
 void bench_env_cleanup(struct bench_env *e);
 
 /* Creates an unlinked file of @mb MiB of non-zero data in @dir, flushed to disk and dropped from
  * the page cache. Returns its fd (O_RDWR) or -errno after a message. */
 int bench_data_file(const char *dir, unsigned long mb, const sigset_t *sigs);
+
+/* bench_data_file() in c->dir, owned by @e: closed by bench_env_cleanup() (the worker closes its
+ * own copy), so that its blocks are freed, and their discard done, before the next run. */
+int bench_env_data_file(struct bench_env *e, const struct bench_common *c, unsigned long mb,
+			const sigset_t *sigs);
+
+/* Makes the state every run starts from the same: syncfs() of the filesystem of @e's files
+ * (e->sync_dir), so that no writeback, journal commit or discard from the set-up (or from an
+ * earlier run) runs during the measured phase. Call right before bench_spawn(). Returns the
+ * milliseconds it took (printed by the workloads as settle_ms). */
+double bench_settle(struct bench_env *e);
+
+/* KiB of the first @len bytes of file @fd in the page cache (mincore() of a mapping), -1 if it
+ * cannot be told. */
+long bench_file_cached_kb(int fd, size_t len);
 
 /* Prints a line and flushes stdout. */
 void bench_phase(const char *phase);
@@ -193,8 +216,10 @@ struct bench_measure {
 };
 
 /* Runs the protocol's phases with the threads running: "# phase warmup", c->warmup seconds,
- * "# phase measure", c->seconds seconds (read into @m), "# phase end". Returns 0, or the stop
- * signal that cut it short (then @m is incomplete). */
+ * "# phase measure", c->seconds seconds (read into @m), "# phase end". With c->progress, every
+ * that many seconds of both phases also a line "# rate phase=P t=S rounds_per_s=R" (set 0's rate
+ * over the last step; the driver ignores them): to see whether the warm-up reached a steady
+ * state. Returns 0, or the stop signal that cut it short (then @m is incomplete). */
 int bench_measure(const sigset_t *sigs, const struct bench_common *c,
 		  const struct bench_counters k[3], struct bench_measure *m);
 

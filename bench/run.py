@@ -49,7 +49,14 @@ tracepoints at a time, to say which collector, tracepoint or callchain costs wha
 Ratios are per round (a configuration's throughput over the same round's none), their median
 shown with a 95% distribution-free interval for it (order statistics of the rounds' ratios, from
 6 rounds up): a cost smaller than none_again's distance from 1 or inside the interval is not
-told apart from noise by the run.
+told apart from noise by the run. Each configuration's spread is half the range of its rounds'
+throughput over their median ("±x%"); the untraced rounds' spread (none's, or none_again's if
+larger) is the noise, and the verdict column calls a cost ("cost 4.1% [1.2-7.9]", the interval
+as costs) or a speed-up only when the interval excludes 1 and the median ratio is further from 1
+than that noise, else "not told apart from untraced (±x% noise)"; below 6 rounds it makes no
+call. A line per workload says whether the untraced rounds met issue 33's repeatability target
+(every round within ±3% of their median) and which round was furthest off. --noise-floor adds
+none_again to any suite.
 
 With --bpf-stats it sets kernel.bpf_stats_enabled for the run (restored at exit) and reads, at
 the measured phase's start and end, run_time_ns and run_cnt of every BPF program mmlockd holds
@@ -973,12 +980,14 @@ class Bench:
         cmd = [self.bins[workload], "--seconds", str(self.args.seconds), "--warmup",
                str(self.args.warmup), "--dir", self.tmp, "--cgroup-name", self.cgroup_name,
                "--swap-file", self.swap_file] + wargs + self.args.workload_args.get(workload, [])
+        if self.args.progress:
+            cmd += ["--progress", str(self.args.progress)]
         t_start = time.time()
         wp = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                               start_new_session=True)
         self.children.append(wp)
         mine.add(wp.pid)
-        params, result, marks = {}, {}, {}
+        params, result, marks, progress = {}, {}, {}, []
         worker = wp.pid  # the process that does the work: the child bench_spawn() forks
         for line in wp.stdout:
             line = line.strip()
@@ -992,8 +1001,14 @@ class Bench:
                                     "wcpu": proc_cpu_s(worker), "tracer": tr.snapshot()}
                     if self.args.bpf_stats and isinstance(tr, (Mmlockd, BpfFloor)):
                         marks[phase]["bpf"] = bpf_prog_stats(tr.pid())
-                if phase == "measure":
+                if phase == "end":
+                    # After the phase, not at its start: the scan reads every process's fds,
+                    # a second of CPU with 10 000 processes on the machine, which would be in
+                    # the measured phase and in its foreign cores.
                     marks["perf_users"] = sorted(set(perf_event_users(mine).values()))
+            elif line.startswith("# rate "):
+                kv = parse_kv(line[1:])
+                progress.append([kv.get("phase"), kv.get("t"), kv.get("rounds_per_s")])
             elif line.startswith("params:"):
                 params = parse_kv(line)
             elif line.startswith("result:"):
@@ -1013,6 +1028,8 @@ class Bench:
         run = {"workload": workload, "config": config, "rep": rep, "params": params,
                "result": result, "tracer": res, "quiet": quiet,
                "workload_wall_s": round(t_end - t_start, 2)}
+        if progress:
+            run["progress"] = progress
         if "measure" in marks and "end" in marks:
             m0, m1 = marks["measure"], marks["end"]
             dt = m1["t"] - m0["t"]
@@ -1055,6 +1072,8 @@ class Bench:
         configs = list(SUITES[self.args.suite]) if not self.args.configs else self.args.configs
         if self.args.suite == "breakdown" and not self.args.configs:
             configs[1:1] = [f"mmlockd_{c}" for c in self.collectors_all]
+        if self.args.noise_floor and "none_again" not in configs:
+            configs.insert(configs.index("none") + 1 if "none" in configs else 0, "none_again")
         if self.args.bpf_stats and self.bpf_floor and "bpf_floor" not in configs:
             configs.insert(1, "bpf_floor")
         total = len(self.args.workloads) * len(configs) * self.args.reps
@@ -1294,6 +1313,59 @@ def median_interval(xs, level=0.95):
     return (xs[k - 1], xs[n - k]) if k >= 1 else None
 
 
+# Issue 33's repeatability target: every untraced round within this much of their median.
+REPEAT_TARGET = 0.03
+# Rounds from which median_interval() has a 95% interval (below it the verdict makes no call).
+MIN_INTERVAL_ROUNDS = 6
+
+
+def spread(xs):
+    """Half the range of @xs over their median, (max - min) / 2 / median: "±x%" of the rounds
+    around their median; None below 2 values."""
+    xs = [x for x in xs if x is not None]
+    if len(xs) < 2:
+        return None
+    m = statistics.median(xs)
+    return (max(xs) - min(xs)) / 2 / m if m else None
+
+
+def worst_deviation(xs):
+    """(index, deviation) of the value of @xs furthest from their median, the deviation signed
+    and relative to the median; None without values."""
+    idx = [(i, x) for i, x in enumerate(xs) if x is not None]
+    if not idx:
+        return None
+    m = statistics.median(x for _, x in idx)
+    if not m:
+        return None
+    i, x = max(idx, key=lambda ix: abs(ix[1] - m))
+    return i, (x - m) / m
+
+
+def verdict(ratio, interval, rounds, noise):
+    """What the run can say about a configuration against untraced: (kind, text, reason).
+    A cost (or a speed-up) only when the 95% interval of the median ratio excludes 1 AND the
+    median ratio is further from 1 than @noise, the untraced rounds' own spread (a fraction);
+    otherwise not told apart. Below MIN_INTERVAL_ROUNDS paired rounds there is no interval and
+    no call."""
+    if ratio is None or rounds < MIN_INTERVAL_ROUNDS or interval is None:
+        return ("no_interval", f"{rounds} rounds: no 95% interval (needs "
+                f"{MIN_INTERVAL_ROUNDS}), no call", "too few rounds")
+    lo, hi = interval
+    noise_txt = f"±{noise * 100:.1f}% noise" if noise is not None else "noise unknown"
+    excludes = lo > 1 or hi < 1
+    beyond = noise is not None and abs(1 - ratio) > noise
+    if excludes and beyond:
+        if ratio < 1:
+            return ("cost", f"cost {(1 - ratio) * 100:.1f}% [{(1 - hi) * 100:.1f}-"
+                    f"{(1 - lo) * 100:.1f}]", "interval excludes 1, beyond the untraced spread")
+        return ("faster", f"faster {(ratio - 1) * 100:.1f}% [{(lo - 1) * 100:.1f}-"
+                f"{(hi - 1) * 100:.1f}]", "interval excludes 1, beyond the untraced spread")
+    reason = ("interval excludes 1 but the difference is within the untraced spread"
+              if excludes else "the interval holds 1")
+    return "not_told_apart", f"not told apart from untraced ({noise_txt})", reason
+
+
 def machine_info():
     info = {"kernel": platform.release(), "machine": platform.machine(), "cpus": os.cpu_count()}
     try:
@@ -1373,6 +1445,10 @@ def summarize(bench, configs):
                 "faults_seen_over_kernel_median": median(acc),
                 "foreign_cores_median": median(
                     r.get("measured", {}).get("foreign_cores") for r in rs),
+                "foreign_cores_max": max((r.get("measured", {}).get("foreign_cores") or 0
+                                          for r in rs), default=None),
+                # Half the range of the rounds' throughput over its median (a fraction).
+                "rounds_per_s_spread": spread(tput),
                 "runs_with_foreign_perf": sum(
                     1 for r in rs if r.get("measured", {}).get("foreign_perf_users")),
             }
@@ -1391,6 +1467,42 @@ def summarize(bench, configs):
                         "split_estimated", "split_faults_seen", "split_err"]
                 s["outcomes_last_run"] = {k: outcome[-1].get(k, 0) for k in keys}
             rows[(w, c)] = s
+        # The untraced rounds' spread: the noise a difference must exceed to be called (the
+        # larger of none's and none_again's where both ran), and issue 33's repeatability.
+        unt = [rows[(w, c)] for c in configs if untraced(c) and rows[(w, c)]["runs"]]
+        noise = max((u["rounds_per_s_spread"] for u in unt
+                     if u["rounds_per_s_spread"] is not None), default=None)
+        if (w, "none") in rows:
+            nrs = sorted((r for r in runs if r["config"] == "none"), key=lambda r: r["rep"])
+            tput = [r["result"]["rounds_per_s"] for r in nrs]
+            wd = worst_deviation(tput)
+            foreign = [r.get("measured", {}).get("foreign_cores") for r in nrs]
+            rows[(w, "none")]["repeatability"] = {
+                "target": REPEAT_TARGET, "rounds": len(tput),
+                "rounds_per_s": tput,
+                "spread": rows[(w, "none")]["rounds_per_s_spread"],
+                "worst_rep": nrs[wd[0]]["rep"] if wd else None,
+                "worst_deviation": wd[1] if wd else None,
+                "within_target": (abs(wd[1]) <= REPEAT_TARGET) if wd and len(tput) > 1
+                else None,
+                "noise": noise,
+                "foreign_cores_median": median(foreign),
+                "foreign_cores_max": max((f for f in foreign if f is not None), default=None),
+            }
+        for c in configs:
+            s = rows[(w, c)]
+            s["untraced_spread"] = noise
+            if c == "none":
+                s["verdict_kind"], s["verdict"], s["verdict_reason"] = \
+                    "reference", "reference", "the untraced run every ratio is taken against"
+                continue
+            paired_n = len(s["paired_ratios"])
+            s["verdict_kind"], s["verdict"], s["verdict_reason"] = verdict(
+                s["ratio"], s["ratio_interval"], paired_n, noise)
+            if s["verdict_kind"] in ("cost", "faster"):
+                lo, hi = s["ratio_interval"]
+                s["cost_pct"] = (1 - s["ratio"]) * 100
+                s["cost_interval_pct"] = [(1 - hi) * 100, (1 - lo) * 100]
     return rows
 
 
@@ -1502,6 +1614,29 @@ def churn_table(churn):
     return L
 
 
+def repeatability_lines(rp):
+    """The header lines of a workload's table: the untraced rounds' spread (the noise a
+    difference must exceed) and issue 33's repeatability target."""
+    n, sp, wd = rp["rounds"], rp["spread"], rp["worst_deviation"]
+    fc = (f"foreign load in them {fmt(rp['foreign_cores_median'], '.2f')} cores median, "
+          f"{fmt(rp['foreign_cores_max'], '.2f')} max")
+    L = [f"Untraced rounds (`no tracing`, {n}): "
+         f"{' '.join(fmt(x, '.1f') for x in rp['rounds_per_s'])} rounds/s, spread "
+         f"{'±' + fmt(sp * 100, '.1f') + '%' if sp is not None else '–'}"
+         + (f"; the verdicts take ±{rp['noise'] * 100:.1f}% as the noise (the larger "
+            "untraced spread)" if rp.get("noise") is not None and sp is not None
+            and rp["noise"] > sp + 1e-12 else "") + f"; {fc}.\n"]
+    if rp["within_target"] is None:
+        L.append(f"Repeatability (issue 33: every untraced round within "
+                 f"±{rp['target'] * 100:g}% of their median): not judged, {n} round(s).\n")
+    else:
+        L.append(f"Repeatability (issue 33: every untraced round within "
+                 f"±{rp['target'] * 100:g}% of their median): "
+                 f"{'met' if rp['within_target'] else 'NOT met'}; worst round "
+                 f"{rp['worst_rep']} at {wd * 100:+.1f}%.\n")
+    return L
+
+
 def write_report(bench, configs, rows, idle, churn, t_start, t_end):
     a = bench.args
     info = machine_info()
@@ -1517,6 +1652,8 @@ def write_report(bench, configs, rows, idle, churn, t_start, t_end):
         "workload_params": {w: next((r["params"] for r in bench.runs if r["workload"] == w),
                                     {}) for w in a.workloads},
         "summary": {f"{w}/{c}": s for (w, c), s in rows.items()},
+        "repeatability": {w: s["repeatability"] for (w, c), s in rows.items()
+                          if "repeatability" in s},
         "idle": idle, "churn": churn, "failures": bench.failures, "runs": bench.runs,
     }
     # --only footprint has no rounds: its own files, not over the suite's.
@@ -1558,18 +1695,24 @@ def write_report(bench, configs, rows, idle, churn, t_start, t_end):
         L.append(f"\n## {w}\n")
         L.append("Parameters: " + " ".join(f"{k}={v}" for k, v in p.items()
                                            if k != "workload") + "\n")
-        L.append("| configuration | rounds/s | ratio | 95% interval | per-round ratios "
-                 "| writer ops ratio "
+        rp = rows.get((w, "none"), {}).get("repeatability")
+        if rp:
+            L += repeatability_lines(rp)
+        L.append("| configuration | rounds/s | spread | ratio | 95% interval | verdict "
+                 "| per-round ratios | writer ops ratio "
                  "| events/s | lost | tracer CPU s | CPU µs/event | peak RSS MiB "
                  "| data MiB/h | faults seen/kernel | foreign cores |")
-        L.append("|---|---:|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+        L.append("|---|---:|---:|---:|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
         for c in configs:
             s = rows[(w, c)]
             iv = s.get("ratio_interval")
+            sp = s.get("rounds_per_s_spread")
             L.append(
                 f"| {s['label']} | {fmt(s['rounds_per_s_median'], '.1f')} "
+                f"| {'±' + fmt(sp * 100, '.1f') + '%' if sp is not None else '–'} "
                 f"| {fmt(s['ratio'], '.3f')} "
                 f"| {(fmt(iv[0], '.3f') + '-' + fmt(iv[1], '.3f')) if iv else '–'} "
+                f"| {s.get('verdict', '–')} "
                 f"| {' '.join(fmt(x, '.3f') for x in s['paired_ratios'])} "
                 f"| {fmt(s['writer_ops_ratio'], '.3f')} "
                 f"| {fmt(s['events_per_s_median'], ',.0f') if not untraced(c) else '–'} "
@@ -1714,6 +1857,13 @@ def main():
     ap.add_argument("--bpf-stats", action="store_true",
                     help="set kernel.bpf_stats_enabled for the run (restored at exit) and "
                     "report the time mmlockd's BPF programs take per run and per second")
+    ap.add_argument("--progress", type=float, default=0, metavar="S",
+                    help="have the workloads report their rounds/s every S seconds of the "
+                    "warm-up and the measured phase (kept in the JSON as each run's "
+                    "\"progress\": is the warm-up long enough, is the phase steady)")
+    ap.add_argument("--noise-floor", action="store_true",
+                    help="add none_again (a second untraced run each round: the noise floor) "
+                    "to the suite's configurations")
     ap.add_argument("--out", default=os.path.join(ROOT, "bench", "results"))
     ap.add_argument("--workload-arg", action="append", default=[], metavar="WORKLOAD:ARG",
                     help="extra argument for one workload, e.g. swapin:--writers=4")
@@ -1746,6 +1896,10 @@ def main():
         idle = bench.run_idle() if args.idle_procs > 0 else []
         churn = bench.run_churn() if args.churn and args.churn_waves > 0 else []
         rows = summarize(bench, configs)
+        for (w, c), s in rows.items():
+            if "repeatability" in s:
+                log(f"{w}: " + " ".join(l.strip() for l in repeatability_lines(
+                    s["repeatability"])))
         write_report(bench, configs, rows, idle, churn, t_start, time.time())
     except Interrupted as e:
         log(f"interrupted ({e}): cleaning up")

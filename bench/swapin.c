@@ -137,6 +137,7 @@ int main(int argc, char **argv)
 	struct bench_mmap_writer writers;
 	sigset_t sigs;
 	unsigned long bad;
+	double settle_ms = 0;
 	int sig = -1;
 
 	bench_block_signals(&sigs);
@@ -154,8 +155,11 @@ int main(int argc, char **argv)
 		return 1;
 	}
 
+	/* A new swap file every run (empty), the filesystem settled before the worker starts
+	 * (its writeback and an earlier run's discards done), a new cgroup. */
 	if (bench_swap_on(&env, &o.c, &sigs) || bench_interrupted(&sigs))
 		goto out;
+	settle_ms = bench_settle(&env);
 	if (bench_cgroup_create(&env, &o.c) || bench_interrupted(&sigs) ||
 	    bench_spawn(&env, &sigs, "swapin"))
 		goto out;
@@ -192,10 +196,10 @@ out:
 	printf("params: workload=swapin readers=%u writers=%u map_mb=%lu limit_mb=%lu swap_mb=%lu "
 	       "chunk_pages=%lu pressure_kb=%lu pressure_us=%lu writer_rate=%lu cgroup_v=%d "
 	       "seconds=%.2f "
-	       "warmup=%.2f\n",
+	       "warmup=%.2f settle_ms=%.0f\n",
 	       o.readers, o.writers, o.map_mb, o.c.limit_mb, o.c.swap_mb, o.chunk_pages,
 	       o.pressure_kb, o.pressure_us, o.writer_rate, env.cg_version, o.c.seconds,
-	       o.c.warmup);
+	       o.c.warmup, settle_ms);
 	bench_result(&m);
 	printf(" pageouts_per_s=%.1f bad=%lu", bench_rate(&m, 2), bad);
 	bench_result_end();
