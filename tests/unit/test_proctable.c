@@ -46,7 +46,7 @@ static struct mm_proc *with_faults(struct mm_proctable *t, uint32_t pid, uint64_
 {
 	struct mm_proc *p = mm_proctable_get(t, pid, 0);
 
-	mm_proctable_counts(p, 0)->faults = faults;
+	mm_proctable_counts(t, p, 0)->faults = faults;
 	return p;
 }
 
@@ -158,7 +158,7 @@ static void test_fork_of_a_process_seen_early_keeps_its_entry(void)
 	gone = 0;
 	struct mm_proctable *t = mm_proctable_new(fixed, NULL);
 	struct mm_proc *early = mm_proctable_get(t, 7, 0);
-	mm_proctable_counts(early, 0)->minflt = 100;
+	mm_proctable_counts(t, early, 0)->minflt = 100;
 	mm_proctable_fork(t, 7, 1, 5003);
 	CHECK(mm_proctable_get(t, 7, 0) == early);
 	CHECK(!early->exited);
@@ -259,7 +259,7 @@ static void test_roll_moves_window_into_closed(void)
 	CHECK_U64(mm_proc_window(p)->faults, 0);
 	CHECK_U64(p->closed.faults, 4);
 	CHECK(p->closed_hists == NULL); /* none had a sample */
-	mm_proctable_counts(p, 0)->faults = 1;
+	mm_proctable_counts(t, p, 0)->faults = 1;
 	mm_proctable_exit(t, 7);
 	CHECK(p->exited);
 	mm_proctable_roll(t, 0);
@@ -275,17 +275,17 @@ static void test_counts_of_a_process_born_after_the_closing_window_go_to_the_nex
 	gone = 0;
 	struct mm_proctable *t = mm_proctable_new(fixed, NULL);
 	struct mm_proc *p = mm_proctable_get(t, 7, 0);
-	CHECK(p->window == NULL);				    /* nothing counted yet */
-	CHECK(mm_proctable_counts(p, 0) == p->window && p->window); /* outside a closing tick */
-	CHECK(mm_proctable_counts(p, 5000) == p->window);	    /* born before the end */
-	struct mm_proc_stats *c = mm_proctable_counts(p, 4000);
+	CHECK(p->window == NULL);				       /* nothing counted yet */
+	CHECK(mm_proctable_counts(t, p, 0) == p->window && p->window); /* outside a closing tick */
+	CHECK(mm_proctable_counts(t, p, 5000) == p->window);	       /* born before the end */
+	struct mm_proc_stats *c = mm_proctable_counts(t, p, 4000);
 	CHECK(c != NULL && c != p->window);
 	c->minflt = 12;
-	CHECK(mm_proctable_counts(p, 4000) == c);
+	CHECK(mm_proctable_counts(t, p, 4000) == c);
 	mm_proctable_exit(t, 7);
 	mm_proctable_roll(t, 4500); /* the window ending at 4000 closes without it, */
 	CHECK(p->window == NULL);   /* and so does the next one, ending before its start */
-	CHECK(p->carry == c);
+	CHECK(p->carry && p->carry->minflt == 12); /* moved with the arenas, kept whole */
 	mm_proctable_roll(t, 5500);
 	CHECK_U64(p->closed.minflt, 0);
 	CHECK_U64(mm_proc_window(p)->minflt, 12); /* the next one starts with the carry */
@@ -294,6 +294,37 @@ static void test_counts_of_a_process_born_after_the_closing_window_go_to_the_nex
 	CHECK(mm_proctable_find(t, 7) == p);
 	mm_proctable_roll(t, 0);
 	CHECK_U64(mm_proctable_count(t), 0);
+	mm_proctable_free(t);
+}
+
+static void test_windows_come_zeroed_from_their_arena_window_after_window(void)
+{
+	/* More windows than one chunk of the arena holds, three windows in a row: each window
+	 * starts at zero (the kept chunk cleared, the others mapped anew) and folds into the
+	 * totals whole. */
+	enum { N = 1000 };
+	struct mm_proctable *t = fake_table();
+	struct mm_proc *p[N];
+	for (uint32_t i = 0; i < N; i++)
+		p[i] = mm_proctable_get(t, 100 + i, 0);
+	for (int round = 0; round < 3; round++) {
+		unsigned dirty = 0;
+		for (uint32_t i = 0; i < N; i++) {
+			struct mm_proc_stats *w = mm_proctable_counts(t, p[i], 0);
+			dirty += !w || !mm_stats_is_zero(w);
+			if (w) {
+				w->faults = i;
+				w->mmap_lock_wait_hist.bucket[3] = 1;
+			}
+		}
+		CHECK_U64(dirty, 0);
+		mm_proctable_roll(t, 0);
+	}
+	unsigned wrong = 0;
+	for (uint32_t i = 0; i < N; i++)
+		wrong += p[i]->window || p[i]->closed.faults != 3 * i || !p[i]->closed_hists ||
+			 p[i]->closed_hists->mmap_lock_wait_hist.bucket[3] != 3;
+	CHECK_U64(wrong, 0);
 	mm_proctable_free(t);
 }
 
@@ -333,5 +364,6 @@ int main(void)
 	RUN(test_roll_moves_window_into_closed);
 	RUN(test_counts_of_a_process_born_after_the_closing_window_go_to_the_next);
 	RUN(test_counts_after_exit_find_their_process_by_its_start);
+	RUN(test_windows_come_zeroed_from_their_arena_window_after_window);
 	return check_summary();
 }
