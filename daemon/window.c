@@ -70,10 +70,10 @@ static void duty_window(struct mm_host *h, struct mm_proc *p, struct mm_proc_sta
 	}
 }
 
-/* Row @sp of @s for process @p, with @win its window (estimated or not): the counters of the
- * window (in @s's next free window slot, *@nwin, unless all zero) and of the total; histograms
- * only when one has a sample. Returns -ENOMEM when those or the cgroup's copy find no memory (the
- * row has its counters; its cgroup is then ""). */
+/* Row @sp of @s for process @p, with @win its window (estimated or not; NULL: none): the counters
+ * of the window (in @s's next free window slot, *@nwin, unless all zero) and of the total;
+ * histograms only when one has a sample. Returns -ENOMEM when those or the cgroup's copy find no
+ * memory (the row has its counters; its cgroup is then ""). */
 static int fill_row(struct mm_snapshot *s, struct mm_snap_proc *sp, const struct mm_proc *p,
 		    const struct mm_proc_stats *win, size_t *nwin)
 {
@@ -84,23 +84,25 @@ static int fill_row(struct mm_snapshot *s, struct mm_snap_proc *sp, const struct
 	sp->cgroup = cg ? cg : "";
 	sp->exited = p->exited;
 	sp->total = p->closed;
-	if (mm_counts_is_zero(mm_stats_counts_c(win))) {
+	if (!win || mm_counts_is_zero(mm_stats_counts_c(win))) {
 		sp->window = &mm_snap_no_window;
 	} else {
 		s->windows[*nwin] = *mm_stats_counts_c(win);
 		sp->window = &s->windows[(*nwin)++];
 		mm_counts_add(&sp->total, sp->window);
 	}
-	const struct mm_proc_hists *wh = mm_stats_hists_c(win);
-	if (!p->closed_hists && mm_hists_is_zero(wh))
+	const struct mm_proc_hists *wh = win ? mm_stats_hists_c(win) : NULL;
+	if (!p->closed_hists && (!wh || mm_hists_is_zero(wh)))
 		return cg ? 0 : -ENOMEM;
 	sp->hists = calloc(2, sizeof(*sp->hists));
 	if (!sp->hists)
 		return -ENOMEM;
-	sp->hists[0] = *wh;
 	if (p->closed_hists)
 		sp->hists[1] = *p->closed_hists;
-	mm_hists_add(&sp->hists[1], wh);
+	if (wh) {
+		sp->hists[0] = *wh;
+		mm_hists_add(&sp->hists[1], wh);
+	}
 	return cg ? 0 : -ENOMEM;
 }
 
@@ -146,18 +148,19 @@ static void fill_procs(struct mm_host *h, struct mm_snapshot *s, size_t n, bool 
 	s->all_window = h->overflow;
 	struct walk wk = walk_start(h, active_only);
 	for (struct mm_proc *p; (p = walk_next(&wk));) {
-		/* Most processes counted nothing in the window: no window to look into. */
-		if (!p->window && (active_only || !mm_proc_has_closed(p)))
+		/* Most processes counted nothing in the window: no window to look into (not even
+		 * to see that it is empty: 3 KiB of zeros read per process at each close). */
+		const struct mm_proc_stats *w = p->window;
+		if (!w && (active_only || !mm_proc_has_closed(p)))
 			continue;
-		const struct mm_proc_stats *w = mm_proc_window(p);
-		if (p->window && h->cycled && !closing) {
+		if (w && h->cycled && !closing) {
 			win = *p->window;
 			duty_window(h, p, &win, false);
 			w = &win;
 		}
-		if (p->window)
+		if (w)
 			mm_stats_add(&s->all_window, w);
-		if (mm_stats_is_zero(w) && (active_only || !mm_proc_has_closed(p)))
+		if (w && mm_stats_is_zero(w) && (active_only || !mm_proc_has_closed(p)))
 			continue;
 		if (i == n)
 			break; /* cannot happen (see build()); never write past the array */
