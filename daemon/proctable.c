@@ -525,16 +525,12 @@ bool mm_proc_has_counts(const struct mm_proc *p)
 	return (p->window && !mm_stats_is_zero(p->window)) || mm_proc_has_closed(p);
 }
 
-/* @s moved into arena @a (NULL stays NULL; out of memory: the counts are lost, logged). */
-static struct mm_proc_stats *move_to(struct arena *a, const struct mm_proc_stats *s, int32_t pid)
+/* @s copied into arena @a; NULL when out of memory. */
+static struct mm_proc_stats *move_to(struct arena *a, const struct mm_proc_stats *s)
 {
-	if (!s)
-		return NULL;
 	struct mm_proc_stats *n = arena_get(a);
 	if (n)
 		*n = *s;
-	else
-		log_warning("out of memory: the counts of pid %d for the next window dropped", pid);
 	return n;
 }
 
@@ -570,16 +566,15 @@ unsigned mm_proctable_roll(struct mm_proctable *t, uint64_t next_end_ms)
 	for (struct mm_proc *p = t->all; p; p = p->next) {
 		if (!p->carry)
 			continue;
-		if (next_end_ms && p->start_ms > next_end_ms) {
-			p->carry = move_to(&later, p->carry, p->pid);
-		} else {
-			if (!activate(t, p, move_to(&t->windows, p->carry, p->pid)))
-				log_warning(
-					"out of memory: the counts of pid %d for the next window "
-					"dropped",
-					p->pid);
-			p->carry = NULL;
-		}
+		bool waits = next_end_ms && p->start_ms > next_end_ms;
+		struct mm_proc_stats *moved = move_to(waits ? &later : &t->windows, p->carry);
+		if (moved && !waits)
+			moved = activate(t, p, moved);
+		if (!moved)
+			log_warning(
+				"out of memory: the counts of pid %d for the next window dropped",
+				p->pid);
+		p->carry = waits ? moved : NULL;
 	}
 	arena_reset(&t->next, true);
 	t->next = later;
