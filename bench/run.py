@@ -54,7 +54,7 @@ throughput over their median ("±x%"); the untraced rounds' spread (none's, or n
 larger) is the noise, and the verdict column calls a cost ("cost 4.1% [1.2-7.9]", the interval
 as costs) or a speed-up only when the interval excludes 1 and the median ratio is further from 1
 than that noise, else "not told apart from untraced (±x% noise)"; below 6 rounds it makes no
-call. A line per workload says whether the untraced rounds met issue 33's repeatability target
+call. A line per workload says whether the untraced rounds met the repeatability target
 (every round within ±3% of their median) and which round was furthest off. --noise-floor adds
 none_again to any suite.
 
@@ -1313,7 +1313,7 @@ def median_interval(xs, level=0.95):
     return (xs[k - 1], xs[n - k]) if k >= 1 else None
 
 
-# Issue 33's repeatability target: every untraced round within this much of their median.
+# The repeatability target: every untraced round within this much of their median.
 REPEAT_TARGET = 0.03
 # Rounds from which median_interval() has a 95% interval (below it the verdict makes no call).
 MIN_INTERVAL_ROUNDS = 6
@@ -1468,7 +1468,7 @@ def summarize(bench, configs):
                 s["outcomes_last_run"] = {k: outcome[-1].get(k, 0) for k in keys}
             rows[(w, c)] = s
         # The untraced rounds' spread: the noise a difference must exceed to be called (the
-        # larger of none's and none_again's where both ran), and issue 33's repeatability.
+        # larger of none's and none_again's where both ran), and the repeatability target.
         unt = [rows[(w, c)] for c in configs if untraced(c) and rows[(w, c)]["runs"]]
         noise = max((u["rounds_per_s_spread"] for u in unt
                      if u["rounds_per_s_spread"] is not None), default=None)
@@ -1616,7 +1616,7 @@ def churn_table(churn):
 
 def repeatability_lines(rp):
     """The header lines of a workload's table: the untraced rounds' spread (the noise a
-    difference must exceed) and issue 33's repeatability target."""
+    difference must exceed) and the repeatability target."""
     n, sp, wd = rp["rounds"], rp["spread"], rp["worst_deviation"]
     fc = (f"foreign load in them {fmt(rp['foreign_cores_median'], '.2f')} cores median, "
           f"{fmt(rp['foreign_cores_max'], '.2f')} max")
@@ -1627,10 +1627,10 @@ def repeatability_lines(rp):
             "untraced spread)" if rp.get("noise") is not None and sp is not None
             and rp["noise"] > sp + 1e-12 else "") + f"; {fc}.\n"]
     if rp["within_target"] is None:
-        L.append(f"Repeatability (issue 33: every untraced round within "
+        L.append(f"Repeatability (target: every untraced round within "
                  f"±{rp['target'] * 100:g}% of their median): not judged, {n} round(s).\n")
     else:
-        L.append(f"Repeatability (issue 33: every untraced round within "
+        L.append(f"Repeatability (target: every untraced round within "
                  f"±{rp['target'] * 100:g}% of their median): "
                  f"{'met' if rp['within_target'] else 'NOT met'}; worst round "
                  f"{rp['worst_rep']} at {wd * 100:+.1f}%.\n")

@@ -198,8 +198,8 @@ out:
 	       "seconds=%.2f "
 	       "warmup=%.2f settle_ms=%.0f\n",
 	       o.readers, o.writers, o.map_mb, o.c.limit_mb, o.c.swap_mb, o.chunk_pages,
-	       o.pressure_kb, o.pressure_us, o.writer_rate, env.cg_version, o.c.seconds,
-	       o.c.warmup, settle_ms);
+	       o.pressure_kb, o.pressure_us, o.writer_rate, env.cg_version, o.c.seconds, o.c.warmup,
+	       settle_ms);
 	bench_result(&m);
 	printf(" pageouts_per_s=%.1f bad=%lu", bench_rate(&m, 2), bad);
 	bench_result_end();
