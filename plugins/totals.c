@@ -62,6 +62,7 @@ struct track {
 	uint64_t last_min, last_maj; /* the last /proc reading, already accounted */
 	uint64_t base_min, base_maj; /* dead threads' share at the first reading */
 	uint64_t exit_min, exit_maj; /* exit messages since */
+	uint64_t exit_btime_s;	     /* the earliest begin time of those messages, 0: none */
 	uint64_t gen;		     /* scan that last saw it in /proc */
 	unsigned dead_scans;	     /* scans it waited, gone, for the host to know it */
 	bool settled;		     /* accounted and gone: to be removed */
@@ -122,17 +123,22 @@ static void add_to(struct mm_proc_stats *ps, uint64_t dmin, uint64_t dmaj)
 }
 
 /* The process left /proc: account what its exit messages add to the last reading, to the entry
- * the host knows for it. A process that lived less than a round may be unknown yet (its FORK
- * record is still on its way, ~0.1 s behind): returns false to be asked again at the next scan,
- * unless @force (shutdown, a reused pid) or SETTLE_SCANS scans passed (no task records) make it
- * create the entry. */
+ * the host holds for it, found by its start: in a fork storm its pid may be a later process's by
+ * now, whose entry is the live one. A process that lived less than a round may be unknown yet
+ * (its FORK record is still on its way, ~0.1 s behind): returns false to be asked again at the
+ * next scan, unless @force (shutdown, a reused pid) or SETTLE_SCANS scans passed (no task
+ * records) make it create the entry. */
 static bool settle(struct state *st, struct track *t, bool force)
 {
 	uint64_t fmin = mm_totals_final(t->last_min, t->base_min, t->exit_min);
 	uint64_t fmaj = mm_totals_final(t->last_maj, t->base_maj, t->exit_maj);
 	if (fmin == t->last_min && fmaj == t->last_maj)
 		return true;
-	struct mm_proc_stats *ps = mm_host_proc_known(st->h, t->pid);
+	uint64_t start_ms = mm_totals_start_ms(
+		t->start_known, t->start_known ? mm_proc_start_ms(t->start_ticks) : 0,
+		t->exit_btime_s);
+	struct mm_proc_stats *ps = start_ms ? mm_host_proc_started(st->h, t->pid, start_ms)
+					    : mm_host_proc_known(st->h, t->pid);
 	if (!ps && !force && t->dead_scans++ < SETTLE_SCANS)
 		return false;
 	add_to(ps ? ps : mm_host_proc(st->h, t->pid), fmin - t->last_min, fmaj - t->last_maj);
@@ -149,6 +155,8 @@ static void on_exit_msg(void *ctx, const struct mm_task_exit *e)
 		return;
 	t->exit_min += e->minflt;
 	t->exit_maj += e->majflt;
+	if (e->btime_s && (!t->exit_btime_s || e->btime_s < t->exit_btime_s))
+		t->exit_btime_s = e->btime_s;
 	t->thread_exited = true;
 }
 
@@ -213,6 +221,7 @@ static void baseline(struct track *t, const struct mm_pid_stat *ps)
 	t->base_min = ps->minflt > lmin ? ps->minflt - lmin : 0;
 	t->base_maj = ps->majflt > lmaj ? ps->majflt - lmaj : 0;
 	t->exit_min = t->exit_maj = 0;
+	t->exit_btime_s = 0;
 }
 
 static void see(struct state *st, uint32_t pid, const struct mm_pid_stat *ps)

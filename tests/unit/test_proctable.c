@@ -9,6 +9,7 @@
 
 #include "check.h"
 #include "proctable.h"
+#include "totals.h"
 
 static void test_procfs_lookup_of_ourselves(void)
 {
@@ -331,7 +332,8 @@ static void test_windows_come_zeroed_from_their_arena_window_after_window(void)
 static void test_counts_after_exit_find_their_process_by_its_start(void)
 {
 	/* A fork storm reuses pid 9 within seconds: counts that arrive after the first process
-	 * exited (the BPF source's exit settle) belong to it, not to the live entry. */
+	 * exited (the BPF source's and the totals collector's exit settle) belong to it, not to
+	 * the live entry. */
 	gone = 1;
 	struct mm_proctable *t = mm_proctable_new(fixed, NULL);
 	mm_proctable_fork(t, 9, 0, 1000);
@@ -346,6 +348,14 @@ static void test_counts_after_exit_find_their_process_by_its_start(void)
 	CHECK(mm_proctable_find_started(t, 9, 30000) == second);
 	CHECK(mm_proctable_find_started(t, 9, 500) == NULL); /* before either: not known yet */
 	CHECK(mm_proctable_find_started(t, 10, 1000) == NULL);
+	/* The totals collector's settle: the start from a /proc reading, or, for a process that
+	 * lived between two scans, from its exit messages' begin time (whole seconds; the start
+	 * can be up to a second after it). */
+	CHECK(mm_proctable_find_started(t, 9, mm_totals_start_ms(true, 1000, 0)) == first);
+	CHECK(mm_proctable_find_started(t, 9, mm_totals_start_ms(false, 0, 1)) == first);
+	CHECK(mm_proctable_find_started(t, 9, mm_totals_start_ms(false, 0, 20)) == second);
+	CHECK(mm_proctable_find_started(t, 9, mm_totals_start_ms(false, 0, 21)) == second);
+	CHECK_U64(mm_totals_start_ms(false, 0, 0), 0); /* neither: the pid's live entry */
 	mm_proctable_free(t);
 	gone = 0;
 }
