@@ -170,6 +170,11 @@ static int wait_progress(const sigset_t *sigs, const struct bench_common *c, dou
 	return 0;
 }
 
+static double tv_s(const struct timeval *tv)
+{
+	return (double)tv->tv_sec + (double)tv->tv_usec / 1e6;
+}
+
 int bench_measure(const sigset_t *sigs, const struct bench_common *c,
 		  const struct bench_counters k[3], struct bench_measure *m)
 {
@@ -194,6 +199,8 @@ int bench_measure(const sigset_t *sigs, const struct bench_common *c,
 	getrusage(RUSAGE_SELF, &ru1);
 	m->minflt = ru1.ru_minflt - ru0.ru_minflt;
 	m->majflt = ru1.ru_majflt - ru0.ru_majflt;
+	m->utime = tv_s(&ru1.ru_utime) - tv_s(&ru0.ru_utime);
+	m->stime = tv_s(&ru1.ru_stime) - tv_s(&ru0.ru_stime);
 	bench_phase("end");
 	return sig;
 }
@@ -206,9 +213,9 @@ double bench_rate(const struct bench_measure *m, unsigned k)
 void bench_result(const struct bench_measure *m)
 {
 	printf("result: pid=%d rounds=%lu elapsed_s=%.3f rounds_per_s=%.1f writer_ops_per_s=%.1f "
-	       "minflt=%ld majflt=%ld",
+	       "minflt=%ld majflt=%ld utime_s=%.3f stime_s=%.3f",
 	       (int)getpid(), m->count[0], (double)m->ns / 1e9, bench_rate(m, 0), bench_rate(m, 1),
-	       m->minflt, m->majflt);
+	       m->minflt, m->majflt, m->utime, m->stime);
 }
 
 void bench_result_end(void)

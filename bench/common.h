@@ -213,6 +213,7 @@ struct bench_measure {
 	unsigned long count[3];
 	uint64_t ns;
 	long minflt, majflt;
+	double utime, stime; /* the worker's CPU seconds in the measured phase (all its threads) */
 };
 
 /* Runs the protocol's phases with the threads running: "# phase warmup", c->warmup seconds,
@@ -243,8 +244,8 @@ int bench_run(const sigset_t *sigs, const struct bench_common *c, void *sh, atom
 double bench_rate(const struct bench_measure *m, unsigned k);
 
 /* Prints the head of the "result:" line (pid, rounds, elapsed_s, rounds_per_s, writer_ops_per_s,
- * minflt, majflt) without a newline; the workload adds its own " key=value" pairs, then
- * bench_result_end() the process's totals and the newline. */
+ * minflt, majflt, utime_s, stime_s) without a newline; the workload adds its own " key=value"
+ * pairs, then bench_result_end() the process's totals and the newline. */
 void bench_result(const struct bench_measure *m);
 void bench_result_end(void);
 
