@@ -517,7 +517,7 @@ const struct mm_proc_stats *mm_proc_window(const struct mm_proc *p)
 
 bool mm_proc_has_closed(const struct mm_proc *p)
 {
-	return !mm_counts_is_zero(&p->closed) || p->closed_hists;
+	return p->any_closed;
 }
 
 bool mm_proc_has_counts(const struct mm_proc *p)
@@ -553,6 +553,9 @@ unsigned mm_proctable_roll(struct mm_proctable *t, uint64_t next_end_ms)
 			if (mm_hists_add_lazy(&p->closed_hists, mm_stats_hists_c(p->window)) < 0)
 				log_warning("out of memory: histogram samples of pid %d dropped",
 					    p->pid);
+			/* Known here, so that the closing snapshot does not read every idle
+			 * process's closed counters to learn it. */
+			p->any_closed = !mm_counts_is_zero(&p->closed) || p->closed_hists;
 			p->window = NULL;
 		}
 		pp = &p->next;
