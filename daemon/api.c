@@ -241,7 +241,7 @@ static void put_proc(struct json *o, const struct mm_snapshot *s, const struct m
 	put_ms(o, "start_time", p->start_ms);
 	put_str(o, "cgroup", p->cgroup);
 	put_bool(o, "exited", p->exited);
-	put_window_total(o, s, p->window, mm_snap_proc_hists(p, false), &p->total,
+	put_window_total(o, s, p->window, mm_snap_proc_hists(p, false), p->total,
 			 mm_snap_proc_hists(p, true));
 }
 

@@ -271,6 +271,7 @@ static void arena_reset(struct arena *a, bool all)
 static void free_proc(struct mm_proctable *t, struct mm_proc *p)
 {
 	mm_names_unref(&t->cgroups, p->cgroup);
+	mm_shared_counts_unref(p->closed);
 	free(p->closed_hists);
 	free(p); /* its window and carry are the arenas' */
 }
@@ -534,6 +535,36 @@ static struct mm_proc_stats *move_to(struct arena *a, const struct mm_proc_stats
 	return n;
 }
 
+/* Adds @p's window to its closed sum: in place when nothing else holds the sum, else into a
+ * copy (a snapshot's row shows the old one). */
+static void fold(struct mm_proc *p)
+{
+	const struct mm_proc_counts *w = mm_stats_counts_c(p->window);
+	if (!mm_counts_is_zero(w)) {
+		struct mm_shared_counts *c = p->closed;
+		if (!c || !mm_shared_counts_alone(c)) {
+			c = mm_shared_counts_new();
+			if (c && p->closed)
+				c->counts = p->closed->counts;
+		}
+		if (c) {
+			mm_counts_add(&c->counts, w);
+			if (c != p->closed)
+				mm_shared_counts_unref(p->closed);
+			p->closed = c;
+		} else {
+			log_warning(
+				"out of memory: the counts of pid %d in a closed window dropped",
+				p->pid);
+		}
+	}
+	if (mm_hists_add_lazy(&p->closed_hists, mm_stats_hists_c(p->window)) < 0)
+		log_warning("out of memory: histogram samples of pid %d dropped", p->pid);
+	/* Known here, so that the closing snapshot does not look into every idle process to
+	 * learn it. */
+	p->any_closed = p->closed || p->closed_hists;
+}
+
 unsigned mm_proctable_roll(struct mm_proctable *t, uint64_t next_end_ms)
 {
 	unsigned freed = 0;
@@ -549,13 +580,7 @@ unsigned mm_proctable_roll(struct mm_proctable *t, uint64_t next_end_ms)
 			continue;
 		}
 		if (p->window) {
-			mm_counts_add(&p->closed, mm_stats_counts_c(p->window));
-			if (mm_hists_add_lazy(&p->closed_hists, mm_stats_hists_c(p->window)) < 0)
-				log_warning("out of memory: histogram samples of pid %d dropped",
-					    p->pid);
-			/* Known here, so that the closing snapshot does not read every idle
-			 * process's closed counters to learn it. */
-			p->any_closed = !mm_counts_is_zero(&p->closed) || p->closed_hists;
+			fold(p);
 			p->window = NULL;
 		}
 		pp = &p->next;

@@ -45,7 +45,10 @@ struct mm_proc {
 	/* The open window: allocated when a collector first counts something in it, freed when it
 	 * closes, so a process that does nothing holds no window (NULL: all zero). */
 	struct mm_proc_stats *window;
-	struct mm_proc_counts closed;	    /* sum of closed windows: the counters, */
+	/* Sum of closed windows: the counters (NULL while none counted anything), shared with the
+	 * snapshots whose rows show them (replaced at the roll rather than changed while shared),
+	 */
+	struct mm_shared_counts *closed;
 	struct mm_proc_hists *closed_hists; /* and the histograms (NULL while all are empty) */
 	struct mm_proc_stats *carry;	    /* for the next window: see mm_proctable_counts() */
 	void *data; /* the reserved bytes (mm_proctable_reserve), 8-byte aligned; NULL: none */

@@ -249,7 +249,7 @@ static const struct mm_proc_counts *series_stats(const struct mm_snapshot *s, en
 						 const size_t *procs, size_t k)
 {
 	if (by == BY_PROCESS)
-		return &s->procs[procs[k]].total;
+		return s->procs[procs[k]].total;
 	if (by == BY_CGROUP)
 		return mm_stats_counts_c(&s->cgroups[k].total);
 	return mm_stats_counts_c(&s->all_total);
@@ -480,7 +480,7 @@ static void put_hists(struct mm_buf *out, const struct mm_snapshot *s, const siz
 	for (size_t k = 0; k < nprocs; k++)
 		put_hist_series(out, name, &s->procs[procs[k]], NULL,
 				&mm_snap_proc_hists(&s->procs[procs[k]], true)->mmap_lock_wait_hist,
-				true, mm_field_get(&s->procs[procs[k]].total, sum_f));
+				true, mm_field_get(s->procs[procs[k]].total, sum_f));
 }
 
 static void put_events(struct mm_buf *out, const struct mm_snapshot *s, struct names *ns)

@@ -26,6 +26,32 @@ const char *mm_snapshot_name(struct mm_snapshot *s, const char *path)
 
 const struct mm_proc_counts mm_snap_no_window;
 
+struct mm_shared_counts *mm_shared_counts_new(void)
+{
+	struct mm_shared_counts *c = calloc(1, sizeof(*c));
+	if (c)
+		c->refs = 1;
+	return c;
+}
+
+struct mm_shared_counts *mm_shared_counts_ref(struct mm_shared_counts *c)
+{
+	if (c)
+		__atomic_add_fetch(&c->refs, 1, __ATOMIC_RELAXED);
+	return c;
+}
+
+void mm_shared_counts_unref(struct mm_shared_counts *c)
+{
+	if (c && __atomic_sub_fetch(&c->refs, 1, __ATOMIC_ACQ_REL) == 0)
+		free(c);
+}
+
+bool mm_shared_counts_alone(const struct mm_shared_counts *c)
+{
+	return __atomic_load_n(&c->refs, __ATOMIC_ACQUIRE) == 1;
+}
+
 struct mm_snapshot *mm_snapshot_new(size_t nprocs, size_t nglobals, size_t nevents,
 				    size_t ncollectors)
 {
@@ -46,6 +72,7 @@ struct mm_snapshot *mm_snapshot_new(size_t nprocs, size_t nglobals, size_t neven
 	for (size_t i = 0; i < nprocs; i++) {
 		s->procs[i].cgroup = "";
 		s->procs[i].window = &s->windows[i];
+		s->procs[i].total = &mm_snap_no_window;
 	}
 	s->nprocs = nprocs;
 	s->nglobals = nglobals;
@@ -83,8 +110,10 @@ void mm_snapshot_unref(struct mm_snapshot *s)
 {
 	if (!s || __atomic_sub_fetch(&s->refs, 1, __ATOMIC_ACQ_REL) > 0)
 		return;
-	for (size_t i = 0; s->procs && i < s->nprocs; i++)
+	for (size_t i = 0; s->procs && i < s->nprocs; i++) {
 		free(s->procs[i].hists);
+		mm_shared_counts_unref(s->procs[i].held);
+	}
 	free(s->procs);
 	free(s->windows);
 	free(s->globals);
@@ -147,7 +176,7 @@ int mm_snapshot_sort_rows(struct mm_snap_proc *rows, size_t n)
 	if (!o)
 		return -ENOMEM;
 	for (size_t i = 0; i < n; i++)
-		o[i] = (struct order){mm_stats_activity(&rows[i].total), rows[i].pid, (uint32_t)i};
+		o[i] = (struct order){mm_stats_activity(rows[i].total), rows[i].pid, (uint32_t)i};
 	qsort(o, n, sizeof(*o), cmp_order);
 	/* Row o[i].row goes to place i: follow each cycle of the permutation with one row aside,
 	 * so every row moves once (o[i].row is set to i once place i holds its row). */
@@ -192,12 +221,14 @@ static int idle_row(struct mm_snapshot *s, struct mm_snap_proc *dst, const struc
 	/* The base's copy goes with the base: the row points to @s's own. */
 	if (!(dst->cgroup = mm_snapshot_name(s, b->cgroup)))
 		return -ENOMEM;
-	if (!b->hists)
-		return 0;
-	dst->hists = calloc(2, sizeof(*dst->hists));
-	if (!dst->hists)
-		return -ENOMEM;
-	dst->hists[1] = b->hists[1];
+	if (b->hists) {
+		dst->hists = calloc(2, sizeof(*dst->hists));
+		if (!dst->hists)
+			return -ENOMEM;
+		dst->hists[1] = b->hists[1];
+	}
+	/* Its total is shared, not copied: a reference of its own, the base's goes with it. */
+	mm_shared_counts_ref(dst->held);
 	return 0;
 }
 
@@ -253,13 +284,15 @@ static int complete_locked(struct mm_snapshot *s)
 	}
 	free(active);
 	if (r < 0) {
-		for (size_t i = s->nprocs; i < n; i++)
+		for (size_t i = s->nprocs; i < n; i++) {
 			free(rows[i].hists);
+			mm_shared_counts_unref(rows[i].held);
+		}
 		free(rows);
 		return r;
 	}
 	mm_snapshot_sort_rows(rows, n); /* out of memory: unsorted, still every row */
-	free(s->procs);			/* the rows' histograms moved to rows */
+	free(s->procs);			/* the rows' histograms and counts moved to rows */
 	s->procs = rows;
 	s->nprocs = n;
 	count_cgroup_processes(s);

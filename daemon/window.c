@@ -71,9 +71,10 @@ static void duty_window(struct mm_host *h, struct mm_proc *p, struct mm_proc_sta
 }
 
 /* Row @sp of @s for process @p, with @win its window (estimated or not; NULL: none): the counters
- * of the window (in @s's next free window slot, *@nwin, unless all zero) and of the total;
- * histograms only when one has a sample. Returns -ENOMEM when those or the cgroup's copy find no
- * memory (the row has its counters; its cgroup is then ""). */
+ * of the window (in @s's next free window slot, *@nwin, unless all zero) and of the total (the
+ * process's closed sum itself when the window is empty, else a sum of its own); histograms only
+ * when one has a sample. Returns -ENOMEM when those or the cgroup's copy find no memory (the row
+ * has its counters, the total maybe without the window; its cgroup is then ""). */
 static int fill_row(struct mm_snapshot *s, struct mm_snap_proc *sp, const struct mm_proc *p,
 		    const struct mm_proc_stats *win, size_t *nwin)
 {
@@ -83,17 +84,26 @@ static int fill_row(struct mm_snapshot *s, struct mm_snap_proc *sp, const struct
 	const char *cg = mm_snapshot_name(s, p->cgroup);
 	sp->cgroup = cg ? cg : "";
 	sp->exited = p->exited;
-	sp->total = p->closed;
+	struct mm_shared_counts *sum = NULL;
 	if (!win || mm_counts_is_zero(mm_stats_counts_c(win))) {
+		/* Idle in the window: its total is its closed sum, shared, not copied. */
 		sp->window = &mm_snap_no_window;
 	} else {
 		s->windows[*nwin] = *mm_stats_counts_c(win);
 		sp->window = &s->windows[(*nwin)++];
-		mm_counts_add(&sp->total, sp->window);
+		if ((sum = mm_shared_counts_new()) != NULL) {
+			if (p->closed)
+				sum->counts = p->closed->counts;
+			mm_counts_add(&sum->counts, sp->window);
+		}
 	}
+	/* Out of memory for the sum: the total without this window. */
+	bool ok = cg && (sum || sp->window == &mm_snap_no_window);
+	sp->held = sum ? sum : mm_shared_counts_ref(p->closed);
+	sp->total = sp->held ? &sp->held->counts : &mm_snap_no_window;
 	const struct mm_proc_hists *wh = win ? mm_stats_hists_c(win) : NULL;
 	if (!p->closed_hists && (!wh || mm_hists_is_zero(wh)))
-		return cg ? 0 : -ENOMEM;
+		return ok ? 0 : -ENOMEM;
 	sp->hists = calloc(2, sizeof(*sp->hists));
 	if (!sp->hists)
 		return -ENOMEM;
@@ -103,7 +113,7 @@ static int fill_row(struct mm_snapshot *s, struct mm_snap_proc *sp, const struct
 		sp->hists[0] = *wh;
 		mm_hists_add(&sp->hists[1], wh);
 	}
-	return cg ? 0 : -ENOMEM;
+	return ok ? 0 : -ENOMEM;
 }
 
 /* A walk over the process table: every entry, or (@active_only) those with an open window only,

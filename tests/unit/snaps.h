@@ -38,12 +38,21 @@ static inline struct mm_proc_counts *snap_proc_window(struct mm_snap_proc *p)
 	return (struct mm_proc_counts *)p->window;
 }
 
+/* Row @p's total, to be written: counts of the row's own (the snapshot drops them with it). */
+static inline struct mm_proc_counts *snap_proc_total(struct mm_snap_proc *p)
+{
+	if (!p->held && !(p->held = mm_shared_counts_new()))
+		abort();
+	p->total = &p->held->counts;
+	return &p->held->counts;
+}
+
 /* Row @p gets @window and @total, counters and histograms (the snapshot frees its copy). */
 static inline void snap_proc_set(struct mm_snap_proc *p, const struct mm_proc_stats *window,
 				 const struct mm_proc_stats *total)
 {
 	*snap_proc_window(p) = *mm_stats_counts_c(window);
-	p->total = *mm_stats_counts_c(total);
+	*snap_proc_total(p) = *mm_stats_counts_c(total);
 	if (!p->hists && !(p->hists = calloc(2, sizeof(*p->hists))))
 		abort();
 	p->hists[0] = *mm_stats_hists_c(window);

@@ -180,8 +180,8 @@ static struct mm_snapshot *snap(void)
 	strcpy(s->procs[0].comm, "postgres");
 	s->procs[0].cgroup = mm_snapshot_name(s, "/system.slice/postgresql.service");
 	s->windows[0].faults = 5;
-	s->procs[0].total.faults = 50;
-	s->procs[0].total.mmap_lock_wait_ns = 123456789;
+	snap_proc_total(&s->procs[0])->faults = 50;
+	snap_proc_total(&s->procs[0])->mmap_lock_wait_ns = 123456789;
 	/* 98 faults in [2048, 4096) ns and 2 in [2^20, 2^21): p50 4096, p99 2^21 */
 	struct mm_proc_hists *th = snap_proc_total_hists(&s->procs[0]);
 	th->fault_ns_vma_hist.bucket[11] = 98;
@@ -192,7 +192,7 @@ static struct mm_snapshot *snap(void)
 	s->procs[1].exited = true;
 	strcpy(s->procs[1].comm, "odd");
 	mm_snap_proc_add_window(&s->all_window, &s->procs[0]);
-	mm_counts_add(mm_stats_counts(&s->all_total), &s->procs[0].total);
+	mm_counts_add(mm_stats_counts(&s->all_total), s->procs[0].total);
 	mm_hists_add(mm_stats_hists(&s->all_total), th);
 	snap_global(&s->globals[0], "vmstat", "pgfault", 30);
 	s->globals[0].window = 3;
@@ -330,8 +330,8 @@ static void test_outcomes_no_burst_sampled_are_null(void)
 {
 	struct mm_snapshot *s = snap();
 	strcpy(s->split.mode, "bursts");
-	s->procs[0].total.split_estimated = 2;
-	s->procs[0].total.faults_vma = 40;
+	snap_proc_total(&s->procs[0])->split_estimated = 2;
+	snap_proc_total(&s->procs[0])->faults_vma = 40;
 	char *t = processes(s);
 
 	CHECK(valid_json(t));

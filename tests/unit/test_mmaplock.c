@@ -291,7 +291,7 @@ static void test_windows_roll_into_totals_and_exited_processes_go(void)
 	struct mm_snapshot *s = mm_host_snapshot(f.h, 11000);
 	CHECK_U64(s->nprocs, 1); /* pid 20 was stored and forgotten */
 	CHECK_U64(s->procs[0].window->faults, 1);
-	CHECK_U64(s->procs[0].total.faults, 2);
+	CHECK_U64(s->procs[0].total->faults, 2);
 	CHECK_U64(s->all_total.faults, 3);
 	CHECK_U64(s->window_start_ms, 10000);
 	CHECK_U64(s->events[f.stream[FAULT]].lost, 7);

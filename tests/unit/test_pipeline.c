@@ -14,6 +14,7 @@
 #include "config.h"
 #include "host.h"
 #include "recording.h"
+#include "snaps.h"
 
 struct want {
 	char name[64];
@@ -178,7 +179,7 @@ static void test_rows_sort_busiest_first_each_row_whole(void)
 		struct mm_snap_proc *p = &s->procs[i];
 		p->pid = i;
 		seed = seed * 1103515245u + 12345u;
-		p->total.minflt = (seed >> 16) % 40; /* ties: ordered by pid */
+		snap_proc_total(p)->minflt = (seed >> 16) % 40; /* ties: ordered by pid */
 		((struct mm_proc_counts *)p->window)->faults = (uint64_t)i;
 	}
 	CHECK(mm_snapshot_sort_rows(s->procs, N) == 0);
@@ -189,8 +190,8 @@ static void test_rows_sort_busiest_first_each_row_whole(void)
 		seen[p->pid]++;
 		if (i) {
 			const struct mm_snap_proc *q = &s->procs[i - 1];
-			CHECK(q->total.minflt > p->total.minflt ||
-			      (q->total.minflt == p->total.minflt && q->pid < p->pid));
+			CHECK(q->total->minflt > p->total->minflt ||
+			      (q->total->minflt == p->total->minflt && q->pid < p->pid));
 		}
 	}
 	for (int i = 0; i < N; i++)
@@ -229,7 +230,7 @@ static void test_an_open_windows_snapshot_holds_the_active_rows_and_reads_back_w
 	CHECK_U64(s->nprocs, 1); /* only 11 counted in the open window */
 	CHECK_U64(s->procs[0].pid, 11);
 	CHECK_U64(s->procs[0].window->faults, 3);
-	CHECK_U64(s->procs[0].total.faults, 10);
+	CHECK_U64(s->procs[0].total->faults, 10);
 	mm_snapshot_publish(s);
 	struct mm_snapshot *r = mm_snapshot_current(); /* completes it */
 	CHECK(r == s && r->base == NULL);
@@ -239,11 +240,11 @@ static void test_an_open_windows_snapshot_holds_the_active_rows_and_reads_back_w
 		CHECK_U64(r->procs[0].pid, 11);
 		CHECK_U64(r->procs[1].pid, 10);
 		CHECK_U64(r->procs[1].window->faults, 0);
-		CHECK_U64(r->procs[1].total.faults, 5);
+		CHECK_U64(r->procs[1].total->faults, 5);
 		CHECK_STR(r->procs[1].comm, "p10");
 		CHECK_U64(r->procs[1].start_ms, 510);
 		CHECK_U64(r->procs[2].pid, 12);
-		CHECK_U64(r->procs[2].total.fallback_locks, 1);
+		CHECK_U64(r->procs[2].total->fallback_locks, 1);
 	}
 	CHECK(mm_snapshot_find(r, 10) != NULL);
 	CHECK_U64(mm_snapshot_complete(r), 0); /* once is enough */

@@ -45,10 +45,10 @@ static struct mm_snapshot *snap(size_t n)
 		s->procs[i].pid = (int32_t)(100 + i);
 		s->procs[i].cgroup = "/t";
 		snprintf(s->procs[i].comm, sizeof(s->procs[i].comm), "p%u", (unsigned)i % 1000);
-		s->procs[i].total.faults = 1000 - i;
-		s->procs[i].total.mmap_lock_read = 7;
-		s->procs[i].total.mmap_lock_write = 3;
-		mm_counts_add(mm_stats_counts(&s->all_total), &s->procs[i].total);
+		snap_proc_total(&s->procs[i])->faults = 1000 - i;
+		snap_proc_total(&s->procs[i])->mmap_lock_read = 7;
+		snap_proc_total(&s->procs[i])->mmap_lock_write = 3;
+		mm_counts_add(mm_stats_counts(&s->all_total), s->procs[i].total);
 	}
 	return s;
 }
@@ -139,8 +139,8 @@ static void test_ns_fields_are_exported_as_exact_seconds(void)
 	struct mm_snapshot *s = snap(1);
 	s->all_total.mmap_lock_wait_ns = 1500000000;
 	s->all_total.mmap_lock_write_hold_ns = 1;
-	s->procs[0].total.mmap_lock_wait_ns = 12000000000;
-	s->procs[0].total.mmap_lock_write_hold_ns = 0;
+	snap_proc_total(&s->procs[0])->mmap_lock_wait_ns = 12000000000;
+	snap_proc_total(&s->procs[0])->mmap_lock_write_hold_ns = 0;
 	char *t = format(s, 1);
 
 	CHECK_CONTAINS(t, "\nmmlockd_mmap_lock_wait_seconds_total 1.5\n");
@@ -370,7 +370,7 @@ static void test_families_of_collectors_not_running_are_absent(void)
 	snap_global(&s->globals[0], "totals_events", "exit_messages", 7);
 	strcpy(s->globals[0].collector, "totals");
 	snap_global(&s->globals[1], "daemon_things", "x", 3);
-	s->procs[0].total.minflt = 5;
+	snap_proc_total(&s->procs[0])->minflt = 5;
 	s->all_total.minflt = 5;
 	char *t = format(s, 2);
 

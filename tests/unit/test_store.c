@@ -67,7 +67,7 @@ static void set_proc(struct mm_snap_proc *p, int32_t pid, uint64_t start_ms, con
 	memset(win, 0, sizeof(*win));
 	for (size_t f = 0; k && f < mm_proc_nfields; f++)
 		*(uint64_t *)((char *)win + mm_proc_fields[f].offset) = field_value(k, f);
-	p->total = *win;
+	*snap_proc_total(p) = *win;
 }
 
 /* A closed window [start_ms, end_ms) with room for the given counts. */
@@ -691,7 +691,7 @@ static void test_idle_processes_are_not_written(void)
 	set_proc(&w->procs[0], 1, 1000, "busy", "", 1);
 	set_proc(&w->procs[1], 2, 1000, "idle", "", 0);
 	set_proc(&w->procs[2], 3, 1000, "onefault", "", 0);
-	w->procs[1].total.faults = 99; /* active before, idle in this window */
+	snap_proc_total(&w->procs[1])->faults = 99; /* active before, idle in this window */
 	snap_proc_window(&w->procs[2])->faults = 1;
 	CHECK(mm_store_open(path, &st) == 0);
 	CHECK(mm_store_write_window(st, w) == 0);
@@ -1134,7 +1134,7 @@ static void test_range_routes_give_null_outcomes_for_a_process_no_burst_caught(v
 				pw->faults_mmap_unknown = pw->faults_mmap_fallback = 10;
 				pw->fallback_locks = 10;
 			}
-			p->total = *pw;
+			*snap_proc_total(p) = *pw;
 		}
 		CHECK(mm_store_write_window(st, w) == 0);
 		mm_snapshot_unref(w);
