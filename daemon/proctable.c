@@ -543,12 +543,12 @@ static void fold(struct mm_proc *p)
 	if (!mm_counts_is_zero(w)) {
 		struct mm_shared_counts *c = p->closed;
 		if (!c || !mm_shared_counts_alone(c)) {
-			c = mm_shared_counts_new();
+			c = mm_shared_counts_new(1);
 			if (c && p->closed)
-				c->counts = p->closed->counts;
+				c->counts[0] = p->closed->counts[0];
 		}
 		if (c) {
-			mm_counts_add(&c->counts, w);
+			mm_counts_add(&c->counts[0], w);
 			if (c != p->closed)
 				mm_shared_counts_unref(p->closed);
 			p->closed = c;

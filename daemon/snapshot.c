@@ -26,9 +26,9 @@ const char *mm_snapshot_name(struct mm_snapshot *s, const char *path)
 
 const struct mm_proc_counts mm_snap_no_window;
 
-struct mm_shared_counts *mm_shared_counts_new(void)
+struct mm_shared_counts *mm_shared_counts_new(size_t n)
 {
-	struct mm_shared_counts *c = calloc(1, sizeof(*c));
+	struct mm_shared_counts *c = calloc(1, sizeof(*c) + n * sizeof(c->counts[0]));
 	if (c)
 		c->refs = 1;
 	return c;
@@ -62,10 +62,11 @@ struct mm_snapshot *mm_snapshot_new(size_t nprocs, size_t nglobals, size_t neven
 	pthread_mutex_init(&s->complete_lock, NULL);
 	s->procs = calloc(nprocs ? nprocs : 1, sizeof(*s->procs));
 	s->windows = calloc(nprocs ? nprocs : 1, sizeof(*s->windows));
+	s->sums = mm_shared_counts_new(nprocs ? nprocs : 1);
 	s->globals = calloc(nglobals ? nglobals : 1, sizeof(*s->globals));
 	s->events = calloc(nevents ? nevents : 1, sizeof(*s->events));
 	s->collectors = calloc(ncollectors ? ncollectors : 1, sizeof(*s->collectors));
-	if (!s->procs || !s->windows || !s->globals || !s->events || !s->collectors) {
+	if (!s->procs || !s->windows || !s->sums || !s->globals || !s->events || !s->collectors) {
 		mm_snapshot_unref(s);
 		return NULL;
 	}
@@ -116,6 +117,7 @@ void mm_snapshot_unref(struct mm_snapshot *s)
 	}
 	free(s->procs);
 	free(s->windows);
+	mm_shared_counts_unref(s->sums);
 	free(s->globals);
 	free(s->events);
 	free(s->collectors);

@@ -42,8 +42,9 @@ struct mm_snap_proc {
 	/* Since mmlockd started (window included): never NULL; the counts @held, or
 	 * mm_snap_no_window when the process has counted nothing yet. */
 	const struct mm_proc_counts *total;
-	/* A reference to the shared counts the total is (NULL: none): for a process idle in the
-	 * window, the process table's own sum of its closed windows, not a copy of it. */
+	/* A reference to the shared counts the total is in (NULL: none): for a process idle in
+	 * the window, the process table's own sum of its closed windows, not a copy of it; for
+	 * one active in it, the snapshot's sums. */
 	struct mm_shared_counts *held;
 	/* Their histograms, [0] the window's and [1] the total's; NULL while every one is empty
 	 * (most processes: only opt-in collectors fill them). Owned by the snapshot; read them
@@ -55,16 +56,18 @@ struct mm_snap_proc {
 extern const struct mm_proc_counts mm_snap_no_window;
 
 /* Counters shared by the process table and the snapshots' rows, freed with their last
- * reference (taken and dropped from any thread). Whoever holds the only reference may change
- * them; a shared one is read-only. At 10 000 idle processes a closed window's snapshot was
- * 5.3 MiB of copied totals, made every window; the rows now hold references. */
+ * reference (taken and dropped from any thread): one process's closed sum (one element), or a
+ * snapshot's totals of the processes active in its window (one per such row). Whoever holds the
+ * only reference may change them; a shared one is read-only. At 10 000 idle processes a closed
+ * window's snapshot was 5.3 MiB of copied totals, made every window; its rows now hold
+ * references. */
 struct mm_shared_counts {
 	int refs; /* atomic */
-	struct mm_proc_counts counts;
+	struct mm_proc_counts counts[];
 };
 
-/* Zeroed, one reference; NULL when out of memory. */
-struct mm_shared_counts *mm_shared_counts_new(void);
+/* @n zeroed counters, one reference; NULL when out of memory. */
+struct mm_shared_counts *mm_shared_counts_new(size_t n);
 struct mm_shared_counts *mm_shared_counts_ref(struct mm_shared_counts *c); /* accepts NULL */
 void mm_shared_counts_unref(struct mm_shared_counts *c);		   /* accepts NULL */
 /* Whether the caller's reference is the only one (then it may write the counts). */
@@ -167,6 +170,9 @@ struct mm_snapshot {
 	 * the host's builder packs the non-empty ones first and points the others to
 	 * mm_snap_no_window: the slots it never writes are never touched, so cost no memory). */
 	struct mm_proc_counts *windows;
+	/* The totals of the rows active in the window, one slot per row like windows (the
+	 * snapshot holds a reference, and each row whose total is here one more). */
+	struct mm_shared_counts *sums;
 	/* Set while the snapshot is partial (see the top of this file): the closed window's
 	 * snapshot whose rows stand for the processes not in procs; NULL once complete. */
 	struct mm_snapshot *base;

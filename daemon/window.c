@@ -74,7 +74,7 @@ static void duty_window(struct mm_host *h, struct mm_proc *p, struct mm_proc_sta
  * of the window (in @s's next free window slot, *@nwin, unless all zero) and of the total (the
  * process's closed sum itself when the window is empty, else a sum of its own); histograms only
  * when one has a sample. Returns -ENOMEM when those or the cgroup's copy find no memory (the row
- * has its counters, the total maybe without the window; its cgroup is then ""). */
+ * has its counters; its cgroup is then ""). */
 static int fill_row(struct mm_snapshot *s, struct mm_snap_proc *sp, const struct mm_proc *p,
 		    const struct mm_proc_stats *win, size_t *nwin)
 {
@@ -84,26 +84,24 @@ static int fill_row(struct mm_snapshot *s, struct mm_snap_proc *sp, const struct
 	const char *cg = mm_snapshot_name(s, p->cgroup);
 	sp->cgroup = cg ? cg : "";
 	sp->exited = p->exited;
-	struct mm_shared_counts *sum = NULL;
 	if (!win || mm_counts_is_zero(mm_stats_counts_c(win))) {
 		/* Idle in the window: its total is its closed sum, shared, not copied. */
 		sp->window = &mm_snap_no_window;
+		sp->held = mm_shared_counts_ref(p->closed);
+		sp->total = p->closed ? &p->closed->counts[0] : &mm_snap_no_window;
 	} else {
+		struct mm_proc_counts *sum = &s->sums->counts[*nwin];
 		s->windows[*nwin] = *mm_stats_counts_c(win);
 		sp->window = &s->windows[(*nwin)++];
-		if ((sum = mm_shared_counts_new()) != NULL) {
-			if (p->closed)
-				sum->counts = p->closed->counts;
-			mm_counts_add(&sum->counts, sp->window);
-		}
+		if (p->closed)
+			*sum = p->closed->counts[0];
+		mm_counts_add(sum, sp->window);
+		sp->held = mm_shared_counts_ref(s->sums);
+		sp->total = sum;
 	}
-	/* Out of memory for the sum: the total without this window. */
-	bool ok = cg && (sum || sp->window == &mm_snap_no_window);
-	sp->held = sum ? sum : mm_shared_counts_ref(p->closed);
-	sp->total = sp->held ? &sp->held->counts : &mm_snap_no_window;
 	const struct mm_proc_hists *wh = win ? mm_stats_hists_c(win) : NULL;
 	if (!p->closed_hists && (!wh || mm_hists_is_zero(wh)))
-		return ok ? 0 : -ENOMEM;
+		return cg ? 0 : -ENOMEM;
 	sp->hists = calloc(2, sizeof(*sp->hists));
 	if (!sp->hists)
 		return -ENOMEM;
@@ -113,7 +111,7 @@ static int fill_row(struct mm_snapshot *s, struct mm_snap_proc *sp, const struct
 		sp->hists[0] = *wh;
 		mm_hists_add(&sp->hists[1], wh);
 	}
-	return ok ? 0 : -ENOMEM;
+	return cg ? 0 : -ENOMEM;
 }
 
 /* A walk over the process table: every entry, or (@active_only) those with an open window only,

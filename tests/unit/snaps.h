@@ -41,10 +41,10 @@ static inline struct mm_proc_counts *snap_proc_window(struct mm_snap_proc *p)
 /* Row @p's total, to be written: counts of the row's own (the snapshot drops them with it). */
 static inline struct mm_proc_counts *snap_proc_total(struct mm_snap_proc *p)
 {
-	if (!p->held && !(p->held = mm_shared_counts_new()))
+	if (!p->held && !(p->held = mm_shared_counts_new(1)))
 		abort();
-	p->total = &p->held->counts;
-	return &p->held->counts;
+	p->total = &p->held->counts[0];
+	return &p->held->counts[0];
 }
 
 /* Row @p gets @window and @total, counters and histograms (the snapshot frees its copy). */

@@ -258,7 +258,7 @@ static void test_roll_moves_window_into_closed(void)
 	mm_proctable_roll(t, 0);
 	CHECK(p->window == NULL); /* freed: a process that does nothing holds no window */
 	CHECK_U64(mm_proc_window(p)->faults, 0);
-	CHECK(p->closed && p->closed->counts.faults == 4);
+	CHECK(p->closed && p->closed->counts[0].faults == 4);
 	CHECK(p->closed_hists == NULL); /* none had a sample */
 	mm_proctable_counts(t, p, 0)->faults = 1;
 	mm_proctable_exit(t, 7);
@@ -324,7 +324,7 @@ static void test_windows_come_zeroed_from_their_arena_window_after_window(void)
 	unsigned wrong = 0;
 	for (uint32_t i = 0; i < N; i++)
 		wrong += p[i]->window ||
-			 (i ? !p[i]->closed || p[i]->closed->counts.faults != 3 * i
+			 (i ? !p[i]->closed || p[i]->closed->counts[0].faults != 3 * i
 			    : p[i]->closed != NULL) ||
 			 !p[i]->closed_hists ||
 			 p[i]->closed_hists->mmap_lock_wait_hist.bucket[3] != 3;
