@@ -95,11 +95,12 @@ footprint):
                scan runs once a window), against the target at 10 000 processes: RSS <= 40 MiB,
                <= 1% of a core. The difference to the baseline is the cost per process.
   churn        waves of --churn-procs short-lived processes of --churn-threads threads
-               (bench_churn) under mmlockd_default, mmlockd_default_bpf, mmlockd_all and
-               mmlockd_all_bpf: the peak RSS of each wave (VmHWM, reset before it through
-               /proc/PID/clear_refs), RSS once two more windows were stored (the wave's
-               processes written and dropped), processes_tracked, and the wave's processes that
-               got rows in the database against those forked. Targets: the defaults peak
+               (bench_churn) under mmlockd_default (--source auto: BPF where it loads),
+               mmlockd_default_perf, mmlockd_all and mmlockd_all_bpf: the peak RSS of each
+               wave (VmHWM, reset before it through /proc/PID/clear_refs), RSS once two more
+               windows were stored (the wave's processes written and dropped),
+               processes_tracked, and the wave's processes that got rows in the database
+               against those forked. Targets: the defaults peak
                <= 64 MiB and RSS after <= 40 MiB, all collectors peak <= 96 MiB, and on every
                configuration no growth of RSS after from wave 2 to the last (CHURN_GROWTH_KIB).
 --only footprint writes footprint.md and footprint.json instead of the suite's files. On its
@@ -182,7 +183,8 @@ SPLIT_ARGS = {"mmlockd_nosplit": ["--split-duty", "0"], "mmlockd_split5": ["--sp
 # --source auto the default runs its fallbacks on BPF where it loads); churn on the defaults and
 # on all collectors, both sources.
 IDLE_CONFIGS = ("mmlockd_default", "mmlockd_default_perf")
-CHURN_CONFIGS = ("mmlockd_default", "mmlockd_default_bpf", "mmlockd_all", "mmlockd_all_bpf")
+# mmlockd_default is --source auto: BPF where it loads, so the perf source is named.
+CHURN_CONFIGS = ("mmlockd_default", "mmlockd_default_perf", "mmlockd_all", "mmlockd_all_bpf")
 # Targets (issue "footprint"): at 10 000 idle processes on the defaults; per churn wave, by
 # whether the configuration runs all collectors; RSS after a wave may not grow from wave 2 to
 # the last by more than CHURN_GROWTH_KIB (the allocator's slack; a leak of even 100 bytes a
