@@ -518,7 +518,7 @@ const struct mm_proc_stats *mm_proc_window(const struct mm_proc *p)
 
 bool mm_proc_has_closed(const struct mm_proc *p)
 {
-	return p->any_closed;
+	return p->closed || p->closed_hists; /* each NULL until something was counted */
 }
 
 bool mm_proc_has_counts(const struct mm_proc *p)
@@ -560,9 +560,6 @@ static void fold(struct mm_proc *p)
 	}
 	if (mm_hists_add_lazy(&p->closed_hists, mm_stats_hists_c(p->window)) < 0)
 		log_warning("out of memory: histogram samples of pid %d dropped", p->pid);
-	/* Known here, so that the closing snapshot does not look into every idle process to
-	 * learn it. */
-	p->any_closed = p->closed || p->closed_hists;
 }
 
 unsigned mm_proctable_roll(struct mm_proctable *t, uint64_t next_end_ms)

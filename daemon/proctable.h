@@ -41,7 +41,6 @@ struct mm_proc {
 	bool exited;
 	bool guessed; /* made while the lookup failed: name and cgroup are not the process's own yet
 		       */
-	bool any_closed; /* closed (below) or closed_hists holds something: mm_proc_has_closed() */
 	/* The open window: allocated when a collector first counts something in it, freed when it
 	 * closes, so a process that does nothing holds no window (NULL: all zero). */
 	struct mm_proc_stats *window;

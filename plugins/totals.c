@@ -135,8 +135,7 @@ static bool settle(struct state *st, struct track *t, bool force)
 	if (fmin == t->last_min && fmaj == t->last_maj)
 		return true;
 	uint64_t start_ms = mm_totals_start_ms(
-		t->start_known, t->start_known ? mm_proc_start_ms(t->start_ticks) : 0,
-		t->exit_btime_s);
+		t->start_known ? mm_proc_start_ms(t->start_ticks) : 0, t->exit_btime_s);
 	struct mm_proc_stats *ps = start_ms ? mm_host_proc_started(st->h, t->pid, start_ms)
 					    : mm_host_proc_known(st->h, t->pid);
 	if (!ps && !force && t->dead_scans++ < SETTLE_SCANS)

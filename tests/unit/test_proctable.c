@@ -354,11 +354,11 @@ static void test_counts_after_exit_find_their_process_by_its_start(void)
 	/* The totals collector's settle: the start from a /proc reading, or, for a process that
 	 * lived between two scans, from its exit messages' begin time (whole seconds; the start
 	 * can be up to a second after it). */
-	CHECK(mm_proctable_find_started(t, 9, mm_totals_start_ms(true, 1000, 0)) == first);
-	CHECK(mm_proctable_find_started(t, 9, mm_totals_start_ms(false, 0, 1)) == first);
-	CHECK(mm_proctable_find_started(t, 9, mm_totals_start_ms(false, 0, 20)) == second);
-	CHECK(mm_proctable_find_started(t, 9, mm_totals_start_ms(false, 0, 21)) == second);
-	CHECK_U64(mm_totals_start_ms(false, 0, 0), 0); /* neither: the pid's live entry */
+	CHECK(mm_proctable_find_started(t, 9, mm_totals_start_ms(1000, 0)) == first);
+	CHECK(mm_proctable_find_started(t, 9, mm_totals_start_ms(0, 1)) == first);
+	CHECK(mm_proctable_find_started(t, 9, mm_totals_start_ms(0, 20)) == second);
+	CHECK(mm_proctable_find_started(t, 9, mm_totals_start_ms(0, 21)) == second);
+	CHECK_U64(mm_totals_start_ms(0, 0), 0); /* neither: the pid's live entry */
 	mm_proctable_free(t);
 	gone = 0;
 }
