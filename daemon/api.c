@@ -241,8 +241,10 @@ static void put_proc(struct json *o, const struct mm_snapshot *s, const struct m
 	put_ms(o, "start_time", p->start_ms);
 	put_str(o, "cgroup", p->cgroup);
 	put_bool(o, "exited", p->exited);
-	put_window_total(o, s, p->window, mm_snap_proc_hists(p, false), p->total,
-			 mm_snap_proc_hists(p, true));
+	static const struct mm_proc_hists none;
+	struct mm_proc_hists window, total;
+	put_window_total(o, s, p->window, p->hists ? mm_snap_proc_hists(p, false, &window) : &none,
+			 p->total, p->hists ? mm_snap_proc_hists(p, true, &total) : &none);
 }
 
 void mm_api_processes(const struct mm_snapshot *s, struct mm_buf *out)

@@ -479,7 +479,8 @@ static void put_hists(struct mm_buf *out, const struct mm_snapshot *s, const siz
 	}
 	for (size_t k = 0; k < nprocs; k++)
 		put_hist_series(out, name, &s->procs[procs[k]], NULL,
-				&mm_snap_proc_hists(&s->procs[procs[k]], true)->mmap_lock_wait_hist,
+				mm_snap_proc_hist(&s->procs[procs[k]], true,
+						  MM_HIST_INDEX(mmap_lock_wait_hist)),
 				true, mm_field_get(s->procs[procs[k]].total, sum_f));
 }
 

@@ -192,13 +192,19 @@ bool mm_counts_is_zero(const struct mm_proc_counts *s)
 	return true;
 }
 
+bool mm_hist_is_zero(const struct mm_hist *h)
+{
+	for (unsigned i = 0; i < MM_HIST_BUCKETS; i++)
+		if (h->bucket[i])
+			return false;
+	return true;
+}
+
 bool mm_hists_is_zero(const struct mm_proc_hists *s)
 {
-	const struct mm_hist *hs = &s->mmap_lock_wait_hist;
-	for (size_t h = 0; h < MM_PROC_NHISTS; h++)
-		for (unsigned i = 0; i < MM_HIST_BUCKETS; i++)
-			if (hs[h].bucket[i])
-				return false;
+	for (unsigned h = 0; h < MM_PROC_NHISTS; h++)
+		if (!mm_hist_is_zero(mm_hists_at(s, h)))
+			return false;
 	return true;
 }
 

@@ -136,8 +136,15 @@ struct mm_proc_stats {
 	struct mm_proc_hists;
 };
 
-/* The histograms of struct mm_proc_hists as an array. */
-#define MM_PROC_NHISTS (sizeof(struct mm_proc_hists) / sizeof(struct mm_hist))
+/* The histograms of struct mm_proc_hists as an array: MM_PROC_NHISTS of them, @member's at
+ * MM_HIST_INDEX(member), mm_hists_at() the i-th. */
+#define MM_PROC_NHISTS	      (sizeof(struct mm_proc_hists) / sizeof(struct mm_hist))
+#define MM_HIST_INDEX(member) (offsetof(struct mm_proc_hists, member) / sizeof(struct mm_hist))
+
+static inline const struct mm_hist *mm_hists_at(const struct mm_proc_hists *h, unsigned i)
+{
+	return (const struct mm_hist *)h + i;
+}
 
 static inline struct mm_proc_counts *mm_stats_counts(struct mm_proc_stats *s)
 {
@@ -214,6 +221,7 @@ void mm_hists_add(struct mm_proc_hists *dst, const struct mm_proc_hists *src);
 int mm_stats_is_zero(const struct mm_proc_stats *s);
 bool mm_counts_is_zero(const struct mm_proc_counts *s);
 bool mm_hists_is_zero(const struct mm_proc_hists *s);
+bool mm_hist_is_zero(const struct mm_hist *h);
 
 /* Adds @src's histograms to *@dst, allocating it (zeroed) on the first non-empty one: a process
  * without a sample in any histogram keeps none. Returns 0, or -ENOMEM (nothing added). */

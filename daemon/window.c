@@ -100,17 +100,20 @@ static int fill_row(struct mm_snapshot *s, struct mm_snap_proc *sp, const struct
 		sp->total = sum;
 	}
 	const struct mm_proc_hists *wh = win ? mm_stats_hists_c(win) : NULL;
-	if (!p->closed_hists && (!wh || mm_hists_is_zero(wh)))
+	if (wh && mm_hists_is_zero(wh))
+		wh = NULL;
+	if (!p->closed_hists && !wh)
 		return cg ? 0 : -ENOMEM;
-	sp->hists = calloc(2, sizeof(*sp->hists));
-	if (!sp->hists)
-		return -ENOMEM;
-	if (p->closed_hists)
-		sp->hists[1] = *p->closed_hists;
-	if (wh) {
-		sp->hists[0] = *wh;
-		mm_hists_add(&sp->hists[1], wh);
+	/* The total: the closed sum, the window, or (both) their sum. */
+	struct mm_proc_hists sum;
+	const struct mm_proc_hists *total = p->closed_hists ? p->closed_hists : wh;
+	if (p->closed_hists && wh) {
+		sum = *p->closed_hists;
+		mm_hists_add(&sum, wh);
+		total = &sum;
 	}
+	if (mm_row_hists_new(&sp->hists, wh, total) < 0)
+		return -ENOMEM;
 	return cg ? 0 : -ENOMEM;
 }
 

@@ -53,18 +53,20 @@ static inline void snap_proc_set(struct mm_snap_proc *p, const struct mm_proc_st
 {
 	*snap_proc_window(p) = *mm_stats_counts_c(window);
 	*snap_proc_total(p) = *mm_stats_counts_c(total);
-	if (!p->hists && !(p->hists = calloc(2, sizeof(*p->hists))))
+	free(p->hists);
+	if (mm_row_hists_new(&p->hists, mm_stats_hists_c(window), mm_stats_hists_c(total)) < 0)
 		abort();
-	p->hists[0] = *mm_stats_hists_c(window);
-	p->hists[1] = *mm_stats_hists_c(total);
 }
 
-/* Row @p's histograms since start, to be written (allocated on first use). */
-static inline struct mm_proc_hists *snap_proc_total_hists(struct mm_snap_proc *p)
+/* Row @p's histograms since start become @total (its window's stay). */
+static inline void snap_proc_set_total_hists(struct mm_snap_proc *p,
+					     const struct mm_proc_hists *total)
 {
-	if (!p->hists && !(p->hists = calloc(2, sizeof(*p->hists))))
+	struct mm_proc_hists window;
+	struct mm_row_hists *old = p->hists;
+	if (mm_row_hists_new(&p->hists, mm_snap_proc_hists(p, false, &window), total) < 0)
 		abort();
-	return &p->hists[1];
+	free(old);
 }
 
 #endif

@@ -183,11 +183,12 @@ static struct mm_snapshot *snap(void)
 	snap_proc_total(&s->procs[0])->faults = 50;
 	snap_proc_total(&s->procs[0])->mmap_lock_wait_ns = 123456789;
 	/* 98 faults in [2048, 4096) ns and 2 in [2^20, 2^21): p50 4096, p99 2^21 */
-	struct mm_proc_hists *th = snap_proc_total_hists(&s->procs[0]);
+	struct mm_proc_hists th_s = {0}, *th = &th_s;
 	th->fault_ns_vma_hist.bucket[11] = 98;
 	th->fault_ns_vma_hist.bucket[20] = 2;
 	/* mmap_retry faults: all in [2^16, 2^17) ns */
 	th->fault_ns_outcome_hist[2].bucket[16] = 7;
+	snap_proc_set_total_hists(&s->procs[0], th);
 	s->procs[1].pid = 7;
 	s->procs[1].exited = true;
 	strcpy(s->procs[1].comm, "odd");

@@ -118,8 +118,9 @@ static void test_contended_write_wait_and_hold_are_timed(void)
 	CHECK_U64(p->window->mmap_lock_contended, 1);
 	CHECK_U64(p->window->mmap_lock_write_hold_ns, 2500);
 	/* 4000 ns lies in bucket 11: [2048, 4096) */
-	CHECK_U64(mm_snap_proc_hists(p, false)->mmap_lock_wait_hist.bucket[11], 1);
-	CHECK_U64(mm_snap_proc_hists(p, true)->mmap_lock_wait_hist.bucket[11], 1);
+	unsigned wait = MM_HIST_INDEX(mmap_lock_wait_hist);
+	CHECK_U64(mm_snap_proc_hist(p, false, wait)->bucket[11], 1);
+	CHECK_U64(mm_snap_proc_hist(p, true, wait)->bucket[11], 1);
 	mm_snapshot_unref(s);
 	rec_fx_free(&f);
 }

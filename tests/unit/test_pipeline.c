@@ -261,6 +261,70 @@ static void test_an_open_windows_snapshot_holds_the_active_rows_and_reads_back_w
 	mm_snapshot_publish(NULL);
 }
 
+/* A row keeps only its histograms with a sample: each one reads back where it was counted, the
+ * others read empty, and a row carried over idle keeps the total's and no window's. */
+static void test_a_rows_histograms_keep_only_those_with_a_sample(void)
+{
+	unsigned wait = MM_HIST_INDEX(mmap_lock_wait_hist), vma = MM_HIST_INDEX(fault_ns_vma_hist),
+		 retry = MM_HIST_INDEX(fault_ns_outcome_hist[2]);
+	struct mm_config cfg;
+	mm_config_defaults(&cfg);
+	mm_config_continuous(&cfg);
+	struct mm_host *h = mm_host_new(&cfg, named, NULL, 1000);
+	mm_host_proc(h, 10)->faults = 1;
+	mm_hist_add(&mm_host_proc(h, 10)->mmap_lock_wait_hist, 4000);	    /* bucket 11 */
+	mm_hist_add(&mm_host_proc(h, 10)->fault_ns_outcome_hist[2], 70000); /* bucket 16 */
+	mm_host_proc(h, 11)->faults = 1;				    /* no histogram */
+	mm_snapshot_unref(mm_host_close_window(h, 2000));
+
+	mm_host_proc(h, 10)->faults++;
+	mm_host_proc(h, 11)->faults++;
+	mm_hist_add(&mm_host_proc(h, 10)->fault_ns_vma_hist, 3000);	 /* bucket 11 */
+	mm_hist_add(&mm_host_proc(h, 10)->mmap_lock_wait_hist, 1 << 20); /* bucket 20 */
+	struct mm_snapshot *s = mm_host_snapshot(h, 2500);
+	const struct mm_snap_proc *p = mm_snapshot_find(s, 10);
+	CHECK(p != NULL && p->hists != NULL);
+	if (p && p->hists) {
+		CHECK_U64(p->hists->present[0], (1u << wait) | (1u << vma));
+		CHECK_U64(p->hists->present[1], (1u << wait) | (1u << vma) | (1u << retry));
+		CHECK_U64(mm_snap_proc_hist(p, false, wait)->bucket[20], 1);
+		CHECK_U64(mm_snap_proc_hist(p, false, wait)->bucket[11], 0);
+		CHECK_U64(mm_snap_proc_hist(p, false, vma)->bucket[11], 1);
+		CHECK(mm_hist_is_zero(mm_snap_proc_hist(p, false, retry)));
+		CHECK_U64(mm_snap_proc_hist(p, true, wait)->bucket[11], 1);
+		CHECK_U64(mm_snap_proc_hist(p, true, wait)->bucket[20], 1);
+		CHECK_U64(mm_snap_proc_hist(p, true, vma)->bucket[11], 1);
+		CHECK_U64(mm_snap_proc_hist(p, true, retry)->bucket[16], 1);
+		struct mm_proc_hists all;
+		mm_snap_proc_hists(p, true, &all);
+		CHECK_U64(all.fault_ns_outcome_hist[2].bucket[16], 1);
+		CHECK(mm_hist_is_zero(&all.fault_ns_mmap_hist));
+		CHECK(!mm_snap_proc_idle(p));
+	}
+	const struct mm_snap_proc *q = mm_snapshot_find(s, 11);
+	CHECK(q != NULL && q->hists == NULL);
+	mm_snapshot_unref(s);
+	mm_snapshot_unref(mm_host_close_window(h, 3000));
+
+	/* Idle in the next window: completed from the closed window's row. */
+	mm_host_proc(h, 11)->faults++;
+	s = mm_host_snapshot(h, 3500);
+	mm_snapshot_publish(s);
+	struct mm_snapshot *r = mm_snapshot_current();
+	p = mm_snapshot_find(r, 10);
+	CHECK(p != NULL && p->hists != NULL);
+	if (p && p->hists) {
+		CHECK_U64(p->hists->present[0], 0);
+		CHECK(mm_snap_proc_idle(p));
+		CHECK(mm_hist_is_zero(mm_snap_proc_hist(p, false, wait)));
+		CHECK_U64(mm_snap_proc_hist(p, true, wait)->bucket[20], 1);
+		CHECK_U64(mm_snap_proc_hist(p, true, retry)->bucket[16], 1);
+	}
+	mm_snapshot_unref(r);
+	mm_snapshot_publish(NULL);
+	mm_host_free(h);
+}
+
 static void count_ready(void *ctx, struct mm_host *h)
 {
 	(*(int *)ctx)++;
@@ -368,6 +432,7 @@ int main(void)
 	RUN(test_an_error_stops_the_walk_and_is_returned);
 	RUN(test_the_host_numbers_streams_and_keeps_failed_ones);
 	RUN(test_an_open_windows_snapshot_holds_the_active_rows_and_reads_back_whole);
+	RUN(test_a_rows_histograms_keep_only_those_with_a_sample);
 	RUN(test_rows_sort_busiest_first_each_row_whole);
 	RUN(test_a_watched_fd_reaches_its_handler);
 	RUN(test_recording_chunks_read_back_as_written);

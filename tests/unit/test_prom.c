@@ -241,7 +241,8 @@ static void test_histogram_is_cumulative_and_ends_with_count(void)
 	for (size_t i = 0; i < sizeof(waits) / sizeof(waits[0]); i++)
 		mm_hist_add(h, waits[i]);
 	s->all_total.mmap_lock_wait_ns = 3001006525ull + (1ull << 38); /* the waits' sum */
-	snap_proc_total_hists(&s->procs[0])->mmap_lock_wait_hist = *h;
+	struct mm_proc_hists total = {.mmap_lock_wait_hist = *h};
+	snap_proc_set_total_hists(&s->procs[0], &total);
 	char *t = format(s, 1);
 
 	/* waits < 2^10 ns: 0, 1, 500 */
