@@ -99,8 +99,8 @@ footprint):
                mmlockd_default_perf, mmlockd_all and mmlockd_all_bpf: the peak RSS of each
                wave (VmHWM, reset before it through /proc/PID/clear_refs), RSS once two more
                windows were stored (the wave's processes written and dropped),
-               processes_tracked, and the wave's processes that got rows in the database
-               against those forked. Targets: the defaults peak
+               processes_tracked, and the wave's processes that got rows in the database,
+               and rows with faults (minflt + majflt > 0), against those forked. Targets: the defaults peak
                <= 64 MiB and RSS after <= 40 MiB, all collectors peak <= 96 MiB, and on every
                configuration no growth of RSS after from wave 2 to the last (CHURN_GROWTH_KIB).
 --only footprint writes footprint.md and footprint.json instead of the suite's files. On its
@@ -1217,20 +1217,23 @@ class Bench:
         return out
 
     def churn_rows(self, tr, t0, t1, parent):
-        """How many processes of one wave got rows in the database: comm bench_churn, started
-        between @t0 and @t1, other than @parent (bench_churn itself). Each faulted, so each
-        should have one. Read-only, beside the daemon (WAL); None if it cannot be read."""
+        """How many processes of one wave got rows in the database, and how many of those with
+        faults (minflt + majflt, the kernel's own count): comm bench_churn, started between @t0
+        and @t1, other than @parent (bench_churn itself). Each faulted, so each should have
+        rows with faults. Read-only, beside the daemon (WAL); (None, None) if it cannot be
+        read."""
         try:
             con = sqlite3.connect(f"file:{tr.db}?mode=ro", uri=True, timeout=10)
-            n = con.execute("SELECT count(*) FROM (SELECT DISTINCT pid, start_time "
-                            "FROM process_stats WHERE comm = 'bench_churn' AND pid != ? "
-                            "AND start_time BETWEEN ? AND ?)", (parent, t0 - 2, t1 + 2)
-                            ).fetchone()[0]
+            n, faulted = con.execute(
+                "SELECT count(*), coalesce(sum(f > 0), 0) FROM (SELECT sum(minflt + majflt) "
+                "AS f FROM process_stats WHERE comm = 'bench_churn' AND pid != ? "
+                "AND start_time BETWEEN ? AND ? GROUP BY pid, start_time)",
+                (parent, t0 - 2, t1 + 2)).fetchone()
             con.close()
         except sqlite3.Error as e:
             log(f"{tr.name}: reading {tr.db}: {e}")
-            return None
-        return n
+            return None, None
+        return n, faulted
 
     def run_churn(self):
         """Bounded memory: per wave of short-lived processes, mmlockd's peak RSS (VmHWM reset
@@ -1279,11 +1282,12 @@ class Bench:
                             f"{se.strip()}")
                     hwm_wave_end = proc_status_kb(pid, "VmHWM")
                     self.wait_windows(tr, 2, interval)
+                    stored, faulted = self.churn_rows(tr, t0, t1, p.pid)
                     sample(f"wave {wave}", {
                         "wave": wave, "churn": parse_kv(so), "wave_s": round(t1 - t0, 1),
                         "wait_s": round(time.time() - t1, 1), "hwm_reset": hwm_reset,
                         "hwm_wave_end_kb": hwm_wave_end,
-                        "rows_stored": self.churn_rows(tr, t0, t1, p.pid)})
+                        "rows_stored": stored, "rows_with_faults": faulted})
             finally:
                 self.stop_tracer(tr)
             churn_verdicts(rows)
@@ -1567,6 +1571,9 @@ def churn_verdicts(rows):
         forked = (r.get("churn") or {}).get("procs")
         if forked and r.get("rows_stored") is not None and r["rows_stored"] < forked:
             bad.append(f"{forked - r['rows_stored']:,} of the wave's processes without a row")
+        if forked and r.get("rows_with_faults") is not None and r["rows_with_faults"] < forked:
+            bad.append(f"{forked - r['rows_with_faults']:,} of the wave's processes without "
+                       "faults")
         if second and r["wave"] > 2 and r["rss_kb"] is not None and second["rss_kb"]:
             r["growth_kb"] = r["rss_kb"] - second["rss_kb"]
             if r is waves[-1] and r["growth_kb"] > CHURN_GROWTH_KIB:
@@ -1596,15 +1603,16 @@ def churn_table(churn):
     tg, td = CHURN_TARGETS["all"], CHURN_TARGETS["default"]
     L = [f"| configuration | when | processes (threads) forked | wave s | peak RSS MiB "
          f"| RSS after MiB | RSS after vs wave 2 MiB | processes_tracked (machine's) "
-         f"| rows stored / forked | events | lost | target: default peak <= {td['peak_mib']}, "
+         f"| rows stored / with faults / forked | events | lost "
+         f"| target: default peak <= {td['peak_mib']}, "
          f"after <= {td['after_mib']}; all peak <= {tg['peak_mib']} MiB; no growth; "
          f"every process stored |",
          "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
     for r in churn:
         ch = r.get("churn") or {}
         forked = f"{ch.get('procs', 0):,} ({ch.get('threads', 0):,})" if ch else "–"
-        stored = f"{r['rows_stored']:,} / {ch.get('procs', 0):,}" \
-            if ch and r.get("rows_stored") is not None else "–"
+        stored = (f"{r['rows_stored']:,} / {fmt(r.get('rows_with_faults'), ',')} / "
+                  f"{ch.get('procs', 0):,}") if ch and r.get("rows_stored") is not None else "–"
         g = r.get("growth_kb")
         L.append(f"| {LABELS.get(r['config'], r['config'])} | {r['when']} | {forked} "
                  f"| {fmt(r.get('wave_s'), '.0f')} | {fmt(mib(r['hwm_kb']), '.1f')} "
@@ -1812,8 +1820,9 @@ def write_report(bench, configs, rows, idle, churn, t_start, t_end):
                  f"({churn[0]['interval_s']:g} s). Peak: VmHWM over the wave and the two windows "
                  "after it, reset before the wave (/proc/PID/clear_refs); RSS after: once two "
                  "windows were stored after the wave; rows stored: the wave's processes "
-                 "(comm bench_churn) with a row in process_stats; in parentheses the processes "
-                 "alive on the machine. No growth: RSS after of the last wave within "
+                 "(comm bench_churn) with a row in process_stats, with faults: those whose "
+                 "rows add up to minflt + majflt > 0 (each child faults); in parentheses the "
+                 "processes alive on the machine. No growth: RSS after of the last wave within "
                  f"{CHURN_GROWTH_KIB / 1024:g} MiB of wave 2's.\n")
         L += churn_table(churn)
     if bench.failures:
