@@ -243,8 +243,9 @@ static void put_proc(struct json *o, const struct mm_snapshot *s, const struct m
 	put_bool(o, "exited", p->exited);
 	static const struct mm_proc_hists none;
 	struct mm_proc_hists window, total;
-	put_window_total(o, s, p->window, p->hists ? mm_snap_proc_hists(p, false, &window) : &none,
-			 p->total, p->hists ? mm_snap_proc_hists(p, true, &total) : &none);
+	put_window_total(o, s, p->window,
+			 p->hists[0] ? mm_snap_proc_hists(p, false, &window) : &none, p->total,
+			 p->hists[1] ? mm_snap_proc_hists(p, true, &total) : &none);
 }
 
 void mm_api_processes(const struct mm_snapshot *s, struct mm_buf *out)

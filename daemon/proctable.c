@@ -558,7 +558,7 @@ static void fold(struct mm_proc *p)
 				p->pid);
 		}
 	}
-	if (mm_hists_add_lazy(&p->closed_hists, mm_stats_hists_c(p->window)) < 0)
+	if (mm_hist_set_add(&p->closed_hists, mm_stats_hists_c(p->window)) < 0)
 		log_warning("out of memory: histogram samples of pid %d dropped", p->pid);
 }
 

@@ -48,8 +48,8 @@ struct mm_proc {
 	 * snapshots whose rows show them (replaced at the roll rather than changed while shared),
 	 */
 	struct mm_shared_counts *closed;
-	struct mm_proc_hists *closed_hists; /* and the histograms (NULL while all are empty) */
-	struct mm_proc_stats *carry;	    /* for the next window: see mm_proctable_counts() */
+	struct mm_hist_set *closed_hists; /* and the histograms with a sample (NULL: none) */
+	struct mm_proc_stats *carry;	  /* for the next window: see mm_proctable_counts() */
 	void *data; /* the reserved bytes (mm_proctable_reserve), 8-byte aligned; NULL: none */
 	struct mm_proc *hnext; /* pid index chain (live entries only) */
 	struct mm_proc *next;  /* list of all entries */

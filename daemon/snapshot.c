@@ -82,75 +82,39 @@ struct mm_snapshot *mm_snapshot_new(size_t nprocs, size_t nglobals, size_t neven
 	return s;
 }
 
-/* The bits of the non-empty histograms of @h (NULL: none). */
-static uint16_t present(const struct mm_proc_hists *h)
-{
-	uint16_t bits = 0;
-	for (unsigned i = 0; h && i < MM_PROC_NHISTS; i++)
-		if (!mm_hist_is_zero(mm_hists_at(h, i)))
-			bits |= (uint16_t)(1u << i);
-	return bits;
-}
-
-int mm_row_hists_new(struct mm_row_hists **dst, const struct mm_proc_hists *window,
-		     const struct mm_proc_hists *total)
-{
-	uint16_t bits[2] = {present(window), present(total)};
-	const struct mm_proc_hists *from[2] = {window, total};
-	unsigned n = (unsigned)__builtin_popcount(bits[0]) + (unsigned)__builtin_popcount(bits[1]);
-	*dst = NULL;
-	if (!n)
-		return 0;
-	struct mm_row_hists *r = malloc(sizeof(*r) + n * sizeof(r->h[0]));
-	if (!r)
-		return -ENOMEM;
-	unsigned k = 0;
-	for (unsigned t = 0; t < 2; t++) {
-		r->present[t] = bits[t];
-		for (unsigned i = 0; i < MM_PROC_NHISTS; i++)
-			if (bits[t] & (1u << i))
-				r->h[k++] = *mm_hists_at(from[t], i);
-	}
-	*dst = r;
-	return 0;
-}
-
 const struct mm_hist *mm_snap_proc_hist(const struct mm_snap_proc *p, bool total, unsigned i)
 {
-	static const struct mm_hist none;
-	const struct mm_row_hists *r = p->hists;
-	if (!r || !(r->present[total] & (1u << i)))
-		return &none;
-	/* The window's histograms, then the total's below @i. */
-	unsigned below = (unsigned)__builtin_popcount(r->present[total] & ((1u << i) - 1));
-	if (total)
-		below += (unsigned)__builtin_popcount(r->present[0]);
-	return &r->h[below];
+	return mm_hist_set_get(p->hists[total], i);
 }
 
 const struct mm_proc_hists *mm_snap_proc_hists(const struct mm_snap_proc *p, bool total,
 					       struct mm_proc_hists *buf)
 {
-	struct mm_hist *h = (struct mm_hist *)buf;
-	for (unsigned i = 0; i < MM_PROC_NHISTS; i++)
-		h[i] = *mm_snap_proc_hist(p, total, i);
-	return buf;
+	return mm_hist_set_expand(p->hists[total], buf);
 }
 
 bool mm_snap_proc_idle(const struct mm_snap_proc *p)
 {
-	return mm_counts_is_zero(p->window) && (!p->hists || !p->hists->present[0]);
+	return mm_counts_is_zero(p->window) && !p->hists[0];
 }
 
 void mm_snap_proc_add_window(struct mm_proc_stats *dst, const struct mm_snap_proc *p)
 {
 	mm_counts_add(mm_stats_counts(dst), p->window);
 	struct mm_hist *h = (struct mm_hist *)mm_stats_hists(dst);
-	for (unsigned i = 0; p->hists && i < MM_PROC_NHISTS; i++) {
+	for (unsigned i = 0; p->hists[0] && i < MM_PROC_NHISTS; i++) {
 		const struct mm_hist *w = mm_snap_proc_hist(p, false, i);
 		for (unsigned b = 0; b < MM_HIST_BUCKETS; b++)
 			h[i].bucket[b] += w->bucket[b];
 	}
+}
+
+/* Frees row @p's histograms and drops its reference to its total. */
+static void drop_row(struct mm_snap_proc *p)
+{
+	free(p->hists[0]);
+	free(p->hists[1]);
+	mm_shared_counts_unref(p->held);
 }
 
 struct mm_snapshot *mm_snapshot_ref(struct mm_snapshot *s)
@@ -164,10 +128,8 @@ void mm_snapshot_unref(struct mm_snapshot *s)
 {
 	if (!s || __atomic_sub_fetch(&s->refs, 1, __ATOMIC_ACQ_REL) > 0)
 		return;
-	for (size_t i = 0; s->procs && i < s->nprocs; i++) {
-		free(s->procs[i].hists);
-		mm_shared_counts_unref(s->procs[i].held);
-	}
+	for (size_t i = 0; s->procs && i < s->nprocs; i++)
+		drop_row(&s->procs[i]);
 	free(s->procs);
 	free(s->windows);
 	mm_shared_counts_unref(s->sums);
@@ -272,15 +234,11 @@ static int idle_row(struct mm_snapshot *s, struct mm_snap_proc *dst, const struc
 {
 	*dst = *b;
 	dst->window = &mm_snap_no_window;
-	dst->hists = NULL;
+	dst->hists[0] = dst->hists[1] = NULL;
 	/* The base's copy goes with the base: the row points to @s's own. */
-	if (!(dst->cgroup = mm_snapshot_name(s, b->cgroup)))
+	if (!(dst->cgroup = mm_snapshot_name(s, b->cgroup)) ||
+	    mm_hist_set_dup(&dst->hists[1], b->hists[1]) < 0)
 		return -ENOMEM;
-	if (b->hists) {
-		struct mm_proc_hists total;
-		if (mm_row_hists_new(&dst->hists, NULL, mm_snap_proc_hists(b, true, &total)) < 0)
-			return -ENOMEM;
-	}
 	/* Its total is shared, not copied: a reference of its own, the base's goes with it. */
 	mm_shared_counts_ref(dst->held);
 	return 0;
@@ -338,10 +296,8 @@ static int complete_locked(struct mm_snapshot *s)
 	}
 	free(active);
 	if (r < 0) {
-		for (size_t i = s->nprocs; i < n; i++) {
-			free(rows[i].hists);
-			mm_shared_counts_unref(rows[i].held);
-		}
+		for (size_t i = s->nprocs; i < n; i++)
+			drop_row(&rows[i]);
 		free(rows);
 		return r;
 	}

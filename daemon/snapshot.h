@@ -46,28 +46,11 @@ struct mm_snap_proc {
 	 * the window, the process table's own sum of its closed windows, not a copy of it; for
 	 * one active in it, the snapshot's sums. */
 	struct mm_shared_counts *held;
-	/* Their histograms that have a sample, the window's and the total's; NULL while every one
-	 * is empty (most processes: only opt-in collectors fill them). Owned by the snapshot; read
-	 * them with mm_snap_proc_hist() or mm_snap_proc_hists(). */
-	struct mm_row_hists *hists;
+	/* Their histograms that have a sample, [0] the window's and [1] the total's, each NULL
+	 * while every one is empty (most processes: only opt-in collectors fill them). Owned by
+	 * the snapshot; read them with mm_snap_proc_hist() or mm_snap_proc_hists(). */
+	struct mm_hist_set *hists[2];
 };
-
-/* A row's non-empty histograms: bit i of @present[0] (the window's) and @present[1] (the
- * total's) says that the i-th histogram of struct mm_proc_hists is in @h, the window's first,
- * each set in the order of struct mm_proc_hists. A process with a histogram mostly has one or two
- * of the eight (mmap_lock waits; fault latency when it is on): both sets in full were 5 KiB a
- * row, 61 MiB of the daemon's 105 MiB peak in a churn wave of 10 000 processes x 4 threads
- * under --collectors all (heaptrack); with only those that have a sample the peak was 55 MiB. */
-struct mm_row_hists {
-	uint16_t present[2];
-	struct mm_hist h[];
-};
-_Static_assert(MM_PROC_NHISTS <= 16, "a bit per histogram in mm_row_hists.present");
-
-/* Sets *@dst to the non-empty histograms of @window and @total (NULL: all empty), NULL when
- * every one is empty. Returns 0, or -ENOMEM with *@dst NULL. */
-int mm_row_hists_new(struct mm_row_hists **dst, const struct mm_proc_hists *window,
-		     const struct mm_proc_hists *total);
 
 /* The window of a row that counted nothing (all zero). */
 extern const struct mm_proc_counts mm_snap_no_window;

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <stddef.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* A row of mm_proc_fields[]: F, a count; NS, nanoseconds (exported as seconds); L, a count that is
  * one labelled series ("key=\"value\"") of a family shared with other rows. */
@@ -213,16 +214,77 @@ int mm_stats_is_zero(const struct mm_proc_stats *s)
 	return mm_counts_is_zero(mm_stats_counts_c(s)) && mm_hists_is_zero(mm_stats_hists_c(s));
 }
 
-int mm_hists_add_lazy(struct mm_proc_hists **dst, const struct mm_proc_hists *src)
+/* The bits of the non-empty histograms of @h (NULL: none). */
+static uint16_t present(const struct mm_proc_hists *h)
 {
-	if (!*dst) {
-		if (mm_hists_is_zero(src))
-			return 0;
-		*dst = calloc(1, sizeof(**dst));
-		if (!*dst)
+	uint16_t bits = 0;
+	for (unsigned i = 0; h && i < MM_PROC_NHISTS; i++)
+		if (!mm_hist_is_zero(mm_hists_at(h, i)))
+			bits |= (uint16_t)(1u << i);
+	return bits;
+}
+
+/* Where histogram @i is in @s's array (it must be present). */
+static unsigned set_index(const struct mm_hist_set *s, unsigned i)
+{
+	return (unsigned)__builtin_popcount(s->present & ((1u << i) - 1));
+}
+
+const struct mm_hist *mm_hist_set_get(const struct mm_hist_set *s, unsigned i)
+{
+	static const struct mm_hist none;
+	return s && (s->present & (1u << i)) ? &s->h[set_index(s, i)] : &none;
+}
+
+const struct mm_proc_hists *mm_hist_set_expand(const struct mm_hist_set *s,
+					       struct mm_proc_hists *buf)
+{
+	struct mm_hist *h = (struct mm_hist *)buf;
+	for (unsigned i = 0; i < MM_PROC_NHISTS; i++)
+		h[i] = *mm_hist_set_get(s, i);
+	return buf;
+}
+
+static size_t set_size(uint16_t present)
+{
+	return sizeof(struct mm_hist_set) +
+	       (size_t)__builtin_popcount(present) * sizeof(struct mm_hist);
+}
+
+int mm_hist_set_dup(struct mm_hist_set **dst, const struct mm_hist_set *s)
+{
+	*dst = NULL;
+	if (!s)
+		return 0;
+	if (!(*dst = malloc(set_size(s->present))))
+		return -ENOMEM;
+	memcpy(*dst, s, set_size(s->present));
+	return 0;
+}
+
+int mm_hist_set_add(struct mm_hist_set **dst, const struct mm_proc_hists *src)
+{
+	uint16_t bits = present(src);
+	struct mm_hist_set *s = *dst;
+	uint16_t have = s ? s->present : 0;
+	if (bits & ~have) { /* a histogram it lacks: a set with room for it */
+		struct mm_hist_set *n = malloc(set_size(have | bits));
+		if (!n)
 			return -ENOMEM;
+		n->present = have | bits;
+		for (unsigned i = 0, k = 0; i < MM_PROC_NHISTS; i++)
+			if (n->present & (1u << i))
+				n->h[k++] = *mm_hist_set_get(s, i);
+		free(s);
+		*dst = s = n;
 	}
-	mm_hists_add(*dst, src);
+	for (unsigned i = 0; i < MM_PROC_NHISTS; i++) {
+		if (!(bits & (1u << i)))
+			continue;
+		struct mm_hist *d = &s->h[set_index(s, i)];
+		for (unsigned b = 0; b < MM_HIST_BUCKETS; b++)
+			d->bucket[b] += mm_hists_at(src, i)->bucket[b];
+	}
 	return 0;
 }
 

@@ -73,7 +73,7 @@ static void duty_window(struct mm_host *h, struct mm_proc *p, struct mm_proc_sta
 /* Row @sp of @s for process @p, with @win its window (estimated or not; NULL: none): the counters
  * of the window (in @s's next free window slot, *@nwin, unless all zero) and of the total (the
  * process's closed sum itself when the window is empty, else a sum of its own); histograms only
- * when one has a sample. Returns -ENOMEM when those or the cgroup's copy find no memory (the row
+ * those with a sample. Returns -ENOMEM when those or the cgroup's copy find no memory (the row
  * has its counters; its cgroup is then ""). */
 static int fill_row(struct mm_snapshot *s, struct mm_snap_proc *sp, const struct mm_proc *p,
 		    const struct mm_proc_stats *win, size_t *nwin)
@@ -99,20 +99,11 @@ static int fill_row(struct mm_snapshot *s, struct mm_snap_proc *sp, const struct
 		sp->held = mm_shared_counts_ref(s->sums);
 		sp->total = sum;
 	}
+	/* Histograms: the window's with a sample, the closed sum's plus those. */
 	const struct mm_proc_hists *wh = win ? mm_stats_hists_c(win) : NULL;
-	if (wh && mm_hists_is_zero(wh))
-		wh = NULL;
-	if (!p->closed_hists && !wh)
-		return cg ? 0 : -ENOMEM;
-	/* The total: the closed sum, the window, or (both) their sum. */
-	struct mm_proc_hists sum;
-	const struct mm_proc_hists *total = p->closed_hists ? p->closed_hists : wh;
-	if (p->closed_hists && wh) {
-		sum = *p->closed_hists;
-		mm_hists_add(&sum, wh);
-		total = &sum;
-	}
-	if (mm_row_hists_new(&sp->hists, wh, total) < 0)
+	if (mm_hist_set_add(&sp->hists[0], wh) < 0 ||
+	    mm_hist_set_dup(&sp->hists[1], p->closed_hists) < 0 ||
+	    mm_hist_set_add(&sp->hists[1], wh) < 0)
 		return -ENOMEM;
 	return cg ? 0 : -ENOMEM;
 }

@@ -53,8 +53,12 @@ static inline void snap_proc_set(struct mm_snap_proc *p, const struct mm_proc_st
 {
 	*snap_proc_window(p) = *mm_stats_counts_c(window);
 	*snap_proc_total(p) = *mm_stats_counts_c(total);
-	free(p->hists);
-	if (mm_row_hists_new(&p->hists, mm_stats_hists_c(window), mm_stats_hists_c(total)) < 0)
+	for (int t = 0; t < 2; t++) {
+		free(p->hists[t]);
+		p->hists[t] = NULL;
+	}
+	if (mm_hist_set_add(&p->hists[0], mm_stats_hists_c(window)) < 0 ||
+	    mm_hist_set_add(&p->hists[1], mm_stats_hists_c(total)) < 0)
 		abort();
 }
 
@@ -62,11 +66,10 @@ static inline void snap_proc_set(struct mm_snap_proc *p, const struct mm_proc_st
 static inline void snap_proc_set_total_hists(struct mm_snap_proc *p,
 					     const struct mm_proc_hists *total)
 {
-	struct mm_proc_hists window;
-	struct mm_row_hists *old = p->hists;
-	if (mm_row_hists_new(&p->hists, mm_snap_proc_hists(p, false, &window), total) < 0)
+	free(p->hists[1]);
+	p->hists[1] = NULL;
+	if (mm_hist_set_add(&p->hists[1], total) < 0)
 		abort();
-	free(old);
 }
 
 #endif

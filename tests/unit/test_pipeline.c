@@ -283,10 +283,10 @@ static void test_a_rows_histograms_keep_only_those_with_a_sample(void)
 	mm_hist_add(&mm_host_proc(h, 10)->mmap_lock_wait_hist, 1 << 20); /* bucket 20 */
 	struct mm_snapshot *s = mm_host_snapshot(h, 2500);
 	const struct mm_snap_proc *p = mm_snapshot_find(s, 10);
-	CHECK(p != NULL && p->hists != NULL);
-	if (p && p->hists) {
-		CHECK_U64(p->hists->present[0], (1u << wait) | (1u << vma));
-		CHECK_U64(p->hists->present[1], (1u << wait) | (1u << vma) | (1u << retry));
+	CHECK(p != NULL && p->hists[0] != NULL && p->hists[1] != NULL);
+	if (p && p->hists[0] && p->hists[1]) {
+		CHECK_U64(p->hists[0]->present, (1u << wait) | (1u << vma));
+		CHECK_U64(p->hists[1]->present, (1u << wait) | (1u << vma) | (1u << retry));
 		CHECK_U64(mm_snap_proc_hist(p, false, wait)->bucket[20], 1);
 		CHECK_U64(mm_snap_proc_hist(p, false, wait)->bucket[11], 0);
 		CHECK_U64(mm_snap_proc_hist(p, false, vma)->bucket[11], 1);
@@ -302,7 +302,7 @@ static void test_a_rows_histograms_keep_only_those_with_a_sample(void)
 		CHECK(!mm_snap_proc_idle(p));
 	}
 	const struct mm_snap_proc *q = mm_snapshot_find(s, 11);
-	CHECK(q != NULL && q->hists == NULL);
+	CHECK(q != NULL && !q->hists[0] && !q->hists[1]);
 	mm_snapshot_unref(s);
 	mm_snapshot_unref(mm_host_close_window(h, 3000));
 
@@ -312,9 +312,9 @@ static void test_a_rows_histograms_keep_only_those_with_a_sample(void)
 	mm_snapshot_publish(s);
 	struct mm_snapshot *r = mm_snapshot_current();
 	p = mm_snapshot_find(r, 10);
-	CHECK(p != NULL && p->hists != NULL);
-	if (p && p->hists) {
-		CHECK_U64(p->hists->present[0], 0);
+	CHECK(p != NULL && p->hists[1] != NULL);
+	if (p && p->hists[1]) {
+		CHECK(p->hists[0] == NULL);
 		CHECK(mm_snap_proc_idle(p));
 		CHECK(mm_hist_is_zero(mm_snap_proc_hist(p, false, wait)));
 		CHECK_U64(mm_snap_proc_hist(p, true, wait)->bucket[20], 1);

@@ -327,7 +327,8 @@ static void test_windows_come_zeroed_from_their_arena_window_after_window(void)
 			 (i ? !p[i]->closed || p[i]->closed->counts[0].faults != 3 * i
 			    : p[i]->closed != NULL) ||
 			 !p[i]->closed_hists ||
-			 p[i]->closed_hists->mmap_lock_wait_hist.bucket[3] != 3;
+			 mm_hist_set_get(p[i]->closed_hists, MM_HIST_INDEX(mmap_lock_wait_hist))
+					 ->bucket[3] != 3;
 	CHECK_U64(wrong, 0);
 	mm_proctable_free(t);
 }
