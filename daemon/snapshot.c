@@ -101,12 +101,7 @@ bool mm_snap_proc_idle(const struct mm_snap_proc *p)
 void mm_snap_proc_add_window(struct mm_proc_stats *dst, const struct mm_snap_proc *p)
 {
 	mm_counts_add(mm_stats_counts(dst), p->window);
-	struct mm_hist *h = (struct mm_hist *)mm_stats_hists(dst);
-	for (unsigned i = 0; p->hists[0] && i < MM_PROC_NHISTS; i++) {
-		const struct mm_hist *w = mm_snap_proc_hist(p, false, i);
-		for (unsigned b = 0; b < MM_HIST_BUCKETS; b++)
-			h[i].bucket[b] += w->bucket[b];
-	}
+	mm_hist_set_add_to(mm_stats_hists(dst), p->hists[0]);
 }
 
 /* Frees row @p's histograms and drops its reference to its total. */

@@ -245,6 +245,18 @@ const struct mm_proc_hists *mm_hist_set_expand(const struct mm_hist_set *s,
 	return buf;
 }
 
+void mm_hist_set_add_to(struct mm_proc_hists *dst, const struct mm_hist_set *s)
+{
+	struct mm_hist *h = (struct mm_hist *)dst;
+	for (unsigned i = 0, k = 0; s && i < MM_PROC_NHISTS; i++) {
+		if (!(s->present & (1u << i)))
+			continue;
+		for (unsigned b = 0; b < MM_HIST_BUCKETS; b++)
+			h[i].bucket[b] += s->h[k].bucket[b];
+		k++;
+	}
+}
+
 static size_t set_size(uint16_t present)
 {
 	return sizeof(struct mm_hist_set) +

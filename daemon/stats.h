@@ -244,6 +244,8 @@ int mm_hist_set_add(struct mm_hist_set **dst, const struct mm_proc_hists *src);
 int mm_hist_set_dup(struct mm_hist_set **dst, const struct mm_hist_set *s);
 /* Histogram @i (MM_HIST_INDEX()) of @s; an empty one when @s has none. */
 const struct mm_hist *mm_hist_set_get(const struct mm_hist_set *s, unsigned i);
+/* Adds the histograms of @s to @dst. */
+void mm_hist_set_add_to(struct mm_proc_hists *dst, const struct mm_hist_set *s);
 /* Every histogram of @s, written to @buf (empty where @s has none). */
 const struct mm_proc_hists *mm_hist_set_expand(const struct mm_hist_set *s,
 					       struct mm_proc_hists *buf);
