@@ -193,8 +193,8 @@ CHURN_CONFIGS = ("mmlockd_default", "mmlockd_default_perf", "mmlockd_all", "mmlo
 IDLE_TARGET = {"procs": 10000, "rss_mib": 40, "cpu_pct": 1.0}
 CHURN_TARGETS = {"default": {"peak_mib": 64, "after_mib": 40}, "all": {"peak_mib": 96}}
 # Windows stored after a wave before its RSS after is read: the window with the wave's last
-# exits, then two without one, at the second of which the daemon gives the heap the wave's rows
-# freed back to the kernel (daemon/window.c, trim_after_churn); read after two, RSS after was
+# exits, then two with (almost) none, at the second of which the daemon gives the heap the
+# wave's rows freed back to the kernel (daemon/window.c, trim_after_churn); read after two, RSS after was
 # that heap or not (3.3 or 16 MiB of heap, --collectors all on perf) by a race with the trim.
 CHURN_WINDOWS = 3
 CHURN_GROWTH_KIB = 2048
@@ -1826,8 +1826,8 @@ def write_report(bench, configs, rows, idle, churn, t_start, t_end):
                  f"({churn[0]['interval_s']:g} s). Peak: VmHWM over the wave and the "
                  f"{CHURN_WINDOWS} windows after it, reset before the wave "
                  f"(/proc/PID/clear_refs); RSS after: once {CHURN_WINDOWS} windows were stored "
-                 "after the wave (the daemon trims its heap at the second window without "
-                 "an exit); rows stored: the wave's processes "
+                 "after the wave (the daemon trims its heap at the second window with "
+                 "(almost) no exit); rows stored: the wave's processes "
                  "(comm bench_churn) with a row in process_stats, with faults: those whose "
                  "rows add up to minflt + majflt > 0 (each child faults); in parentheses the "
                  "processes alive on the machine. No growth: RSS after of the last wave within "

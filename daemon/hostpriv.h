@@ -58,7 +58,7 @@ struct global {
 
 struct mm_host {
 	unsigned freed_since_trim; /* exited processes' entries freed since the last malloc_trim */
-	unsigned windows_without_exits; /* consecutive windows that freed none */
+	unsigned quiet_windows;	   /* consecutive windows that freed fewer than TRIM_QUIET */
 	struct stream *streams;
 	unsigned nstreams;
 	struct slot slots[MAX_PLUGINS];

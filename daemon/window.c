@@ -270,18 +270,22 @@ struct mm_snapshot *mm_host_snapshot(struct mm_host *h, uint64_t now_ms)
  * counts (each struct mm_proc_stats carries its histograms) in its entry, the window's snapshot
  * and the writer's rows, and glibc keeps what they freed (bench churn, 1-second windows: RSS
  * 15 -> 70 MiB after 10000 short-lived processes, 29 MiB after a malloc_trim()). Trimmed once
- * the exits stop (the second window without one: the first one's predecessor's snapshot, which
- * still has their rows, is gone by then), and every TRIM_CAP exits under endless churn. In the
- * loop's thread: a few ms, at most once per TRIM_MIN exits. */
-#define TRIM_MIN 256
-#define TRIM_CAP 65536
+ * the churn stops (the second window with fewer than TRIM_QUIET exits: the first one's
+ * predecessor's snapshot, which still has their rows, is gone by then), and every TRIM_CAP exits
+ * under endless churn. Not "without an exit": a host's shells and timers end processes in most
+ * windows, and a trim that waited for two windows without one came late or never (a churn wave's
+ * 13 MiB of freed heap kept after it, --collectors all). In the loop's thread: a few ms, at most
+ * once per TRIM_MIN exits. */
+#define TRIM_MIN   256
+#define TRIM_QUIET 64
+#define TRIM_CAP   65536
 
 static void trim_after_churn(struct mm_host *h, unsigned freed)
 {
 	h->freed_since_trim += freed;
-	h->windows_without_exits = freed ? 0 : h->windows_without_exits + 1;
+	h->quiet_windows = freed < TRIM_QUIET ? h->quiet_windows + 1 : 0;
 	if (h->freed_since_trim < TRIM_MIN ||
-	    (h->windows_without_exits != 2 && h->freed_since_trim < TRIM_CAP))
+	    (h->quiet_windows != 2 && h->freed_since_trim < TRIM_CAP))
 		return;
 	h->freed_since_trim = 0;
 	malloc_trim(0);
