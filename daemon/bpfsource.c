@@ -362,15 +362,10 @@ static bool deliver(struct mm_bpfsrc *b, struct mm_host *h, uint32_t pid, struct
 		hists |= b->dest[i] != SIZE_MAX && sum[i] != last_of(b, t, i);
 	if (!any && !hists)
 		return true;
-	/* A live process the host does not know yet: its FORK record is not in yet. Its counts
-	 * wait for it (SETTLE_TICKS ticks at most): made now, its entry would be read from /proc,
-	 * and a process of a fork storm is often gone from there by then, leaving a nameless
-	 * "pid-N" entry with its counts beside the one the FORK record makes (5 churn waves of
-	 * 10 000 processes: 132 of them, none once they waited). At a closing tick such a process
-	 * started after the records delivered so far, i.e. after the window's end: its counts go
-	 * to the next window, not to one that ended before it began. */
-	if (!t->exited && !force && !mm_host_proc_known(h, pid) &&
-	    (mm_host_window_closing(h) || t->pending++ < SETTLE_TICKS))
+	/* At a closing tick a live process the host does not know yet started after the records
+	 * delivered so far, i.e. after the window's end (its FORK record is not in yet): its
+	 * counts go to the next window, not to one that ended before it began. */
+	if (!t->exited && !force && mm_host_window_closing(h) && !mm_host_proc_known(h, pid))
 		return false;
 	if (t->exited) {
 		/* By its start: a fork storm reuses a pid within seconds, and the live entry may be
