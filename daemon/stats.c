@@ -170,13 +170,17 @@ void mm_counts_add(struct mm_proc_counts *dst, const struct mm_proc_counts *src)
 	}
 }
 
+/* Adds the buckets of @src to @dst. */
+static void hist_merge(struct mm_hist *dst, const struct mm_hist *src)
+{
+	for (unsigned b = 0; b < MM_HIST_BUCKETS; b++)
+		dst->bucket[b] += src->bucket[b];
+}
+
 void mm_hists_add(struct mm_proc_hists *dst, const struct mm_proc_hists *src)
 {
-	struct mm_hist *dh = &dst->mmap_lock_wait_hist;
-	const struct mm_hist *sh = &src->mmap_lock_wait_hist;
-	for (size_t h = 0; h < MM_PROC_NHISTS; h++)
-		for (unsigned i = 0; i < MM_HIST_BUCKETS; i++)
-			dh[h].bucket[i] += sh[h].bucket[i];
+	for (unsigned h = 0; h < MM_PROC_NHISTS; h++)
+		hist_merge((struct mm_hist *)dst + h, mm_hists_at(src, h));
 }
 
 void mm_stats_add(struct mm_proc_stats *dst, const struct mm_proc_stats *src)
@@ -249,11 +253,8 @@ void mm_hist_set_add_to(struct mm_proc_hists *dst, const struct mm_hist_set *s)
 {
 	struct mm_hist *h = (struct mm_hist *)dst;
 	for (unsigned i = 0, k = 0; s && i < MM_PROC_NHISTS; i++) {
-		if (!(s->present & (1u << i)))
-			continue;
-		for (unsigned b = 0; b < MM_HIST_BUCKETS; b++)
-			h[i].bucket[b] += s->h[k].bucket[b];
-		k++;
+		if (s->present & (1u << i))
+			hist_merge(&h[i], &s->h[k++]);
 	}
 }
 
@@ -293,9 +294,7 @@ int mm_hist_set_add(struct mm_hist_set **dst, const struct mm_proc_hists *src)
 	for (unsigned i = 0; i < MM_PROC_NHISTS; i++) {
 		if (!(bits & (1u << i)))
 			continue;
-		struct mm_hist *d = &s->h[set_index(s, i)];
-		for (unsigned b = 0; b < MM_HIST_BUCKETS; b++)
-			d->bucket[b] += mm_hists_at(src, i)->bucket[b];
+		hist_merge(&s->h[set_index(s, i)], mm_hists_at(src, i));
 	}
 	return 0;
 }
