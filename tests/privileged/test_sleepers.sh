@@ -6,12 +6,14 @@
 # Usage: test_sleepers.sh MMLOCKD_BINARY
 #
 # Starts mmlockd on its defaults (source auto, 1 s windows), then a python3 child that sleeps
-# SLEEP_S (3) s, touches FAULT_MB (64) MiB of fresh anonymous memory and sleeps SLEEP_S s more;
+# SLEEP_S (3) s, touches FAULT_MB (64) MiB of fresh anonymous memory and sleeps AFTER_S (8) s more;
 # its parent prints the child's minflt + majflt from wait4() (everything, exit included). Checks:
 #   1. the iterator runs: totals_events_total{name="stat_reads_skipped"} grew during the sleeps;
-#   2. on time: /api/v1/processes, read in the child's second sleep (2.5 s after its faults),
-#      already has at least the touched pages as the child's minflt (a live reading, not the
-#      settling at exit);
+#   2. on time: /api/v1/processes, read 2.5 s after the child's faults (by the time it printed,
+#      not when this script saw it: on a loaded machine that can be a second later), already has
+#      at least the touched pages as the child's minflt (a live reading, not the settling at
+#      exit). The second sleep is longer than that, so the child is still alive then: an exited
+#      process is no longer among the live rows once the window of its exit is closed;
 #   3. exact: sum(minflt + majflt) stored for the child equals wait4()'s count.
 #
 # Exit status: 0 passed, 1 failed, 77 skipped (not root, or the task iterator does not load here:
@@ -24,6 +26,7 @@ TEST_NAME=test_sleepers
 . "$(dirname "$0")/lib.sh"
 
 SLEEP_S=3
+AFTER_S=8
 FAULT_MB=64
 CHILD=
 
@@ -61,17 +64,17 @@ if [ "${s0:-0}" -eq 0 ]; then
 	fi
 fi
 
-python3 - "$SLEEP_S" "$FAULT_MB" >"$TMP/child.out" <<'PY' &
+python3 - "$SLEEP_S" "$FAULT_MB" "$AFTER_S" >"$TMP/child.out" <<'PY' &
 import mmap, os, sys, time
-sleep_s, mb = float(sys.argv[1]), int(sys.argv[2])
+sleep_s, mb, after_s = float(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3])
 pid = os.fork()
 if pid == 0:
     time.sleep(sleep_s)
     m = mmap.mmap(-1, mb << 20)
     for off in range(0, mb << 20, 4096):
         m[off] = 1
-    print("faulted", flush=True)
-    time.sleep(sleep_s)
+    print("faulted", time.time(), flush=True)
+    time.sleep(after_s)
     os._exit(0)
 print("child", pid, flush=True)
 _, _, u = os.wait4(pid, 0)
@@ -90,7 +93,9 @@ if [ "${s1:-0}" -gt "$s0" ]; then
 else
 	fail "no /proc/PID/stat read skipped during the child's sleep ($s0 -> ${s1:-?})"
 fi
-sleep 2.5
+# 2.5 s after the faults ended, by the child's clock.
+python3 -c 'import sys, time; time.sleep(max(0.0, float(sys.argv[1]) + 2.5 - time.time()))' \
+	"$(sed -n 's/^faulted //p' "$TMP/child.out")"
 http_get /api/v1/processes "$TMP/processes.json" || fail "no /api/v1/processes"
 live=$(python3 - "$TMP/processes.json" "$CPID" <<'PY'
 import json, sys
