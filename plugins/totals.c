@@ -83,7 +83,7 @@ struct state {
 	struct mm_taskstats *ts;
 	uint64_t overflows_seen, malformed_seen;
 	int g_exits, g_overflows, g_malformed, g_unreadable, g_drain_errors;
-	int g_skipped, g_iter_errors;
+	int g_skipped, g_iter_errors, g_unmatched;
 	struct mm_host *h; /* valid during a hook */
 	bool final;	   /* during update(): settle whether the host knows them or not */
 };
@@ -140,7 +140,14 @@ static bool settle(struct state *st, struct track *t, bool force)
 					    : mm_host_proc_known(st->h, t->pid);
 	if (!ps && !force && t->dead_scans++ < SETTLE_SCANS)
 		return false;
-	add_to(ps ? ps : mm_host_proc(st->h, t->pid), fmin - t->last_min, fmaj - t->last_maj);
+	if (!ps) {
+		/* Its own entry is not found (gone before its exit was settled, or never made):
+		 * the counts go to the pid's live entry, or one made for it, "pid-N" when /proc
+		 * no longer knows the pid. Counted, so that the loss shows. */
+		mm_host_global_add(st->h, st->g_unmatched, 1);
+		ps = mm_host_proc(st->h, t->pid);
+	}
+	add_to(ps, fmin - t->last_min, fmaj - t->last_maj);
 	return true;
 }
 
@@ -421,6 +428,10 @@ static int init(struct mm_host *h, void **ret_state)
 	st->g_drain_errors =
 		mm_host_global(h, "totals_events", "exit_read_errors",
 			       "totals collector: errors reading the taskstats socket");
+	st->g_unmatched = mm_host_global(
+		h, "totals_events", "exits_unmatched",
+		"totals collector: exited processes whose own entry was not found when their last "
+		"faults were settled (those faults went to the pid's live entry or a pid-N one)");
 	st->g_skipped =
 		mm_host_global(h, "totals_events", "stat_reads_skipped",
 			       "totals collector: /proc/PID/stat reads skipped because none "
