@@ -194,8 +194,9 @@ IDLE_TARGET = {"procs": 10000, "rss_mib": 40, "cpu_pct": 1.0}
 CHURN_TARGETS = {"default": {"peak_mib": 64, "after_mib": 40}, "all": {"peak_mib": 96}}
 # Windows stored after a wave before its RSS after is read: the window with the wave's last
 # exits, then two with (almost) none, at the second of which the daemon gives the heap the
-# wave's rows freed back to the kernel (daemon/window.c, trim_after_churn); read after two, RSS after was
-# that heap or not (3.3 or 16 MiB of heap, --collectors all on perf) by a race with the trim.
+# wave's rows freed back to the kernel (daemon/window.c, trim_after_churn); read after two,
+# RSS after was that heap or not (3.3 or 16 MiB of heap, --collectors all on perf) by a race
+# with the trim.
 CHURN_WINDOWS = 3
 CHURN_GROWTH_KIB = 2048
 
@@ -1244,8 +1245,9 @@ class Bench:
     def run_churn(self):
         """Bounded memory: per wave of short-lived processes, mmlockd's peak RSS (VmHWM reset
         before the wave), its RSS once CHURN_WINDOWS more windows were stored (the wave's
-        processes written, then dropped, the heap trimmed), processes_tracked, and the wave's processes that got rows; on
-        the daemon's default windows, the defaults and all collectors on both sources."""
+        processes written, then dropped, the heap trimmed), processes_tracked, and the wave's
+        processes that got rows; on the daemon's default windows, the defaults and all
+        collectors on both sources."""
         out = []
         for config in CHURN_CONFIGS:
             tr, interval = self.footprint_tracer(config)

@@ -93,8 +93,9 @@ if [ "${s1:-0}" -gt "$s0" ]; then
 else
 	fail "no /proc/PID/stat read skipped during the child's sleep ($s0 -> ${s1:-?})"
 fi
-# 2.5 s after the faults ended, by the child's clock.
-python3 -c 'import sys, time; time.sleep(max(0.0, float(sys.argv[1]) + 2.5 - time.time()))' \
+# 2.5 s after the faults ended, by the child's clock (from now when it printed no time).
+python3 -c 'import sys, time; t = float(sys.argv[1] or time.time())
+time.sleep(max(0.0, t + 2.5 - time.time()))' \
 	"$(sed -n 's/^faulted //p' "$TMP/child.out")"
 http_get /api/v1/processes "$TMP/processes.json" || fail "no /api/v1/processes"
 live=$(python3 - "$TMP/processes.json" "$CPID" <<'PY'
