@@ -6,7 +6,11 @@
  * the parameters, suspends the connection and queues the query; a worker runs it on its own
  * read-only handle and resumes the connection with the reply. So fifty history queries cannot
  * delay a scrape, and nothing here can stall collection. At most QUERY_QUEUE_MAX queries wait;
- * more get 503 at once.
+ * more get 503 at once. A running query is stopped (query_check(), about every millisecond of
+ * SQLite's work) when it has run QUERY_TIMEOUT_S, when its client has closed the connection
+ * (polled on the suspended connection's socket; libmicrohttpd does not watch it meanwhile), and
+ * when the server stops, so a worker is never held by a query nobody waits for and a stop takes
+ * milliseconds whatever runs.
  *
  * Abuse. Any local user can connect, so what one client may hold is bounded: connection limits
  * per address and in all, a head and a request deadline, refusals before libmicrohttpd parses a
@@ -39,6 +43,7 @@
 #include <math.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -75,6 +80,8 @@ extern const unsigned mm_web_assets_count;
 #define QUERY_WORKERS	     2
 #define QUERY_QUEUE_MAX	     64
 #define OPEN_RETRY_S	     10 /* a database that failed to open is tried again after this */
+#define QUERY_TIMEOUT_S	     20 /* a history query running longer is stopped: 503 */
+#define GONE_CHECK_NS	     (100 * 1000000ull) /* how often a running query polls its client */
 
 /* Replies: a history reply is a page of at most about REPLY_PAGE_BYTES (it ends at the first
  * window boundary past it and names where the next page starts, "next_since"); the bodies of
@@ -126,7 +133,7 @@ struct mm_http {
 	pthread_cond_t jobs_cond;
 	struct request *jobs, **jobs_tail;
 	unsigned njobs;
-	bool stopping; /* under jobs_lock: workers finish the queue and exit, no new jobs */
+	bool stopping; /* set under jobs_lock, __atomic: workers stop, no new jobs */
 	pthread_t workers[QUERY_WORKERS];
 	unsigned nworkers;
 
@@ -366,6 +373,73 @@ static unsigned route_processes(struct mm_http *h, const struct mm_route_req *re
 	return snapshot_view(h, R_PROCESSES, body, type);
 }
 
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* The query a worker runs, for query_check(); set by query_worker() around the route's call. */
+enum cancel { RUNNING, CANCEL_TIMEOUT, CANCEL_GONE, CANCEL_STOP };
+struct query_run {
+	struct mm_http *h;
+	int fd; /* the client's socket, or -1 */
+	uint64_t deadline_ns, gone_check_ns;
+	enum cancel cancel;
+};
+static __thread struct query_run *running;
+
+/* Whether the peer of socket @fd has closed it (or it failed). */
+static bool client_gone(int fd)
+{
+	struct pollfd p = {.fd = fd, .events = POLLRDHUP};
+
+	return fd >= 0 && poll(&p, 1, 0) > 0 &&
+	       (p.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL));
+}
+
+/* SQLite's progress callback (mm_store_set_interrupt()): non-zero stops the query. */
+static int query_check(void *arg)
+{
+	struct query_run *q = arg;
+	uint64_t now = mono_ns();
+
+	if (__atomic_load_n(&q->h->stopping, __ATOMIC_RELAXED))
+		q->cancel = CANCEL_STOP;
+	else if (now > q->deadline_ns)
+		q->cancel = CANCEL_TIMEOUT;
+	else if (now - q->gone_check_ns >= GONE_CHECK_NS) {
+		q->gone_check_ns = now;
+		if (client_gone(q->fd))
+			q->cancel = CANCEL_GONE;
+	}
+	return q->cancel != RUNNING;
+}
+
+/* The reply to a history query that failed with @r: why it was stopped (503), or its error
+ * (500). @what names the query. */
+static unsigned query_failed(struct mm_buf *body, int r, const char *what)
+{
+	enum cancel why = r == -ECANCELED && running ? running->cancel : RUNNING;
+
+	if (why == CANCEL_TIMEOUT)
+		mm_http_error_json(body,
+				   "%s query stopped after %d s: ask for a shorter range or fewer "
+				   "fields",
+				   what, QUERY_TIMEOUT_S);
+	else if (why == CANCEL_STOP)
+		mm_http_error_json(body, "mmlockd is stopping");
+	else if (why == CANCEL_GONE)
+		mm_http_error_json(body, "%s query stopped: the client went away", what);
+	else {
+		mm_http_error_json(body, "%s query failed: %s", what, strerror(-r));
+		return MHD_HTTP_INTERNAL_SERVER_ERROR;
+	}
+	return MHD_HTTP_SERVICE_UNAVAILABLE;
+}
+
 /* Reads the range parameters of a history route into @q and opens the database. Returns 0 with
  * *ret_st set, or the error status with @body holding its JSON (and *ret_st NULL). */
 static unsigned open_range(struct mm_http *h, const struct mm_route_req *req, const char *limit_key,
@@ -411,6 +485,8 @@ static unsigned open_range(struct mm_http *h, const struct mm_route_req *req, co
 				   strerror(-r));
 		return MHD_HTTP_SERVICE_UNAVAILABLE;
 	}
+	if (running)
+		mm_store_set_interrupt(*ret_st, query_check, running);
 	return 0;
 }
 
@@ -430,10 +506,8 @@ static unsigned route_history(struct mm_http *h, const struct mm_route_req *req,
 	int r = mm_store_history_json(st, q.pid, q.since, q.until, (unsigned)q.limit,
 				      REPLY_PAGE_BYTES, body, &next);
 	mm_store_close(st);
-	if (r < 0) {
-		mm_http_error_json(body, "history query failed: %s", strerror(-r));
-		return MHD_HTTP_INTERNAL_SERVER_ERROR;
-	}
+	if (r < 0)
+		return query_failed(body, r, "history");
 	/* A page: the rows go on from since=next_since. */
 	if (!isnan(next))
 		mm_buf_printf(body, ",\"next_since\":%.3f", next);
@@ -456,10 +530,8 @@ static unsigned route_locks(struct mm_http *h, const struct mm_route_req *req, s
 
 	int r = mm_store_locks(st, q.pid, q.since, q.until, (unsigned)q.limit, &rows, &n);
 	mm_store_close(st);
-	if (r < 0) {
-		mm_http_error_json(body, "lock query failed: %s", strerror(-r));
-		return MHD_HTTP_INTERNAL_SERVER_ERROR;
-	}
+	if (r < 0)
+		return query_failed(body, r, "lock");
 	mm_buf_printf(body, "{\"since\":%.3f,\"until\":%.3f,\"rows\":", q.since, q.until);
 	mm_api_locks(rows, n, body);
 	mm_buf_puts(body, "}\n");
@@ -613,11 +685,8 @@ static unsigned route_web(struct mm_http *h, const struct mm_route_req *req, str
 	}
 	mm_store_close(st);
 	free(rest);
-	if (r < 0) {
-		mm_http_error_json(body, "%s query failed: %s", top ? "top" : "series",
-				   strerror(-r));
-		return MHD_HTTP_INTERNAL_SERVER_ERROR;
-	}
+	if (r < 0)
+		return query_failed(body, r, top ? "top" : "series");
 	mm_buf_puts(body, "}\n");
 	return MHD_HTTP_OK;
 }
@@ -663,6 +732,7 @@ struct request {
 	struct MHD_Connection *conn;
 	struct request *next_job;
 	bool queued, done; /* under jobs_lock */
+	int fd;		   /* the connection's socket: polled for a client gone while it runs */
 	unsigned status;
 	const char *type;
 	struct mm_buf body;
@@ -779,7 +849,14 @@ static void *query_worker(void *arg)
 					   h->db_path);
 			rq->status = MHD_HTTP_SERVICE_UNAVAILABLE;
 		} else {
+			uint64_t now = mono_ns();
+			struct query_run q = {.h = h,
+					      .fd = rq->fd,
+					      .deadline_ns = now + QUERY_TIMEOUT_S * 1000000000ull,
+					      .gone_check_ns = now};
+			running = &q;
 			rq->status = rq->route->fn(h, &rq->req, &rq->body, &rq->type);
+			running = NULL;
 		}
 
 		pthread_mutex_lock(&h->jobs_lock);
@@ -851,6 +928,9 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
 		rq->route = &routes[i];
 		rq->conn = conn;
 		if (routes[i].slow) {
+			const union MHD_ConnectionInfo *ci =
+				MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+			rq->fd = ci ? ci->connect_fd : -1;
 			if (queue_query(h, rq))
 				return MHD_YES;
 			__atomic_fetch_add(&h->queries_refused, 1, __ATOMIC_RELAXED);
@@ -983,7 +1063,7 @@ static int open_listen(struct mm_http *h, const char *spec)
 static void stop_threads(struct mm_http *h)
 {
 	pthread_mutex_lock(&h->jobs_lock);
-	h->stopping = true;
+	__atomic_store_n(&h->stopping, true, __ATOMIC_RELAXED); /* running queries stop too */
 	pthread_cond_broadcast(&h->jobs_cond);
 	pthread_mutex_unlock(&h->jobs_lock);
 	for (unsigned i = 0; i < h->nworkers; i++)
@@ -1065,6 +1145,11 @@ int mm_http_start(const char *listen, const char *db_path, unsigned top_n, struc
 	if ((db_path && !(h->db_path = strdup(db_path))) || mm_httpconn_new(&h->conns) < 0) {
 		http_free(h);
 		return log_error_errno(ENOMEM, "Failed to start the HTTP server: %m");
+	}
+	/* Before any thread queries: the setting is SQLite's, process-wide (store.h). */
+	if (db_path && mm_store_use_temp_dir(db_path) < 0) {
+		http_free(h);
+		return -ENOMEM;
 	}
 	r = open_listen(h, listen);
 	if (r < 0) {

@@ -297,14 +297,20 @@ static int load(scmp_filter_ctx ctx, int r, const char *what)
  * need: memory is never mapped executable, new threads only (clone3 says ENOSYS, so glibc falls
  * back to clone, whose flags a filter can see), prctl only names threads, ioctl only asks about
  * sockets and terminals. */
-static int http_filter(void)
+static int http_filter(bool query)
 {
+	/* A query worker also unlinks SQLite's temporary files, which Landlock lets it create and
+	 * remove in the database's -tmp directory only (mm_privilege_confine_query()). */
+	static const char *const query_allow[] = {"unlink", "unlinkat"};
 	scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ERRNO(EPERM));
 	int r;
 
 	if (!ctx)
 		return log_warning_errno(ENOMEM, "privileges: the HTTP seccomp filter: %m");
 	r = add_rules(ctx, SCMP_ACT_ALLOW, http_allow, sizeof(http_allow) / sizeof(http_allow[0]));
+	if (!r && query)
+		r = add_rules(ctx, SCMP_ACT_ALLOW, query_allow,
+			      sizeof(query_allow) / sizeof(query_allow[0]));
 	/* Calls allowed with one argument so: no executable mappings, threads only (clone3 says
 	 * ENOSYS so glibc falls back to clone), the thread's name, the ioctls of sockets and
 	 * terminals. */
@@ -383,6 +389,7 @@ static int landlock_files(const struct file_rule *extra, size_t nextra)
 		if (fstat(fd, &st) == 0 && !S_ISDIR(st.st_mode))
 			pb.allowed_access &=
 				LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_WRITE_FILE;
+		pb.allowed_access &= attr.handled_access_fs; /* a right this kernel knows */
 		if (syscall(__NR_landlock_add_rule, rs, LANDLOCK_RULE_PATH_BENEATH, &pb, 0) < 0)
 			r = log_warning_errno(errno, "privileges: Landlock rule for %s: %m",
 					      rule->path);
@@ -404,17 +411,18 @@ int mm_privilege_drop_http(void)
 int mm_privilege_confine_http(void)
 {
 	int l = landlock_files(NULL, 0);
-	int f = http_filter();
+	int f = http_filter(false);
 	return l < 0 ? l : f;
 }
 
 int mm_privilege_confine_query(const char *db_path)
 {
-	char wal[PATH_MAX], shm[PATH_MAX];
+	char wal[PATH_MAX], shm[PATH_MAX], tmp[PATH_MAX];
 
 	if (db_path) {
 		if (snprintf(wal, sizeof(wal), "%s-wal", db_path) >= (int)sizeof(wal) ||
-		    snprintf(shm, sizeof(shm), "%s-shm", db_path) >= (int)sizeof(shm))
+		    snprintf(shm, sizeof(shm), "%s-shm", db_path) >= (int)sizeof(shm) ||
+		    snprintf(tmp, sizeof(tmp), "%s-tmp", db_path) >= (int)sizeof(tmp))
 			return -ENAMETOOLONG;
 		/* Landlock allows files that exist: wait for the writer to have made all three. */
 		if (access(db_path, F_OK) < 0 || access(wal, F_OK) < 0 || access(shm, F_OK) < 0)
@@ -422,17 +430,22 @@ int mm_privilege_confine_query(const char *db_path)
 	}
 	/* The database and its WAL for reading only; the -shm index, which readers of a WAL
 	 * database update, for reading and writing. */
+	/* And SQLite's temporary files (store.c: a long range's sort spills there), made and
+	 * removed in the -tmp directory only; none allowed when the writer could not make it. */
 	const struct file_rule db[] = {
 		{db_path, LANDLOCK_ACCESS_FS_READ_FILE},
 		{wal, LANDLOCK_ACCESS_FS_READ_FILE},
 		{shm, LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_WRITE_FILE},
+		{tmp, LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_WRITE_FILE |
+			      LANDLOCK_ACCESS_FS_MAKE_REG | LANDLOCK_ACCESS_FS_REMOVE_FILE |
+			      LANDLOCK_FS_TRUNCATE},
 	};
-	return landlock_files(db, db_path ? 3 : 0);
+	return landlock_files(db, db_path ? 4 : 0);
 }
 
 int mm_privilege_filter_http(void)
 {
-	return http_filter();
+	return http_filter(true);
 }
 
 /* The deny-list filter of main_deny[]. */

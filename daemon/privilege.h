@@ -10,9 +10,10 @@
  *     writes on open files, memory, time, threads). Landlock, though they run as uid 0:
  *     libmicrohttpd's thread and the sweeper open no file but /dev/urandom and /etc/localtime
  *     (mm_privilege_confine_http()); each query worker, before its first query, also the
- *     database and its -wal for reading only and its -shm (mm_privilege_confine_query()), so
- *     whatever --db is (/x.db, a file in /tmp, a relative path) nothing else can be opened and
- *     the history cannot be written from them.
+ *     database and its -wal for reading only, its -shm, and SQLite's temporary files in the
+ *     database's -tmp directory (mm_privilege_confine_query()), so whatever --db is (/x.db, a
+ *     file in /tmp, a relative path) nothing else can be opened and the history cannot be
+ *     written from them.
  *   The store writer: mm_privilege_drop_thread(): no capabilities, no_new_privs, the deny-list
  *     below.
  *   The main (collection) thread: mm_privilege_drop_main() once every source is set up: no
@@ -37,11 +38,14 @@ int mm_privilege_drop_http(void);
  * 0, or -errno when a step failed (logged; the other is still taken). */
 int mm_privilege_confine_http(void);
 
-/* For a query worker as it starts: the seccomp allow-list. Returns 0 or -errno (logged). */
+/* For a query worker as it starts: the seccomp allow-list, and unlink (of SQLite's temporary
+ * files, which Landlock confines to the database's -tmp directory). Returns 0 or -errno
+ * (logged). */
 int mm_privilege_filter_http(void);
 
 /* For a query worker before it runs its first query: Landlock lets it open only @db_path and its
- * -wal for reading, its -shm for reading and writing (and /dev/urandom, /etc/localtime). Returns
+ * -wal for reading, its -shm for reading and writing, and make, use and remove files in its -tmp
+ * directory when that exists (and /dev/urandom, /etc/localtime). Returns
  * -ENOENT, having changed nothing, while the three files are not all there yet (the writer makes
  * them: try again later); 0, or -errno when a step failed (logged). @db_path NULL: no file. */
 int mm_privilege_confine_query(const char *db_path);

@@ -19,6 +19,17 @@
  * SQLite cannot open a file it reports the errno of its last fallback, often ENOENT for a
  * database that exists but whose directory refuses the -wal and -shm files beside it; the
  * directory's own reason (EPERM when immutable, EROFS, EACCES) is reported instead.
+ *
+ * Long history queries. A GROUP BY or ORDER BY over tens of thousands of process rows outgrows
+ * SQLite's sorter cache and spills to a temporary file. The HTTP query workers may create files
+ * only in DB-tmp/ beside the database (their Landlock rules, privilege.c), so that is SQLite's
+ * temporary directory for the daemon (mm_store_use_temp_dir(); the read-write open makes it);
+ * SQLite unlinks each file as soon as it has it open, so the directory is empty but for running
+ * queries. A query may be interrupted (mm_store_set_interrupt(): a deadline, its client gone, the
+ * daemon stopping): it then fails with -ECANCELED and nothing is logged, the caller knows why.
+ * Planner statistics are refreshed while the database grows (mm_store_analyze(), from the
+ * writer), not only at close: without them SQLite chose a plan that took minutes over a day of
+ * history.
  */
 #include "store.h"
 
@@ -48,6 +59,16 @@ extern const char *const mm_schema_sql_names[];
 extern const unsigned mm_schema_sql_count;
 
 #define BUSY_TIMEOUT_MS 5000
+
+/* The temporary directory beside the database (DB + this). */
+#define TEMP_DIR_SUFFIX "-tmp"
+
+/* Virtual machine instructions between two calls of a query's interrupt check: ~1 ms of work. */
+#define PROGRESS_OPS 10000
+
+/* Rows ANALYZE reads per index (PRAGMA analysis_limit): an estimate good enough for the planner
+ * in a few milliseconds, whatever the database's size. */
+#define ANALYSIS_LIMIT 1000
 
 /* PRAGMA application_id of mmlockd databases: "mmlk". */
 #define MM_APPLICATION_ID 0x6d6d6c6b
@@ -126,12 +147,46 @@ static int dir_refuses_files(const char *path)
 	return r;
 }
 
+/* Why SQLite's temporary directory (sqlite3_temp_directory, when set) refuses a new file: the
+ * errno of creating one there, which is what the sandbox or the file system says (SQLite retries
+ * elsewhere and reports the last fallback's ENOENT instead). Returns -errno, or 0. */
+static int temp_dir_refuses_files(void)
+{
+	char probe[PATH_MAX];
+	int fd;
+
+	if (!sqlite3_temp_directory)
+		return 0;
+	if (snprintf(probe, sizeof(probe), "%s/probe-%d", sqlite3_temp_directory, (int)getpid()) >=
+	    (int)sizeof(probe))
+		return -ENAMETOOLONG;
+	fd = open(probe, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0)
+		return errno == EEXIST ? 0 : -errno;
+	close(fd);
+	unlink(probe);
+	return 0;
+}
+
 /* Logs "database PATH: WHAT: sqlite message" for result code @rc and returns the -errno. Must be
  * called before anything else touches the connection (a rollback resets the message). */
 static int db_fail(struct mm_store *st, int rc, const char *what)
 {
 	int r = sqlite_errno(st->db, rc);
 	int prim = rc & 0xff;
+
+	if (prim == SQLITE_INTERRUPT)
+		return -ECANCELED; /* asked for by mm_store_set_interrupt()'s check: not a fault */
+	/* A query of a read-only handle that could not open a file: its temporary one. */
+	if ((prim == SQLITE_CANTOPEN || prim == SQLITE_IOERR) && st->readonly) {
+		int tmp = temp_dir_refuses_files();
+
+		if (tmp < 0)
+			return log_error_errno(tmp,
+					       "database %s: %s: cannot create a temporary file in "
+					       "%s: %m",
+					       st->path, what, sqlite3_temp_directory);
+	}
 
 	/* The file is there, so an open that failed was of its -wal, -shm or -journal. */
 	if ((prim == SQLITE_CANTOPEN || prim == SQLITE_IOERR) && access(st->path, F_OK) == 0) {
@@ -814,6 +869,22 @@ static int check_readable(struct mm_store *st)
 /* For the writer's handle: refuses a newer or foreign file before changing anything in it, sets
  * the connection's pragmas, migrates, stamps the application id of a new or adopted file (after
  * the migrations) and prepares the writes. Returns 0 or the logged -errno. */
+/* Makes DB-tmp/ beside the database for the query workers' temporary files (the header), mode
+ * 0700: what a query sorts is history. A failure costs only long-range queries, which then say
+ * why: logged and ignored. */
+static void make_temp_dir(const char *path)
+{
+	char dir[PATH_MAX];
+
+	if (snprintf(dir, sizeof(dir), "%s" TEMP_DIR_SUFFIX, path) >= (int)sizeof(dir))
+		return;
+	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
+		log_warning_errno(errno,
+				  "database %s: cannot make %s for the history queries' temporary "
+				  "files (long ranges will fail): %m, ignoring",
+				  path, dir);
+}
+
 static int prepare_writable(struct mm_store *st)
 {
 	bool stamp;
@@ -850,6 +921,7 @@ static int prepare_writable(struct mm_store *st)
 	r = migrate(st);
 	if (r < 0)
 		return r;
+	make_temp_dir(st->path);
 	/* After the migrations: a crash in between leaves a file the next start adopts. */
 	if (stamp) {
 		char sql[64];
@@ -926,6 +998,35 @@ int mm_store_open(const char *path, struct mm_store **ret)
 int mm_store_open_readonly(const char *path, struct mm_store **ret)
 {
 	return store_open(path, true, ret);
+}
+
+int mm_store_use_temp_dir(const char *path)
+{
+	char *dir = sqlite3_mprintf("%s" TEMP_DIR_SUFFIX, path);
+
+	if (!dir)
+		return log_error_errno(ENOMEM, "database %s: out of memory", path);
+	sqlite3_free(sqlite3_temp_directory);
+	sqlite3_temp_directory = dir;
+	return 0;
+}
+
+int mm_store_temp_dir(const char *path, char *buf, size_t size)
+{
+	return snprintf(buf, size, "%s" TEMP_DIR_SUFFIX, path) < (int)size ? 0 : -ENAMETOOLONG;
+}
+
+void mm_store_set_interrupt(struct mm_store *st, int (*check)(void *arg), void *arg)
+{
+	sqlite3_progress_handler(st->db, check ? PROGRESS_OPS : 0, check, arg);
+}
+
+int mm_store_analyze(struct mm_store *st)
+{
+	char sql[96];
+
+	snprintf(sql, sizeof(sql), "PRAGMA analysis_limit = %d; ANALYZE", ANALYSIS_LIMIT);
+	return exec_sql(st, sql, "refreshing planner statistics");
 }
 
 void mm_store_close(struct mm_store *st)

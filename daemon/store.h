@@ -30,6 +30,23 @@ int mm_store_open_readonly(const char *path, struct mm_store **ret);
 
 void mm_store_close(struct mm_store *st); /* accepts NULL */
 
+/* Makes @path + "-tmp" SQLite's directory for temporary files (the sorter of a long range's
+ * query spills there); mm_store_open() makes the directory. SQLite's setting is process-wide and
+ * must not change while another thread uses SQLite: call before starting threads that query.
+ * Returns 0 or -ENOMEM. */
+int mm_store_use_temp_dir(const char *path);
+
+/* Writes that directory's path for the database @path into @buf. Returns 0 or -ENAMETOOLONG. */
+int mm_store_temp_dir(const char *path, char *buf, size_t size);
+
+/* Has @check(@arg) called about every millisecond of a query's work on @st (NULL: never); when it
+ * returns non-zero the query stops and its call returns -ECANCELED, unlogged. */
+void mm_store_set_interrupt(struct mm_store *st, int (*check)(void *arg), void *arg);
+
+/* Refreshes the query planner's statistics (ANALYZE, sampling a bounded number of rows per
+ * index: milliseconds whatever the size). Returns 0 or a negative errno (logged). */
+int mm_store_analyze(struct mm_store *st);
+
 /* Writes the closed window @w (w->window_end_ms != 0) in one transaction: the window row, every
  * process of w->procs whose window stats are not all zero (process identity = pid + start_ms,
  * so pid reuse never merges two processes), every global and event counter of the window.

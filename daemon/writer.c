@@ -43,6 +43,7 @@ struct mm_writer {
 	uint64_t stored, errors, lost;
 	uint64_t lost_at_stop; /* windows still unstored when stopping gave up */
 	uint64_t last_prune_ms;
+	uint64_t analyzed_at; /* windows stored when the planner statistics were last refreshed */
 
 	/* The current outage: since its first failure, and the windows it dropped. */
 	uint64_t failing_since_ms; /* 0: the last write succeeded */
@@ -63,6 +64,17 @@ static void prune(struct mm_writer *wr, unsigned days)
 	if (r > 0)
 		log_info("store: pruned %d windows older than %u days", r, days);
 	wr->last_prune_ms = now;
+}
+
+/* Refreshes the planner's statistics at the start, each time the windows stored since have
+ * doubled (from 30) and at every prune: a plan chosen without them over a growing day of history
+ * took minutes per query. mm_store_analyze() reads a bounded sample: milliseconds. */
+static void analyze(struct mm_writer *wr, bool prune_due)
+{
+	if (!prune_due && (wr->stored < 30 || wr->stored < 2 * wr->analyzed_at))
+		return;
+	mm_store_analyze(wr->store); /* logged; the old statistics stay */
+	wr->analyzed_at = wr->stored;
 }
 
 /* Counts window @w as lost in the current gap and frees it. Called with the lock held. */
@@ -160,8 +172,11 @@ static void *writer_thread(void *arg)
 		pthread_mutex_unlock(&wr->lock);
 
 		int r = mm_store_write_window(wr->store, w);
-		if (r == 0 && now_ms() - wr->last_prune_ms > 3600 * 1000)
+		bool prune_due = r == 0 && now_ms() - wr->last_prune_ms > 3600 * 1000;
+		if (prune_due)
 			prune(wr, days);
+		if (r == 0)
+			analyze(wr, prune_due);
 
 		pthread_mutex_lock(&wr->lock);
 		if (r == 0) {
@@ -213,6 +228,7 @@ int mm_writer_start(const char *db_path, unsigned retention_days, struct mm_writ
 	pthread_mutex_init(&wr->lock, NULL);
 	pthread_cond_init(&wr->cond, NULL);
 	prune(wr, retention_days);
+	analyze(wr, true); /* a database from an earlier run may have grown past its statistics */
 	r = pthread_create(&wr->thread, NULL, writer_thread, wr);
 	if (r) {
 		mm_store_close(wr->store);
