@@ -200,6 +200,16 @@ void mm_host_advance(struct mm_host *h, uint64_t horizon_ns);
  * replay), after mm_host_finish(). */
 void mm_host_close_now(struct mm_host *h, uint64_t end_ms);
 
+/* At shutdown, after the last records went in: closes the windows the window clock passed by
+ * @now_ns (CLOCK_MONOTONIC; a step it saw included), calls mm_host_finish() and closes the
+ * open window at @now_ns's wall time on that clock, so no window spans a step. */
+void mm_host_stop(struct mm_host *h, uint64_t now_ns);
+
+/* The wall clock read at monotonic time @now_ns gave the offset @mono_to_wall_ms: a move of
+ * MM_CLOCK_STEP_TOLERANCE_MS or more is a step, logged once (notice) and taken where the
+ * records reach @now_ns (clock.h mm_clock_observe). Returns the step in ms, 0 when none. */
+int64_t mm_host_observe_clock(struct mm_host *h, int64_t mono_to_wall_ms, uint64_t now_ns);
+
 /* Records fed, and those fed with a time older than an earlier one's. */
 void mm_host_feed_stats(const struct mm_host *h, uint64_t *ret_records, uint64_t *ret_late);
 

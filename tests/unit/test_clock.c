@@ -26,15 +26,15 @@ static void test_windows_end_on_interval_multiples(void)
 	struct mm_clock c;
 
 	mm_clock_init(&c, 10, 0, 12345);
-	CHECK_U64(mm_clock_next_close(&c, 19999 * MS), 0);
-	CHECK_U64(mm_clock_next_close(&c, 20000 * MS), 20000);
-	CHECK_U64(mm_clock_next_close(&c, 20000 * MS), 0);
+	CHECK_U64(mm_clock_next_close(&c, 19999 * MS, NULL), 0);
+	CHECK_U64(mm_clock_next_close(&c, 20000 * MS, NULL), 20000);
+	CHECK_U64(mm_clock_next_close(&c, 20000 * MS, NULL), 0);
 	CHECK_U64(c.end_ms, 30000);
 	/* The offset converts monotonic to wall time. */
 	mm_clock_init(&c, 1, 5000, 5000);
 	CHECK_U64(mm_clock_wall_ms(&c, 999 * MS), 5999);
-	CHECK_U64(mm_clock_next_close(&c, 999 * MS), 0);
-	CHECK_U64(mm_clock_next_close(&c, 1000 * MS), 6000);
+	CHECK_U64(mm_clock_next_close(&c, 999 * MS, NULL), 0);
+	CHECK_U64(mm_clock_next_close(&c, 1000 * MS, NULL), 6000);
 	mm_clock_set_interval(&c, 10, 6500);
 	CHECK_U64(c.end_ms, 10000);
 }
@@ -44,9 +44,9 @@ static void test_one_empty_window_closes_like_any_other(void)
 	struct mm_clock c;
 
 	mm_clock_init(&c, 1, 0, 0);
-	CHECK_U64(mm_clock_next_close(&c, 2500 * MS), 1000);
-	CHECK_U64(mm_clock_next_close(&c, 2500 * MS), 2000);
-	CHECK_U64(mm_clock_next_close(&c, 2500 * MS), 0);
+	CHECK_U64(mm_clock_next_close(&c, 2500 * MS, NULL), 1000);
+	CHECK_U64(mm_clock_next_close(&c, 2500 * MS, NULL), 2000);
+	CHECK_U64(mm_clock_next_close(&c, 2500 * MS, NULL), 0);
 }
 
 static void test_a_wild_time_closes_at_most_two_windows(void)
@@ -56,12 +56,117 @@ static void test_a_wild_time_closes_at_most_two_windows(void)
 
 	mm_clock_init(&c, 1, 0, 0);
 	uint64_t ends[3] = {0};
-	for (uint64_t end; (end = mm_clock_next_close(&c, UINT64_MAX - 1)) && n < 3; n++)
+	for (uint64_t end; (end = mm_clock_next_close(&c, UINT64_MAX - 1, NULL)) && n < 3; n++)
 		ends[n] = end;
 	CHECK_U64(n, 2);
 	CHECK_U64(ends[0], 1000);
 	CHECK(ends[1] > 1000 && ends[1] % 1000 == 0);
-	CHECK_U64(mm_clock_next_close(&c, UINT64_MAX - 1), 0);
+	CHECK_U64(mm_clock_next_close(&c, UINT64_MAX - 1, NULL), 0);
+}
+
+/* --- clock steps (NTP setting the clock after the daemon started) --- */
+
+#define HOUR_MS 3600000ll
+
+static void test_a_forward_step_cuts_the_open_window_at_the_step(void)
+{
+	struct mm_clock c;
+	uint64_t start = 0, end = 0;
+
+	mm_clock_init(&c, 10, 0, 0);
+	CHECK(mm_clock_observe(&c, HOUR_MS, 25000 * MS) == HOUR_MS);
+	/* The stream has not reached the step: its times stay on the old clock. */
+	CHECK_U64(mm_clock_wall_ms(&c, 24999 * MS), 24999);
+	CHECK_U64(mm_clock_next_close(&c, 24999 * MS, &start), 10000);
+	CHECK_U64(start, 0);
+	CHECK_U64(mm_clock_next_close(&c, 24999 * MS, &start), 20000);
+	CHECK_U64(start, 10000);
+	CHECK_U64(mm_clock_next_close(&c, 24999 * MS, NULL), 0);
+	CHECK(!mm_clock_take_step(&c, 24999 * MS, &start, &end));
+	/* It reached it: nothing else closes before the step, which cuts [20 s, 25 s). */
+	CHECK_U64(mm_clock_wall_ms(&c, 26000 * MS), HOUR_MS + 26000);
+	CHECK_U64(mm_clock_next_close(&c, 26000 * MS, NULL), 0);
+	CHECK(mm_clock_take_step(&c, 26000 * MS, &start, &end));
+	CHECK_U64(start, 20000);
+	CHECK_U64(end, 25000);
+	CHECK(c.mono_to_wall_ms == HOUR_MS);
+	CHECK_U64(c.start_ms, HOUR_MS + 25000);
+	CHECK_U64(c.end_ms, HOUR_MS + 30000);
+	CHECK(!mm_clock_take_step(&c, 26000 * MS, &start, &end));
+	CHECK_U64(mm_clock_next_close(&c, 29999 * MS, NULL), 0);
+	CHECK_U64(mm_clock_next_close(&c, 30000 * MS, &start), HOUR_MS + 30000);
+	CHECK_U64(start, HOUR_MS + 25000);
+}
+
+/* A clock an hour ahead set right: the windows after the step do not span the hour, and the cut
+ * one lasted what it lasted. */
+static void test_a_backward_step_starts_the_next_window_on_the_new_clock(void)
+{
+	struct mm_clock c;
+	uint64_t start = 0, end = 0;
+
+	mm_clock_init(&c, 10, HOUR_MS, HOUR_MS + 3000);
+	CHECK(mm_clock_observe(&c, 0, 7500 * MS) == -HOUR_MS);
+	CHECK_U64(mm_clock_next_close(&c, 8000 * MS, NULL), 0);
+	CHECK(mm_clock_take_step(&c, 8000 * MS, &start, &end));
+	CHECK_U64(start, HOUR_MS + 3000);
+	CHECK_U64(end, HOUR_MS + 7500);
+	CHECK_U64(c.start_ms, 7500);
+	CHECK_U64(c.end_ms, 10000);
+	CHECK_U64(mm_clock_wall_ms(&c, 8000 * MS), 8000);
+	CHECK_U64(mm_clock_next_close(&c, 10000 * MS, &start), 10000);
+	CHECK_U64(start, 7500);
+}
+
+static void test_jitter_below_a_second_is_no_step(void)
+{
+	struct mm_clock c;
+
+	mm_clock_init(&c, 10, 5000, 5000);
+	CHECK(mm_clock_observe(&c, 5999, 1000 * MS) == 0);
+	CHECK(mm_clock_observe(&c, 4001, 1000 * MS) == 0);
+	CHECK_U64(c.step_at_ns, 0);
+	CHECK(c.mono_to_wall_ms == 5000);
+	CHECK(mm_clock_observe(&c, 6000, 2000 * MS) == 1000);
+	CHECK_U64(c.step_at_ns, 2000 * MS);
+	/* Compared with the pending step's offset, not the one in force. */
+	CHECK(mm_clock_observe(&c, 6500, 2100 * MS) == 0);
+	CHECK(mm_clock_latest_offset(&c) == 6000);
+}
+
+static void test_a_step_on_a_window_end_cuts_nothing(void)
+{
+	struct mm_clock c;
+	uint64_t start = 0, end = 1;
+
+	mm_clock_init(&c, 10, 0, 0);
+	CHECK(mm_clock_observe(&c, -2000, 10000 * MS) == -2000);
+	CHECK_U64(mm_clock_next_close(&c, 10000 * MS, &start), 10000);
+	CHECK_U64(start, 0);
+	CHECK_U64(mm_clock_next_close(&c, 10000 * MS, NULL), 0);
+	CHECK(mm_clock_take_step(&c, 10000 * MS, &start, &end));
+	CHECK_U64(end, 0);
+	CHECK_U64(c.start_ms, 8000);
+	CHECK_U64(c.end_ms, 10000);
+	CHECK_U64(mm_clock_next_close(&c, 12000 * MS, &start), 10000);
+	CHECK_U64(start, 8000);
+}
+
+/* Two steps before the stream reached the first: the records from the first on take the last
+ * offset, those before it the old one. */
+static void test_a_second_pending_step_keeps_the_first_time(void)
+{
+	struct mm_clock c;
+	uint64_t start, end;
+
+	mm_clock_init(&c, 10, 0, 0);
+	CHECK(mm_clock_observe(&c, HOUR_MS, 3000 * MS) == HOUR_MS);
+	CHECK(mm_clock_observe(&c, 2 * HOUR_MS, 3100 * MS) == HOUR_MS);
+	CHECK_U64(mm_clock_wall_ms(&c, 2999 * MS), 2999);
+	CHECK_U64(mm_clock_wall_ms(&c, 3000 * MS), 2 * HOUR_MS + 3000);
+	CHECK(mm_clock_take_step(&c, 3200 * MS, &start, &end));
+	CHECK_U64(end, 3000);
+	CHECK_U64(c.start_ms, 2 * HOUR_MS + 3000);
 }
 
 /* --- one run fed live and replayed from its recording --- */
@@ -198,6 +303,40 @@ static void test_live_and_replay_cut_the_same_windows(void)
 	free_run(&a);
 	free_run(&b);
 	unlink(path);
+}
+
+/* A live run whose wall clock is set an hour forward at 2.6 s (seen by the loop then, reached by
+ * the stream at the record of 2.7 s), and an hour back at 4.2 s, seen just before the stop: every
+ * window lasts what it lasted, none spans a step, and the records count once. */
+static void test_windows_follow_a_stepped_clock_to_the_stop(void)
+{
+	struct run r;
+
+	start_run(&r, NULL, NULL);
+	feed_fault(&r, 1, 100 * MS);
+	feed_fault(&r, 2, 1500 * MS);
+	CHECK(mm_host_observe_clock(r.h, HOUR_MS, 2600 * MS) == HOUR_MS);
+	feed_fault(&r, 2, 2500 * MS);
+	CHECK_U64(r.nw, 1);
+	feed_fault(&r, 2, 2700 * MS);
+	mm_host_advance(r.h, 4100 * MS);
+	CHECK(mm_host_observe_clock(r.h, 0, 4200 * MS) == -HOUR_MS);
+	mm_host_stop(r.h, 4300 * MS);
+
+	static const uint64_t want[][2] = {{0, 2000},
+					   {2000, 2600},
+					   {HOUR_MS + 2600, HOUR_MS + 4000},
+					   {HOUR_MS + 4000, HOUR_MS + 4200},
+					   {4200, 4300}};
+	CHECK_U64(r.nw, 5);
+	uint64_t faults = 0;
+	for (unsigned i = 0; i < r.nw && i < 5; i++) {
+		CHECK_U64(r.w[i].start_ms, want[i][0]);
+		CHECK_U64(r.w[i].end_ms, want[i][1]);
+		faults += r.w[i].faults;
+	}
+	CHECK_U64(faults, 4);
+	free_run(&r);
 }
 
 /* --- corrupted recordings --- */
@@ -338,7 +477,13 @@ int main(void)
 	RUN(test_windows_end_on_interval_multiples);
 	RUN(test_one_empty_window_closes_like_any_other);
 	RUN(test_a_wild_time_closes_at_most_two_windows);
+	RUN(test_a_forward_step_cuts_the_open_window_at_the_step);
+	RUN(test_a_backward_step_starts_the_next_window_on_the_new_clock);
+	RUN(test_jitter_below_a_second_is_no_step);
+	RUN(test_a_step_on_a_window_end_cuts_nothing);
+	RUN(test_a_second_pending_step_keeps_the_first_time);
 	RUN(test_live_and_replay_cut_the_same_windows);
+	RUN(test_windows_follow_a_stepped_clock_to_the_stop);
 	RUN(test_a_wild_time_stamp_is_refused_and_closes_nothing);
 	RUN(test_an_impossible_chunk_size_is_refused_with_its_offset);
 	RUN(test_a_truncated_chunk_is_refused);
