@@ -437,12 +437,15 @@ int64_t mm_host_observe_clock(struct mm_host *h, int64_t mono_to_wall_ms, uint64
 	int64_t moved_ms = mm_clock_observe(&h->clock, mono_to_wall_ms, now_ns);
 	uint64_t abs_ms = moved_ms < 0 ? (uint64_t)-moved_ms : (uint64_t)moved_ms;
 
-	if (moved_ms)
-		log_notice(
-			"the wall clock stepped %s by %llu.%03llu s: the open window closes at the "
-			"step, the next ones follow the new time",
-			moved_ms > 0 ? "forward" : "back", (unsigned long long)(abs_ms / 1000),
-			(unsigned long long)(abs_ms % 1000));
+	if (!moved_ms)
+		return 0;
+	/* Process starts follow a clock that was set, not a suspend (proctable.h). */
+	bool set = mm_proctable_follow_clock(h->procs) != 0;
+	log_notice("wall time moved %s by %llu.%03llu s against monotonic time (%s): the open "
+		   "window closes there, the next ones follow the new time",
+		   moved_ms > 0 ? "forward" : "back", (unsigned long long)(abs_ms / 1000),
+		   (unsigned long long)(abs_ms % 1000),
+		   set ? "the clock was set" : "the machine slept, or the clock was set");
 	return moved_ms;
 }
 
