@@ -524,6 +524,9 @@ static unsigned advance(struct mm_host *h, uint64_t mono_ns)
 		close_window(h, end);
 		n++;
 	}
+	/* The start moves with the clock: the uptime stays the time the daemon ran. */
+	int64_t started = (int64_t)h->started_ms + h->clock.mono_to_wall_ms - h->mono_to_wall_ms;
+	h->started_ms = started > 0 ? (uint64_t)started : 0;
 	h->mono_to_wall_ms = h->clock.mono_to_wall_ms;
 	h->window_start_ms = h->clock.start_ms;
 	duty_catch_up(h, mm_host_wall_ms(h, mono_ns));

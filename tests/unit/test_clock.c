@@ -319,6 +319,9 @@ static void test_windows_follow_a_stepped_clock_to_the_stop(void)
 	feed_fault(&r, 2, 2500 * MS);
 	CHECK_U64(r.nw, 1);
 	feed_fault(&r, 2, 2700 * MS);
+	struct mm_snapshot *now = mm_host_snapshot(r.h, HOUR_MS + 2800);
+	CHECK(now && now->started_ms == HOUR_MS && now->window_start_ms == HOUR_MS + 2600);
+	mm_snapshot_unref(now);
 	mm_host_advance(r.h, 4100 * MS);
 	CHECK(mm_host_observe_clock(r.h, 0, 4200 * MS) == -HOUR_MS);
 	mm_host_stop(r.h, 4300 * MS);
