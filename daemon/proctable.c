@@ -629,6 +629,13 @@ static uint64_t shifted(uint64_t ms, int64_t delta_ms)
 	return r > 0 ? (uint64_t)r : 1;
 }
 
+void mm_proctable_shift_starts(struct mm_proctable *t, int64_t delta_ms)
+{
+	for (struct mm_proc *p = t->all; delta_ms && p; p = p->next)
+		if (p->start_ms)
+			p->start_ms = shifted(p->start_ms, delta_ms);
+}
+
 int64_t mm_proctable_boot_moved(struct mm_proctable *t, uint64_t boot_ms)
 {
 	if (!boot_ms_cached)
@@ -637,9 +644,7 @@ int64_t mm_proctable_boot_moved(struct mm_proctable *t, uint64_t boot_ms)
 	if (moved > -MM_CLOCK_STEP_TOLERANCE_MS && moved < MM_CLOCK_STEP_TOLERANCE_MS)
 		return 0;
 	boot_ms_cached = boot_ms;
-	for (struct mm_proc *p = t->all; p; p = p->next)
-		if (p->start_ms)
-			p->start_ms = shifted(p->start_ms, moved);
+	mm_proctable_shift_starts(t, moved);
 	return moved;
 }
 

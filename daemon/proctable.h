@@ -94,6 +94,10 @@ int64_t mm_proctable_follow_clock(struct mm_proctable *t);
 /* The same with the boot time given (unix ms), for tests. */
 int64_t mm_proctable_boot_moved(struct mm_proctable *t, uint64_t boot_ms);
 
+/* Moves the start of every entry of @t by @delta_ms (what mm_proctable_follow_clock() does to
+ * them; replay repeats it from the recording). */
+void mm_proctable_shift_starts(struct mm_proctable *t, int64_t delta_ms);
+
 /* A new process @pid was forked by @ppid at @fallback_ms: a live entry with that pid belonged to
  * an earlier process and is retired, unless it is this process already (created from /proc before
  * the FORK record arrived; when that entry's identity was a guess, it takes its parent's name and

@@ -440,13 +440,23 @@ int64_t mm_host_observe_clock(struct mm_host *h, int64_t mono_to_wall_ms, uint64
 	if (!moved_ms)
 		return 0;
 	/* Process starts follow a clock that was set, not a suspend (proctable.h). */
-	bool set = mm_proctable_follow_clock(h->procs) != 0;
+	int64_t starts_ms = mm_proctable_follow_clock(h->procs);
 	log_notice("wall time moved %s by %llu.%03llu s against monotonic time (%s): the open "
 		   "window closes there, the next ones follow the new time",
 		   moved_ms > 0 ? "forward" : "back", (unsigned long long)(abs_ms / 1000),
 		   (unsigned long long)(abs_ms % 1000),
-		   set ? "the clock was set" : "the machine slept, or the clock was set");
+		   starts_ms || moved_ms < 0 ? "the clock was set"
+					     : "the machine slept, or the clock was set");
+	if (h->tap && h->tap->clock_step)
+		h->tap->clock_step(h->tap_ctx, now_ns, mono_to_wall_ms, starts_ms);
 	return moved_ms;
+}
+
+void mm_host_clock_step(struct mm_host *h, int64_t mono_to_wall_ms, uint64_t at_ns,
+			int64_t starts_moved_ms)
+{
+	mm_clock_observe(&h->clock, mono_to_wall_ms, at_ns);
+	mm_proctable_shift_starts(h->procs, starts_moved_ms);
 }
 
 void mm_host_set_store_stats(struct mm_host *h, uint64_t windows_stored, uint64_t store_errors,

@@ -2,8 +2,10 @@
  * The window clock (clock.h) and the pipeline around it: windows end on interval multiples; a
  * time far ahead closes at most two windows (the replay hang of a corrupted recording); a run fed
  * live (records, horizons, the recorder as a tap) and its recording replayed cut the same windows
- * with the same counts, closing tick included; corrupted recordings are refused with the reason
- * and the offset; the run tally of a run without processes prints its header.
+ * with the same counts, closing tick included; a step of the wall clock cuts the open window at
+ * the step and the windows after it follow the new clock, in the clock alone, through the host to
+ * the stop, and in the replay of a recording; corrupted recordings are refused with the reason and
+ * the offset; the run tally of a run without processes prints its header.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -250,46 +252,68 @@ static void live(struct run *r)
 	mm_host_close_now(r->h, 5000);
 }
 
-static void test_live_and_replay_cut_the_same_windows(void)
+/* Runs @live_fn on a new run @a with the recorder as its tap, into the new file @path (a
+ * mkstemp() template). */
+static void record_run(struct run *a, char *path, void (*live_fn)(struct run *))
 {
-	char path[] = "/tmp/mmlockd-test-clock-XXXXXX";
 	int fd = mkstemp(path);
 	struct mm_recorder *rec = NULL;
-	struct run a, b;
 
 	CHECK(fd >= 0);
 	close(fd);
 	CHECK(mm_recorder_open(path, NULL, &rec) == 0);
-	start_run(&a, &mm_recorder_tap, rec);
-	live(&a);
+	start_run(a, &mm_recorder_tap, rec);
+	live_fn(a);
 	CHECK(mm_recorder_close(rec) == 0);
+}
 
-	start_run(&b, NULL, NULL);
+/* Replays the recording @path into a new run @b, collectors finished, its last window still
+ * open; *@ret_n counts the chunks of @type. Returns the feeder's last_ms. */
+static uint64_t replay_run(struct run *b, const char *path, uint32_t type, unsigned *ret_n)
+{
 	struct mm_rec_reader *rd = NULL;
-	struct mm_rec_feeder f = {b.h, 0, UINT64_MAX, 0};
+	struct mm_rec_feeder f = {.host = NULL, .latest_ms = UINT64_MAX};
 	struct mm_chunk c;
 	char why[160];
-	unsigned records = 0;
+
+	start_run(b, NULL, NULL);
+	f.host = b->h;
+	*ret_n = 0;
 	CHECK(mm_rec_open(path, &rd) == 0);
 	while (rd && mm_rec_next(rd, &c) > 0) {
-		records += c.type == MM_CHUNK_RECORD;
+		*ret_n += c.type == type;
 		CHECK(mm_rec_feed(&f, &c, why, sizeof(why)) == 0);
 	}
 	mm_rec_close(rd);
-	mm_host_finish(b.h);
+	mm_host_finish(b->h);
+	return f.last_ms;
+}
+
+/* Replay @b cut the windows of the live run @a, with the same counts. */
+static void check_same_windows(const struct run *a, const struct run *b)
+{
+	CHECK_U64(b->nw, a->nw);
+	for (unsigned i = 0; i < a->nw && i < b->nw; i++) {
+		CHECK_U64(b->w[i].start_ms, a->w[i].start_ms);
+		CHECK_U64(b->w[i].end_ms, a->w[i].end_ms);
+		CHECK_U64(b->w[i].faults, a->w[i].faults);
+		CHECK_U64(b->w[i].timed_out, a->w[i].timed_out);
+		CHECK_U64(b->w[i].samples, a->w[i].samples);
+	}
+}
+
+static void test_live_and_replay_cut_the_same_windows(void)
+{
+	char path[] = "/tmp/mmlockd-test-clock-XXXXXX";
+	struct run a, b;
+	unsigned records;
+
+	record_run(&a, path, live);
+	CHECK_U64(replay_run(&b, path, MM_CHUNK_RECORD, &records), 4500);
 	mm_host_close_now(b.h, 5000);
 	CHECK_U64(records, 4);
-	CHECK_U64(f.last_ms, 4500);
-
 	CHECK_U64(a.nw, 3);
-	CHECK_U64(b.nw, a.nw);
-	for (unsigned i = 0; i < a.nw && i < b.nw; i++) {
-		CHECK_U64(b.w[i].start_ms, a.w[i].start_ms);
-		CHECK_U64(b.w[i].end_ms, a.w[i].end_ms);
-		CHECK_U64(b.w[i].faults, a.w[i].faults);
-		CHECK_U64(b.w[i].timed_out, a.w[i].timed_out);
-		CHECK_U64(b.w[i].samples, a.w[i].samples);
-	}
+	check_same_windows(&a, &b);
 	/* [0, 2): thread 1's fault, expired by the closing tick; thread 2's first fault is still
 	 * open. [2, 4): closed by the horizon. [4, 5): the shutdown. */
 	CHECK_U64(a.w[0].end_ms, 2000);
@@ -342,6 +366,45 @@ static void test_windows_follow_a_stepped_clock_to_the_stop(void)
 	free_run(&r);
 }
 
+/* A live run whose clock is set an hour forward and back (as in
+ * test_windows_follow_a_stepped_clock_to_the_stop), ending at its last record, as replay ends. */
+static void live_stepped(struct run *r)
+{
+	feed_fault(r, 1, 100 * MS);
+	feed_fault(r, 2, 1500 * MS);
+	mm_host_observe_clock(r->h, HOUR_MS, 2600 * MS);
+	feed_fault(r, 2, 2500 * MS);
+	feed_fault(r, 2, 2700 * MS);
+	mm_host_advance(r->h, 4100 * MS);
+	mm_host_observe_clock(r->h, 0, 4200 * MS);
+	feed_fault(r, 2, 4300 * MS);
+	mm_host_finish(r->h);
+	mm_host_close_now(r->h, 4300);
+}
+
+/* Its recording replayed cuts the same windows at the steps, with the same counts, and ends at
+ * the same time on the last clock. */
+static void test_a_recording_replays_the_steps_of_its_clock(void)
+{
+	char path[] = "/tmp/mmlockd-test-clock-XXXXXX";
+	struct run a, b;
+	unsigned steps;
+
+	record_run(&a, path, live_stepped);
+	uint64_t last_ms = replay_run(&b, path, MM_CHUNK_CLOCK, &steps);
+	mm_host_close_now(b.h, last_ms);
+	CHECK_U64(steps, 2);
+	CHECK_U64(last_ms, 4300);
+	CHECK_U64(a.nw, 5);
+	check_same_windows(&a, &b);
+	CHECK_U64(a.w[1].end_ms, 2600);
+	CHECK_U64(a.w[2].start_ms, HOUR_MS + 2600);
+	CHECK_U64(a.w[4].start_ms, 4200);
+	free_run(&a);
+	free_run(&b);
+	unlink(path);
+}
+
 /* --- corrupted recordings --- */
 
 static FILE *recording(char *path)
@@ -369,7 +432,7 @@ static void test_a_wild_time_stamp_is_refused_and_closes_nothing(void)
 	fclose(fp);
 
 	struct mm_rec_reader *rd = NULL;
-	struct mm_rec_feeder f = {r.h, 0, 86400000, 0};
+	struct mm_rec_feeder f = {.host = r.h, .latest_ms = 86400000};
 	struct mm_chunk c;
 	char why[160] = "";
 	int res = 0;
@@ -487,6 +550,7 @@ int main(void)
 	RUN(test_a_second_pending_step_keeps_the_first_time);
 	RUN(test_live_and_replay_cut_the_same_windows);
 	RUN(test_windows_follow_a_stepped_clock_to_the_stop);
+	RUN(test_a_recording_replays_the_steps_of_its_clock);
 	RUN(test_a_wild_time_stamp_is_refused_and_closes_nothing);
 	RUN(test_an_impossible_chunk_size_is_refused_with_its_offset);
 	RUN(test_a_truncated_chunk_is_refused);
