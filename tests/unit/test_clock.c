@@ -17,6 +17,7 @@
 #include "config.h"
 #include "formats.h"
 #include "host.h"
+#include "hostcalls.h"
 #include "records.h"
 #include "recording.h"
 #include "tally.h"
@@ -176,7 +177,7 @@ static void test_a_second_pending_step_keeps_the_first_time(void)
 enum { FAULT, START, ACQ, FF, NTP };
 
 struct window {
-	uint64_t start_ms, end_ms, faults, timed_out, samples;
+	uint64_t start_ms, end_ms, faults, timed_out, samples, observed_ns;
 };
 
 struct run {
@@ -195,6 +196,7 @@ static void sink(void *ctx, struct mm_snapshot *s)
 	w->start_ms = s->window_start_ms;
 	w->end_ms = s->window_end_ms;
 	w->faults = s->all_window.faults_vma; /* outcomes: no mmap_lock here */
+	w->observed_ns = s->all_window.split_observed_ns;
 	for (size_t i = 0; i < s->nglobals; i++)
 		if (!strcmp(s->globals[i].name, "windows_timed_out"))
 			w->timed_out = s->globals[i].window;
@@ -202,7 +204,10 @@ static void sink(void *ctx, struct mm_snapshot *s)
 		w->samples += s->events[i].window_samples;
 }
 
-static void start_run(struct run *r, const struct mm_tap *tap, void *tap_ctx)
+/* A run of the faults collector in 2-second windows from wall time @start_ms, @offset_ms its
+ * clock offset, cycled at @duty_pm per mille (-1: continuous). */
+static void start_run_at(struct run *r, const struct mm_tap *tap, void *tap_ctx, int duty_pm,
+			 uint64_t start_ms, int64_t offset_ms)
 {
 	static const char *const fmts[NTP] = {fmt_page_fault_user, fmt_mmap_lock_start_locking,
 					      fmt_mmap_lock_acquire_returned, fmt_mm_filemap_fault};
@@ -212,8 +217,10 @@ static void start_run(struct run *r, const struct mm_tap *tap, void *tap_ctx)
 	mm_config_defaults(&cfg);
 	snprintf(cfg.collectors, sizeof(cfg.collectors), "faults");
 	cfg.interval_s = 2;
+	cfg.duty_pm = duty_pm;
 	memset(r, 0, sizeof(*r));
-	r->h = mm_host_new(&cfg, rec_lookup, NULL, 0);
+	r->h = mm_host_new(&cfg, rec_lookup, NULL, start_ms);
+	mm_host_set_clock_offset(r->h, offset_ms);
 	r->tep = tep_alloc();
 	mm_host_add_sink(r->h, sink, r);
 	mm_host_set_tap(r->h, tap, tap_ctx);
@@ -221,6 +228,11 @@ static void start_run(struct run *r, const struct mm_tap *tap, void *tap_ctx)
 	rec_add_streams(r->h, r->tep, NTP, fmts, sys, r->ev, stream, REC_SAMPLE_TYPE, ACQ,
 			REC_SAMPLE_TYPE_CC);
 	mm_host_start(r->h);
+}
+
+static void start_run(struct run *r, const struct mm_tap *tap, void *tap_ctx)
+{
+	start_run_at(r, tap, tap_ctx, -1, 0, 0);
 }
 
 static void free_run(struct run *r)
@@ -363,6 +375,39 @@ static void test_windows_follow_a_stepped_clock_to_the_stop(void)
 		faults += r.w[i].faults;
 	}
 	CHECK_U64(faults, 4);
+	free_run(&r);
+}
+
+/* The fault split in bursts (50%: 500 ms of each 1-second slot) on a clock an hour ahead, set
+ * back at 3 s: the on-periods go on on the new clock (without their schedule moved back, none
+ * would end for an hour), and each 2-second window, the ones on either side of the step and the
+ * one it cut, observed the on-time of its slots. */
+static void test_the_bursts_follow_a_step_back(void)
+{
+	struct run r;
+
+	start_run_at(&r, NULL, NULL, 500, HOUR_MS, HOUR_MS);
+	/* Each fault also counted as the totals collector would (a window without an exact count
+	 * shows no estimate). */
+	for (uint64_t t = 20; t < 9000; t += 20) {
+		if (t == 3000)
+			CHECK(mm_host_observe_clock(r.h, 0, 3000 * MS) == -HOUR_MS);
+		feed_fault(&r, 3, t * MS);
+		mm_host_proc(r.h, 10)->minflt++;
+	}
+	mm_host_advance(r.h, 9100 * MS);
+
+	static const uint64_t want[][3] = {{HOUR_MS, HOUR_MS + 2000, 1000},
+					   {HOUR_MS + 2000, HOUR_MS + 3000, 500},
+					   {3000, 4000, 500},
+					   {4000, 6000, 1000},
+					   {6000, 8000, 1000}};
+	CHECK_U64(r.nw, 5);
+	for (unsigned i = 0; i < r.nw && i < 5; i++) {
+		CHECK_U64(r.w[i].start_ms, want[i][0]);
+		CHECK_U64(r.w[i].end_ms, want[i][1]);
+		CHECK_U64(r.w[i].observed_ns, want[i][2] * MS);
+	}
 	free_run(&r);
 }
 
@@ -551,6 +596,7 @@ int main(void)
 	RUN(test_live_and_replay_cut_the_same_windows);
 	RUN(test_windows_follow_a_stepped_clock_to_the_stop);
 	RUN(test_a_recording_replays_the_steps_of_its_clock);
+	RUN(test_the_bursts_follow_a_step_back);
 	RUN(test_a_wild_time_stamp_is_refused_and_closes_nothing);
 	RUN(test_an_impossible_chunk_size_is_refused_with_its_offset);
 	RUN(test_a_truncated_chunk_is_refused);
