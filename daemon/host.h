@@ -204,9 +204,10 @@ void mm_host_advance(struct mm_host *h, uint64_t horizon_ns);
  * replay), after mm_host_finish(). */
 void mm_host_close_now(struct mm_host *h, uint64_t end_ms);
 
-/* At shutdown, after the last records went in: closes the windows the window clock passed by
- * @now_ns (CLOCK_MONOTONIC; a step it saw included), calls mm_host_finish() and closes the
- * open window at @now_ns's wall time on that clock, so no window spans a step. */
+/* At shutdown, after the last records went in: calls mm_host_finish() and closes the open
+ * window at the wall time of @now_ns (CLOCK_MONOTONIC) on the clock that window started on, so
+ * it never spans a step (one seen by mm_host_observe_clock() but not reached by the records
+ * included). */
 void mm_host_stop(struct mm_host *h, uint64_t now_ns);
 
 /* The wall clock read at monotonic time @now_ns gave the offset @mono_to_wall_ms: a move of

@@ -496,7 +496,6 @@ int mm_live_run(struct mm_live *l)
 	if (l->sampler)
 		mm_sampler_disable(l->sampler);
 	round_once(l, true);
-	observe_clock(l);
 	mm_host_stop(l->host, clock_ns(CLOCK_MONOTONIC));
 	uint64_t records, late;
 	mm_host_feed_stats(l->host, &records, &late);

@@ -593,9 +593,10 @@ void mm_host_close_now(struct mm_host *h, uint64_t end_ms)
 
 void mm_host_stop(struct mm_host *h, uint64_t now_ns)
 {
-	mm_host_advance(h, now_ns);
 	mm_host_finish(h);
-	mm_host_close_now(h, mm_clock_wall_ms(&h->clock, now_ns));
+	/* On the clock the open window started on: a step the records did not reach stays out of
+	 * it (cutting it there would leave a last window of a few ms, or none). */
+	mm_host_close_now(h, mm_host_wall_ms(h, now_ns));
 }
 
 void mm_host_feed_stats(const struct mm_host *h, uint64_t *ret_records, uint64_t *ret_late)
