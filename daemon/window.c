@@ -351,8 +351,7 @@ enum mm_phase mm_host_phase(const struct mm_host *h, uint64_t now_ns, uint64_t *
 	if (!h->cycled)
 		return MM_PHASE_OFF;
 	uint64_t next_ms;
-	/* The loop's time: a step it saw is in force for it, whether the stream reached it or not.
-	 */
+	/* The loop's time: a step it saw is in force, whether the records reached it or not. */
 	enum mm_phase ph =
 		mm_duty_phase_at(&h->duty, mm_clock_wall_ms(&h->clock, now_ns), &next_ms);
 	int64_t mono_ms = (int64_t)next_ms - mm_clock_latest_offset(&h->clock);
