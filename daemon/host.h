@@ -182,6 +182,10 @@ struct mm_tap {
 	void (*tick)(void *ctx, uint64_t time_ns);
 	/* mm_host_advance(@horizon_ns) closed a window no record had closed. */
 	void (*advance)(void *ctx, uint64_t horizon_ns);
+	/* mm_host_observe_clock() saw a step at @at_ns: the new offset, and how far the process
+	 * starts moved with it (mm_host_clock_step() replays it). */
+	void (*clock_step)(void *ctx, uint64_t at_ns, int64_t mono_to_wall_ms,
+			   int64_t starts_moved_ms);
 };
 
 /* Sets the tap (NULL: none); @tap must outlive the host. */
@@ -199,6 +203,22 @@ void mm_host_advance(struct mm_host *h, uint64_t horizon_ns);
 /* Closes the open window at @end_ms whatever the clock says (at shutdown, at the end of a
  * replay), after mm_host_finish(). */
 void mm_host_close_now(struct mm_host *h, uint64_t end_ms);
+
+/* At shutdown, after the last records went in: calls mm_host_finish() and closes the open
+ * window at the wall time of @now_ns (CLOCK_MONOTONIC) on the clock that window started on, so
+ * it never spans a step (one seen by mm_host_observe_clock() but not reached by the records
+ * included). */
+void mm_host_stop(struct mm_host *h, uint64_t now_ns);
+
+/* The wall clock read at monotonic time @now_ns gave the offset @mono_to_wall_ms: a move of
+ * MM_CLOCK_STEP_TOLERANCE_MS or more is a step, logged once (notice) and taken where the
+ * records reach @now_ns (clock.h mm_clock_observe). Returns the step in ms, 0 when none. */
+int64_t mm_host_observe_clock(struct mm_host *h, int64_t mono_to_wall_ms, uint64_t now_ns);
+
+/* Replays a step a live run saw (the tap's clock_step): the window clock takes it where the
+ * records reach @at_ns, the process starts move by @starts_moved_ms at once, as they did live. */
+void mm_host_clock_step(struct mm_host *h, int64_t mono_to_wall_ms, uint64_t at_ns,
+			int64_t starts_moved_ms);
 
 /* Records fed, and those fed with a time older than an earlier one's. */
 void mm_host_feed_stats(const struct mm_host *h, uint64_t *ret_records, uint64_t *ret_late);

@@ -351,6 +351,16 @@ static void round_once(struct mm_live *l, bool final)
 		mm_host_advance(l->host, horizon);
 }
 
+/* Reads the wall clock's offset again: the window clock follows a step (clock.h). */
+static void observe_clock(struct mm_live *l)
+{
+	uint64_t mono_ns = clock_ns(CLOCK_MONOTONIC);
+	int64_t offset_ms =
+		(int64_t)(clock_ns(CLOCK_REALTIME) / 1000000) - (int64_t)(mono_ns / 1000000);
+
+	mm_host_observe_clock(l->host, offset_ms, mono_ns);
+}
+
 static int on_signal(void *ctx, int fd)
 {
 	struct mm_live *l = ctx;
@@ -459,7 +469,8 @@ static int wait_once(struct mm_live *l, int ep)
 int mm_live_run(struct mm_live *l)
 {
 	int ep = -1, sfd = -1, tfd = -1, r;
-	uint64_t last_tick_ms = wall_ms();
+	/* Monotonic: a step of the wall clock neither skips nor repeats a tick. */
+	uint64_t last_tick_ms = clock_ns(CLOCK_MONOTONIC) / 1000000;
 
 	r = setup_loop(l, &ep, &sfd, &tfd);
 	if (r < 0)
@@ -469,8 +480,9 @@ int mm_live_run(struct mm_live *l)
 	do {
 		follow_duty(l);
 		r = wait_once(l, ep);
+		observe_clock(l);
 		round_once(l, false);
-		uint64_t now = wall_ms();
+		uint64_t now = clock_ns(CLOCK_MONOTONIC) / 1000000;
 		if (now - last_tick_ms >= 1000) {
 			last_tick_ms = now;
 			mm_host_tick(l->host);
@@ -484,8 +496,7 @@ int mm_live_run(struct mm_live *l)
 	if (l->sampler)
 		mm_sampler_disable(l->sampler);
 	round_once(l, true);
-	mm_host_finish(l->host);
-	mm_host_close_now(l->host, wall_ms());
+	mm_host_stop(l->host, clock_ns(CLOCK_MONOTONIC));
 	uint64_t records, late;
 	mm_host_feed_stats(l->host, &records, &late);
 	log_info("stopped; %llu records processed, %llu out of order", (unsigned long long)records,

@@ -12,6 +12,7 @@
  */
 #include "proctable.h"
 
+#include "clock.h"
 #include "log.h"
 #include "names.h"
 
@@ -67,18 +68,24 @@ static int read_file(const char *path, char *buf, size_t size)
 	return (int)n;
 }
 
-/* Boot time in unix ms, from /proc/stat btime (seconds) refined by the clocks' difference. */
-static uint64_t boot_unix_ms(void)
+/* Boot time in unix ms (the clocks' difference), read once: a process's start is its identity,
+ * and it must come out the same at every read. Moved only by mm_proctable_follow_clock(). */
+static uint64_t boot_ms_cached;
+
+static uint64_t read_boot_unix_ms(void)
 {
-	static uint64_t cached;
-	if (cached)
-		return cached;
 	struct timespec rt, bt;
 	clock_gettime(CLOCK_REALTIME, &rt);
 	clock_gettime(CLOCK_BOOTTIME, &bt);
 	int64_t ms = ((int64_t)rt.tv_sec - bt.tv_sec) * 1000 + (rt.tv_nsec - bt.tv_nsec) / 1000000;
-	cached = ms > 0 ? (uint64_t)ms : 1;
-	return cached;
+	return ms > 0 ? (uint64_t)ms : 1;
+}
+
+static uint64_t boot_unix_ms(void)
+{
+	if (!boot_ms_cached)
+		boot_ms_cached = read_boot_unix_ms();
+	return boot_ms_cached;
 }
 
 uint64_t mm_proc_start_ms(uint64_t start_ticks)
@@ -614,4 +621,34 @@ struct mm_proc *mm_proctable_first(struct mm_proctable *t)
 uint64_t mm_proctable_count(const struct mm_proctable *t)
 {
 	return t->count;
+}
+
+static uint64_t shifted(uint64_t ms, int64_t delta_ms)
+{
+	int64_t r = (int64_t)ms + delta_ms;
+	return r > 0 ? (uint64_t)r : 1;
+}
+
+void mm_proctable_shift_starts(struct mm_proctable *t, int64_t delta_ms)
+{
+	for (struct mm_proc *p = t->all; delta_ms && p; p = p->next)
+		if (p->start_ms)
+			p->start_ms = shifted(p->start_ms, delta_ms);
+}
+
+int64_t mm_proctable_boot_moved(struct mm_proctable *t, uint64_t boot_ms)
+{
+	if (!boot_ms_cached)
+		return 0; /* no start computed yet: the first one reads the clocks as they are */
+	int64_t moved = (int64_t)boot_ms - (int64_t)boot_ms_cached;
+	if (moved > -MM_CLOCK_STEP_TOLERANCE_MS && moved < MM_CLOCK_STEP_TOLERANCE_MS)
+		return 0;
+	boot_ms_cached = boot_ms;
+	mm_proctable_shift_starts(t, moved);
+	return moved;
+}
+
+int64_t mm_proctable_follow_clock(struct mm_proctable *t)
+{
+	return mm_proctable_boot_moved(t, read_boot_unix_ms());
 }

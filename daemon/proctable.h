@@ -82,6 +82,22 @@ uint64_t mm_proc_start_ms(uint64_t start_ticks);
 /* The same for a start in CLOCK_BOOTTIME ns (a task's start_boottime, as BPF reads it). */
 uint64_t mm_proc_boottime_ms(uint64_t boottime_ns);
 
+/* The wall clock was set (a step, clock.h): reads the boot time in unix ms again and, when it
+ * moved by MM_CLOCK_STEP_TOLERANCE_MS or more, moves with it the starts computed from now on
+ * (mm_proc_start_ms, mm_proc_boottime_ms) and those of every entry of @t, so a process keeps one
+ * start (its identity) and that start is on the windows' clock. A process stored before the
+ * step is stored after it with its start moved: one process, two rows of processes. Returns the
+ * move in ms, 0 when none (a suspend moves the wall clock against CLOCK_MONOTONIC only, not
+ * against CLOCK_BOOTTIME: no move here). */
+int64_t mm_proctable_follow_clock(struct mm_proctable *t);
+
+/* The same with the boot time given (unix ms), for tests. */
+int64_t mm_proctable_boot_moved(struct mm_proctable *t, uint64_t boot_ms);
+
+/* Moves the start of every entry of @t by @delta_ms (what mm_proctable_follow_clock() does to
+ * them; replay repeats it from the recording). */
+void mm_proctable_shift_starts(struct mm_proctable *t, int64_t delta_ms);
+
 /* A new process @pid was forked by @ppid at @fallback_ms: a live entry with that pid belonged to
  * an earlier process and is retired, unless it is this process already (created from /proc before
  * the FORK record arrived; when that entry's identity was a guess, it takes its parent's name and

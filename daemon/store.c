@@ -1235,8 +1235,9 @@ fail:
 	return r;
 }
 
-int mm_store_prune(struct mm_store *st, uint64_t before_ms)
+int mm_store_prune(struct mm_store *st, uint64_t now_ms, uint64_t retention_ms)
 {
+	sqlite3_stmt *s = NULL;
 	int r, n;
 
 	if (st->readonly)
@@ -1246,7 +1247,18 @@ int mm_store_prune(struct mm_store *st, uint64_t before_ms)
 	r = run(st, st->begin, "starting to prune");
 	if (r < 0)
 		return r;
-	if (sqlite3_bind_double(st->del_windows, 1, ms_to_s(before_ms))) {
+	/* Counted back from the newest window when the clock is past it: a clock far ahead of the
+	 * windows (set wildly ahead, or they were stamped by one set behind) must not make the
+	 * whole history old. */
+	r = first_row(st, "SELECT max(ts_end) FROM windows", NULL, 0, "reading the newest window",
+		      &s);
+	if (r < 0)
+		goto fail;
+	double limit_s = ms_to_s(now_ms);
+	if (sqlite3_column_type(s, 0) != SQLITE_NULL && sqlite3_column_double(s, 0) < limit_s)
+		limit_s = sqlite3_column_double(s, 0);
+	sqlite3_finalize(s);
+	if (sqlite3_bind_double(st->del_windows, 1, limit_s - ms_to_s(retention_ms))) {
 		r = db_fail(st, sqlite3_errcode(st->db), "binding the prune limit");
 		goto fail;
 	}

@@ -53,9 +53,13 @@ int mm_store_analyze(struct mm_store *st);
  * Returns 0 or a negative errno (logged); on failure nothing of the window is kept. */
 int mm_store_write_window(struct mm_store *st, const struct mm_snapshot *w);
 
-/* Deletes windows that ended before @before_ms, with their rows, and processes no longer
- * referenced. Returns the number of windows deleted or a negative errno. */
-int mm_store_prune(struct mm_store *st, uint64_t before_ms);
+/* Deletes the windows that ended more than @retention_ms before @now_ms (unix ms) or before the
+ * end of the newest window stored, whichever is earlier, with their rows, and the processes no
+ * longer referenced. So a clock far ahead of the windows prunes as if it were at the newest one,
+ * the newest window is never deleted, and neither is any window that ended within @retention_ms
+ * before @now_ms (the window just written, after a clock step back). Returns the number of
+ * windows deleted or a negative errno. */
+int mm_store_prune(struct mm_store *st, uint64_t now_ms, uint64_t retention_ms);
 
 /* Appends to @out a JSON array of process_stats rows (one object per process per window, keys as
  * the view's columns) with ts_end > since_s and ts_start < until_s, for @pid (or every process when

@@ -351,8 +351,10 @@ enum mm_phase mm_host_phase(const struct mm_host *h, uint64_t now_ns, uint64_t *
 	if (!h->cycled)
 		return MM_PHASE_OFF;
 	uint64_t next_ms;
-	enum mm_phase ph = mm_duty_phase_at(&h->duty, mm_host_wall_ms(h, now_ns), &next_ms);
-	int64_t mono_ms = (int64_t)next_ms - h->mono_to_wall_ms;
+	/* The loop's time: a step it saw is in force, whether the records reached it or not. */
+	enum mm_phase ph =
+		mm_duty_phase_at(&h->duty, mm_clock_wall_ms(&h->clock, now_ns), &next_ms);
+	int64_t mono_ms = (int64_t)next_ms - mm_clock_latest_offset(&h->clock);
 	if (next_ms != UINT64_MAX && mono_ms > 0)
 		*ret_next_ns = (uint64_t)mono_ms * 1000000ull;
 	return ph;
@@ -407,6 +409,55 @@ static void duty_catch_up(struct mm_host *h, uint64_t now_ms)
 	}
 }
 
+/* A clock step (clock.h) at wall time @at_ms of the old clock: the on-periods up to it end, the
+ * one it cut with the time it ran (its records on the old clock stop there), and the schedule
+ * goes on on the new clock from the slot of its wall time @new_ms. A period of that slot that
+ * began before @new_ms counts whole: the on-time of one period at most, in one window's
+ * estimate, at a step. */
+static void duty_step(struct mm_host *h, uint64_t at_ms, uint64_t new_ms)
+{
+	if (!h->cycled)
+		return;
+	duty_catch_up(h, at_ms);
+	for (uint64_t slot = at_ms / h->duty.slot_ms; h->duty_done_slot <= slot;
+	     h->duty_done_slot++) {
+		struct mm_duty_period b = mm_duty_period_of(&h->duty, h->duty_done_slot);
+		if (b.on_ms >= at_ms)
+			break;
+		if (b.off_ms > at_ms)
+			b.off_ms = at_ms;
+		end_period(h, &b);
+	}
+	h->duty_done_slot = new_ms / h->duty.slot_ms;
+}
+
+int64_t mm_host_observe_clock(struct mm_host *h, int64_t mono_to_wall_ms, uint64_t now_ns)
+{
+	int64_t moved_ms = mm_clock_observe(&h->clock, mono_to_wall_ms, now_ns);
+	uint64_t abs_ms = moved_ms < 0 ? (uint64_t)-moved_ms : (uint64_t)moved_ms;
+
+	if (!moved_ms)
+		return 0;
+	/* Process starts follow a clock that was set, not a suspend (proctable.h). */
+	int64_t starts_ms = mm_proctable_follow_clock(h->procs);
+	log_notice("wall time moved %s by %llu.%03llu s against monotonic time (%s): the open "
+		   "window closes there, the next ones follow the new time",
+		   moved_ms > 0 ? "forward" : "back", (unsigned long long)(abs_ms / 1000),
+		   (unsigned long long)(abs_ms % 1000),
+		   starts_ms || moved_ms < 0 ? "the clock was set"
+					     : "the machine slept, or the clock was set");
+	if (h->tap && h->tap->clock_step)
+		h->tap->clock_step(h->tap_ctx, now_ns, mono_to_wall_ms, starts_ms);
+	return moved_ms;
+}
+
+void mm_host_clock_step(struct mm_host *h, int64_t mono_to_wall_ms, uint64_t at_ns,
+			int64_t starts_moved_ms)
+{
+	mm_clock_observe(&h->clock, mono_to_wall_ms, at_ns);
+	mm_proctable_shift_starts(h->procs, starts_moved_ms);
+}
+
 void mm_host_set_store_stats(struct mm_host *h, uint64_t windows_stored, uint64_t store_errors,
 			     uint64_t windows_lost)
 {
@@ -454,14 +505,41 @@ static void close_window(struct mm_host *h, uint64_t end_ms)
 	mm_snapshot_unref(w);
 }
 
-/* Closes what @mono_ns passed; returns the number of windows closed (at most two). */
-static unsigned advance(struct mm_host *h, uint64_t mono_ns)
+static unsigned close_until(struct mm_host *h, uint64_t mono_ns)
 {
 	unsigned n = 0;
-	duty_catch_up(h, mm_host_wall_ms(h, mono_ns));
-	for (uint64_t end; (end = mm_clock_next_close(&h->clock, mono_ns)); n++)
+	for (uint64_t end; (end = mm_clock_next_close(&h->clock, mono_ns, NULL)); n++)
 		close_window(h, end);
 	return n;
+}
+
+/* Closes what @mono_ns passed; returns the number of windows closed (at most two, five across
+ * a clock step: two before it, the window it cut, two after). A step the stream reached is taken
+ * between the windows of the old clock and those of the new one (clock.h): the records from it
+ * on are converted with the new offset. */
+static unsigned advance(struct mm_host *h, uint64_t mono_ns)
+{
+	uint64_t step_ns = h->clock.step_at_ns, start, end;
+	bool due = step_ns && mono_ns >= step_ns;
+
+	duty_catch_up(h, mm_host_wall_ms(h, due ? step_ns : mono_ns));
+	unsigned n = close_until(h, mono_ns);
+	if (!due)
+		return n;
+	uint64_t at_ms = mm_host_wall_ms(h, step_ns);
+	mm_clock_take_step(&h->clock, mono_ns, &start, &end);
+	duty_step(h, at_ms, h->clock.start_ms);
+	if (end) {
+		close_window(h, end);
+		n++;
+	}
+	/* The start moves with the clock: the uptime stays the time the daemon ran. */
+	int64_t started = (int64_t)h->started_ms + h->clock.mono_to_wall_ms - h->mono_to_wall_ms;
+	h->started_ms = started > 0 ? (uint64_t)started : 0;
+	h->mono_to_wall_ms = h->clock.mono_to_wall_ms;
+	h->window_start_ms = h->clock.start_ms;
+	duty_catch_up(h, mm_host_wall_ms(h, mono_ns));
+	return n + close_until(h, mono_ns);
 }
 
 /* Whether a record of a cycled stream stamped @time_ns is inside its phase: the schedule in event
@@ -509,6 +587,15 @@ void mm_host_advance(struct mm_host *h, uint64_t horizon_ns)
 void mm_host_close_now(struct mm_host *h, uint64_t end_ms)
 {
 	close_window(h, end_ms);
+	h->clock.start_ms = end_ms;
+}
+
+void mm_host_stop(struct mm_host *h, uint64_t now_ns)
+{
+	mm_host_finish(h);
+	/* On the clock the open window started on: a step the records did not reach stays out of
+	 * it (cutting it there would leave a last window of a few ms, or none). */
+	mm_host_close_now(h, mm_host_wall_ms(h, now_ns));
 }
 
 void mm_host_feed_stats(const struct mm_host *h, uint64_t *ret_records, uint64_t *ret_late)

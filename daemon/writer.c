@@ -60,7 +60,7 @@ static uint64_t now_ms(void)
 static void prune(struct mm_writer *wr, unsigned days)
 {
 	uint64_t now = now_ms();
-	int r = mm_store_prune(wr->store, now - (uint64_t)days * 86400000ull);
+	int r = mm_store_prune(wr->store, now, (uint64_t)days * 86400000ull);
 	if (r > 0)
 		log_info("store: pruned %d windows older than %u days", r, days);
 	wr->last_prune_ms = now;

@@ -312,18 +312,47 @@ int mm_rec_meta_get(const struct mm_chunk *c, const char *key, char *buf, size_t
 	return -ENOENT;
 }
 
+static uint64_t wall_of(int64_t offset_ms, uint64_t t)
+{
+	int64_t ms = (int64_t)(t / 1000000) + offset_ms;
+	return ms > 0 ? (uint64_t)ms : 0;
+}
+
 static int feed_time(struct mm_rec_feeder *f, uint64_t t, char *why, size_t whylen)
 {
-	int64_t ms = (int64_t)(t / 1000000) + f->mono_to_wall_ms;
-	uint64_t wall = ms > 0 ? (uint64_t)ms : 0;
+	bool stepped = f->step_at_ns && t >= f->step_at_ns;
+	uint64_t wall = wall_of(stepped ? f->step_to_wall_ms : f->mono_to_wall_ms, t);
 
 	if (wall > f->latest_ms) {
 		mm_set_err(why, whylen, "time stamp %llu ns lies in the future",
 			   (unsigned long long)t);
 		return -EINVAL;
 	}
-	if (wall > f->last_ms)
+	/* A record before the last step is in the window the step cut: it says nothing of the
+	 * last window's end. */
+	if (wall > f->last_ms && (stepped || !f->step_at_ns))
 		f->last_ms = wall;
+	return 0;
+}
+
+/* A CLOCK chunk: the live run's step, for the host and for the feeder's own times. */
+static int feed_clock(struct mm_rec_feeder *f, const struct mm_chunk *c, char *why, size_t whylen)
+{
+	uint64_t at;
+	int64_t v[2];
+
+	if (c->len != 24) {
+		mm_set_err(why, whylen, "malformed clock chunk");
+		return -EINVAL;
+	}
+	memcpy(&at, c->data, 8);
+	memcpy(v, c->data + 8, 16);
+	if (f->step_at_ns)
+		f->mono_to_wall_ms = f->step_to_wall_ms;
+	f->step_at_ns = at ? at : 1;
+	f->step_to_wall_ms = v[0];
+	f->last_ms = wall_of(v[0], at); /* where the new clock's first window starts */
+	mm_host_clock_step(f->host, v[0], at, v[1]);
 	return 0;
 }
 
@@ -358,6 +387,8 @@ int mm_rec_feed(struct mm_rec_feeder *f, const struct mm_chunk *c, char *why, si
 		f->last_ms = last; /* a horizon is not a record */
 		mm_host_advance(f->host, t);
 		return 0;
+	case MM_CHUNK_CLOCK:
+		return feed_clock(f, c, why, whylen);
 	default:
 		return 0;
 	}
@@ -517,11 +548,20 @@ static void tap_advance(void *ctx, uint64_t horizon_ns)
 	check(r, mm_rec_write_chunk(r->f, MM_CHUNK_ADVANCE, &horizon_ns, 8, NULL, 0));
 }
 
+static void tap_clock_step(void *ctx, uint64_t at_ns, int64_t mono_to_wall_ms,
+			   int64_t starts_moved_ms)
+{
+	struct mm_recorder *r = ctx;
+	int64_t v[2] = {mono_to_wall_ms, starts_moved_ms};
+	check(r, mm_rec_write_chunk(r->f, MM_CHUNK_CLOCK, &at_ns, 8, v, 16));
+}
+
 const struct mm_tap mm_recorder_tap = {
 	.wants = tap_wants,
 	.record = tap_record,
 	.tick = tap_tick,
 	.advance = tap_advance,
+	.clock_step = tap_clock_step,
 };
 
 int mm_recorder_lookup(void *ctx, uint32_t pid, struct mm_proc_ident *ret)

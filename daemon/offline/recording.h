@@ -17,6 +17,9 @@
  *           recordings made before the window clock was shared also have one before each close)
  *   ADVANCE u64 horizon_ns: the live run's horizon closed a window here that no record had
  *           closed (mm_host_advance); replay advances its clock the same way
+ *   CLOCK   u64 at_ns, i64 mono_to_wall_ms, i64 starts_moved_ms: the live run saw its wall clock
+ *           step here (mm_host_observe_clock): the offset from at_ns on, and how far the process
+ *           starts moved with it; replay takes the same step (readers before it skip the chunk)
  * Pure code (stdio only).
  */
 #ifndef MM_RECORDING_H
@@ -37,6 +40,7 @@ enum mm_chunk_type {
 	MM_CHUNK_SYMBOL = 5,
 	MM_CHUNK_TICK = 6,
 	MM_CHUNK_ADVANCE = 7,
+	MM_CHUNK_CLOCK = 8,
 };
 
 #define MM_RECORDING_MAGIC "MMLREC01"
@@ -100,13 +104,17 @@ int mm_rec_parse_symbol(const struct mm_chunk *c, uint64_t *ret_addr, char *ret_
 int mm_rec_meta_get(const struct mm_chunk *c, const char *key, char *buf, size_t size);
 
 /* Feeds the run's chunks to a host, as the live run fed it: RECORD to mm_host_feed(), TICK to
- * mm_host_tick(), ADVANCE to mm_host_advance(); the host's window clock closes the windows. */
+ * mm_host_tick(), ADVANCE to mm_host_advance(), CLOCK to mm_host_clock_step(); the host's window
+ * clock closes the windows. */
 struct mm_host;
 struct mm_rec_feeder {
 	struct mm_host *host;
-	int64_t mono_to_wall_ms; /* the recording's */
+	int64_t mono_to_wall_ms; /* the recording's (after a CLOCK chunk: before its step) */
 	uint64_t latest_ms;	 /* a record later than this wall time is corrupt */
-	uint64_t last_ms;	 /* out: wall time of the latest record fed */
+	uint64_t last_ms;	 /* out: wall time of the latest record fed (since the last step) */
+	/* The last CLOCK chunk's step: from step_at_ns on, times convert with step_to_wall_ms. */
+	uint64_t step_at_ns;
+	int64_t step_to_wall_ms;
 };
 
 /* Feeds chunk @c (other types are ignored). Returns 0, or -EINVAL with the reason in @why for a

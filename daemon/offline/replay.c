@@ -280,8 +280,9 @@ static int add_streams(struct replay *rp, const char *path, struct mm_rec_reader
 /* Pass 2: the run. */
 static int feed(struct replay *rp, const char *path, struct mm_rec_reader *rd)
 {
-	struct mm_rec_feeder f = {rp->host, rp->mono_to_wall_ms,
-				  (uint64_t)time(NULL) * 1000 + LATEST_SLACK_MS, 0};
+	struct mm_rec_feeder f = {.host = rp->host,
+				  .mono_to_wall_ms = rp->mono_to_wall_ms,
+				  .latest_ms = (uint64_t)time(NULL) * 1000 + LATEST_SLACK_MS};
 	struct mm_chunk c;
 	char why[160];
 	int r;
@@ -295,8 +296,10 @@ static int feed(struct replay *rp, const char *path, struct mm_rec_reader *rd)
 	if (r < 0)
 		return corrupt(path, rd, mm_rec_error(rd));
 	mm_host_finish(rp->host);
-	mm_host_close_now(rp->host,
-			  f.last_ms > rp->recorded_at_ms ? f.last_ms : rp->recorded_at_ms);
+	/* After a step back the start of the recording is ahead of the last window: not a bound. */
+	mm_host_close_now(rp->host, f.step_at_ns || f.last_ms > rp->recorded_at_ms
+					    ? f.last_ms
+					    : rp->recorded_at_ms);
 	return 0;
 }
 

@@ -251,6 +251,29 @@ static void test_start_ms_of_ticks_is_boot_relative(void)
 	CHECK(mm_proc_start_ms(100) > mm_proc_start_ms(0));
 }
 
+/* The clock set an hour forward: the entries' starts and the starts computed from then on move
+ * by the hour, so a process read again is the same process; jitter moves nothing. */
+static void test_a_clock_step_moves_every_start_with_it(void)
+{
+	gone = 0;
+	struct mm_proctable *t = mm_proctable_new(fixed, NULL);
+	struct mm_proc *p = mm_proctable_get(t, 7, 0);
+	uint64_t boot = mm_proc_start_ms(0), tick = mm_proc_start_ms(100) - boot;
+
+	CHECK_U64(p->start_ms, 5000);
+	CHECK(mm_proctable_boot_moved(t, boot + 999) == 0);
+	CHECK_U64(mm_proc_start_ms(0), boot);
+	CHECK(mm_proctable_boot_moved(t, boot + 3600000) == 3600000);
+	CHECK_U64(p->start_ms, 3605000);
+	CHECK_U64(mm_proc_start_ms(0), boot + 3600000);
+	CHECK_U64(mm_proc_start_ms(100), boot + 3600000 + tick);
+	CHECK_U64(mm_proc_boottime_ms(0), boot + 3600000);
+	CHECK(mm_proctable_boot_moved(t, boot) == -3600000);
+	CHECK_U64(p->start_ms, 5000);
+	CHECK_U64(mm_proc_start_ms(0), boot);
+	mm_proctable_free(t);
+}
+
 static void test_roll_moves_window_into_closed(void)
 {
 	struct mm_proctable *t = fake_table();
@@ -377,6 +400,7 @@ int main(void)
 	RUN(test_start_ms_of_ticks_is_boot_relative);
 	RUN(test_roll_moves_window_into_closed);
 	RUN(test_counts_of_a_process_born_after_the_closing_window_go_to_the_next);
+	RUN(test_a_clock_step_moves_every_start_with_it);
 	RUN(test_counts_after_exit_find_their_process_by_its_start);
 	RUN(test_windows_come_zeroed_from_their_arena_window_after_window);
 	return check_summary();

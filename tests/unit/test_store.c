@@ -816,11 +816,12 @@ static void test_prune_deletes_old_windows_and_orphans_only(void)
 		CHECK(mm_store_write_window(st, w) == 0);
 		mm_snapshot_unref(w);
 	}
-	CHECK(mm_store_prune(st, 5000) == 0); /* nothing ended before 5 s */
+	/* Retention 1 s, now 6 s: nothing ended before 5 s. */
+	CHECK(mm_store_prune(st, 6000, 1000) == 0);
 	CHECK_U64(q_int(path, "SELECT count(*) FROM windows"), 3);
 	/* Windows end at 10, 20, 30 s: "before 20 s" removes only the first (strictly before). */
-	CHECK(mm_store_prune(st, 20000) == 1);
-	CHECK(mm_store_prune(st, 20001) == 1);
+	CHECK(mm_store_prune(st, 21000, 1000) == 1);
+	CHECK(mm_store_prune(st, 21001, 1000) == 1);
 	CHECK_U64(q_int(path, "SELECT count(*) FROM windows"), 1);
 	CHECK_U64(q_int(path, "SELECT min(ts_end) FROM windows"), 30);
 	CHECK_U64(q_int(path, "SELECT count(*) FROM process_windows"), 2);
@@ -828,9 +829,67 @@ static void test_prune_deletes_old_windows_and_orphans_only(void)
 	CHECK_U64(q_int(path, "SELECT count(*) FROM event_windows"), 1);
 	CHECK_U64(q_int(path, "SELECT count(*) FROM processes WHERE pid = 10"), 0);
 	CHECK_U64(q_int(path, "SELECT count(*) FROM processes WHERE pid IN (11, 12)"), 2);
-	CHECK(mm_store_prune(st, UINT64_C(1) << 50) == 1);
-	CHECK_U64(q_int(path, "SELECT count(*) FROM processes"), 0);
-	CHECK_U64(q_int(path, "SELECT count(*) FROM process_windows"), 0);
+	/* No retention: everything but the newest window, and its processes stay. */
+	CHECK(mm_store_prune(st, UINT64_C(1) << 50, 0) == 0);
+	CHECK_U64(q_int(path, "SELECT count(*) FROM processes WHERE pid IN (11, 12)"), 2);
+	mm_store_close(st);
+}
+
+#define DAY_MS UINT64_C(86400000)
+
+/* Writes one window of a process ending at each @ends_ms[0..n). */
+static void write_ends(struct mm_store *st, const uint64_t *ends_ms, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		CHECK(write_simple(st, ends_ms[i] - 10000, ends_ms[i], 100 + (int32_t)i, 1) == 0);
+}
+
+/* Windows that end on days 1..10; a prune with a clock a year ahead counts back from day 10 (as
+ * a prune at day 10 would), one with a clock 100 days behind deletes nothing, and no retention
+ * keeps the newest window. */
+static void test_prune_with_a_wild_clock_keeps_the_history(void)
+{
+	const char *path = new_path();
+	struct mm_store *st = NULL;
+	uint64_t ends[10];
+
+	for (unsigned d = 0; d < 10; d++)
+		ends[d] = (d + 1) * DAY_MS;
+	CHECK(mm_store_open(path, &st) == 0);
+	write_ends(st, ends, 10);
+	CHECK(mm_store_prune(st, 375 * DAY_MS, 7 * DAY_MS) == 2);
+	CHECK_U64(q_int(path, "SELECT min(ts_end) FROM windows"), 3 * DAY_MS / 1000);
+	CHECK(mm_store_prune(st, 1 * DAY_MS, 7 * DAY_MS) == 0);
+	CHECK(mm_store_prune(st, 0, 7 * DAY_MS) == 0);
+	CHECK_U64(q_int(path, "SELECT count(*) FROM windows"), 8);
+	CHECK(mm_store_prune(st, 11 * DAY_MS, 0) == 7);
+	CHECK_U64(q_int(path, "SELECT max(ts_end) FROM windows"), 10 * DAY_MS / 1000);
+	CHECK_U64(q_int(path, "SELECT count(*) FROM processes"), 1);
+	mm_store_close(st);
+}
+
+/* A daemon whose clock was 30 days ahead stored days 40 and 41, then the clock was set back and it
+ * wrote day 11: the prune at day 11 keeps the window just written and the ones ahead of it. One
+ * whose clock was 30 days behind stored day 1 before the step: stamped older than the retention,
+ * that one goes, the one written at day 31 after the step stays. */
+static void test_prune_keeps_the_window_just_written_after_a_clock_step(void)
+{
+	const char *path = new_path();
+	struct mm_store *st = NULL;
+	const uint64_t ahead[] = {40 * DAY_MS, 41 * DAY_MS, 11 * DAY_MS};
+	const uint64_t behind[] = {1 * DAY_MS, 31 * DAY_MS};
+
+	CHECK(mm_store_open(path, &st) == 0);
+	write_ends(st, ahead, 3);
+	CHECK(mm_store_prune(st, 11 * DAY_MS, 7 * DAY_MS) == 0);
+	CHECK_U64(q_int(path, "SELECT count(*) FROM windows"), 3);
+	mm_store_close(st);
+
+	path = new_path();
+	CHECK(mm_store_open(path, &st) == 0);
+	write_ends(st, behind, 2);
+	CHECK(mm_store_prune(st, 31 * DAY_MS, 7 * DAY_MS) == 1);
+	CHECK_U64(q_int(path, "SELECT ts_end FROM windows"), 31 * DAY_MS / 1000);
 	mm_store_close(st);
 }
 
@@ -1210,7 +1269,7 @@ static void test_readonly_handle_reads_but_cannot_write(void)
 		return;
 	}
 	CHECK(write_simple(ro, 10000, 20000, 5, 1) < 0);
-	CHECK(mm_store_prune(ro, UINT64_C(1) << 50) < 0);
+	CHECK(mm_store_prune(ro, UINT64_C(1) << 50, 0) < 0);
 	CHECK_U64(q_int(path, "SELECT count(*) FROM windows"), 1);
 
 	/* The reader sees what the writer commits while both are open (WAL). */
@@ -1395,6 +1454,8 @@ int main(void)
 	RUN(test_same_process_twice_in_a_window_is_summed);
 	RUN(test_open_window_is_refused);
 	RUN(test_prune_deletes_old_windows_and_orphans_only);
+	RUN(test_prune_with_a_wild_clock_keeps_the_history);
+	RUN(test_prune_keeps_the_window_just_written_after_a_clock_step);
 	RUN(test_history_json_filters_by_pid_and_time);
 	RUN(test_history_pages_end_on_window_boundaries);
 	RUN(test_series_json_buckets_windows_and_filters);
