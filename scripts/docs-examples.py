@@ -24,7 +24,8 @@ commands run against, so that the shown output comes from a history anyone can h
            directory. Same output every time.
   live     a daemon this script starts (root: it opens tracepoints) on its defaults with
            --interval 2, a temporary database and a free port, which `127.0.0.1:9477` in a
-           command names; outputs differ from run to run, so --check compares their shape only.
+           command names (`127.0.0.1:9478` is another free port, for a second daemon a command
+           starts); outputs differ from run to run, so --check compares their shape only.
 
 In every command `sudo ` is dropped, `build/` and a leading `mmlockd` are the build tree's, and
 `tests/data/` the source tree's.
@@ -58,6 +59,7 @@ SRC = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), 
 HISTORY_XZ = os.path.join("tests", "data", "docs-history.db.xz")
 SHOWN_DB = "/var/lib/mmlockd/mmlockd.db"
 SHOWN_PORT = "127.0.0.1:9477"
+SHOWN_PORT2 = "127.0.0.1:9478"  # a second daemon of a live example, beside the first
 CONTEXTS = ("history", "lab", "live")
 MARK = re.compile(r"^<!-- example: ([\w-]+) (\w+) -->$")
 END = "<!-- /example -->"
@@ -133,7 +135,7 @@ class Runner:
     def __init__(self, context, build, tmp):
         self.context, self.build, self.tmp = context, build, tmp
         self.db = os.path.join(tmp, "mmlockd.db")
-        self.port = None
+        self.port = self.port2 = None
         self.daemon = None
 
     def rewrite(self, cmd):
@@ -145,12 +147,16 @@ class Runner:
         cmd = cmd.replace(SHOWN_DB, self.db)
         if self.port:
             cmd = cmd.replace(SHOWN_PORT, f"127.0.0.1:{self.port}")
+            cmd = cmd.replace(SHOWN_PORT2, f"127.0.0.1:{self.port2}")
         if self.context != "lab" and re.search(r"mmlockd report\b", cmd) and "--db" not in cmd:
             cmd = re.sub(r"mmlockd report\b", f"mmlockd report --db {self.db}", cmd, count=1)
         return cmd
 
     def unrewrite(self, text):
         text = text.replace(self.db, SHOWN_DB).replace(self.tmp + "/", "")
+        if self.port:
+            text = text.replace(f"127.0.0.1:{self.port}/", SHOWN_PORT + "/")
+            text = text.replace(f"127.0.0.1:{self.port2}/", SHOWN_PORT2 + "/")
         return text.replace(self.build + "/", "build/").replace(SRC + "/", "")
 
     def run(self, cmd):
@@ -173,7 +179,8 @@ class Runner:
                                check=True)
             check_schema(self.db)
         elif self.context == "live":
-            self.port = free_port()
+            os.chmod(self.tmp, 0o755)  # examples run as nobody read in it
+            self.port, self.port2 = free_port(), free_port()
             self.daemon = start_daemon(self.build, self.db, self.port, self.tmp)
 
     def stop(self):
@@ -254,7 +261,10 @@ def regenerate(examples, build, contexts):
         try:
             runner.start()
             for e in todo:
-                new[e] = [(cmd, runner.run(cmd)) for cmd, _ in e.commands]
+                try:
+                    new[e] = [(cmd, runner.run(cmd)) for cmd, _ in e.commands]
+                except (RuntimeError, subprocess.SubprocessError) as err:
+                    failures.append(f"{e.where()}: {err}")
         except (RuntimeError, subprocess.SubprocessError, OSError) as err:
             failures.append(f"{context}: {err}")
         finally:
