@@ -36,7 +36,8 @@ In every command `sudo ` is dropped, `build/` and a leading `mmlockd` are the bu
   scripts/docs-examples.py --check [--live | --live-only] [--build DIR]
       regenerate into memory and compare: history and lab examples must be identical to what
       is shown; live ones (with --live, as root) the same in shape: lines, and in each line its
-      words, with numbers and hexadecimal names read as placeholders. Prints each difference.
+      words, with numbers and hexadecimal names read as placeholders. A command shown with its
+      output outside the markers is a failure too. Prints each difference.
   scripts/docs-examples.py --record-history [--build DIR]
       (root) run the daemon on its defaults for 20 seconds beside fault_workload and write
       tests/data/docs-history.db.xz anew; needed when the schema changed (--check says so).
@@ -126,6 +127,29 @@ def find_examples(path):
             raise SystemExit(f"{path}:{i + 1}: example {name}: no {END} after its block")
         found.append(Example(path, name, context, i + 2, j, parse_block(lines[i + 2:j])))
         i = j + 2
+    return found
+
+
+def unmarked_outputs(path):
+    """Places where a fenced block shows a `$ ` command followed by output lines outside the
+    example markers: output nobody regenerates."""
+    lines = open(path, encoding="utf-8").read().split("\n")
+    found, i, marked = [], 0, False
+    while i < len(lines):
+        if MARK.match(lines[i]):
+            marked = True
+        if not lines[i].startswith("```"):
+            i += 1
+            continue
+        j = i + 1
+        while j < len(lines) and not lines[j].startswith("```"):
+            j += 1
+        block = parse_block(lines[i + 1:j])
+        if not marked and any(out for _, out in block):
+            found.append(f"{os.path.relpath(path, SRC)}:{i + 1}: a command's output shown "
+                         "outside <!-- example: ... --> markers (scripts/docs-examples.py)")
+        marked = False
+        i = j + 1
     return found
 
 
@@ -352,6 +376,7 @@ def main():
             contexts.append("live")
     new, failures = regenerate(examples, build, contexts)
     if args.check:
+        failures.extend(u for f in files for u in unmarked_outputs(os.path.abspath(f)))
         for e in examples:
             if e in new:
                 failures.extend(compare(e, new[e]))
