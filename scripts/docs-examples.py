@@ -194,7 +194,8 @@ class Runner:
             raise RuntimeError(f"`{cmd.splitlines()[0]}` exited {p.returncode}: "
                                f"{(p.stderr or p.stdout).strip()[-400:]}")
         out = self.unrewrite(p.stdout.rstrip("\n"))
-        return out.split("\n") if out else []
+        # Trailing blanks (sqlite3's columns) would not survive an editor.
+        return [line.rstrip() for line in out.split("\n")] if out else []
 
     def start(self):
         if self.context == "history":
