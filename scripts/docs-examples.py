@@ -37,7 +37,8 @@ In every command `sudo ` is dropped, `build/` and a leading `mmlockd` are the bu
       regenerate into memory and compare: history and lab examples must be identical to what
       is shown; live ones (with --live, as root) the same in shape: lines, and in each line its
       words, with numbers and hexadecimal names read as placeholders. A command shown with its
-      output outside the markers is a failure too. Prints each difference.
+      output outside the markers is a failure too, and so is a ```sql block that the committed
+      history's schema cannot run. Prints each difference.
   scripts/docs-examples.py --record-history [--build DIR]
       (root) run the daemon on its defaults for 20 seconds beside fault_workload and write
       tests/data/docs-history.db.xz anew; needed when the schema changed (--check says so).
@@ -151,6 +152,33 @@ def unmarked_outputs(path):
         marked = False
         i = j + 1
     return found
+
+
+def sql_failures(files):
+    """Every ```sql block of the files, run on the committed history: a query the schema no
+    longer answers (a renamed column, a dropped view) fails here rather than in a reader's
+    hands. Its rows are not compared (the queries look at the last hour)."""
+    import sqlite3
+    tmp = tempfile.mkdtemp(prefix="mmlockd-examples-sql.")
+    db = os.path.join(tmp, "mmlockd.db")
+    failures = []
+    try:
+        with open(db, "wb") as f:
+            subprocess.run(["xz", "-dc", os.path.join(SRC, HISTORY_XZ)], stdout=f, check=True)
+        con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+        for path in files:
+            text = open(path, encoding="utf-8").read()
+            for m in re.finditer(r"^```sql\n(.*?)^```", text, re.S | re.M):
+                line = text.count("\n", 0, m.start()) + 1
+                try:
+                    con.execute(m.group(1)).fetchall()
+                except sqlite3.Error as err:
+                    failures.append(f"{os.path.relpath(path, SRC)}:{line}: the query fails on "
+                                    f"the committed history: {err}")
+        con.close()
+    finally:
+        subprocess.run(["rm", "-rf", tmp])
+    return failures
 
 
 class Runner:
@@ -378,6 +406,8 @@ def main():
     new, failures = regenerate(examples, build, contexts)
     if args.check:
         failures.extend(u for f in files for u in unmarked_outputs(os.path.abspath(f)))
+        if not args.live_only:
+            failures.extend(sql_failures([os.path.abspath(f) for f in files]))
         for e in examples:
             if e in new:
                 failures.extend(compare(e, new[e]))
