@@ -14,12 +14,20 @@ Two checks, chosen by the first argument:
       them, against a daemon this test starts on a temporary database and a free loopback port:
       the README's own start command (`build/mmlockd` with flags only) is run in the background
       with --config /dev/null --db TMP --listen 127.0.0.1:PORT appended. Each command is
-      rewritten the same way: `sudo ` dropped, `build/` is BUILDDIR, 127.0.0.1:9477 is the test's
+      rewritten the same way: `sudo ` dropped, `build/` is BUILDDIR, `tests/data/` SRCDIR's,
+      127.0.0.1:9477 is the test's
       port, /var/lib/mmlockd/mmlockd.db its database, and `mmlockd report` without --db gets
-      --db. Output is not compared: the README shows a real run, and other machines' numbers
-      differ; a command that fails, or that the test does not know how to run, fails the test.
+      --db. Output is not compared here (`examples` does); a command that fails, or that the
+      test does not know how to run, fails the test.
       Commands that cannot run here are listed in SKIPPED with the reason. Needs root (the daemon
       opens tracepoints): exit 77 otherwise.
+
+  examples SRCDIR BUILDDIR [--live-only]
+      Every command output README.md and docs/*.md show between `<!-- example: NAME CONTEXT -->`
+      markers is what the command prints now (scripts/docs-examples.py --check): identical for
+      the examples run on the committed history and the lab's recordings (no privileges), the
+      same in shape (lines, words, with numbers as placeholders) for the live ones, which need
+      root and run with --live-only (exit 77 otherwise).
 
 Exit status: 0 all good, 1 a check failed (each failure printed), 77 skipped.
 """
@@ -28,7 +36,6 @@ import os
 import re
 import shlex
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -135,22 +142,20 @@ def readme_commands(src):
     return cmds
 
 
-def free_port():
-    for port in range(23000, 23500):
-        s = socket.socket()
-        try:
-            s.bind(("127.0.0.1", port))
-            return port
-        except OSError:
-            continue
-        finally:
-            s.close()
-    return None
+def examples_module(src):
+    """scripts/docs-examples.py as a module: its free_port() serves both."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location(
+        "docs_examples", os.path.join(src, "scripts", "docs-examples.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
 
 
-def rewrite(cmd, build, port, db):
+def rewrite(cmd, src, build, port, db):
     cmd = re.sub(r"^sudo ", "", cmd)
     cmd = re.sub(r"(^|[\s|;&(])build/", lambda m: m.group(1) + build + "/", cmd)
+    cmd = re.sub(r"(^|[\s<])tests/data/", lambda m: m.group(1) + src + "/tests/data/", cmd)
     cmd = cmd.replace("127.0.0.1:9477", f"127.0.0.1:{port}")
     cmd = cmd.replace("/var/lib/mmlockd/mmlockd.db", db)
     if re.search(r"mmlockd report\b", cmd) and "--db" not in cmd and "--help" not in cmd:
@@ -190,8 +195,9 @@ def run_commands(src, build):
         return 1
     tmp = tempfile.mkdtemp(prefix="mmlockd-docs.")
     db = os.path.join(tmp, "doc.db")
-    port = free_port()
-    if port is None:
+    try:
+        port = examples_module(src).free_port()
+    except RuntimeError:
         print("SKIP: no free loopback port")
         return 77
     daemon, failures, ran, skipped = None, [], 0, 0
@@ -204,7 +210,7 @@ def run_commands(src, build):
                 skipped += 1
                 continue
             if is_daemon_start(cmd):
-                argv = shlex.split(rewrite(cmd, build, port, db)) + [
+                argv = shlex.split(rewrite(cmd, src, build, port, db)) + [
                     "--config", "/dev/null", "--db", db, "--listen", f"127.0.0.1:{port}"]
                 log = open(os.path.join(tmp, "daemon.log"), "w")
                 daemon = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT)
@@ -215,7 +221,7 @@ def run_commands(src, build):
                 print(f"ok (started): {first}")
                 ran += 1
                 continue
-            real = rewrite(cmd, build, port, db)
+            real = rewrite(cmd, src, build, port, db)
             try:
                 p = subprocess.run(["bash", "-o", "pipefail", "-c", real], cwd=tmp,
                                    capture_output=True, text=True, timeout=120)
@@ -254,6 +260,11 @@ def main():
             print("FAIL:", f)
         print(f"links: {len(failures)} broken")
         return 1 if failures else 0
+    if len(sys.argv) >= 4 and sys.argv[1] == "examples":
+        script = os.path.join(sys.argv[2], "scripts", "docs-examples.py")
+        extra = ["--live-only"] if "--live-only" in sys.argv[4:] else []
+        return subprocess.run([sys.executable, script, "--check", "--build", sys.argv[3]]
+                              + extra).returncode
     if len(sys.argv) >= 4 and sys.argv[1] == "commands":
         return run_commands(sys.argv[2], sys.argv[3])
     print(__doc__, file=sys.stderr)
