@@ -45,6 +45,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <sqlite3.h>
@@ -70,6 +71,10 @@ extern const unsigned mm_schema_sql_count;
  * in a few milliseconds, whatever the database's size. */
 #define ANALYSIS_LIMIT 1000
 
+/* The derived tables of the range sums ("Range sums"): made by the code, not by migrations, so
+ * not part of the layout an earlier mmlockd's database is recognized by. */
+#define SUMS_TABLES "('range_sums', 'window_sums', 'range_cgroup_windows', 'range_sums_state')"
+
 /* PRAGMA application_id of mmlockd databases: "mmlk". */
 #define MM_APPLICATION_ID 0x6d6d6c6b
 
@@ -86,6 +91,8 @@ struct mm_store {
 	sqlite3_stmt *begin, *commit, *rollback;
 	sqlite3_stmt *ins_window, *upsert_proc, *ins_proc_window, *ins_global, *ins_event;
 	sqlite3_stmt *del_windows, *del_procs;
+	sqlite3_stmt *ins_sums, *ins_cgroup_windows, *ins_window_sums, *upd_sums_state;
+	bool sums_tried; /* sums_open() ran: the statements above are prepared, or sums are off */
 	sqlite3_stmt *ins_lock;
 
 	/* both */
@@ -720,7 +727,7 @@ static int table_layout(sqlite3 *db, struct mm_buf *out)
 
 	rc = sqlite3_prepare_v2(db,
 				"SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT "
-				"LIKE 'sqlite_%' ORDER BY name",
+				"LIKE 'sqlite_%' AND name NOT IN " SUMS_TABLES " ORDER BY name",
 				-1, &t, NULL);
 	if (rc != SQLITE_OK)
 		return sqlite_errno(db, rc);
@@ -866,9 +873,270 @@ static int check_readable(struct mm_store *st)
 	return 0;
 }
 
-/* For the writer's handle: refuses a newer or foreign file before changing anything in it, sets
- * the connection's pragmas, migrates, stamps the application id of a new or adopted file (after
- * the migrations) and prepares the writes. Returns 0 or the logged -errno. */
+/*
+ * Range sums. A day of 10 s windows of a busy host is millions of process rows, and the page's
+ * totals over 24 h summed every one (seconds of CPU per request). The writer keeps derived sums
+ * in each window's own transaction, which long ranges read instead:
+ *   range_sums            per process and bucket of window start, for 5-minute and 1-hour
+ *                         buckets (span 300, 3600): windows, first start, last end, counters
+ *   range_cgroup_windows  per cgroup (as stored when the window was) and bucket: the windows any
+ *                         of its processes has a row in
+ *   window_sums           per window, every process's counters added (the unfiltered series)
+ *   range_sums_state      the counters (their names) and the windows (count, newest id) covered
+ * They are not migrations: they follow mm_proc_fields[], are made at the writer's open, and are
+ * rebuilt from the windows when their counters or the windows they cover are not those of the
+ * file (a new counter; windows an older mmlockd or another program wrote). A query reads them
+ * only when range_sums_state covers every stored window, and only for buckets whole inside its
+ * range and after the oldest stored window's end (pruned windows all ended before it); the
+ * edges come from the windows themselves, so the totals are the same as summing every window.
+ */
+static const unsigned sum_spans[] = {300, 3600};
+
+/* The counters' names, comma-separated: what the sums were made for. */
+static void sums_fields(struct mm_buf *b)
+{
+	for (size_t i = 0; i < mm_proc_nfields; i++)
+		mm_buf_printf(b, "%s%s", i ? "," : "", mm_proc_fields[i].name);
+}
+
+/* Appends @fmt once per counter, its name for each %s (up to three). */
+static void each_field(struct mm_buf *b, const char *fmt)
+{
+	for (size_t i = 0; i < mm_proc_nfields; i++) {
+		const char *n = mm_proc_fields[i].name;
+		mm_buf_printf(b, fmt, n, n, n);
+	}
+}
+
+/* Runs (@ret NULL) or prepares into *ret the SQL built in @sql, which it frees. */
+static int sql_buf(struct mm_store *st, struct mm_buf *sql, const char *what, sqlite3_stmt **ret)
+{
+	int r;
+
+	if (mm_buf_failed(sql))
+		r = log_error_errno(ENOMEM, "database %s: out of memory", st->path);
+	else if (ret)
+		r = prepare(st, sql->data, ret);
+	else
+		r = exec_sql(st, sql->data, what);
+	mm_buf_free(sql);
+	return r;
+}
+
+/* Drops and makes the sums' tables, empty. */
+static int sums_make_tables(struct mm_store *st)
+{
+	struct mm_buf sql = MM_BUF_INIT;
+
+	mm_buf_puts(&sql,
+		    "DROP TABLE IF EXISTS range_sums; DROP TABLE IF EXISTS window_sums; "
+		    "DROP TABLE IF EXISTS range_cgroup_windows; "
+		    "DROP TABLE IF EXISTS range_sums_state; "
+		    "CREATE TABLE range_sums (span INTEGER NOT NULL, bucket INTEGER NOT NULL, "
+		    "process_id INTEGER NOT NULL, windows INTEGER NOT NULL, first REAL NOT NULL, "
+		    "last REAL NOT NULL");
+	each_field(&sql, ", \"%s\" INTEGER NOT NULL DEFAULT 0");
+	mm_buf_puts(&sql, ", PRIMARY KEY (span, bucket, process_id)) WITHOUT ROWID; "
+			  "CREATE TABLE window_sums (window_id INTEGER PRIMARY KEY "
+			  "REFERENCES windows (id) ON DELETE CASCADE");
+	each_field(&sql, ", \"%s\" INTEGER NOT NULL DEFAULT 0");
+	mm_buf_puts(
+		&sql,
+		"); CREATE TABLE range_cgroup_windows (span INTEGER NOT NULL, "
+		"bucket INTEGER NOT NULL, cgroup TEXT NOT NULL, windows INTEGER NOT NULL, "
+		"PRIMARY KEY (span, bucket, cgroup)) WITHOUT ROWID; "
+		"CREATE TABLE range_sums_state (fields TEXT NOT NULL, windows INTEGER NOT NULL, "
+		"max_id INTEGER NOT NULL)");
+	return sql_buf(st, &sql, "making the range sums' tables", NULL);
+}
+
+/* The SELECT of the rows one window (?1 its id, ?2 the bucket's span, ?3 its start) adds to
+ * range_sums: what both the writer's upsert and the rebuild run. @where selects the windows. */
+static void sums_select(struct mm_buf *sql, const char *span, const char *where)
+{
+	mm_buf_printf(sql,
+		      "SELECT %s, CAST(w.ts_start / %s AS INTEGER), pw.process_id, count(*), "
+		      "min(w.ts_start), max(w.ts_end)",
+		      span, span);
+	each_field(sql, ", sum(pw.\"%s\")");
+	mm_buf_printf(sql,
+		      " FROM windows AS w JOIN process_windows AS pw ON pw.window_id = w.id "
+		      "WHERE %s GROUP BY 2, 3",
+		      where);
+}
+
+/* Fills the sums from every stored window (one transaction with the tables' making). */
+static int sums_rebuild(struct mm_store *st)
+{
+	struct mm_buf sql = MM_BUF_INIT;
+	struct timespec t0, t1;
+	int r;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	r = run(st, st->begin, "starting to rebuild the range sums");
+	if (r < 0)
+		return r;
+	r = sums_make_tables(st);
+	if (r < 0)
+		goto fail;
+	/* The 5-minute sums from the windows, the hours from those (12 to an hour). */
+	mm_buf_puts(&sql, "INSERT INTO range_sums ");
+	sums_select(&sql, "300", "1");
+	mm_buf_puts(&sql, "; INSERT INTO range_sums SELECT 3600, bucket / 12, process_id, "
+			  "sum(windows), min(first), max(last)");
+	each_field(&sql, ", sum(\"%s\")");
+	mm_buf_puts(&sql,
+		    " FROM range_sums WHERE span = 300 GROUP BY 2, 3; "
+		    "INSERT INTO range_cgroup_windows SELECT 300, "
+		    "CAST(w.ts_start / 300 AS INTEGER) AS b, p.cgroup, "
+		    "count(DISTINCT w.id) FROM windows AS w JOIN process_windows AS pw "
+		    "ON pw.window_id = w.id JOIN processes AS p ON p.id = pw.process_id "
+		    "GROUP BY b, p.cgroup; "
+		    "INSERT INTO range_cgroup_windows SELECT 3600, bucket / 12, cgroup, "
+		    "sum(windows) FROM range_cgroup_windows WHERE span = 300 GROUP BY 2, 3; ");
+	mm_buf_puts(&sql, "INSERT INTO window_sums SELECT pw.window_id");
+	each_field(&sql, ", sum(pw.\"%s\")");
+	mm_buf_puts(&sql, " FROM process_windows AS pw GROUP BY pw.window_id; "
+			  "INSERT INTO range_sums_state SELECT '");
+	sums_fields(&sql);
+	mm_buf_puts(&sql, "', count(*), coalesce(max(id), 0) FROM windows");
+	r = sql_buf(st, &sql, "rebuilding the range sums", NULL);
+	if (r < 0)
+		goto fail;
+	r = run(st, st->commit, "committing the range sums");
+	if (r < 0)
+		goto fail;
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	log_info("database %s: range sums rebuilt from the stored windows in %.1f s", st->path,
+		 (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
+	return 0;
+fail:
+	rollback(st);
+	return r;
+}
+
+/* Whether the sums' state names the counters of this build and covers every stored window. */
+static int sums_current(struct mm_store *st, bool *ret)
+{
+	struct mm_buf fields = MM_BUF_INIT;
+	sqlite3_stmt *s = NULL;
+	int r;
+
+	*ret = false;
+	int present;
+	r = query_int(st, "SELECT count(*) FROM sqlite_master WHERE name = 'range_sums_state'",
+		      "looking for the range sums", &present);
+	if (r < 0 || !present)
+		return r;
+	r = prepare(
+		st,
+		"SELECT s.fields, s.windows = (SELECT count(*) FROM windows) AND "
+		"s.max_id = (SELECT coalesce(max(id), 0) FROM windows) FROM range_sums_state AS s",
+		&s);
+	if (r < 0)
+		return r;
+	sums_fields(&fields);
+	if (sqlite3_step(s) == SQLITE_ROW && !mm_buf_failed(&fields))
+		*ret = !strcmp((const char *)sqlite3_column_text(s, 0), fields.data) &&
+		       sqlite3_column_int(s, 1);
+	sqlite3_finalize(s);
+	mm_buf_free(&fields);
+	return 0;
+}
+
+/* For the writer's handle: rebuilds the sums when they are missing or stale, and prepares the
+ * statements that keep them. */
+static int sums_open(struct mm_store *st)
+{
+	struct mm_buf sql = MM_BUF_INIT;
+	bool current;
+	int r = sums_current(st, &current);
+
+	if (r >= 0 && !current)
+		r = sums_rebuild(st);
+	if (r < 0)
+		return r;
+	mm_buf_puts(&sql, "INSERT INTO range_sums ");
+	sums_select(&sql, "?2", "w.id = ?1");
+	mm_buf_puts(&sql,
+		    " ON CONFLICT (span, bucket, process_id) DO UPDATE SET "
+		    "windows = windows + excluded.windows, first = min(first, excluded.first), "
+		    "last = max(last, excluded.last)");
+	each_field(&sql, ", \"%s\" = \"%s\" + excluded.\"%s\"");
+	r = sql_buf(st, &sql, NULL, &st->ins_sums);
+	if (r < 0)
+		return r;
+	mm_buf_puts(&sql, "INSERT INTO window_sums SELECT ?1");
+	each_field(&sql, ", coalesce(sum(pw.\"%s\"), 0)");
+	mm_buf_puts(&sql, " FROM process_windows AS pw WHERE pw.window_id = ?1");
+	r = sql_buf(st, &sql, NULL, &st->ins_window_sums);
+	if (r < 0 ||
+	    (r = prepare(st,
+			 "INSERT INTO range_cgroup_windows SELECT ?2, CAST(w.ts_start / ?2 AS "
+			 "INTEGER), p.cgroup, 1 FROM windows AS w JOIN process_windows AS pw ON "
+			 "pw.window_id = w.id JOIN processes AS p ON p.id = pw.process_id "
+			 "WHERE w.id = ?1 GROUP BY p.cgroup ON CONFLICT (span, bucket, cgroup) "
+			 "DO UPDATE SET windows = windows + 1",
+			 &st->ins_cgroup_windows)) < 0)
+		return r;
+	return prepare(st, "UPDATE range_sums_state SET windows = windows + 1, max_id = ?1",
+		       &st->upd_sums_state);
+}
+
+int mm_store_build_sums(struct mm_store *st, int (*check)(void *arg), void *arg)
+{
+	int r;
+
+	if (st->readonly || st->sums_tried)
+		return 0;
+	st->sums_tried = true;
+	mm_store_set_interrupt(st, check, arg);
+	r = sums_open(st);
+	mm_store_set_interrupt(st, NULL, NULL);
+	if (r < 0) {
+		sqlite3_finalize(st->ins_sums); /* a window's write must not use half of them */
+		st->ins_sums = NULL;
+		if (r == -ECANCELED)
+			log_notice("database %s: range sums not built (stopping): long ranges sum "
+				   "every window until a start builds them",
+				   st->path);
+		else
+			log_warning("database %s: range sums off: long ranges sum every window, "
+				    "ignoring",
+				    st->path);
+	}
+	return r;
+}
+
+/* Adds the window @window_id, whose process rows are written, to the sums (in its transaction);
+ * nothing when they are off (the windows then leave them behind: not read). */
+static int write_sums(struct mm_store *st, sqlite3_int64 window_id)
+{
+	int r = 0;
+
+	if (!st->ins_sums)
+		return 0;
+
+	for (size_t i = 0; !r && i < sizeof(sum_spans) / sizeof(sum_spans[0]); i++) {
+		sqlite3_stmt *both[] = {st->ins_sums, st->ins_cgroup_windows};
+		for (size_t j = 0; !r && j < 2; j++) {
+			if (sqlite3_bind_int64(both[j], 1, window_id) ||
+			    sqlite3_bind_int64(both[j], 2, sum_spans[i]))
+				return db_fail(st, sqlite3_errcode(st->db),
+					       "binding the range sums");
+			r = run(st, both[j], "adding a window to the range sums");
+		}
+	}
+	if (!r && (sqlite3_bind_int64(st->ins_window_sums, 1, window_id) ||
+		   sqlite3_bind_int64(st->upd_sums_state, 1, window_id)))
+		return db_fail(st, sqlite3_errcode(st->db), "binding the window sums");
+	if (!r)
+		r = run(st, st->ins_window_sums, "adding a window's sums");
+	if (!r)
+		r = run(st, st->upd_sums_state, "counting a window in the range sums");
+	return r;
+}
+
 /* Makes DB-tmp/ beside the database for the query workers' temporary files (the header), mode
  * 0700: what a query sorts is history. A failure costs only long-range queries, which then say
  * why: logged and ignored. */
@@ -885,6 +1153,9 @@ static void make_temp_dir(const char *path)
 				  path, dir);
 }
 
+/* For the writer's handle: refuses a newer or foreign file before changing anything in it, sets
+ * the connection's pragmas, migrates, stamps the application id of a new or adopted file (after
+ * the migrations) and prepares the writes. Returns 0 or the logged -errno. */
 static int prepare_writable(struct mm_store *st)
 {
 	bool stamp;
@@ -1034,10 +1305,25 @@ void mm_store_close(struct mm_store *st)
 	if (!st)
 		return;
 	sqlite3_stmt *stmts[] = {
-		st->begin,	 st->commit,	      st->rollback,   st->ins_window,
-		st->upsert_proc, st->ins_proc_window, st->ins_global, st->ins_event,
-		st->del_windows, st->del_procs,	      st->hist_all,   st->hist_pid,
-		st->ins_lock,	 st->locks_all,	      st->locks_pid,
+		st->begin,
+		st->commit,
+		st->rollback,
+		st->ins_window,
+		st->upsert_proc,
+		st->ins_proc_window,
+		st->ins_global,
+		st->ins_event,
+		st->del_windows,
+		st->del_procs,
+		st->hist_all,
+		st->hist_pid,
+		st->ins_lock,
+		st->locks_all,
+		st->locks_pid,
+		st->ins_sums,
+		st->ins_cgroup_windows,
+		st->ins_window_sums,
+		st->upd_sums_state,
 	};
 	for (size_t i = 0; i < sizeof(stmts) / sizeof(stmts[0]); i++)
 		sqlite3_finalize(stmts[i]); /* accepts NULL */
@@ -1190,6 +1476,8 @@ int mm_store_write_window(struct mm_store *st, const struct mm_snapshot *w)
 				       ") ms is not a closed window",
 				       st->path, w->window_start_ms, w->window_end_ms);
 
+	if (!st->sums_tried)
+		mm_store_build_sums(st, NULL, NULL);
 	r = run(st, st->begin, "starting a window transaction");
 	if (r < 0)
 		return r;
@@ -1215,6 +1503,10 @@ int mm_store_write_window(struct mm_store *st, const struct mm_snapshot *w)
 		if (r < 0)
 			goto fail;
 	}
+
+	r = write_sums(st, window_id);
+	if (r < 0)
+		goto fail;
 
 	r = write_counters(st, window_id, w);
 	if (r < 0)
@@ -1269,6 +1561,23 @@ int mm_store_prune(struct mm_store *st, uint64_t now_ms, uint64_t retention_ms)
 		goto fail;
 	n = sqlite3_changes(st->db);
 	r = run(st, st->del_procs, "pruning processes");
+	if (r < 0)
+		goto fail;
+	/* The sums of buckets that ended before the limit: no query reads them any more (a bucket
+	 * is read only after the oldest stored window's end). window_sums went by cascade. Where
+	 * there are none yet, the build comes after (mm_store_build_sums()). */
+	int sums;
+	r = query_int(st, "SELECT count(*) FROM sqlite_master WHERE name = 'range_sums_state'",
+		      "looking for the range sums", &sums);
+	if (r < 0)
+		goto fail;
+	char sql[320];
+	snprintf(sql, sizeof(sql),
+		 "DELETE FROM range_sums WHERE (bucket + 1) * span <= %.3f; "
+		 "DELETE FROM range_cgroup_windows WHERE (bucket + 1) * span <= %.3f; "
+		 "UPDATE range_sums_state SET windows = (SELECT count(*) FROM windows)",
+		 limit_s - ms_to_s(retention_ms), limit_s - ms_to_s(retention_ms));
+	r = sums ? exec_sql(st, sql, "pruning the range sums") : 0;
 	if (r < 0)
 		goto fail;
 	r = run(st, st->commit, "committing the prune");
@@ -1685,6 +1994,12 @@ int mm_store_series_json(struct mm_store *st, const struct mm_store_filter *f, d
 	if (!(step_s > 0))
 		return log_error_errno(EINVAL, "database %s: series with a step of %g s", st->path,
 				       step_s);
+	bool unfiltered = f->pid < 0 && f->start_time < 0 && !f->cgroup, sums = false;
+	if (unfiltered) {
+		r = sums_current(st, &sums);
+		if (r < 0)
+			return r;
+	}
 	/* One pass over each side, both grouped by bucket: win, the windows of the range (time
 	 * covered, lost samples); agg, the process rows of those windows that pass the filter.
 	 * Both are at most a few thousand rows, materialized, then joined on the bucket (a join
@@ -1700,12 +2015,20 @@ int mm_store_series_json(struct mm_store *st, const struct mm_store_filter *f, d
 			  "WHERE w.ts_end > ?1 AND w.ts_start < ?2 GROUP BY b), "
 			  "agg AS MATERIALIZED (SELECT " BUCKET_SQL " AS b");
 	sum_fields(&sql, f, "sum(pw.\"%s\")", OUTCOME_SUM_SQL);
-	mm_buf_puts(&sql, " FROM windows AS w INDEXED BY windows_ts_end JOIN process_windows AS pw "
-			  "ON pw.window_id = w.id "
-			  "JOIN processes AS p ON p.id = pw.process_id "
-			  "WHERE w.ts_end > ?1 AND w.ts_start < ?2 "
-			  "AND " WEB_FILTER_SQL " GROUP BY b) "
-			  "SELECT win.ts_start AS ts_start, win.ts_end AS ts_end, "
+	/* Every process: one row a window (window_sums, "Range sums") instead of all of them. */
+	if (unfiltered && sums)
+		mm_buf_puts(&sql,
+			    " FROM windows AS w INDEXED BY windows_ts_end JOIN window_sums AS "
+			    "pw ON pw.window_id = w.id WHERE w.ts_end > ?1 AND w.ts_start < ?2 "
+			    "GROUP BY b) ");
+	else
+		mm_buf_puts(&sql,
+			    " FROM windows AS w INDEXED BY windows_ts_end JOIN process_windows "
+			    "AS pw ON pw.window_id = w.id "
+			    "JOIN processes AS p ON p.id = pw.process_id "
+			    "WHERE w.ts_end > ?1 AND w.ts_start < ?2 "
+			    "AND " WEB_FILTER_SQL " GROUP BY b) ");
+	mm_buf_puts(&sql, "SELECT win.ts_start AS ts_start, win.ts_end AS ts_end, "
 			  "win.seconds AS seconds, win.windows AS windows, win.lost AS lost");
 	sum_fields(&sql, f, "coalesce(agg.\"%s\", 0)",
 		   "CASE WHEN agg.b IS NULL THEN 0 ELSE agg.\"%s\" END");
@@ -1734,36 +2057,164 @@ out:
 	return r;
 }
 
+/* Which range sums a range query reads ("Range sums"): the windows starting in [c0, c1) (whole
+ * 5-minute buckets inside the range, after the oldest stored window's end) come from the hours
+ * [h0, h1) and the 5-minute buckets [a0, a1) and [b0, b1) around them; the rest from the windows.
+ * use false: every window is summed (no current sums, or less than 10 minutes to gain). */
+struct sums_plan {
+	bool use;
+	double c0, c1;
+	sqlite3_int64 b[6]; /* h0, h1, a0, a1, b0, b1 */
+};
+
+static int plan_sums(struct mm_store *st, double since_s, double until_s, struct sums_plan *p)
+{
+	sqlite3_stmt *s = NULL;
+	bool current;
+	int r;
+
+	memset(p, 0, sizeof(*p));
+	r = sums_current(st, &current);
+	if (r < 0 || !current)
+		return r;
+	r = first_row(st, "SELECT min(ts_end) FROM windows", NULL, 0, "reading the oldest window",
+		      &s);
+	if (r < 0)
+		return r;
+	bool any = sqlite3_column_type(s, 0) != SQLITE_NULL;
+	double oldest = sqlite3_column_double(s, 0);
+	sqlite3_finalize(s);
+	sqlite3_int64 s5 = (sqlite3_int64)ceil(fmax(since_s, oldest) / 300);
+	sqlite3_int64 e5 = (sqlite3_int64)floor(until_s / 300);
+	if (!any || e5 - s5 < 2)
+		return 0;
+	sqlite3_int64 sh = (s5 + 11) / 12, eh = e5 / 12;
+	p->use = true;
+	p->c0 = (double)s5 * 300;
+	p->c1 = (double)e5 * 300;
+	if (eh > sh) {
+		sqlite3_int64 b[6] = {sh, eh, s5, sh * 12, eh * 12, e5};
+		memcpy(p->b, b, sizeof(b));
+	} else {
+		p->b[2] = s5;
+		p->b[3] = e5;
+	}
+	return 0;
+}
+
+/* The condition on a range sums row (columns span, bucket of @t) for the plan's buckets. */
+static void sums_where(struct mm_buf *sql, const char *t)
+{
+	mm_buf_printf(sql,
+		      "((%1$s.span = 3600 AND %1$s.bucket >= ?9 AND %1$s.bucket < ?10) OR "
+		      "(%1$s.span = 300 AND ((%1$s.bucket >= ?11 AND %1$s.bucket < ?12) OR "
+		      "(%1$s.bucket >= ?13 AND %1$s.bucket < ?14))))",
+		      t);
+}
+
+/* Whether counter @i is in a range sums query's rows: asked for, or needed for the order or an
+ * outcome's NULL (OUTCOME_SUM_SQL). */
+static bool field_carried(const struct mm_store_filter *f, size_t i)
+{
+	static const char *const always[] = {"minflt",		"majflt",
+					     "faults",		"fallback_locks",
+					     "split_estimated", "split_observed_ns"};
+	for (size_t j = 0; j < sizeof(always) / sizeof(always[0]); j++)
+		if (!strcmp(mm_proc_fields[i].name, always[j]))
+			return true;
+	return field_wanted(f, i);
+}
+
+/* "FROM ... WHERE" of a top query reading the sums: rows pw (pid_, wid, n, f, l, counters) of
+ * the buckets, then of the windows outside them, and p their processes. */
+static void top_from_sums(struct mm_buf *sql, const struct mm_store_filter *f)
+{
+	mm_buf_puts(sql, " FROM (SELECT rs.process_id AS pid_, NULL AS wid, rs.windows AS n, "
+			 "rs.first AS f, rs.last AS l");
+	for (size_t i = 0; i < mm_proc_nfields; i++)
+		if (field_carried(f, i))
+			mm_buf_printf(sql, ", rs.\"%s\" AS \"%s\"", mm_proc_fields[i].name,
+				      mm_proc_fields[i].name);
+	mm_buf_puts(sql, " FROM range_sums AS rs WHERE ");
+	sums_where(sql, "rs");
+	mm_buf_puts(sql, " UNION ALL SELECT pw.process_id, w.id, 1, w.ts_start, w.ts_end");
+	for (size_t i = 0; i < mm_proc_nfields; i++)
+		if (field_carried(f, i))
+			mm_buf_printf(sql, ", pw.\"%s\"", mm_proc_fields[i].name);
+	mm_buf_puts(sql, " FROM windows AS w INDEXED BY windows_ts_end JOIN process_windows AS pw "
+			 "ON pw.window_id = w.id WHERE w.ts_end > ?1 AND w.ts_start < ?2 AND "
+			 "NOT (w.ts_start >= ?7 AND w.ts_start < ?8)) AS pw "
+			 "JOIN processes AS p ON p.id = pw.pid_ WHERE " WEB_FILTER_SQL);
+}
+
+/* The top query's SQL (mm_store_top_json()), over every window or, with @plan->use, the sums. */
+static void top_sql(struct mm_buf *sql, const struct mm_store_filter *f, bool by_cgroup,
+		    const struct sums_plan *plan)
+{
+	bool sums = plan->use;
+
+	if (by_cgroup) {
+		mm_buf_printf(sql,
+			      "SELECT p.cgroup AS cgroup, count(DISTINCT p.id) AS processes, "
+			      "count(DISTINCT %s)",
+			      sums ? "pw.wid" : "w.id");
+		if (sums) {
+			mm_buf_puts(sql,
+				    " + (SELECT coalesce(sum(cw.windows), 0) FROM "
+				    "range_cgroup_windows AS cw WHERE cw.cgroup = p.cgroup AND ");
+			sums_where(sql, "cw");
+			mm_buf_puts(sql, ")");
+		}
+		mm_buf_puts(sql, " AS windows");
+	} else {
+		mm_buf_printf(sql,
+			      "SELECT p.pid AS pid, p.start_time AS start_time, p.comm AS comm, "
+			      "p.cgroup AS cgroup, %s AS windows",
+			      sums ? "sum(pw.n)" : "count(*)");
+	}
+	if (sums)
+		mm_buf_puts(sql, ", min(pw.f) AS first, max(pw.l) AS last");
+	else
+		mm_buf_puts(sql, ", min(w.ts_start) AS first, max(w.ts_end) AS last");
+	sum_fields(sql, f, "sum(pw.\"%s\")", OUTCOME_SUM_SQL);
+	if (sums)
+		top_from_sums(sql, f);
+	else
+		mm_buf_puts(sql,
+			    " FROM windows AS w INDEXED BY windows_ts_end JOIN process_windows "
+			    "AS pw ON pw.window_id = w.id "
+			    "JOIN processes AS p ON p.id = pw.process_id "
+			    "WHERE w.ts_end > ?1 AND w.ts_start < ?2 AND " WEB_FILTER_SQL);
+	mm_buf_printf(sql,
+		      " GROUP BY %s ORDER BY sum(pw.minflt + pw.majflt + pw.faults) DESC, "
+		      "sum(pw.fallback_locks) DESC, %s LIMIT ?3",
+		      by_cgroup ? "p.cgroup" : "p.id", by_cgroup ? "p.cgroup" : "p.pid");
+}
+
 int mm_store_top_json(struct mm_store *st, const struct mm_store_filter *f, bool by_cgroup,
 		      double since_s, double until_s, unsigned limit, struct mm_buf *out)
 {
 	struct mm_buf sql = MM_BUF_INIT;
+	struct sums_plan plan;
 	sqlite3_stmt *s = NULL;
 	size_t start_len = out->len;
-	int r;
+	int r = plan_sums(st, since_s, until_s, &plan);
 
-	if (by_cgroup)
-		mm_buf_puts(&sql, "SELECT p.cgroup AS cgroup, count(DISTINCT p.id) AS processes, "
-				  "count(DISTINCT w.id) AS windows");
-	else
-		mm_buf_puts(&sql,
-			    "SELECT p.pid AS pid, p.start_time AS start_time, p.comm AS comm, "
-			    "p.cgroup AS cgroup, count(*) AS windows");
-	mm_buf_puts(&sql, ", min(w.ts_start) AS first, max(w.ts_end) AS last");
-	sum_fields(&sql, f, "sum(pw.\"%s\")", OUTCOME_SUM_SQL);
-	mm_buf_printf(&sql,
-		      " FROM windows AS w INDEXED BY windows_ts_end JOIN process_windows AS pw ON "
-		      "pw.window_id = w.id "
-		      "JOIN processes AS p ON p.id = pw.process_id "
-		      "WHERE w.ts_end > ?1 AND w.ts_start < ?2 AND " WEB_FILTER_SQL
-		      " GROUP BY %s ORDER BY sum(pw.minflt + pw.majflt + pw.faults) DESC, "
-		      "sum(pw.fallback_locks) DESC, %s LIMIT ?3",
-		      by_cgroup ? "p.cgroup" : "p.id", by_cgroup ? "p.cgroup" : "p.pid");
+	if (r < 0)
+		return r;
+	top_sql(&sql, f, by_cgroup, &plan);
 	r = web_prepare(st, &sql, f, since_s, until_s, &s);
 	mm_buf_free(&sql);
 	if (r < 0)
 		return r;
-	if (sqlite3_bind_int64(s, 3, limit)) {
+	bool bad = sqlite3_bind_int64(s, 3, limit);
+	if (plan.use) {
+		bad = bad || sqlite3_bind_double(s, 7, plan.c0) ||
+		      sqlite3_bind_double(s, 8, plan.c1);
+		for (int i = 0; i < 6; i++)
+			bad = bad || sqlite3_bind_int64(s, 9 + i, plan.b[i]);
+	}
+	if (bad) {
 		r = db_fail(st, sqlite3_errcode(st->db), "binding a top query");
 		goto out;
 	}

@@ -53,6 +53,15 @@ int mm_store_analyze(struct mm_store *st);
  * Returns 0 or a negative errno (logged); on failure nothing of the window is kept. */
 int mm_store_write_window(struct mm_store *st, const struct mm_snapshot *w);
 
+/* Makes the range sums that long-range queries read (store.c, "Range sums") ready: rebuilt from
+ * the stored windows when they are missing or do not cover them (seconds per million process
+ * rows, once after an upgrade), and kept by every window written after. mm_store_write_window()
+ * calls it at its first window when nobody did; the writer calls it first with @check
+ * (mm_store_set_interrupt()) so that a stop interrupts a long rebuild. On failure the windows
+ * are written without them and queries sum the windows. Returns 0 or a negative errno (logged;
+ * -ECANCELED when @check stopped it). */
+int mm_store_build_sums(struct mm_store *st, int (*check)(void *arg), void *arg);
+
 /* Deletes the windows that ended more than @retention_ms before @now_ms (unix ms) or before the
  * end of the newest window stored, whichever is earlier, with their rows, and the processes no
  * longer referenced. So a clock far ahead of the windows prunes as if it were at the newest one,

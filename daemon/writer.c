@@ -148,6 +148,14 @@ static void wait_until(struct mm_writer *wr, uint64_t deadline_ms)
 			break;
 }
 
+/* SQLite's progress check during the range sums' build: a stop ends it. */
+static int stop_asked(void *arg)
+{
+	struct mm_writer *wr = arg;
+
+	return __atomic_load_n(&wr->stopping, __ATOMIC_RELAXED);
+}
+
 /* The window being written is out of the queue, so submit() can never drop (and free) it under
  * the writer's feet; a failed one goes back to the front, or is lost if the queue filled
  * meanwhile, and the next attempt comes after the retry delay. */
@@ -157,6 +165,8 @@ static void *writer_thread(void *arg)
 	unsigned retry_ms = RETRY_MIN_MS;
 
 	mm_privilege_drop_thread(); /* its database is open; SQLite needs no capability */
+	/* Before the first window (which waits in the queue meanwhile), and stopped by a stop. */
+	mm_store_build_sums(wr->store, stop_asked, wr);
 	pthread_mutex_lock(&wr->lock);
 	for (;;) {
 		while (!wr->count && !wr->stopping)
@@ -286,7 +296,8 @@ int mm_writer_stop(struct mm_writer *wr)
 	if (!wr)
 		return 0;
 	pthread_mutex_lock(&wr->lock);
-	wr->stopping = true;
+	__atomic_store_n(&wr->stopping, true,
+			 __ATOMIC_RELAXED); /* stop_asked() reads it unlocked */
 	pthread_cond_signal(&wr->cond);
 	pthread_mutex_unlock(&wr->lock);
 	pthread_join(wr->thread, NULL);

@@ -1227,6 +1227,87 @@ static void test_range_routes_give_null_outcomes_for_a_process_no_burst_caught(v
 	mm_store_close(st);
 }
 
+/* Writes @n windows of 10 s from @start_ms, each with some of 40 processes in 5 cgroups (which
+ * and how many change from window to window, values from a fixed seed). */
+static int write_busy_windows(struct mm_store *st, uint64_t start_ms, unsigned n, unsigned seed)
+{
+	static const char *const cgroups[] = {"/a", "/b.slice/c", "/d", "/e", ""};
+	int r = 0;
+
+	for (unsigned i = 0; i < n && !r; i++) {
+		unsigned active = 1 + (i * 7 + seed) % 12;
+		struct mm_snapshot *w = new_window(start_ms + i * 10000ull,
+						   start_ms + (i + 1) * 10000ull, active, 0, 0);
+		for (unsigned j = 0; j < active; j++) {
+			unsigned k = (i / 30 + j * 3 + seed) % 40; /* processes come and go */
+			set_proc(&w->procs[j], (int32_t)(100 + k), 1000 + k, "busy", cgroups[k % 5],
+				 1 + (i * 13 + j * 7 + seed) % 97);
+		}
+		r = mm_store_write_window(st, w);
+		mm_snapshot_unref(w);
+	}
+	return r;
+}
+
+/* The top (by process, by cgroup) and series answers over a few ranges, each unaligned to the
+ * sums' buckets, appended to @out. */
+static void range_answers(struct mm_store *st, double t0, struct mm_buf *out)
+{
+	static const double ranges[][2] = {{0, 30000},	 {123.4, 9876.5}, {3599, 7201},
+					   {1795, 2405}, {-5000, 40000},  {7205, 7499}};
+	struct mm_store_filter f = MM_STORE_FILTER_ALL, one = MM_STORE_FILTER_ALL;
+
+	one.cgroup = "/b.slice/c";
+	for (size_t i = 0; i < sizeof(ranges) / sizeof(ranges[0]); i++) {
+		double since = t0 + ranges[i][0], until = t0 + ranges[i][1];
+		CHECK(mm_store_top_json(st, &f, false, since, until, 100, out) == 0);
+		CHECK(mm_store_top_json(st, &f, true, since, until, 100, out) == 0);
+		CHECK(mm_store_top_json(st, &one, true, since, until, 100, out) == 0);
+		CHECK(mm_store_series_json(st, &f, since, until, 600, out) == 0);
+		mm_buf_puts(out, "\n");
+	}
+}
+
+static void test_range_sums_answer_as_every_window_does(void)
+{
+	const char *path = new_path();
+	struct mm_store *st = NULL, *ro = NULL;
+	struct mm_buf sums = MM_BUF_INIT, raw = MM_BUF_INIT;
+	const uint64_t t0_ms = 1700000000000ull; /* on an hour */
+
+	CHECK(mm_store_open(path, &st) == 0);
+	CHECK(write_busy_windows(st, t0_ms, 1000, 3) == 0); /* 2 h 47 min */
+	CHECK(mm_store_open_readonly(path, &ro) == 0);
+	CHECK_U64(q_int(path, "SELECT count(*) > 0 FROM range_sums WHERE span = 3600"), 1);
+	range_answers(ro, t0_ms / 1000.0, &sums);
+	/* Stale sums are not read: the same questions, answered from every window. */
+	CHECK(raw_exec(path, "UPDATE range_sums_state SET windows = windows - 1") == SQLITE_OK);
+	range_answers(ro, t0_ms / 1000.0, &raw);
+	CHECK(!mm_buf_failed(&sums) && !mm_buf_failed(&raw));
+	CHECK(sums.len > 1000);
+	CHECK_STR(sums.data, raw.data);
+	mm_store_close(ro);
+	mm_store_close(st);
+
+	/* Lost sums are rebuilt from the windows; after a prune they still agree. */
+	CHECK(raw_exec(path, "DELETE FROM range_sums; DELETE FROM range_sums_state") == SQLITE_OK);
+	CHECK(mm_store_open(path, &st) == 0);
+	CHECK(mm_store_prune(st, t0_ms + 10000000ull, 5000000ull) > 0);
+	CHECK(mm_store_build_sums(st, NULL, NULL) == 0);
+	CHECK_U64(q_int(path, "SELECT count(*) > 0 FROM range_sums WHERE span = 3600"), 1);
+	CHECK(mm_store_open_readonly(path, &ro) == 0);
+	mm_buf_free(&sums);
+	mm_buf_free(&raw);
+	range_answers(ro, t0_ms / 1000.0, &sums);
+	CHECK(raw_exec(path, "DELETE FROM range_sums_state") == SQLITE_OK);
+	range_answers(ro, t0_ms / 1000.0, &raw);
+	CHECK_STR(sums.data, raw.data);
+	mm_store_close(ro);
+	mm_store_close(st);
+	mm_buf_free(&sums);
+	mm_buf_free(&raw);
+}
+
 static void test_history_json_keys_are_the_view_columns(void)
 {
 	const char *path = new_path();
@@ -1461,6 +1542,7 @@ int main(void)
 	RUN(test_series_json_buckets_windows_and_filters);
 	RUN(test_top_json_sums_per_process_and_per_cgroup);
 	RUN(test_range_routes_give_null_outcomes_for_a_process_no_burst_caught);
+	RUN(test_range_sums_answer_as_every_window_does);
 	RUN(test_history_json_keys_are_the_view_columns);
 	RUN(test_readonly_handle_reads_but_cannot_write);
 	RUN(test_readonly_needs_an_existing_current_database);
