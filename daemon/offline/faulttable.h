@@ -83,7 +83,8 @@ struct mm_fault_side {
 	struct mm_fault_row sum;
 	int64_t lock_contended;
 	const char *throughput; /* as the user gave it (a number), NULL when not given */
-	double seconds;		/* the time its windows cover (0: unknown) */
+	double seconds;		/* the time its windows cover, summed (0: unknown) */
+	uint64_t windows;	/* how many windows it sums */
 	char source[64];	/* what fed its windows, as mm_store_range's sources: "bpf", "perf",
 				 * "bpf+perf", "unknown", "bpf,perf" (mixed); "" none on events */
 };
@@ -98,7 +99,13 @@ struct mm_fault_side {
  * split and fallbacks are then found by different methods). @format CSV (with @sep) or
  * JSON gives the same cells and notes for programs. Returns 0 or -EIO. */
 int mm_fault_print_compare(FILE *out, const struct mm_fault_side *a, const struct mm_fault_side *b,
-			   bool totals, enum mm_fault_format format, const char *sep);
+			   bool totals, enum mm_fault_format format, const char *sep,
+			   unsigned width);
+
+/* Prints @text as '#' comment lines, one per '\n'-separated line, each wrapped at blanks to
+ * lines of at most @width characters (0: no limit; a word longer than that stays whole), the
+ * continuation lines indented by two blanks, as perf wraps its header. */
+void mm_fault_comment(FILE *out, const char *text, unsigned width);
 
 /* The change from @a to @b as the seeds print it: "+6.3%", "-97.9%", "0.0%", "n/a" when @a is 0
  * and @b is not, "" when both are 0. */

@@ -155,14 +155,16 @@ static void local_time(char *buf, size_t len, double t)
 		snprintf(buf, len, "-");
 }
 
-/* "DB, FROM .. TO (N windows, kernel K, source S)" for the comment lines above a table. */
+/* "DB, FROM .. TO (N windows covering S s, kernel K, source S)" for the comment lines above a
+ * table: what was read, and the time its rates are per. */
 static void describe(char *buf, size_t len, const char *db, const struct mm_store_range *rg)
 {
 	char a[32], b[32];
 	local_time(a, sizeof(a), rg->first_s);
 	local_time(b, sizeof(b), rg->last_s);
-	snprintf(buf, len, "%s, %s .. %s (%" PRIu64 " windows, kernel %s, source %s)", db, a, b,
-		 rg->windows, rg->kernels[0] ? rg->kernels : "-",
+	snprintf(buf, len,
+		 "%s, %s .. %s (%" PRIu64 " windows covering %.1f s, kernel %s, source %s)", db, a,
+		 b, rg->windows, rg->covered_s, rg->kernels[0] ? rg->kernels : "-",
 		 rg->sources[0] ? rg->sources : "-");
 }
 
@@ -348,12 +350,26 @@ static int load_side(const struct args *a, const char *spec, struct mm_fault_sid
 		if (!strcmp(locks[i].lock, "mmap_lock") &&
 		    (!a->comm || !strcmp(locks[i].comm, a->comm)))
 			side->lock_contended += (int64_t)locks[i].contended;
-	side->seconds = rg.windows && rg.last_s > rg.first_s ? rg.last_s - rg.first_s : 0;
+	/* Rates are per second the windows cover: not last - first, which counts a gap in the
+	 * history (the daemon stopped) as time in which nothing happened. */
+	side->seconds = rg.covered_s;
+	side->windows = rg.windows;
 	snprintf(side->source, sizeof(side->source), "%s", rg.sources);
 	describe(what, whatlen, db, &rg);
 	free(rows);
 	free(locks);
 	return 0;
+}
+
+/* The '#' line of side @k of --compare: "LABEL, the baseline: WHAT" (a) or "LABEL, compared to
+ * BASE: WHAT" (b), wrapped to @width. */
+static void print_comment(int k, const char *label, const char *base, const char *what,
+			  unsigned width)
+{
+	char line[1024];
+	snprintf(line, sizeof(line), "%s, %s%s: %s", label, k ? "compared to " : "the baseline",
+		 k ? base : "", what);
+	mm_fault_comment(stdout, line, width);
 }
 
 /* Splits "X,Y" into two strings of @buf (which it modifies). */
@@ -397,7 +413,7 @@ static int report_compare(const struct args *a)
 		side[k].label = l[k] ? l[k] : label[k];
 		side[k].throughput = t[k];
 		if (a->fo.format == MM_FAULT_TABLE)
-			printf("# %s: %s\n", side[k].label, what[k]);
+			print_comment(k, side[k].label, side[0].label, what[k], a->fo.width);
 	}
 	if (a->fo.format == MM_FAULT_TABLE && (a->pid || a->cgroup || a->comm))
 		printf("# only%s%s%s%s%s%s\n", a->comm ? " comm " : "", a->comm ? a->comm : "",
@@ -406,7 +422,7 @@ static int report_compare(const struct args *a)
 	if (a->fo.format == MM_FAULT_TABLE)
 		printf("#\n");
 	int r = mm_fault_print_compare(stdout, &side[0], &side[1], a->totals, a->fo.format,
-				       a->fo.sep ? a->fo.sep : ",");
+				       a->fo.sep ? a->fo.sep : ",", a->fo.width);
 	return r < 0 || fflush(stdout) != 0 ? 1 : 0;
 }
 
