@@ -658,6 +658,17 @@ int mm_fault_print(FILE *out, struct mm_fault_row *rows, size_t n, const struct 
 {
 	struct sources src = find_sources(rows, n);
 	int shown[C_N];
+
+	if (opts->range) {
+		struct sources all = find_sources(opts->range, 1);
+		src.totals |= all.totals;
+		src.fallbacks |= all.fallbacks;
+		src.split |= all.split;
+		src.estimate |= all.estimate;
+		src.fbwait |= all.fbwait;
+		src.lock |= all.lock;
+		src.holders |= all.holders;
+	}
 	size_t nshown = 0;
 	int r;
 

@@ -58,6 +58,10 @@ struct mm_fault_opts {
 	size_t top;		     /* at most this many rows (0: all) */
 	unsigned width;		     /* aligned table: lines of at most this many characters,
 				      * columns left out to fit (0: every column) */
+	/* The range's rows summed without --pid, --comm or --cgroup (NULL: the rows decide): a
+	 * collector that stored anything in the range keeps its columns for rows it never saw,
+	 * which then read "-" (not sampled), not a table without the split. */
+	const struct mm_fault_row *range;
 };
 
 /* The column named @key ("faults", "fallback_pct", "pid", ...) or headed so in the table ("fb%",

@@ -257,6 +257,21 @@ static int report_locks(const struct args *a)
 	return fflush(stdout) == 0 ? 0 : 1;
 }
 
+/* The rows of the range summed over every process (no --pid, --comm or --cgroup) into @ret:
+ * what the collectors stored, so a filtered table keeps their columns. 0 or -errno (logged). */
+static int range_sum(struct mm_store *st, const struct args *a, struct mm_fault_row *ret)
+{
+	struct mm_fault_query q = {
+		.since_s = a->since_s, .until_s = a->until_s, .pid = -1, .group = MM_FAULT_ALL};
+	struct mm_fault_row *rows = NULL;
+	size_t n = 0;
+	int r = mm_store_fault_rows(st, &q, &rows, &n);
+	if (r >= 0 && n)
+		*ret = rows[0];
+	free(rows);
+	return r;
+}
+
 static int report_faults(const struct args *a)
 {
 	struct mm_fault_query q =
@@ -265,6 +280,8 @@ static int report_faults(const struct args *a)
 	struct mm_fault_row *rows = NULL;
 	struct mm_store_range rg;
 	struct mm_store *st = NULL;
+	struct mm_fault_row range = {.pid = -1};
+	struct mm_fault_opts fo = a->fo;
 	char comment[512];
 	size_t n = 0;
 	int r = mm_store_open_readonly(a->db, &st);
@@ -274,9 +291,14 @@ static int report_faults(const struct args *a)
 	r = mm_store_range(st, a->since_s, a->until_s, &rg);
 	if (r >= 0)
 		r = mm_store_fault_rows(st, &q, &rows, &n);
+	if (r >= 0 && (a->pid || a->cgroup || a->comm))
+		r = range_sum(st, a, &range);
 	mm_store_close(st);
-	if (r < 0)
+	if (r < 0) {
+		free(rows);
 		return 1;
+	}
+	fo.range = range.pid < 0 ? NULL : &range;
 	if (!n)
 		fprintf(stderr, "mmlockd report: no process stored in %s for that range%s\n", a->db,
 			a->pid || a->cgroup || a->comm ? " and filter" : "");
@@ -290,7 +312,7 @@ static int report_faults(const struct args *a)
 		snprintf(comment + len, sizeof(comment) - len, "\n%zu %s", n,
 			 a->fo.by_cgroup ? (n == 1 ? "cgroup" : "cgroups")
 					 : (n == 1 ? "process" : "processes"));
-	r = mm_fault_print(stdout, rows, n, &a->fo, comment);
+	r = mm_fault_print(stdout, rows, n, &fo, comment);
 	free(rows);
 	return r < 0 || fflush(stdout) != 0 ? 1 : 0;
 }

@@ -160,6 +160,41 @@ static void test_never_sampled_split_is_unknown_not_0(void)
 	free(t);
 }
 
+/* --pid of a process no burst caught: the range's other processes had the split, so the one row
+ * keeps its columns and reads not sampled ("-", CSV empty, JSON null, its faults unsampled),
+ * rather than a table without the split that reads as if no collector ran. */
+static void test_filtered_never_sampled_row_keeps_the_split_columns(void)
+{
+	struct mm_fault_row r = row(8, "xz", "/", 40600, 3);
+	struct mm_fault_row range = row(0, "", "", 90000, 1003);
+	range.sum.faults_vma = 48000;
+	range.sum.faults_mmap_abort = 1000;
+	range.sum.split_estimated = 9;
+	range.sum.split_err = 300;
+	struct mm_fault_opts o = opts_sorted("pid");
+	char *t = print(&r, 1, &o, NULL);
+	CHECK(!strstr(t, "not_sampled") && !strstr(t, "vma")); /* without the range: no split */
+	free(t);
+	o.range = &range;
+	t = print(&r, 1, &o, NULL);
+	CHECK_CONTAINS(t, "# -: not sampled");
+	CHECK_CONTAINS(t, "  not_sampled  ");
+	CHECK_CONTAINS(t, "mmap_unknown");
+	free(t);
+	o.format = MM_FAULT_CSV;
+	o.sep = ",";
+	t = print(&r, 1, &o, NULL);
+	CHECK_CONTAINS(t, ",vma,vma_retry,mmap_retry,mmap_abort,mmap_unknown,split,split_err,"
+			  "not_sampled,split_coverage_pct,");
+	CHECK_CONTAINS(t, ",,,,,,not_sampled,,40600,,");
+	free(t);
+	o.format = MM_FAULT_JSON;
+	t = print(&r, 1, &o, NULL);
+	CHECK_CONTAINS(t, "\"vma\":null, ");
+	CHECK_CONTAINS(t, "\"split\":\"not_sampled\", \"split_err\":null, \"not_sampled\":40600");
+	free(t);
+}
+
 /* A table wider than the terminal loses the split's detail first and says so; --wide (0) keeps
  * every column; the header's labels sort too. */
 static void test_table_fits_the_width_and_sorts_by_header(void)
@@ -531,6 +566,7 @@ int main(void)
 	RUN(test_compare_change_inside_the_error_bound_reads_within_error);
 	RUN(test_constant_columns_leave_a_narrow_table_first);
 	RUN(test_fallback_share_has_one_fixed_format);
+	RUN(test_filtered_never_sampled_row_keeps_the_split_columns);
 	RUN(test_default_collectors_show_faults_major_fallbacks_waits_only);
 	RUN(test_opt_in_data_shows_the_split_and_sampled_faults);
 	RUN(test_estimated_split_reads_as_estimate_with_error_and_coverage);
