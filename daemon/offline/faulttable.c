@@ -114,6 +114,9 @@ static const int drop_order[] = {
 /* What the rows' data has, decided once over all of them (see faulttable.h). */
 struct sources {
 	bool totals, fallbacks, split, estimate, fbwait, lock, holders;
+	/* How the aligned table shows its ms columns: in seconds where a value reaches 1000 ms
+	 * (one unit per column, named in its header; CSV and JSON keep ms, as their keys say) */
+	bool in_s[C_N];
 };
 
 /* The outcome counts of @s summed: 0 for a row the split never classified. */
@@ -141,9 +144,13 @@ static struct sources find_sources(const struct mm_fault_row *rows, size_t n)
 	/* Without the faults collector the fallbacks column is the fallbacks collector's, even
 	 * when it counted none. The fallbacks' wait is known only where faults were classified
 	 * one by one (bursts have no exact total to scale it to). */
-	return (struct sources){totals > 0,   fallbacks > 0 || !split, split > 0,
-				estimate > 0, fbwait || exact,	       lock > 0,
-				holders > 0};
+	return (struct sources){.totals = totals > 0,
+				.fallbacks = fallbacks > 0 || !split,
+				.split = split > 0,
+				.estimate = estimate > 0,
+				.fbwait = fbwait || exact,
+				.lock = lock > 0,
+				.holders = holders > 0};
 }
 
 enum split_state { S_EXACT, S_ESTIMATED, S_UNKNOWN };
@@ -313,7 +320,7 @@ static void cell_as(char *buf, size_t len, const struct mm_fault_row *r, int c,
 	case K_PCT:
 		break; /* above */
 	case K_MS:
-		snprintf(buf, len, "%.3f", num(r, c, src));
+		snprintf(buf, len, "%.3f", num(r, c, src) / (!exact && src->in_s[c] ? 1000 : 1));
 		break;
 	case K_TIME:
 		snprintf(buf, len, "%.3f", num(r, c, src)); /* unix seconds, as stored */
@@ -525,6 +532,21 @@ static bool col_constant(const struct mm_fault_row *rows, size_t n, int c,
 	return true;
 }
 
+/* The header of column @c in the aligned table: a ms column shown in seconds says so. */
+static const char *head(int c, const struct sources *src)
+{
+	static const char *const in_s[C_N] = {[C_FB_WAIT] = "fb wait s", [C_WAIT] = "wait s"};
+	return src->in_s[c] && in_s[c] ? in_s[c] : cols[c].head;
+}
+
+/* Sets src->in_s for the ms columns of @rows with a value of 1000 ms or more. */
+static void choose_units(struct sources *src, const struct mm_fault_row *rows, size_t n)
+{
+	for (int c = 0; c < C_N; c++)
+		for (size_t i = 0; i < n && cols[c].kind == K_MS && !src->in_s[c]; i++)
+			src->in_s[c] = num(&rows[i], c, src) >= 1000;
+}
+
 /* One line of the table (@i 0: the header): numbers right-aligned; text left-aligned, the last
  * column unpadded and, cut to fit, keeping its end (the end of a path tells it apart). */
 static void table_line(FILE *out, const struct mm_fault_row *rows, size_t i, const int *shown,
@@ -536,7 +558,7 @@ static void table_line(FILE *out, const struct mm_fault_row *rows, size_t i, con
 		bool last = k + 1 == nshown;
 		const char *v = buf;
 		if (i == 0)
-			v = cols[c].head;
+			v = head(c, src);
 		else
 			table_cell(buf, sizeof(buf), &rows[i - 1], c, src);
 		if (!*v)
@@ -554,19 +576,22 @@ static void table_line(FILE *out, const struct mm_fault_row *rows, size_t i, con
 }
 
 static int print_table(FILE *out, const struct mm_fault_row *rows, size_t n, const int *all,
-		       size_t nall, const struct sources *src, const char *comment, unsigned max)
+		       size_t nall, const struct sources *all_src, const char *comment,
+		       unsigned max)
 {
+	struct sources units = *all_src, *src = &units;
 	int width[C_N] = {0}, shown[C_N];
 	size_t nshown = nall;
 	char buf[CELL_LEN], left[512], value[C_N][CELL_LEN];
 	bool unknown = false, constant[C_N] = {false};
 
+	choose_units(src, rows, n);
 	nshown = 0;
 	for (size_t k = 0; k < nall; k++)
 		if (all[k] != C_START) /* a person reads the pid; programs get both */
 			shown[nshown++] = all[k];
 	for (size_t k = 0; k < nshown; k++) {
-		width[k] = (int)strlen(cols[shown[k]].head);
+		width[k] = (int)strlen(head(shown[k], src));
 		constant[shown[k]] = col_constant(rows, n, shown[k], src, value[shown[k]]);
 	}
 	for (size_t i = 0; i < n; i++) {

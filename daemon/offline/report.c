@@ -199,8 +199,28 @@ static size_t filter_locks(const struct args *a, struct mm_snap_lock *rows, size
 	return o;
 }
 
+/* The '#' lines above a lock table, as above a fault table: what was read, what a line is and
+ * how many there are, wrapped to the table's width. */
+static void locks_comment(const struct args *a, const struct mm_store_range *rg, size_t n)
+{
+	char what[512], line[1024];
+	const char *kind = a->waits    ? "waiting process and holder (mmap_lock only)"
+			   : a->detail ? "process, lock and caller"
+				       : "lock type and caller";
+	describe(what, sizeof(what), a->db, rg);
+	snprintf(line, sizeof(line), "%s\none line per %s: %zu%s%s", what, kind, n,
+		 a->top && n > a->top ? ", the first --top shown (--top 0 shows all)" : "",
+		 a->seed || a->detail || a->waits ? ""
+						  : "\ntimes as perf lock contention prints them "
+						    "(each in its own unit), so the "
+						    "two tools' tables diff");
+	mm_fault_comment(stdout, line, a->fo.width);
+	fputs("#\n", stdout);
+}
+
 static int report_locks(const struct args *a)
 {
+	struct mm_store_range rg;
 	struct mm_snap_lock *rows = NULL;
 	struct mm_fault_row *procs = NULL;
 	struct mm_store *st = NULL;
@@ -208,7 +228,10 @@ static int report_locks(const struct args *a)
 	int r = mm_store_open_readonly(a->db, &st);
 	if (r < 0)
 		return 1; /* logged */
-	r = mm_store_locks(st, a->pid ? (int)a->pid : -1, a->since_s, a->until_s, 0, &rows, &n);
+	r = mm_store_range(st, a->since_s, a->until_s, &rg);
+	if (r >= 0)
+		r = mm_store_locks(st, a->pid ? (int)a->pid : -1, a->since_s, a->until_s, 0, &rows,
+				   &n);
 	if (r >= 0 && a->cgroup) {
 		struct mm_fault_query q = query_of(a, a->since_s, a->until_s, MM_FAULT_BY_PROCESS);
 		r = mm_store_fault_rows(st, &q, &procs, &nprocs);
@@ -242,13 +265,15 @@ static int report_locks(const struct args *a)
 		free(rows);
 		return r < 0 || fflush(stdout) != 0 ? 1 : 0;
 	}
+	if (!a->detail && !a->waits)
+		n = mm_lock_rows_merge(rows, n, true);
+	locks_comment(a, &rg, n);
 	if (a->detail || a->waits) {
 		if (a->top && n > a->top)
 			n = a->top;
-		(a->waits ? mm_locktable_print_holders : mm_locktable_print_detail)(stdout, rows,
-										    n);
+		(a->waits ? mm_locktable_print_holders : mm_locktable_print_detail)(stdout, rows, n,
+										    a->fo.width);
 	} else {
-		n = mm_lock_rows_merge(rows, n, true);
 		if (a->top && n > a->top)
 			n = a->top;
 		mm_locktable_print(stdout, rows, n, a->seed);

@@ -189,8 +189,20 @@ COLUMNS=80 "$MMLOCKD" report --db "$TMP/both.db" --wide --sort 'fb%,+-err' >"$TM
 	pass "--wide keeps every column; --sort takes the header's labels (fb%,+-err)" ||
 	fail "--wide --sort 'fb%,+-err': $(head -n 3 "$TMP/wide.txt")"
 "$MMLOCKD" report --db "$TMP/both.db" --locks --comm nonexistent >"$TMP/locks.txt" 2>/dev/null
-[ "$(grep -v '^ *contended' "$TMP/locks.txt" | grep -c .)" = 0 ] &&
-	pass "--locks --comm nonexistent: no row" || fail "--locks ignores --comm: $(head -n 3 "$TMP/locks.txt")"
+[ "$(grep -v '^ *contended' "$TMP/locks.txt" | grep -v '^#' | grep -c .)" = 0 ] &&
+	grep -q '^# one line per lock type and caller: 0$' "$TMP/locks.txt" &&
+	pass "--locks --comm nonexistent: no row, and its '#' header says so" ||
+	fail "--locks ignores --comm: $(head -n 3 "$TMP/locks.txt")"
+# --waits and --detail: '#' lines like the fault table's, fitted to $COLUMNS, one unit a column.
+COLUMNS=80 "$MMLOCKD" report --db "$TMP/both.db" --locks --detail >"$TMP/detail.txt" 2>/dev/null
+widest=$(awk '{ if (length($0) > w) w = length($0) } END { print w + 0 }' "$TMP/detail.txt")
+if grep -q '^# .*both.db, ' "$TMP/detail.txt" && grep -q '^#.*windows covering' "$TMP/detail.txt" &&
+	[ "$widest" -le 80 ] &&
+	grep -qE '^ *contended +total wait (s|ms|us|ns) ' "$TMP/detail.txt"; then
+	pass "--locks --detail on COLUMNS=80: '#' header, lines of at most $widest, unit in the header"
+else
+	fail "--locks --detail on COLUMNS=80: widest $widest: $(head -n 8 "$TMP/detail.txt")"
+fi
 # One line that says what to do, for a wrong option and for a range the wrong way round.
 "$MMLOCKD" report --bogus >"$TMP/bogus.out" 2>&1
 [ $? = 2 ] && [ "$(wc -l <"$TMP/bogus.out")" = 1 ] && grep -q "unknown option '--bogus'" "$TMP/bogus.out" &&

@@ -160,6 +160,39 @@ static void test_never_sampled_split_is_unknown_not_0(void)
 	free(t);
 }
 
+/* A wait column has one unit, named in its header: seconds where a value reaches 1000 ms (not
+ * "wait ms 65185.952"), ms otherwise; CSV keeps ms, as its key says. */
+static void test_wait_columns_have_one_unit_named_in_the_header(void)
+{
+	struct mm_fault_row r[2] = {row(1, "a", "/", 100, 1), row(2, "b", "/", 100, 1)};
+	r[0].sum.mmap_lock_waits = 10;
+	r[0].sum.mmap_lock_wait_ns = 65185952000ull;
+	r[1].sum.mmap_lock_waits = 10;
+	r[1].sum.mmap_lock_wait_ns = 1714000;
+	struct mm_fault_opts o = opts_sorted("pid");
+	char *t = print(r, 2, &o, NULL);
+	CHECK_CONTAINS(t, "  wait s  ");
+	CHECK_CONTAINS(t, "  65.186  ");
+	CHECK_CONTAINS(t, "   0.002  ");
+	CHECK(!strstr(t, "wait ms"));
+	free(t);
+	for (int i = 0; i < 2; i++) /* print() sorted the rows */
+		if (r[i].pid == 1)
+			r[i].sum.mmap_lock_wait_ns = 999000000;
+	t = print(r, 2, &o, NULL);
+	CHECK_CONTAINS(t, "  wait ms  ");
+	CHECK_CONTAINS(t, "  999.000  ");
+	free(t);
+	o.format = MM_FAULT_CSV;
+	o.sep = ",";
+	for (int i = 0; i < 2; i++)
+		if (r[i].pid == 1)
+			r[i].sum.mmap_lock_wait_ns = 65185952000ull;
+	t = print(r, 2, &o, NULL);
+	CHECK_CONTAINS(t, ",65185.952,");
+	free(t);
+}
+
 /* --pid of a process no burst caught: the range's other processes had the split, so the one row
  * keeps its columns and reads not sampled ("-", CSV empty, JSON null, its faults unsampled),
  * rather than a table without the split that reads as if no collector ran. */
@@ -567,6 +600,7 @@ int main(void)
 	RUN(test_constant_columns_leave_a_narrow_table_first);
 	RUN(test_fallback_share_has_one_fixed_format);
 	RUN(test_filtered_never_sampled_row_keeps_the_split_columns);
+	RUN(test_wait_columns_have_one_unit_named_in_the_header);
 	RUN(test_default_collectors_show_faults_major_fallbacks_waits_only);
 	RUN(test_opt_in_data_shows_the_split_and_sampled_faults);
 	RUN(test_estimated_split_reads_as_estimate_with_error_and_coverage);
