@@ -289,8 +289,10 @@ static bool burst_blind(const struct mm_field *fam)
 #define SPLIT_FAMILIES	 "page_fault_split_" /* the bursts' sample and error */
 #define ESTIMATED_FAMILY "page_faults_estimated_total"
 #define ESTIMATED_HELP                                                                             \
-	"Estimated user page faults by how they were handled (the fault split in bursts): the "    \
-	"outcome shares classified in bursts applied to the exact fault and fallback counts; "     \
+	"Estimated page faults by how they were handled (the fault split in bursts): the outcome " \
+	"shares classified in bursts applied to page_faults_accounted_total and to "               \
+	"fault_fallback_locks_total, which counts kernel-mode fallbacks too (no user-mode count "  \
+	"exists without the split running), so mmap_* can exceed the user-mode fallbacks; "        \
 	"outcome=\"not_sampled\" counts the faults of windows no burst covered, so the outcomes "  \
 	"add up to page_faults_accounted_total. page_fault_split_* give the sample and the error."
 

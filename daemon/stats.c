@@ -36,7 +36,8 @@
 #define OUT_HELP                                                                                   \
 	"User page faults by how they were handled: vma (under the per-VMA lock), vma_retry "      \
 	"(retried under it), mmap_retry (attempted under it, then mmap_lock), mmap_abort "         \
-	"(straight to mmap_lock), mmap_unknown (fell back, cause not visible)."
+	"(straight to mmap_lock), mmap_unknown (fell back to mmap_lock; whether after an attempt " \
+	"or not left no evidence)."
 #define KFLT_HELP                                                                                  \
 	"Page faults the kernel accounted to processes (/proc/PID/stat minflt/majflt; exited "     \
 	"threads from taskstats): user and kernel mode and get_user_pages; a retried fault "       \

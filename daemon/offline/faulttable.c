@@ -494,7 +494,9 @@ static void table_comments(FILE *out, const char *comment, const struct sources 
 		mm_fault_comment(
 			out,
 			"~: estimated from bursts of the fault split (split_duty): the "
-			"shares classified applied to the exact faults and fallbacks; +-err "
+			"shares classified applied to the exact faults and fallbacks (which "
+			"count kernel-mode faults' too, so mmap_* can exceed the user-mode "
+			"fallbacks); +-err "
 			"is the 95% bound on each, cov% the share of faults classified, "
 			"unsampled the faults of windows no burst covered (outcomes + "
 			"unsampled = faults)",
