@@ -1126,8 +1126,8 @@ static size_t compare_notes(char notes[][NOTE_LEN], const struct mm_fault_side *
  * inside the sum of the estimated sides' bounds @err (counts, per second like the line). */
 static void mark_error(struct cmp_line *x, const double err[2])
 {
-	double bound = (x->est[0] ? err[0] : 0) + (x->est[1] ? err[1] : 0);
-	x->within_error = (x->est[0] || x->est[1]) && x->known[0] && x->known[1] &&
+	double bound = (x->est[0] ? err[0] : 0) + (x->est[1] ? err[1] : 0), pct;
+	x->within_error = (x->est[0] || x->est[1]) && line_change(x, &pct) &&
 			  fabs(x->v[1] - x->v[0]) <= bound;
 }
 

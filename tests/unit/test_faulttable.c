@@ -504,6 +504,12 @@ static void test_compare_change_inside_the_error_bound_reads_within_error(void)
 	char *text = compare(&a, &b, true);
 	CHECK_CONTAINS(text, "| vma_retry               |   ~2    |   204   | within error |\n");
 	free(text);
+	/* Nothing on either side: no change to qualify (JSON within_error false). */
+	text = compare_as(&a, &b, true, MM_FAULT_JSON);
+	CHECK_CONTAINS(text, "{\"metric\":\"mmap_retry\", \"unit\":\"\", \"a\":0, "
+			     "\"a_estimated\":true, \"b\":0, \"b_estimated\":false, "
+			     "\"change_pct\":null, \"within_error\":false}");
+	free(text);
 	a.sum.sum.split_err = 100;
 	text = compare(&a, &b, true);
 	CHECK_CONTAINS(text, "| vma_retry               |   ~2    |   204   |  +10100.0%   |\n");
