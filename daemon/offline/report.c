@@ -218,6 +218,30 @@ static void locks_comment(const struct args *a, const struct mm_store_range *rg,
 	fputs("#\n", stdout);
 }
 
+/* perf's (or seed 004's) lock table of @rows, its lines cut to @width with "..." (0: whole): the
+ * caller, the last column, is what runs past a terminal; a pipe gets perf's lines to the
+ * character, so the two tools' tables still diff. */
+static void print_cut(const struct mm_snap_lock *rows, size_t n, bool seed, unsigned width)
+{
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = width ? open_memstream(&text, &len) : NULL;
+
+	mm_locktable_print(f ? f : stdout, rows, n, seed);
+	if (!f)
+		return;
+	fclose(f);
+	for (const char *p = text; p && *p;) {
+		const char *nl = strchrnul(p, '\n');
+		if ((size_t)(nl - p) > width && width > 3)
+			printf("%.*s...\n", (int)width - 3, p);
+		else
+			printf("%.*s\n", (int)(nl - p), p);
+		p = *nl ? nl + 1 : nl;
+	}
+	free(text);
+}
+
 static int report_locks(const struct args *a)
 {
 	struct mm_store_range rg;
@@ -276,7 +300,7 @@ static int report_locks(const struct args *a)
 	} else {
 		if (a->top && n > a->top)
 			n = a->top;
-		mm_locktable_print(stdout, rows, n, a->seed);
+		print_cut(rows, n, a->seed, a->fo.width);
 	}
 	free(rows);
 	return fflush(stdout) == 0 ? 0 : 1;

@@ -193,6 +193,15 @@ COLUMNS=80 "$MMLOCKD" report --db "$TMP/both.db" --wide --sort 'fb%,+-err' >"$TM
 	grep -q '^# one line per lock type and caller: 0$' "$TMP/locks.txt" &&
 	pass "--locks --comm nonexistent: no row, and its '#' header says so" ||
 	fail "--locks ignores --comm: $(head -n 3 "$TMP/locks.txt")"
+# --locks on a terminal's width: perf's lines cut to it (the caller); piped, to the character.
+COLUMNS=60 "$MMLOCKD" report --db "$TMP/both.db" --locks >"$TMP/locks60.txt" 2>/dev/null
+"$MMLOCKD" report --db "$TMP/both.db" --locks >"$TMP/locks0.txt" 2>/dev/null
+widest=$(awk '{ if (length($0) > w) w = length($0) } END { print w + 0 }' "$TMP/locks60.txt")
+if [ "$widest" -le 60 ] && grep -q '\.\.\.$' "$TMP/locks60.txt" && ! grep -q '\.\.\.$' "$TMP/locks0.txt"; then
+	pass "--locks on COLUMNS=60: lines of at most $widest, cut with '...'; whole when piped"
+else
+	fail "--locks on COLUMNS=60: widest $widest: $(sed -n 9,10p "$TMP/locks60.txt")"
+fi
 # --waits and --detail: '#' lines like the fault table's, fitted to $COLUMNS, one unit a column.
 COLUMNS=80 "$MMLOCKD" report --db "$TMP/both.db" --locks --detail >"$TMP/detail.txt" 2>/dev/null
 widest=$(awk '{ if (length($0) > w) w = length($0) } END { print w + 0 }' "$TMP/detail.txt")
