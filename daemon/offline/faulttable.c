@@ -4,8 +4,14 @@
  * Every column is one entry of cols[]: its key (sort key, CSV header, JSON key), its header in the
  * aligned table, how to print it, and the group that decides whether the data has it. Cells are
  * formatted to strings first, so widths are known before the first line is printed, as perf does.
- * An aligned table wider than opts.width loses columns in the order of drop_order[] (the cgroup,
- * last, is cut first) and says which; --wide (width 0) keeps all.
+ * An aligned table wider than opts.width loses first the columns with one value in every row
+ * (named with it: "split=exact"), then columns in the order of drop_order[] (the cgroup, last,
+ * is cut first), and says which in '#' lines wrapped to the width; --wide (width 0) keeps all.
+ * One format per column: percentages "%.2f" ("<0.01" for a share too small to show), a wait
+ * column in ms, or in s (its header says which) where a value reaches 1000 ms.
+ *
+ * The comparison keeps each line as numbers (both sides, whether each collected it and whether
+ * it is an estimate) and formats them at the end: the grid's cells, CSV's, or JSON numbers.
  *
  * Three states of the fault split per row: exact (classified one by one), estimated (bursts:
  * "~N" in the table, split "estimated" in CSV and JSON, with split_err, coverage and the faults

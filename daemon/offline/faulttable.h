@@ -93,15 +93,19 @@ struct mm_fault_side {
 				 * "bpf+perf", "unknown", "bpf,perf" (mixed); "" none on events */
 };
 
-/* Prints the comparison of @a and @b: one grid row per metric their data has (throughput when
- * given, faults, major, fallbacks, fallback share, fallback waits, mmap_lock contentions, waits,
- * the split), each with both values and the change from a to b in percent ("+31.3%", "-97.9%",
- * "n/a" from 0). Counts are per second of each side's seconds when both are known, unless
- * @totals; a figure one side did not collect reads "not collected" there (no change), an
- * estimated one "~N"; '#' lines above the grid say what differs (the collectors each side ran,
- * where its split was estimated, and its source when the sources differ or one is unknown: the
- * split and fallbacks are then found by different methods). @format CSV (with @sep) or
- * JSON gives the same cells and notes for programs. Returns 0 or -EIO. */
+/* Prints the comparison of @a and @b, a the baseline: one grid row per metric their data has
+ * (throughput when given, faults, major, fallbacks, fallback share %, fallbacks that waited %,
+ * mmap_lock contentions, waits, the split), each with both values and the change of b relative
+ * to a in percent ("+31.3%", "-97.9%", "n/a" from 0, "within error" for an estimate's change
+ * inside the sides' summed split_err). Counts are per second of each side's seconds (the time
+ * its windows cover) when both are known, unless @totals; a figure one side did not collect
+ * reads "-" there (no change, never 0), an estimated one "~N"; '#' lines above the grid, wrapped
+ * to @width (0: no limit), say the direction and what differs (the collectors each side ran,
+ * where its split was estimated, its source when the sources differ or one is unknown, the
+ * seconds and windows rates are per). @format CSV (with @sep) gives the grid's cells (a figure
+ * not collected empty); JSON numbers: {"a", "b", "baseline", "seconds", "notes", "rows":
+ * [{"metric", "unit", "a", "a_estimated", "b", "b_estimated", "change_pct",
+ * "within_error"}]}, null where not collected. Returns 0 or -EIO. */
 int mm_fault_print_compare(FILE *out, const struct mm_fault_side *a, const struct mm_fault_side *b,
 			   bool totals, enum mm_fault_format format, const char *sep,
 			   unsigned width);
