@@ -1104,8 +1104,8 @@ static size_t compare_notes(char notes[][NOTE_LEN], const struct mm_fault_side *
 			       {sa->lock, sb->lock},
 			       {sa->holders, sb->holders}};
 	snprintf(notes[nn++], NOTE_LEN,
-		 "change: %s relative to %s, the baseline ((%s - %s) / %s, as perf diff)", b->label,
-		 a->label, b->label, a->label, a->label);
+		 "change: %s relative to %s, the baseline, as perf diff prints it: (B - A) / A",
+		 b->label, a->label);
 	for (size_t k = 0; k < sizeof(has) / sizeof(has[0]); k++)
 		if (has[k][0] != has[k][1])
 			snprintf(notes[nn++], NOTE_LEN, "%s: only %s collected it", differ[k][1],
