@@ -8,10 +8,13 @@
 #   2. --compare of two ranges of the one database gives the same table, and two ranges that meet
 #      inside a window count that window once (their faults add up to the whole);
 #   3. the per-process table, -x CSV and --json agree with process_stats; --sort, --top, --comm;
-#   4. a table keeps to 20 lines and $COLUMNS (--wide: all columns), --sort takes header labels,
-#      --locks honours --comm; --compare is per second unless --totals; --compare --json/-x and
-#      --locks --json; each side's source (windows.source) in its '#' line, and a note when the
-#      sides' sources differ;
+#   4. a table keeps to 20 lines and $COLUMNS, its '#' lines too (--wide: all columns), --sort
+#      takes header labels, --locks honours --comm and has '#' lines, --locks --detail fits
+#      $COLUMNS with one unit a time column, --locks cuts perf's lines to $COLUMNS only on a
+#      width; --compare names A the baseline and is per second of the time each side's windows
+#      cover unless --totals; --compare --json gives numbers, -x the cells; --locks --json;
+#      each side's source (windows.source) in its '#' line, and a note when the sides' sources
+#      differ; -x rows carry start_time;
 #   5. bad input: a bad range or sort key exits 2 with one line saying why, a missing database
 #      exits 1.
 # Usage: test_report.sh MMLOCKD DATA_DIR. Exit 77 without the recordings or xz.
