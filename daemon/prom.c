@@ -28,7 +28,9 @@
  * counter family mmap_lock_wait_seconds would clash with the histogram's name). Per cgroup and
  * per process a labelled series that is 0 is left out (a process meets a few of the 17 sources
  * and holder operations): zeros that say nothing were three quarters of the series with every
- * collector on; machine-wide every label is written.
+ * collector on; machine-wide every label is written, except a counter the collector's source
+ * never fills (mm_snap_collector.silent: the faults collector on BPF counts no system call's
+ * mmap_lock acquisitions by source, those need callchains).
  *
  * The mmap_lock wait histogram is kept in log2 buckets (stats.h: bucket i counts waits in
  * [2^i, 2^(i+1)) ns). It is exported with a cumulative bucket at every second power of two from
@@ -305,6 +307,16 @@ static uint64_t not_sampled(const struct mm_proc_counts *st)
 	return all > outs ? all - outs : 0;
 }
 
+/* Whether counter mm_proc_fields[@i] stays 0 on its collector's source (mm_snap_collector.silent:
+ * an in-kernel part that does not count it): not exported, rather than as a constant 0. */
+static bool field_silent(const struct mm_snapshot *s, size_t i)
+{
+	for (size_t c = 0; c < s->ncollectors; c++)
+		if (!strcmp(s->collectors[c].name, mm_proc_fields[i].collector))
+			return s->collectors[c].silent[i / 64] & (1ull << (i % 64));
+	return false;
+}
+
 /* Whether family @fam is a duplicate of the mmap_lock wait histogram exported for the same
  * breakdown (its _sum and _count): machine-wide and per process, not per cgroup (no histogram). */
 static bool histogram_duplicate(const struct mm_field *fam, enum breakdown by)
@@ -371,7 +383,8 @@ static size_t family_series(struct mm_buf *out, const struct mm_snapshot *s, con
 		for (size_t j = i; j < mm_proc_nfields; j++) {
 			const struct mm_field *f = &mm_proc_fields[j];
 			uint64_t v = mm_field_get(st, f);
-			if (strcmp(f->prom, fam->prom) != 0 || !series_wanted(by, f->prom_label, v))
+			if (strcmp(f->prom, fam->prom) != 0 || field_silent(s, j) ||
+			    !series_wanted(by, f->prom_label, v))
 				continue;
 			n++;
 			if (write)

@@ -149,6 +149,8 @@ const struct mm_field mm_proc_fields[] = {
 };
 
 const size_t mm_proc_nfields = sizeof(mm_proc_fields) / sizeof(mm_proc_fields[0]);
+_Static_assert(sizeof(mm_proc_fields) / sizeof(mm_proc_fields[0]) <= MM_PROC_FIELDS_MAX,
+	       "raise MM_PROC_FIELDS_MAX");
 
 bool mm_field_is_outcome(const struct mm_field *f)
 {
