@@ -3,7 +3,8 @@
  * 6.1 prints: each numeric column right-aligned in its width (contended 10, times 12) followed by
  * one space, then the type right-aligned in 10 after two spaces and the caller after three. Times
  * are shown as perf shows them, including its single-precision division, so the same nanoseconds
- * print the same digits in both tools.
+ * print the same digits in both tools. The detail and holder layouts are mmlockd's own: one unit
+ * per time column, named in its header, and columns left out to fit a width (lt_print).
  */
 #include "locktable.h"
 
@@ -208,9 +209,201 @@ void mm_locktable_print(FILE *out, const struct mm_snap_lock *rows, size_t n, bo
 	free(merged);
 }
 
-void mm_locktable_print_detail(FILE *out, const struct mm_snap_lock *rows, size_t n)
+/* A column of the detail and holder tables (mmlockd's own layouts, not perf's): its header, what
+ * it shows of a row, and when it leaves a table too wide (0: never; else the lowest goes first). */
+enum lt_field {
+	LT_CONTENDED,
+	LT_WAITS,
+	LT_TOTAL,
+	LT_MAX,
+	LT_MIN,
+	LT_AVG,
+	LT_P99,
+	LT_TYPE,
+	LT_PID,
+	LT_COMM,
+	LT_LOCK,
+	LT_MODE,
+	LT_HOLDER,
+	LT_HOLDER_COMM,
+	LT_CALLER,
+	LT_OP,
+};
+
+struct lt_col {
+	enum lt_field f;
+	const char *head;
+	int drop; /* 0: kept; 1 leaves first */
+};
+
+static bool lt_is_time(enum lt_field f)
 {
-	char total[32], max[32], min[32], avg[32], p99[32], lock[MM_LOCK_NAME_LEN + 16];
+	return f >= LT_TOTAL && f <= LT_P99;
+}
+
+static uint64_t lt_ns(const struct mm_snap_lock *r, enum lt_field f)
+{
+	switch (f) {
+	case LT_TOTAL:
+		return r->wait_ns;
+	case LT_MAX:
+		return r->max_ns;
+	case LT_MIN:
+		return r->min_ns;
+	case LT_AVG:
+		return r->contended ? r->wait_ns / r->contended : 0;
+	default:
+		return mm_lock_row_quantile(r, 0.99);
+	}
+}
+
+/* The unit of a time column: the largest of s, ms, us in which its largest value is at least 1,
+ * else ns. Returns the nanoseconds per unit and its name in @ret_name. */
+static double lt_unit(const struct mm_snap_lock *rows, size_t n, enum lt_field f,
+		      const char **ret_name)
+{
+	static const struct {
+		double ns;
+		const char *name;
+	} units[] = {{1e9, "s"}, {1e6, "ms"}, {1e3, "us"}, {1, "ns"}};
+	uint64_t max = 0;
+	for (size_t i = 0; i < n; i++)
+		if (lt_ns(&rows[i], f) > max)
+			max = lt_ns(&rows[i], f);
+	size_t u = 0;
+	while (u + 1 < sizeof(units) / sizeof(units[0]) && (double)max < units[u].ns)
+		u++;
+	*ret_name = units[u].name;
+	return units[u].ns;
+}
+
+/* The cell of column @c for @r (@unit_ns: the time column's unit). */
+static void lt_cell(char *buf, size_t len, const struct mm_snap_lock *r, enum lt_field f,
+		    double unit_ns)
+{
+	if (lt_is_time(f)) {
+		snprintf(buf, len, unit_ns > 1 ? "%.2f" : "%.0f", (double)lt_ns(r, f) / unit_ns);
+		return;
+	}
+	switch (f) {
+	case LT_CONTENDED:
+	case LT_WAITS:
+		snprintf(buf, len, "%" PRIu64, r->contended);
+		break;
+	case LT_TYPE:
+		snprintf(buf, len, "%s", r->type);
+		break;
+	case LT_PID:
+		snprintf(buf, len, "%" PRId32, r->pid);
+		break;
+	case LT_COMM:
+		snprintf(buf, len, "%s", r->comm[0] ? r->comm : "-");
+		break;
+	case LT_LOCK:
+		if (r->lock_pid >= 0)
+			snprintf(buf, len, "%s[%" PRId32 "]", r->lock, r->lock_pid);
+		else
+			snprintf(buf, len, "%s", r->lock);
+		break;
+	case LT_MODE:
+		snprintf(buf, len, "%s", r->holder_mode[0] ? r->holder_mode : "-");
+		break;
+	case LT_HOLDER:
+		if (r->holder_pid >= 0)
+			snprintf(buf, len, "%" PRId32, r->holder_pid);
+		else
+			snprintf(buf, len, "-");
+		break;
+	case LT_HOLDER_COMM:
+		snprintf(buf, len, "%s", r->holder_comm[0] ? r->holder_comm : "-");
+		break;
+	case LT_CALLER:
+		snprintf(buf, len, "%s", r->caller);
+		break;
+	default: /* LT_OP */
+		snprintf(buf, len, "%s%s", r->holder_op[0] ? r->holder_op : "-",
+			 r->lock_pid >= 0 && r->lock_pid != r->pid ? " (another process's mm)"
+								   : "");
+		break;
+	}
+}
+
+#define LT_CELL 160
+
+/* Prints @rows in the columns @cols (@ncols): a time column in one unit, named in its header
+ * ("total wait ms"); numbers right-aligned, text left-aligned, the last column unpadded; columns
+ * left out, lowest drop rank first, until a line fits @width (0: every column), and named in a
+ * '#' line. */
+static void lt_print(FILE *out, const struct mm_snap_lock *rows, size_t n,
+		     const struct lt_col *cols, size_t ncols, unsigned width)
+{
+	char heads[16][48], cell[LT_CELL], left[16 * 50] = "";
+	double unit[16];
+	int w[16];
+	bool on[16];
+	for (size_t k = 0; k < ncols; k++) {
+		const char *name = "";
+		unit[k] = lt_is_time(cols[k].f) ? lt_unit(rows, n, cols[k].f, &name) : 0;
+		snprintf(heads[k], sizeof(heads[k]), "%s%s%s", cols[k].head, name[0] ? " " : "",
+			 name);
+		w[k] = (int)strlen(heads[k]);
+		on[k] = true;
+		for (size_t i = 0; i < n; i++) {
+			lt_cell(cell, sizeof(cell), &rows[i], cols[k].f, unit[k]);
+			if ((int)strlen(cell) > w[k])
+				w[k] = (int)strlen(cell);
+		}
+	}
+	for (int rank = 1; width; rank++) {
+		int line = 0, any = 0;
+		for (size_t k = 0; k < ncols; k++)
+			line += on[k] ? w[k] + 2 : 0;
+		if (line - 2 <= (int)width)
+			break;
+		for (size_t k = 0; k < ncols; k++) {
+			if (cols[k].drop != rank)
+				continue;
+			on[k] = false;
+			any = 1;
+			snprintf(left + strlen(left), sizeof(left) - strlen(left), "%s%s",
+				 left[0] ? ", " : "", cols[k].head);
+		}
+		if (!any && rank > (int)ncols)
+			break;
+	}
+	if (left[0])
+		fprintf(out, "# left out (--wide shows them): %s\n#\n", left);
+	for (size_t i = 0; i <= n; i++) {
+		size_t last = 0;
+		for (size_t k = 0; k < ncols; k++)
+			last = on[k] ? k : last;
+		for (size_t k = 0; k < ncols; k++) {
+			if (!on[k])
+				continue;
+			bool text = !lt_is_time(cols[k].f) && cols[k].f != LT_CONTENDED &&
+				    cols[k].f != LT_WAITS && cols[k].f != LT_PID &&
+				    cols[k].f != LT_HOLDER;
+			if (i)
+				lt_cell(cell, sizeof(cell), &rows[i - 1], cols[k].f, unit[k]);
+			const char *v = i ? cell : heads[k];
+			if (k == last)
+				fprintf(out, "%s\n", v);
+			else
+				fprintf(out, text ? "%-*s  " : "%*s  ", w[k], v);
+		}
+	}
+}
+
+void mm_locktable_print_detail(FILE *out, const struct mm_snap_lock *rows, size_t n, unsigned width)
+{
+	static const struct lt_col cols[] = {
+		{LT_CONTENDED, "contended", 0}, {LT_TOTAL, "total wait", 0},
+		{LT_MAX, "max wait", 4},	{LT_MIN, "min wait", 1},
+		{LT_AVG, "avg wait", 3},	{LT_P99, "p99 wait", 2},
+		{LT_TYPE, "type", 6},		{LT_PID, "pid", 0},
+		{LT_COMM, "comm", 0},		{LT_LOCK, "lock", 5},
+		{LT_CALLER, "caller", 0},
+	};
 	struct mm_snap_lock *sorted = n ? malloc(n * sizeof(*sorted)) : NULL;
 
 	if (sorted) {
@@ -218,25 +411,7 @@ void mm_locktable_print_detail(FILE *out, const struct mm_snap_lock *rows, size_
 		mm_lock_rows_sort(sorted, n);
 		rows = sorted;
 	}
-	fprintf(out, "%10s %12s %12s %12s %12s %12s   %10s %8s  %-16s %-24s  %s\n\n", "contended",
-		"total wait", "max wait", "min wait", "avg wait", "p99 wait", "type", "pid", "comm",
-		"lock", "caller");
-	for (size_t i = 0; i < n; i++) {
-		const struct mm_snap_lock *r = &rows[i];
-		mm_locktable_time(total, sizeof(total), r->wait_ns, 12);
-		mm_locktable_time(max, sizeof(max), r->max_ns, 12);
-		mm_locktable_time(min, sizeof(min), r->min_ns, 12);
-		mm_locktable_time(avg, sizeof(avg), r->contended ? r->wait_ns / r->contended : 0,
-				  12);
-		mm_locktable_time(p99, sizeof(p99), mm_lock_row_quantile(r, 0.99), 12);
-		if (r->lock_pid >= 0)
-			snprintf(lock, sizeof(lock), "%s[%" PRId32 "]", r->lock, r->lock_pid);
-		else
-			snprintf(lock, sizeof(lock), "%s", r->lock);
-		fprintf(out, "%10" PRIu64 " %s %s %s %s %s   %10s %8" PRId32 "  %-16s %-24s  %s\n",
-			r->contended, total, max, min, avg, p99, r->type, r->pid,
-			r->comm[0] ? r->comm : "-", lock, r->caller);
-	}
+	lt_print(out, rows, n, cols, sizeof(cols) / sizeof(cols[0]), width);
 	free(sorted);
 }
 
@@ -254,26 +429,22 @@ size_t mm_lock_rows_by_holder(struct mm_snap_lock *rows, size_t n)
 	return mm_lock_rows_merge(rows, o, false);
 }
 
-void mm_locktable_print_holders(FILE *out, const struct mm_snap_lock *rows, size_t n)
+void mm_locktable_print_holders(FILE *out, const struct mm_snap_lock *rows, size_t n,
+				unsigned width)
 {
-	char total[32], max[32], avg[32], holder[16];
-
-	fprintf(out, "%10s %12s %12s %12s %8s  %-16s %-8s %8s  %-16s %s\n\n", "waits", "total wait",
-		"max wait", "avg wait", "pid", "comm", "mode", "holder", "holder comm", "op");
-	for (size_t i = 0; i < n; i++) {
-		const struct mm_snap_lock *r = &rows[i];
-		perf_times(r, total, max, avg);
-		if (r->holder_pid >= 0)
-			snprintf(holder, sizeof(holder), "%" PRId32, r->holder_pid);
-		else
-			snprintf(holder, sizeof(holder), "-");
-		fprintf(out, "%10" PRIu64 " %s %s %s %8" PRId32 "  %-16s %-8s %8s  %-16s %s%s\n",
-			r->contended, total, max, avg, r->pid, r->comm[0] ? r->comm : "-",
-			r->holder_mode[0] ? r->holder_mode : "-", holder,
-			r->holder_comm[0] ? r->holder_comm : "-",
-			r->holder_op[0] ? r->holder_op : "-",
-			r->lock_pid >= 0 && r->lock_pid != r->pid ? " (another process's mm)" : "");
-	}
+	static const struct lt_col cols[] = {
+		{LT_WAITS, "waits", 0},
+		{LT_TOTAL, "total wait", 0},
+		{LT_MAX, "max wait", 1},
+		{LT_AVG, "avg wait", 2},
+		{LT_PID, "pid", 0},
+		{LT_COMM, "comm", 0},
+		{LT_MODE, "mode", 0},
+		{LT_HOLDER, "holder", 0},
+		{LT_HOLDER_COMM, "holder comm", 3},
+		{LT_OP, "op", 0},
+	};
+	lt_print(out, rows, n, cols, sizeof(cols) / sizeof(cols[0]), width);
 }
 
 void mm_lock_hist_format(const struct mm_hist *h, char *buf, size_t len)

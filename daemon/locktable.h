@@ -27,8 +27,10 @@
 void mm_locktable_print(FILE *out, const struct mm_snap_lock *rows, size_t n, bool seed_table);
 
 /* Prints @rows one line each, longest total wait first: perf's columns plus min and p99 wait,
- * process and lock. */
-void mm_locktable_print_detail(FILE *out, const struct mm_snap_lock *rows, size_t n);
+ * process and lock; each time column in one unit, named in its header ("total wait ms"), and
+ * columns left out (named in a '#' line) until a line fits @width (0: every column). */
+void mm_locktable_print_detail(FILE *out, const struct mm_snap_lock *rows, size_t n,
+			       unsigned width);
 
 /* Formats @ns as perf lock does in a column of @width (>= 4) characters: "%*.2f" with unit h, m,
  * s, ms or us, or an integer with "ns". */
@@ -58,9 +60,11 @@ size_t mm_lock_rows_merge(struct mm_snap_lock *rows, size_t n, bool by_caller);
 size_t mm_lock_rows_by_holder(struct mm_snap_lock *rows, size_t n);
 
 /* Prints rows of mm_lock_rows_by_holder(): who each process waited behind for mmap_lock
- * (waits, total, max and avg wait as perf lock prints them; the waiting process; the holder's
- * mode, process, name and operation). */
-void mm_locktable_print_holders(FILE *out, const struct mm_snap_lock *rows, size_t n);
+ * (waits, total, max and avg wait, each time column in one unit named in its header; the
+ * waiting process; the holder's mode, process, name and operation), fitted to @width as
+ * mm_locktable_print_detail() does. */
+void mm_locktable_print_holders(FILE *out, const struct mm_snap_lock *rows, size_t n,
+				unsigned width);
 
 /* Appends @add to the malloc'ed array *@rows of *@n rows and merges by identity (for summing the
  * windows of a replay or a history query). Returns 0, or -ENOMEM leaving *@rows as it was. */

@@ -21,7 +21,16 @@
  * page_fault_mmap_lock_wait_seconds_total, page_fault_pages_reread_total,
  * page_fault_mmap_lock_retries_total: plugins/split.c zeroes them, having no exact total to scale
  * them to) and page_fault_fallbacks_total (the estimate's fallback side is
- * fault_fallback_locks_total itself) are left out rather than exported as 0.
+ * fault_fallback_locks_total itself) are left out rather than exported as 0; with the split
+ * continuous, page_fault_split_* (the bursts' sample and error) are left out for the same reason.
+ * mmap_lock_waits_total and mmap_lock_wait_seconds_total are the wait histogram's _count and _sum,
+ * so they are exported only per cgroup, where there is no histogram (under OpenMetrics the
+ * counter family mmap_lock_wait_seconds would clash with the histogram's name). Per cgroup and
+ * per process a labelled series that is 0 is left out (a process meets a few of the 17 sources
+ * and holder operations): zeros that say nothing were three quarters of the series with every
+ * collector on; machine-wide every label is written, except a counter the collector's source
+ * never fills (mm_snap_collector.silent: the faults collector on BPF counts no system call's
+ * mmap_lock acquisitions by source, those need callchains).
  *
  * The mmap_lock wait histogram is kept in log2 buckets (stats.h: bucket i counts waits in
  * [2^i, 2^(i+1)) ns). It is exported with a cumulative bucket at every second power of two from
@@ -166,14 +175,6 @@ static void put_fixed(struct mm_buf *out, uint64_t v, unsigned digits)
 	mm_buf_append(out, tmp, (size_t)n);
 }
 
-static void put_field_value(struct mm_buf *out, const struct mm_field *f, uint64_t v)
-{
-	if (f->kind == MM_FIELD_NS)
-		put_fixed(out, v, 9);
-	else
-		mm_buf_printf(out, "%" PRIu64, v);
-}
-
 static bool ends_with(const char *s, const char *suffix)
 {
 	size_t a = strlen(s), b = strlen(suffix);
@@ -287,10 +288,13 @@ static bool burst_blind(const struct mm_field *fam)
 }
 
 #define OUTCOMES_FAMILY	 "page_faults_total"
+#define SPLIT_FAMILIES	 "page_fault_split_" /* the bursts' sample and error */
 #define ESTIMATED_FAMILY "page_faults_estimated_total"
 #define ESTIMATED_HELP                                                                             \
-	"Estimated user page faults by how they were handled (the fault split in bursts): the "    \
-	"outcome shares classified in bursts applied to the exact fault and fallback counts; "     \
+	"Estimated page faults by how they were handled (the fault split in bursts): the outcome " \
+	"shares classified in bursts applied to page_faults_accounted_total and to "               \
+	"fault_fallback_locks_total, which counts kernel-mode fallbacks too (no user-mode count "  \
+	"exists without the split running), so mmap_* can exceed the user-mode fallbacks; "        \
 	"outcome=\"not_sampled\" counts the faults of windows no burst covered, so the outcomes "  \
 	"add up to page_faults_accounted_total. page_fault_split_* give the sample and the error."
 
@@ -303,7 +307,103 @@ static uint64_t not_sampled(const struct mm_proc_counts *st)
 	return all > outs ? all - outs : 0;
 }
 
-/* Every family of mm_proc_fields[] whose collector runs, with @nseries series each. */
+/* Whether counter mm_proc_fields[@i] stays 0 on its collector's source (mm_snap_collector.silent:
+ * an in-kernel part that does not count it): not exported, rather than as a constant 0. */
+static bool field_silent(const struct mm_snapshot *s, size_t i)
+{
+	for (size_t c = 0; c < s->ncollectors; c++)
+		if (!strcmp(s->collectors[c].name, mm_proc_fields[i].collector))
+			return s->collectors[c].silent[i / 64] & (1ull << (i % 64));
+	return false;
+}
+
+/* Whether family @fam is a duplicate of the mmap_lock wait histogram exported for the same
+ * breakdown (its _sum and _count): machine-wide and per process, not per cgroup (no histogram). */
+static bool histogram_duplicate(const struct mm_field *fam, enum breakdown by)
+{
+	return by != BY_CGROUP && (!strcmp(fam->prom, "mmap_lock_wait_seconds_total") ||
+				   !strcmp(fam->prom, "mmap_lock_waits_total"));
+}
+
+/* Whether family @fam is exported at all: its collector runs, and it is not one the split's mode
+ * makes constant (page_fault_split_* describe bursts; with the split continuous they are 0) or
+ * blind (see the header), nor a histogram's duplicate. */
+static bool family_exported(const struct mm_snapshot *s, const struct mm_field *fam,
+			    enum breakdown by)
+{
+	bool bursts = split_bursts(s);
+	if (!collector_running(s, fam->collector) || histogram_duplicate(fam, by))
+		return false;
+	if (!strncmp(fam->prom, SPLIT_FAMILIES, strlen(SPLIT_FAMILIES)))
+		return bursts;
+	return !(bursts && burst_blind(fam));
+}
+
+/* Whether a series of value @v is written: machine-wide every one (a dashboard finds each label
+ * it knows); per process and per cgroup, a labelled series only when it is not 0 (of the 17
+ * sources and operations a process sees a few, and ~75% of the series were constant zeros). */
+static bool series_wanted(enum breakdown by, const char *label, uint64_t v)
+{
+	return by == BY_NONE || !label || v;
+}
+
+/* One series of field @f for series @k of the breakdown, named @name. */
+static void put_field_series(struct mm_buf *out, const struct mm_snapshot *s, const char *name,
+			     enum breakdown by, const size_t *procs, size_t k, const char *label,
+			     uint64_t v, bool ns)
+{
+	mm_buf_puts(out, name);
+	if (by != BY_NONE || label) {
+		mm_buf_puts(out, "{");
+		put_series_labels(out, s, by, procs, k);
+		if (by != BY_NONE && label)
+			mm_buf_puts(out, ",");
+		if (label)
+			mm_buf_puts(out, label);
+		mm_buf_puts(out, "}");
+	}
+	mm_buf_puts(out, " ");
+	if (ns)
+		put_fixed(out, v, 9);
+	else
+		mm_buf_printf(out, "%" PRIu64, v);
+	mm_buf_puts(out, "\n");
+}
+
+/* Writes (with @write) or counts the series of family @i (first field of its family) for every
+ * series of the breakdown; @not_sampled adds the estimate's not_sampled outcome. */
+static size_t family_series(struct mm_buf *out, const struct mm_snapshot *s, const char *name,
+			    size_t i, const size_t *procs, size_t nseries, enum breakdown by,
+			    bool not_sampled_too, bool write)
+{
+	const struct mm_field *fam = &mm_proc_fields[i];
+	size_t n = 0;
+	for (size_t k = 0; k < nseries; k++) {
+		const struct mm_proc_counts *st = series_stats(s, by, procs, k);
+		for (size_t j = i; j < mm_proc_nfields; j++) {
+			const struct mm_field *f = &mm_proc_fields[j];
+			uint64_t v = mm_field_get(st, f);
+			if (strcmp(f->prom, fam->prom) != 0 || field_silent(s, j) ||
+			    !series_wanted(by, f->prom_label, v))
+				continue;
+			n++;
+			if (write)
+				put_field_series(out, s, name, by, procs, k, f->prom_label, v,
+						 f->kind == MM_FIELD_NS);
+		}
+		uint64_t v = not_sampled(st);
+		if (not_sampled_too && series_wanted(by, "outcome", v)) {
+			n++;
+			if (write)
+				put_field_series(out, s, name, by, procs, k,
+						 "outcome=\"not_sampled\"", v, false);
+		}
+	}
+	return n;
+}
+
+/* Every family of mm_proc_fields[] that family_exported(), with its series for the @nseries of
+ * the breakdown; a family none of whose series is wanted is left out. */
 static void put_fields(struct mm_buf *out, const struct mm_snapshot *s, const size_t *procs,
 		       size_t nseries, enum breakdown by, struct names *ns)
 {
@@ -314,46 +414,19 @@ static void put_fields(struct mm_buf *out, const struct mm_snapshot *s, const si
 		if (!strcmp(mm_proc_fields[i].name, "minflt"))
 			exact_totals = mm_proc_fields[i].collector;
 
-	bool bursts = split_bursts(s);
-
 	for (size_t i = 0; i < mm_proc_nfields; i++) {
 		const struct mm_field *fam = &mm_proc_fields[i];
-		if (!family_first(i) || !collector_running(s, fam->collector) ||
-		    (bursts && burst_blind(fam)))
+		if (!family_first(i) || !family_exported(s, fam, by))
 			continue;
-		bool estimated = bursts && !strcmp(fam->prom, OUTCOMES_FAMILY);
+		bool estimated = split_bursts(s) && !strcmp(fam->prom, OUTCOMES_FAMILY);
+		bool with_not_sampled = estimated && collector_running(s, exact_totals);
 		snprintf(name, sizeof(name), "%s%s", breakdown_prefix[by],
 			 estimated ? ESTIMATED_FAMILY : fam->prom);
-		if (!begin_family(out, ns, name, estimated ? ESTIMATED_HELP : fam->help,
+		if (!family_series(out, s, name, i, procs, nseries, by, with_not_sampled, false) ||
+		    !begin_family(out, ns, name, estimated ? ESTIMATED_HELP : fam->help,
 				  field_type(fam)))
 			continue;
-		for (size_t k = 0; k < nseries; k++) {
-			const struct mm_proc_counts *st = series_stats(s, by, procs, k);
-			for (size_t j = i; j < mm_proc_nfields; j++) {
-				const struct mm_field *f = &mm_proc_fields[j];
-				if (strcmp(f->prom, fam->prom) != 0)
-					continue;
-				mm_buf_puts(out, name);
-				if (by != BY_NONE || f->prom_label) {
-					mm_buf_puts(out, "{");
-					put_series_labels(out, s, by, procs, k);
-					if (by != BY_NONE && f->prom_label)
-						mm_buf_puts(out, ",");
-					if (f->prom_label)
-						mm_buf_puts(out, f->prom_label);
-					mm_buf_puts(out, "}");
-				}
-				mm_buf_puts(out, " ");
-				put_field_value(out, f, mm_field_get(st, f));
-				mm_buf_puts(out, "\n");
-			}
-			if (estimated && collector_running(s, exact_totals)) {
-				mm_buf_printf(out, "%s{", name);
-				put_series_labels(out, s, by, procs, k);
-				mm_buf_printf(out, "%soutcome=\"not_sampled\"} %" PRIu64 "\n",
-					      by != BY_NONE ? "," : "", not_sampled(st));
-			}
-		}
+		family_series(out, s, name, i, procs, nseries, by, with_not_sampled, true);
 	}
 }
 

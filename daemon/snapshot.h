@@ -119,6 +119,9 @@ struct mm_snap_collector {
 	char reason[256];
 	char source[16];       /* what feeds it: "perf", "bpf", "procfs" */
 	char source_note[192]; /* why not BPF, "" when it runs on BPF or BPF does not apply */
+	/* Bit i: counter mm_proc_fields[i] of this collector stays 0 on its source (an in-kernel
+	 * part that does not count it), so /metrics leaves it out rather than show a constant 0. */
+	uint64_t silent[MM_PROC_FIELDS_MAX / 64];
 };
 
 #define MM_LOCK_TYPE_LEN 16

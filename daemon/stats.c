@@ -36,16 +36,17 @@
 #define OUT_HELP                                                                                   \
 	"User page faults by how they were handled: vma (under the per-VMA lock), vma_retry "      \
 	"(retried under it), mmap_retry (attempted under it, then mmap_lock), mmap_abort "         \
-	"(straight to mmap_lock), mmap_unknown (fell back, cause not visible)."
+	"(straight to mmap_lock), mmap_unknown (fell back to mmap_lock; whether after an attempt " \
+	"or not left no evidence)."
 #define KFLT_HELP                                                                                  \
-	"Page faults the kernel accounted to the process (/proc/PID/stat minflt/majflt; exited "   \
+	"Page faults the kernel accounted to processes (/proc/PID/stat minflt/majflt; exited "     \
 	"threads from taskstats): user and kernel mode and get_user_pages; a retried fault "       \
 	"counts once, as major."
 #define SPLIT_HELP                                                                                 \
 	"Faults (and of them fallbacks) classified in the bursts of the fault split: the sample "  \
 	"the estimated outcome counts come from."
 #define BEHIND_HELP                                                                                \
-	"Time the process's tasks waited for an mmap_lock (lock:contention_begin to _end), by "    \
+	"Time waited for an mmap_lock (lock:contention_begin to _end), by "                        \
 	"what the lock's holder was doing when the wait began (the names of "                      \
 	"mmap_lock_acquisitions_by_source_total; unknown: no holder could be named)."
 /* One operation of mmap_lock holders: member mmap_lock_behind_<op>_ns, label op="<op>". */
@@ -79,7 +80,9 @@ const struct mm_field mm_proc_fields[] = {
 	L(faults_mmap_abort, "page_faults_total", "outcome=\"mmap_abort\"", OUT_HELP),
 	L(faults_mmap_unknown, "page_faults_total", "outcome=\"mmap_unknown\"", OUT_HELP),
 	F(faults_mmap_fallback, "page_fault_fallbacks_total",
-	  "User page faults that fell back to mmap_lock (mmap_retry + mmap_abort + mmap_unknown)."),
+	  "User-mode page faults (exceptions:page_fault_user) that fell back to mmap_lock, each "
+	  "counted once: mmap_retry + mmap_abort + mmap_unknown of the fault split (kernel-mode "
+	  "faults not included; fault_fallback_locks_total counts those and every retry too)."),
 	F(faults_mmap_lock_retries, "page_fault_mmap_lock_retries_total",
 	  "Extra mmap_lock acquisitions inside one fault (retries under mmap_lock)."),
 	NS(faults_mmap_lock_wait_ns, "page_fault_mmap_lock_wait_seconds_total",
@@ -117,14 +120,15 @@ const struct mm_field mm_proc_fields[] = {
 	L(minflt, "page_faults_accounted_total", "type=\"minor\"", KFLT_HELP),
 	L(majflt, "page_faults_accounted_total", "type=\"major\"", KFLT_HELP),
 	F(fallback_locks, "fault_fallback_locks_total",
-	  "mmap_lock read acquisitions by page-fault fallbacks (lock_mm_and_find_vma, user or "
-	  "kernel mode; a fault retried under mmap_lock counts again), from the tracepoint's "
-	  "IP."),
+	  "mmap_lock read acquisitions in lock_mm_and_find_vma, the fault fallback's lock "
+	  "(kernel-mode faults included: copy_to_user in a system call; a fault retried under "
+	  "mmap_lock counts again), from the tracepoint's IP. page_fault_fallbacks_total counts "
+	  "user-mode faults once each."),
 	F(fallback_lock_waits, "fault_fallback_lock_waits_total",
 	  "Fault fallbacks that found mmap_lock taken (an attempt failed before the acquisition)."),
 	F(mmap_lock_behind_waits, "mmap_lock_holder_waits_total",
-	  "The process's waits for an mmap_lock (lock:contention_begin to _end) whose holder was "
-	  "looked for: mmlockd_mmap_lock_wait_behind_seconds_total says behind what."),
+	  "Waits for an mmap_lock (lock:contention_begin to _end) whose holder was looked for: "
+	  "mmlockd_mmap_lock_wait_behind_seconds_total says behind what."),
 	BEHIND(fault),
 	BEHIND(fault_other),
 	BEHIND(fault_kernel),
@@ -145,6 +149,8 @@ const struct mm_field mm_proc_fields[] = {
 };
 
 const size_t mm_proc_nfields = sizeof(mm_proc_fields) / sizeof(mm_proc_fields[0]);
+_Static_assert(sizeof(mm_proc_fields) / sizeof(mm_proc_fields[0]) <= MM_PROC_FIELDS_MAX,
+	       "raise MM_PROC_FIELDS_MAX");
 
 bool mm_field_is_outcome(const struct mm_field *f)
 {

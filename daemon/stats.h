@@ -192,6 +192,8 @@ struct mm_field {
 
 extern const struct mm_field mm_proc_fields[];
 extern const size_t mm_proc_nfields;
+/* At least mm_proc_nfields (stats.c checks): the size of a bit set of fields. */
+#define MM_PROC_FIELDS_MAX 128
 
 /* The value of field @f in @s, a struct mm_proc_stats or struct mm_proc_counts. */
 #define mm_field_get(s, f) mm_field_get_counts(MM_COUNTS(s), (f))

@@ -1882,7 +1882,8 @@ int mm_store_range(struct mm_store *st, double since_s, double until_s, struct m
 			  "FROM windows WHERE ts_end > ?1 AND ts_start < ?2 ORDER BY kernel)), "
 			  "(SELECT group_concat(s, ',') FROM (SELECT DISTINCT coalesce(source, "
 			  "'unknown') AS s FROM windows WHERE ts_end > ?1 AND ts_start < ?2 "
-			  "AND coalesce(source, 'unknown') != '' ORDER BY s)) "
+			  "AND coalesce(source, 'unknown') != '' ORDER BY s)), "
+			  "total(ts_end - ts_start) "
 			  "FROM windows WHERE ts_end > ?1 AND ts_start < ?2",
 			  (const double[]){since_s, until_s}, 2, "reading the range", &s);
 
@@ -1894,6 +1895,7 @@ int mm_store_range(struct mm_store *st, double since_s, double until_s, struct m
 	ret->last_s = sqlite3_column_double(s, 2);
 	column_text(s, 3, ret->kernels, sizeof(ret->kernels));
 	column_text(s, 4, ret->sources, sizeof(ret->sources));
+	ret->covered_s = sqlite3_column_double(s, 5);
 	sqlite3_finalize(s);
 	return 0;
 }

@@ -113,6 +113,7 @@ int mm_store_fault_rows(struct mm_store *st, const struct mm_fault_query *q,
 struct mm_store_range {
 	uint64_t windows;
 	double first_s, last_s;
+	double covered_s; /* the windows' lengths summed: the time they cover */
 	char kernels[256];
 	char sources[64];
 };

@@ -216,6 +216,10 @@ static void fill_counters(const struct mm_host *h, struct mm_snapshot *s)
 		memcpy(sc->reason, h->slots[c].reason, sizeof(sc->reason));
 		memcpy(sc->source, h->slots[c].source, sizeof(sc->source));
 		memcpy(sc->source_note, h->slots[c].source_note, sizeof(sc->source_note));
+		if (h->slots[c].external)
+			mm_plugin_silent_fields(h->slots[c].p, sc->silent);
+		else
+			memset(sc->silent, 0, sizeof(sc->silent));
 	}
 }
 

@@ -193,6 +193,12 @@ struct mm_plugin {
 /* Every collector this build has, NULL-terminated (plugins/registry.c). */
 extern const struct mm_plugin *const mm_plugins[];
 
+/* Sets bit i of @silent (MM_PROC_FIELDS_MAX bits, cleared first) for each counter
+ * mm_proc_fields[i] of collector @p that its in-kernel part does not count: what stays 0 while
+ * @p runs on it with no records of its own (the host's "external" collector). None for a
+ * collector without such a part or whose part lists no fields (its counts come from records). */
+void mm_plugin_silent_fields(const struct mm_plugin *p, uint64_t *silent);
+
 /* What the host offers collectors (daemon/hostcalls.h, with the host that implements it). */
 #include "hostcalls.h"
 

@@ -58,6 +58,10 @@ struct mm_fault_opts {
 	size_t top;		     /* at most this many rows (0: all) */
 	unsigned width;		     /* aligned table: lines of at most this many characters,
 				      * columns left out to fit (0: every column) */
+	/* The range's rows summed without --pid, --comm or --cgroup (NULL: the rows decide): a
+	 * collector that stored anything in the range keeps its columns for rows it never saw,
+	 * which then read "-" (not sampled), not a table without the split. */
+	const struct mm_fault_row *range;
 };
 
 /* The column named @key ("faults", "fallback_pct", "pid", ...) or headed so in the table ("fb%",
@@ -83,22 +87,33 @@ struct mm_fault_side {
 	struct mm_fault_row sum;
 	int64_t lock_contended;
 	const char *throughput; /* as the user gave it (a number), NULL when not given */
-	double seconds;		/* the time its windows cover (0: unknown) */
+	double seconds;		/* the time its windows cover, summed (0: unknown) */
+	uint64_t windows;	/* how many windows it sums */
 	char source[64];	/* what fed its windows, as mm_store_range's sources: "bpf", "perf",
 				 * "bpf+perf", "unknown", "bpf,perf" (mixed); "" none on events */
 };
 
-/* Prints the comparison of @a and @b: one grid row per metric their data has (throughput when
- * given, faults, major, fallbacks, fallback share, fallback waits, mmap_lock contentions, waits,
- * the split), each with both values and the change from a to b in percent ("+31.3%", "-97.9%",
- * "n/a" from 0). Counts are per second of each side's seconds when both are known, unless
- * @totals; a figure one side did not collect reads "not collected" there (no change), an
- * estimated one "~N"; '#' lines above the grid say what differs (the collectors each side ran,
- * where its split was estimated, and its source when the sources differ or one is unknown: the
- * split and fallbacks are then found by different methods). @format CSV (with @sep) or
- * JSON gives the same cells and notes for programs. Returns 0 or -EIO. */
+/* Prints the comparison of @a and @b, a the baseline: one grid row per metric their data has
+ * (throughput when given, faults, major, fallbacks, fallback share %, fallbacks that waited %,
+ * mmap_lock contentions, waits, the split), each with both values and the change of b relative
+ * to a in percent ("+31.3%", "-97.9%", "n/a" from 0, "within error" for an estimate's change
+ * inside the sides' summed split_err). Counts are per second of each side's seconds (the time
+ * its windows cover) when both are known, unless @totals; a figure one side did not collect
+ * reads "-" there (no change, never 0), an estimated one "~N"; '#' lines above the grid, wrapped
+ * to @width (0: no limit), say the direction and what differs (the collectors each side ran,
+ * where its split was estimated, its source when the sources differ or one is unknown, the
+ * seconds and windows rates are per). @format CSV (with @sep) gives the grid's cells (a figure
+ * not collected empty); JSON numbers: {"a", "b", "baseline", "seconds", "notes", "rows":
+ * [{"metric", "unit", "a", "a_estimated", "b", "b_estimated", "change_pct",
+ * "within_error"}]}, null where not collected. Returns 0 or -EIO. */
 int mm_fault_print_compare(FILE *out, const struct mm_fault_side *a, const struct mm_fault_side *b,
-			   bool totals, enum mm_fault_format format, const char *sep);
+			   bool totals, enum mm_fault_format format, const char *sep,
+			   unsigned width);
+
+/* Prints @text as '#' comment lines, one per '\n'-separated line, each wrapped at blanks to
+ * lines of at most @width characters (0: no limit; a word longer than that stays whole), the
+ * continuation lines indented by two blanks, as perf wraps its header. */
+void mm_fault_comment(FILE *out, const char *text, unsigned width);
 
 /* The change from @a to @b as the seeds print it: "+6.3%", "-97.9%", "0.0%", "n/a" when @a is 0
  * and @b is not, "" when both are 0. */

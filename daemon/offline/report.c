@@ -64,15 +64,17 @@ static const char usage[] =
 	"                   wait_ms avg_wait_us comm cgroup (default: faults)\n"
 	"  -x, --field-separator SEP\n"
 	"                   CSV: a header line of column keys, fields separated by SEP\n"
-	"  --json           a JSON array of rows keyed by column (--compare: the grid's\n"
-	"                   cells and notes; --locks: the rows of GET /api/v1/locks)\n"
-	"  --compare A B    A and B side by side with the change in percent; each is a\n"
-	"                   database file, or a range SINCE..UNTIL of the --db database\n"
-	"                   (either end may be empty: '2h..1h', '1h..')\n"
-	"                   counts per second of each side's windows (ranges of different\n"
-	"                   lengths compare); figures one side did not collect read 'not\n"
-	"                   collected', estimates '~N'; a '#' line says when the sides\n"
-	"                   ran on different sources (in-kernel BPF, perf rings)\n"
+	"  --json           a JSON array of rows keyed by column (--compare: numbers\n"
+	"                   and notes; --locks: the rows of GET /api/v1/locks)\n"
+	"  --compare A B    A and B side by side with the change of B relative to A, the\n"
+	"                   baseline, in percent (as perf diff); each is a database file,\n"
+	"                   or a range SINCE..UNTIL of the --db database (either end may\n"
+	"                   be empty: '2h..1h', '1h..'); counts per second of the time\n"
+	"                   each side's windows cover (ranges of different lengths\n"
+	"                   compare); a figure one side did not collect reads '-', an\n"
+	"                   estimate '~N', a change inside its error bound 'within\n"
+	"                   error'; a '#' line says when the sides ran on different\n"
+	"                   sources (in-kernel BPF, perf rings)\n"
 	"  --totals         with --compare: the sums instead of the rates\n"
 	"  --labels L1,L2   column titles of the comparison (default: the file names or ranges)\n"
 	"  --throughput X,Y a throughput you measured for A and B, compared as well\n"
@@ -95,7 +97,8 @@ static const char usage[] =
 	"  --top N          at most N lines (default: 20 in a table, all in CSV and JSON;\n"
 	"                   0: all)\n"
 	"  --wide           every column; otherwise a table keeps to $COLUMNS or the\n"
-	"                   terminal's width, leaving out the split's detail first\n"
+	"                   terminal's width, leaving out columns with one value in every\n"
+	"                   row first, then the split's detail\n"
 	"  --help           show this text\n"
 	"\n"
 	"T is unix seconds, 'now', a duration before now (90s, 15m, 2h, 7d) or a local time\n"
@@ -155,14 +158,16 @@ static void local_time(char *buf, size_t len, double t)
 		snprintf(buf, len, "-");
 }
 
-/* "DB, FROM .. TO (N windows, kernel K, source S)" for the comment lines above a table. */
+/* "DB, FROM .. TO (N windows covering S s, kernel K, source S)" for the comment lines above a
+ * table: what was read, and the time its rates are per. */
 static void describe(char *buf, size_t len, const char *db, const struct mm_store_range *rg)
 {
 	char a[32], b[32];
 	local_time(a, sizeof(a), rg->first_s);
 	local_time(b, sizeof(b), rg->last_s);
-	snprintf(buf, len, "%s, %s .. %s (%" PRIu64 " windows, kernel %s, source %s)", db, a, b,
-		 rg->windows, rg->kernels[0] ? rg->kernels : "-",
+	snprintf(buf, len,
+		 "%s, %s .. %s (%" PRIu64 " windows covering %.1f s, kernel %s, source %s)", db, a,
+		 b, rg->windows, rg->covered_s, rg->kernels[0] ? rg->kernels : "-",
 		 rg->sources[0] ? rg->sources : "-");
 }
 
@@ -197,8 +202,52 @@ static size_t filter_locks(const struct args *a, struct mm_snap_lock *rows, size
 	return o;
 }
 
+/* The '#' lines above a lock table, as above a fault table: what was read, what a line is and
+ * how many there are, wrapped to the table's width. */
+static void locks_comment(const struct args *a, const struct mm_store_range *rg, size_t n)
+{
+	char what[512], line[1024];
+	const char *kind = a->waits    ? "waiting process and holder (mmap_lock only)"
+			   : a->detail ? "process, lock and caller"
+				       : "lock type and caller";
+	describe(what, sizeof(what), a->db, rg);
+	snprintf(line, sizeof(line), "%s\none line per %s: %zu%s%s", what, kind, n,
+		 a->top && n > a->top ? ", the first --top shown (--top 0 shows all)" : "",
+		 a->seed || a->detail || a->waits ? ""
+						  : "\ntimes as perf lock contention prints them "
+						    "(each in its own unit), so the "
+						    "two tools' tables diff");
+	mm_fault_comment(stdout, line, a->fo.width);
+	fputs("#\n", stdout);
+}
+
+/* perf's (or seed 004's) lock table of @rows, its lines cut to @width with "..." (0: whole): the
+ * caller, the last column, is what runs past a terminal; a pipe gets perf's lines to the
+ * character, so the two tools' tables still diff. */
+static void print_cut(const struct mm_snap_lock *rows, size_t n, bool seed, unsigned width)
+{
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = width ? open_memstream(&text, &len) : NULL;
+
+	mm_locktable_print(f ? f : stdout, rows, n, seed);
+	if (!f)
+		return;
+	fclose(f);
+	for (const char *p = text; p && *p;) {
+		const char *nl = strchrnul(p, '\n');
+		if ((size_t)(nl - p) > width && width > 3)
+			printf("%.*s...\n", (int)width - 3, p);
+		else
+			printf("%.*s\n", (int)(nl - p), p);
+		p = *nl ? nl + 1 : nl;
+	}
+	free(text);
+}
+
 static int report_locks(const struct args *a)
 {
+	struct mm_store_range rg;
 	struct mm_snap_lock *rows = NULL;
 	struct mm_fault_row *procs = NULL;
 	struct mm_store *st = NULL;
@@ -206,7 +255,10 @@ static int report_locks(const struct args *a)
 	int r = mm_store_open_readonly(a->db, &st);
 	if (r < 0)
 		return 1; /* logged */
-	r = mm_store_locks(st, a->pid ? (int)a->pid : -1, a->since_s, a->until_s, 0, &rows, &n);
+	r = mm_store_range(st, a->since_s, a->until_s, &rg);
+	if (r >= 0)
+		r = mm_store_locks(st, a->pid ? (int)a->pid : -1, a->since_s, a->until_s, 0, &rows,
+				   &n);
 	if (r >= 0 && a->cgroup) {
 		struct mm_fault_query q = query_of(a, a->since_s, a->until_s, MM_FAULT_BY_PROCESS);
 		r = mm_store_fault_rows(st, &q, &procs, &nprocs);
@@ -240,19 +292,36 @@ static int report_locks(const struct args *a)
 		free(rows);
 		return r < 0 || fflush(stdout) != 0 ? 1 : 0;
 	}
+	if (!a->detail && !a->waits)
+		n = mm_lock_rows_merge(rows, n, true);
+	locks_comment(a, &rg, n);
 	if (a->detail || a->waits) {
 		if (a->top && n > a->top)
 			n = a->top;
-		(a->waits ? mm_locktable_print_holders : mm_locktable_print_detail)(stdout, rows,
-										    n);
+		(a->waits ? mm_locktable_print_holders : mm_locktable_print_detail)(stdout, rows, n,
+										    a->fo.width);
 	} else {
-		n = mm_lock_rows_merge(rows, n, true);
 		if (a->top && n > a->top)
 			n = a->top;
-		mm_locktable_print(stdout, rows, n, a->seed);
+		print_cut(rows, n, a->seed, a->fo.width);
 	}
 	free(rows);
 	return fflush(stdout) == 0 ? 0 : 1;
+}
+
+/* The rows of the range summed over every process (no --pid, --comm or --cgroup) into @ret:
+ * what the collectors stored, so a filtered table keeps their columns. 0 or -errno (logged). */
+static int range_sum(struct mm_store *st, const struct args *a, struct mm_fault_row *ret)
+{
+	struct mm_fault_query q = {
+		.since_s = a->since_s, .until_s = a->until_s, .pid = -1, .group = MM_FAULT_ALL};
+	struct mm_fault_row *rows = NULL;
+	size_t n = 0;
+	int r = mm_store_fault_rows(st, &q, &rows, &n);
+	if (r >= 0 && n)
+		*ret = rows[0];
+	free(rows);
+	return r;
 }
 
 static int report_faults(const struct args *a)
@@ -263,6 +332,8 @@ static int report_faults(const struct args *a)
 	struct mm_fault_row *rows = NULL;
 	struct mm_store_range rg;
 	struct mm_store *st = NULL;
+	struct mm_fault_row range = {.pid = -1};
+	struct mm_fault_opts fo = a->fo;
 	char comment[512];
 	size_t n = 0;
 	int r = mm_store_open_readonly(a->db, &st);
@@ -272,9 +343,14 @@ static int report_faults(const struct args *a)
 	r = mm_store_range(st, a->since_s, a->until_s, &rg);
 	if (r >= 0)
 		r = mm_store_fault_rows(st, &q, &rows, &n);
+	if (r >= 0 && (a->pid || a->cgroup || a->comm))
+		r = range_sum(st, a, &range);
 	mm_store_close(st);
-	if (r < 0)
+	if (r < 0) {
+		free(rows);
 		return 1;
+	}
+	fo.range = range.pid < 0 ? NULL : &range;
 	if (!n)
 		fprintf(stderr, "mmlockd report: no process stored in %s for that range%s\n", a->db,
 			a->pid || a->cgroup || a->comm ? " and filter" : "");
@@ -288,7 +364,7 @@ static int report_faults(const struct args *a)
 		snprintf(comment + len, sizeof(comment) - len, "\n%zu %s", n,
 			 a->fo.by_cgroup ? (n == 1 ? "cgroup" : "cgroups")
 					 : (n == 1 ? "process" : "processes"));
-	r = mm_fault_print(stdout, rows, n, &a->fo, comment);
+	r = mm_fault_print(stdout, rows, n, &fo, comment);
 	free(rows);
 	return r < 0 || fflush(stdout) != 0 ? 1 : 0;
 }
@@ -348,12 +424,26 @@ static int load_side(const struct args *a, const char *spec, struct mm_fault_sid
 		if (!strcmp(locks[i].lock, "mmap_lock") &&
 		    (!a->comm || !strcmp(locks[i].comm, a->comm)))
 			side->lock_contended += (int64_t)locks[i].contended;
-	side->seconds = rg.windows && rg.last_s > rg.first_s ? rg.last_s - rg.first_s : 0;
+	/* Rates are per second the windows cover: not last - first, which counts a gap in the
+	 * history (the daemon stopped) as time in which nothing happened. */
+	side->seconds = rg.covered_s;
+	side->windows = rg.windows;
 	snprintf(side->source, sizeof(side->source), "%s", rg.sources);
 	describe(what, whatlen, db, &rg);
 	free(rows);
 	free(locks);
 	return 0;
+}
+
+/* The '#' line of side @k of --compare: "LABEL, the baseline: WHAT" (a) or "LABEL, compared to
+ * BASE: WHAT" (b), wrapped to @width. */
+static void print_comment(int k, const char *label, const char *base, const char *what,
+			  unsigned width)
+{
+	char line[1024];
+	snprintf(line, sizeof(line), "%s, %s%s: %s", label, k ? "compared to " : "the baseline",
+		 k ? base : "", what);
+	mm_fault_comment(stdout, line, width);
 }
 
 /* Splits "X,Y" into two strings of @buf (which it modifies). */
@@ -397,7 +487,7 @@ static int report_compare(const struct args *a)
 		side[k].label = l[k] ? l[k] : label[k];
 		side[k].throughput = t[k];
 		if (a->fo.format == MM_FAULT_TABLE)
-			printf("# %s: %s\n", side[k].label, what[k]);
+			print_comment(k, side[k].label, side[0].label, what[k], a->fo.width);
 	}
 	if (a->fo.format == MM_FAULT_TABLE && (a->pid || a->cgroup || a->comm))
 		printf("# only%s%s%s%s%s%s\n", a->comm ? " comm " : "", a->comm ? a->comm : "",
@@ -406,7 +496,7 @@ static int report_compare(const struct args *a)
 	if (a->fo.format == MM_FAULT_TABLE)
 		printf("#\n");
 	int r = mm_fault_print_compare(stdout, &side[0], &side[1], a->totals, a->fo.format,
-				       a->fo.sep ? a->fo.sep : ",");
+				       a->fo.sep ? a->fo.sep : ",", a->fo.width);
 	return r < 0 || fflush(stdout) != 0 ? 1 : 0;
 }
 

@@ -8,10 +8,13 @@
 #   2. --compare of two ranges of the one database gives the same table, and two ranges that meet
 #      inside a window count that window once (their faults add up to the whole);
 #   3. the per-process table, -x CSV and --json agree with process_stats; --sort, --top, --comm;
-#   4. a table keeps to 20 lines and $COLUMNS (--wide: all columns), --sort takes header labels,
-#      --locks honours --comm; --compare is per second unless --totals; --compare --json/-x and
-#      --locks --json; each side's source (windows.source) in its '#' line, and a note when the
-#      sides' sources differ;
+#   4. a table keeps to 20 lines and $COLUMNS, its '#' lines too (--wide: all columns), --sort
+#      takes header labels, --locks honours --comm and has '#' lines, --locks --detail fits
+#      $COLUMNS with one unit a time column, --locks cuts perf's lines to $COLUMNS only on a
+#      width; --compare names A the baseline and is per second of the time each side's windows
+#      cover unless --totals; --compare --json gives numbers, -x the cells; --locks --json;
+#      each side's source (windows.source) in its '#' line, and a note when the sides' sources
+#      differ; -x rows carry start_time;
 #   5. bad input: a bad range or sort key exits 2 with one line saying why, a missing database
 #      exits 1.
 # Usage: test_report.sh MMLOCKD DATA_DIR. Exit 77 without the recordings or xz.
@@ -71,10 +74,12 @@ check_grid() { # FILE WHAT
 "$MMLOCKD" report --compare "$TMP/vanilla.db" "$TMP/patched.db" --labels Vanilla,Patched --totals \
 	--throughput 1069.34,1404.47 >"$TMP/cmp.txt" 2>"$TMP/cmp.err" || fail "--compare exited $?: $(cat "$TMP/cmp.err")"
 cat "$TMP/cmp.txt"
-if grep -q '^# Vanilla: .*vanilla.db, .*kernel 6.12' "$TMP/cmp.txt" && grep -q '^# Patched: .*patched.db' "$TMP/cmp.txt" &&
+if grep -q '^# Vanilla, the baseline: .*vanilla.db, .*kernel 6.12' "$TMP/cmp.txt" &&
+	grep -q '^# Patched, compared to Vanilla: .*patched.db' "$TMP/cmp.txt" &&
+	grep -q '^# change: Patched relative to Vanilla, the baseline' "$TMP/cmp.txt" &&
 	grep -qE '^\| +metric +\| +Vanilla +\| +Patched +\| +change +\|$' "$TMP/cmp.txt" &&
 	[ "$(grid_row "$TMP/cmp.txt" throughput)" = "1069.34|1404.47|+31.3%" ]; then
-	pass "--compare of two databases: both sides labelled, throughput +31.3%"
+	pass "--compare of two databases: both sides labelled, Vanilla the baseline, throughput +31.3%"
 else
 	fail "--compare of two databases: header or throughput row wrong"
 fi
@@ -101,8 +106,8 @@ else
 fi
 
 "$MMLOCKD" report --db "$TMP/both.db" --sort fallbacks --top 1 -x , >"$TMP/top.csv" 2>&1
-want=$(sql "$TMP/both.db" "SELECT pid, sum(faults), sum(faults_mmap_fallback) FROM process_stats GROUP BY pid, start_time ORDER BY 3 DESC LIMIT 1" | tr '|' ,)
-if [ "$(wc -l <"$TMP/top.csv")" = 2 ] && [ "$(sed -n 2p "$TMP/top.csv" | cut -d, -f1-3)" = "$want" ]; then
+want=$(sql "$TMP/both.db" "SELECT pid, printf('%.3f', start_time), sum(faults), sum(faults_mmap_fallback) FROM process_stats GROUP BY pid, start_time ORDER BY 4 DESC LIMIT 1" | tr '|' ,)
+if [ "$(wc -l <"$TMP/top.csv")" = 2 ] && [ "$(sed -n 2p "$TMP/top.csv" | cut -d, -f1-4)" = "$want" ]; then
 	pass "--sort fallbacks --top 1 -x ,: $(sed -n 2p "$TMP/top.csv")"
 else
 	fail "--sort fallbacks --top 1: '$(cat "$TMP/top.csv")', process_stats says '$want'"
@@ -125,13 +130,14 @@ bad() { # EXPECTED_STATUS ARGS...
 	[ "$rc" = "$want" ] && [ -s "$TMP/bad.out" ] || { fail "report $* exited $rc (want $want)"; return; }
 	pass "report $* -> $rc: $(head -n 1 "$TMP/bad.out")"
 }
-# Without --totals the counts are per second of each side's windows.
+# Without --totals the counts are per second of the time each side's windows cover (their
+# lengths summed: a gap in the history is no time in which nothing happened).
 "$MMLOCKD" report --compare "$TMP/vanilla.db" "$TMP/patched.db" >"$TMP/rate.txt" 2>&1
-secs=$(sql "$TMP/vanilla.db" "SELECT max(ts_end) - min(ts_start) FROM windows")
+secs=$(sql "$TMP/vanilla.db" "SELECT total(ts_end - ts_start) FROM windows")
 want=$(python3 -c "import sys; v = $(sql "$TMP/vanilla.db" "SELECT sum(faults) FROM process_stats") / $secs
 print(('%.0f' if v >= 100 else '%.2f') % v)")
 got=$(grid_row "$TMP/rate.txt" "faults (user, sampled) /s" | cut -d'|' -f1)
-if grep -q '^# counts per second of each side' "$TMP/rate.txt" && [ "$got" = "$want" ]; then
+if grep -q "^# counts per second of the time each side's windows cover" "$TMP/rate.txt" && [ "$got" = "$want" ]; then
 	pass "--compare per second: faults /s $got over $secs s, as the database gives"
 else
 	fail "--compare per second: faults /s '$got', the database gives '$want' over $secs s"
@@ -144,11 +150,14 @@ import json, sys
 c = json.load(open(sys.argv[1]))
 assert c["a"] == "vanilla" and c["b"] == "patched", c
 assert any(n.startswith("counts per second") for n in c["notes"]), c["notes"]
-assert any(r["metric"] == "mmap_lock fallbacks /s" for r in c["rows"]), c["rows"]
+assert c["baseline"] == "a" and c["seconds"][0] > 0, c
+fb = [r for r in c["rows"] if r["metric"] == "mmap_lock fallbacks" and r["unit"] == "/s"]
+assert fb and isinstance(fb[0]["a"], (int, float)) and isinstance(fb[0]["change_pct"], (int, float)), fb
+assert fb[0]["a_estimated"] is False and fb[0]["within_error"] is False, fb
 locks = json.load(open(sys.argv[2]))
 assert isinstance(locks, list) and locks and "total_wait_ns" in locks[0], locks[:1]
 PY
-then pass "--compare --json and --locks --json: the grid's rows and notes, the lock rows"
+then pass "--compare --json and --locks --json: numbers, the baseline and seconds, the lock rows"
 else fail "--compare --json / --locks --json: $(head -c 300 "$TMP/cmp.json")"; fi
 "$MMLOCKD" report --compare "$TMP/vanilla.db" "$TMP/patched.db" -x ';' >"$TMP/cmp.csv" 2>&1
 [ "$(head -n 1 "$TMP/cmp.csv")" = "metric;vanilla;patched;change" ] && ! grep -q '^[#+|]' "$TMP/cmp.csv" &&
@@ -160,8 +169,8 @@ sql "$TMP/patched-bpf.db" "UPDATE windows SET source = 'bpf'"
 "$MMLOCKD" report --compare "$TMP/vanilla.db" "$TMP/patched-bpf.db" >"$TMP/src.txt" 2>&1
 "$MMLOCKD" report --compare "$TMP/vanilla.db" "$TMP/patched-bpf.db" --json >"$TMP/src.json" 2>&1
 note='vanilla ran on the perf source, patched-bpf on bpf: the fault split and fallbacks are found by different methods'
-if grep -q '^# Vanilla: .*, source perf)$' "$TMP/cmp.txt" && ! grep -q 'ran on the' "$TMP/cmp.txt" &&
-	grep -q "^# patched-bpf: .*, source bpf)$" "$TMP/src.txt" && grep -qF "# $note" "$TMP/src.txt" &&
+if grep -q '^# Vanilla, the baseline: .*, source perf)$' "$TMP/cmp.txt" && ! grep -q 'ran on the' "$TMP/cmp.txt" &&
+	grep -q "^# patched-bpf, compared to vanilla: .*, source bpf)$" "$TMP/src.txt" && grep -qF "# $note" "$TMP/src.txt" &&
 	python3 -c 'import json, sys; n = json.load(open(sys.argv[1]))["notes"]
 assert any(x.startswith(sys.argv[2]) for x in n), n' "$TMP/src.json" "$note"; then
 	pass "--compare: each side's source in its header; sources perf and bpf noted (text, --json), the same source not"
@@ -172,7 +181,7 @@ fi
 # and said so); --wide and pipes of CSV keep everything.
 COLUMNS=80 "$MMLOCKD" report --db "$TMP/both.db" >"$TMP/table.txt" 2>&1
 rows=$(grep -vc '^#' "$TMP/table.txt")
-widest=$(grep -v '^#' "$TMP/table.txt" | awk '{ if (length($0) > w) w = length($0) } END { print w + 0 }')
+widest=$(awk '{ if (length($0) > w) w = length($0) } END { print w + 0 }' "$TMP/table.txt") # '#' lines too
 if [ "$rows" -le 21 ] && [ "$widest" -le 80 ] && grep -q '^# left out to fit 80 columns' "$TMP/table.txt"; then
 	pass "report on COLUMNS=80: $((rows - 1)) rows, lines of at most $widest characters"
 else
@@ -183,8 +192,29 @@ COLUMNS=80 "$MMLOCKD" report --db "$TMP/both.db" --wide --sort 'fb%,+-err' >"$TM
 	pass "--wide keeps every column; --sort takes the header's labels (fb%,+-err)" ||
 	fail "--wide --sort 'fb%,+-err': $(head -n 3 "$TMP/wide.txt")"
 "$MMLOCKD" report --db "$TMP/both.db" --locks --comm nonexistent >"$TMP/locks.txt" 2>/dev/null
-[ "$(grep -v '^ *contended' "$TMP/locks.txt" | grep -c .)" = 0 ] &&
-	pass "--locks --comm nonexistent: no row" || fail "--locks ignores --comm: $(head -n 3 "$TMP/locks.txt")"
+[ "$(grep -v '^ *contended' "$TMP/locks.txt" | grep -v '^#' | grep -c .)" = 0 ] &&
+	grep -q '^# one line per lock type and caller: 0$' "$TMP/locks.txt" &&
+	pass "--locks --comm nonexistent: no row, and its '#' header says so" ||
+	fail "--locks ignores --comm: $(head -n 3 "$TMP/locks.txt")"
+# --locks on a terminal's width: perf's lines cut to it (the caller); piped, to the character.
+COLUMNS=60 "$MMLOCKD" report --db "$TMP/both.db" --locks >"$TMP/locks60.txt" 2>/dev/null
+"$MMLOCKD" report --db "$TMP/both.db" --locks >"$TMP/locks0.txt" 2>/dev/null
+widest=$(awk '{ if (length($0) > w) w = length($0) } END { print w + 0 }' "$TMP/locks60.txt")
+if [ "$widest" -le 60 ] && grep -q '\.\.\.$' "$TMP/locks60.txt" && ! grep -q '\.\.\.$' "$TMP/locks0.txt"; then
+	pass "--locks on COLUMNS=60: lines of at most $widest, cut with '...'; whole when piped"
+else
+	fail "--locks on COLUMNS=60: widest $widest: $(sed -n 9,10p "$TMP/locks60.txt")"
+fi
+# --waits and --detail: '#' lines like the fault table's, fitted to $COLUMNS, one unit a column.
+COLUMNS=80 "$MMLOCKD" report --db "$TMP/both.db" --locks --detail >"$TMP/detail.txt" 2>/dev/null
+widest=$(awk '{ if (length($0) > w) w = length($0) } END { print w + 0 }' "$TMP/detail.txt")
+if grep -q '^# .*both.db, ' "$TMP/detail.txt" && grep -q '^#.*windows covering' "$TMP/detail.txt" &&
+	[ "$widest" -le 80 ] &&
+	grep -qE '^ *contended +total wait (s|ms|us|ns) ' "$TMP/detail.txt"; then
+	pass "--locks --detail on COLUMNS=80: '#' header, lines of at most $widest, unit in the header"
+else
+	fail "--locks --detail on COLUMNS=80: widest $widest: $(head -n 8 "$TMP/detail.txt")"
+fi
 # One line that says what to do, for a wrong option and for a range the wrong way round.
 "$MMLOCKD" report --bogus >"$TMP/bogus.out" 2>&1
 [ $? = 2 ] && [ "$(wc -l <"$TMP/bogus.out")" = 1 ] && grep -q "unknown option '--bogus'" "$TMP/bogus.out" &&

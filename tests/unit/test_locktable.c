@@ -20,7 +20,7 @@ static char *print_to_string(const struct mm_snap_lock *rows, size_t n, int layo
 	size_t len = 0;
 	FILE *f = open_memstream(&buf, &len);
 	if (layout == 2)
-		mm_locktable_print_detail(f, rows, n);
+		mm_locktable_print_detail(f, rows, n, 0);
 	else
 		mm_locktable_print(f, rows, n, layout == 1);
 	fclose(f);
@@ -105,6 +105,40 @@ static void test_detail_layout_keeps_processes_and_locks_apart(void)
 	/* Longest first: pid 10's line comes before pid 12's. */
 	CHECK(strstr(out, "p10") && strstr(out, "p12") && strstr(out, "p10") < strstr(out, "p12"));
 	free(out);
+}
+
+/* mmlockd's own layouts (--detail, --waits) print each time column in one unit, named in its
+ * header (not "8.01 s" above "384.28 ms"), and leave columns out, named, to fit a width. */
+static void test_detail_and_holder_tables_have_one_unit_per_column_and_fit_a_width(void)
+{
+	struct mm_snap_lock rows[] = {
+		lock_row(12, "rwsem:W", "do_mprotect_pkey+0xc7", "mmap_lock", 15, 8010000000,
+			 384280000, 2000),
+		lock_row(10, "rwsem:R", "lock_mm_and_find_vma+0x9e", "mmap_lock", 185, 290330000,
+			 29470000, 3000),
+	};
+	char *out = print_to_string(rows, 2, 2);
+	CHECK_CONTAINS(out, "total wait s  max wait ms  min wait us  avg wait ms  p99 wait ms");
+	CHECK_CONTAINS(out, "  8.01  ");
+	CHECK_CONTAINS(out, "  0.29  "); /* 290.33 ms in the column of seconds */
+	free(out);
+
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	mm_locktable_print_detail(f, rows, 2, 80);
+	fclose(f);
+	CHECK_CONTAINS(buf, "# left out (--wide shows them): min wait");
+	for (const char *p = buf; *p; p = strchr(p, '\n') + 1)
+		CHECK(strchr(p, '\n') - p <= 80);
+	free(buf);
+
+	mm_lock_rows_by_holder(rows, 2);
+	f = open_memstream(&buf, &len);
+	mm_locktable_print_holders(f, rows, 2, 0);
+	fclose(f);
+	CHECK_CONTAINS(buf, "waits  total wait s  max wait ms  avg wait ms");
+	free(buf);
 }
 
 static void test_rows_merge_by_identity_across_windows(void)
@@ -249,6 +283,7 @@ int main(void)
 	RUN(test_perf_layout_merges_per_type_and_caller);
 	RUN(test_seed_layout_matches_the_rmap_report);
 	RUN(test_detail_layout_keeps_processes_and_locks_apart);
+	RUN(test_detail_and_holder_tables_have_one_unit_per_column_and_fit_a_width);
 	RUN(test_rows_merge_by_identity_across_windows);
 	RUN(test_quantiles_are_capped_at_the_longest_wait);
 	RUN(test_histogram_text_round_trips);
