@@ -920,7 +920,19 @@ static const char usage_tail[] =
 	       "  /api/v1/top?since=&until=&limit=&by=process|cgroup&pid=&start_time=&cgroup=\n"
 	       "      &fields=       totals over the range per process or per cgroup\n"
 	       "\n"
-	       "Signals: SIGHUP reloads the configuration file; SIGTERM and SIGINT stop.\n";
+	       "Signals: SIGHUP reloads the configuration file (and logs each changed setting\n"
+	       "that takes effect at restart only); SIGTERM and SIGINT stop.\n"
+	       "\n"
+	       "Exit status:\n"
+	       "  0  stopped by SIGTERM or SIGINT (the open window stored), or --help, --version\n"
+	       "  1  a failure at start or while running, logged with its reason (a taken port,\n"
+	       "     a database that cannot be opened, collectors that need root, ...)\n"
+	       "  2  a bad option or argument, or a configuration file that cannot be read or\n"
+	       "     has a bad line, logged as one line\n"
+	       "  The commands exit the same way: 0 done, 1 failed, 2 bad usage.\n"
+	       "\n"
+	       "Documentation: mmlockd(8), " MM_DOCDIR "/README.md and\n"
+	       "  " MM_DOCDIR "/docs/ (configuration.md, metrics.md, fleet.md, ...).\n";
 /* clang-format on */
 
 /* The collectors under --collectors, each with its usage lines: @by_default ones or the others. */

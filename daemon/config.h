@@ -18,6 +18,11 @@
 #ifndef MM_DEFAULT_CONFIG
 #define MM_DEFAULT_CONFIG "/etc/mmlockd.conf"
 #endif
+/* meson sets it to <datadir>/doc/mmlockd, where it installs README.md and docs/: what --help
+ * points to. */
+#ifndef MM_DOCDIR
+#define MM_DOCDIR "/usr/share/doc/mmlockd"
+#endif
 
 struct mm_config {
 	char config_path[PATH_MAX]; /* file the configuration came from, "" if none */
