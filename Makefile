@@ -14,8 +14,12 @@
 #   make deb    the Debian package (debian/, dh with meson): installs its build tools and
 #               Build-Depends, leaves mmlockd_VERSION_ARCH.deb here and runs lintian on it
 #               (docs/install.md)
-#   make install  meson install: binary, unit, mmlockd.conf, mmlockd(8), dashboard and rules
-#               under meson's prefix (/usr/local); DESTDIR=D stages them under D
+#   make install  meson install: binary, unit, mmlockd(8), the pristine mmlockd.conf, the unit's
+#               drop-ins, dashboard and rules, README.md and docs/ under meson's prefix
+#               (/usr/local); DESTDIR=D stages them under D. <sysconfdir>/mmlockd.conf is the
+#               operator's: never installed nor removed (docs/install.md)
+#   make uninstall  removes what the last make install (or meson install) installed, from
+#               meson's install log (build/meson-logs/install-log.txt)
 # Also: make build, make clean. ARGS="..." passes flags to mmlockd in `make run`.
 # `make test` also builds build-asan/ (clang, ASan+UBSan, -Dfuzz=true) and runs the unit and
 # integration suites there, plus a few seconds of each fuzz target (suite fuzz).
@@ -26,7 +30,7 @@ BENCH_ARGS ?=
 FUZZ_SECONDS ?= 60
 FUZZ_TARGETS ?= sample recording config route replay
 
-.PHONY: all deps build build-asan run test clean lab bench install fuzz deb
+.PHONY: all deps build build-asan run test clean lab bench install uninstall fuzz deb
 
 all: build
 
@@ -67,6 +71,9 @@ lab: build
 
 install: build
 	meson install -C $(BUILD) --no-rebuild $(if $(DESTDIR),--destdir $(DESTDIR))
+
+uninstall:
+	ninja -C $(BUILD) uninstall
 
 DEB_VERSION = $(shell dpkg-parsechangelog -SVersion 2>/dev/null)
 DEB_ARCH = $(shell dpkg-architecture -qDEB_HOST_ARCH 2>/dev/null)
