@@ -8,8 +8,8 @@
 #      installed as <sysconfdir>/mmlockd.conf, so installing again keeps an operator's edited one;
 #      make uninstall removes every installed file and keeps that one;
 #   2. the unit's ExecStart is the installed binary (from meson's prefix, no placeholder left) and
-#      the installed binary's default --config is <sysconfdir>/mmlockd.conf; --help, the man page
-#      and the configuration name installed documentation that exists;
+#      the installed binary's default --config is <sysconfdir>/mmlockd.conf; --help, the man page,
+#      the configuration, the unit and its drop-ins name installed documentation that exists;
 #   3. `systemd-analyze verify` passes on the installed unit, alone and with each drop-in in
 #      /etc/systemd/system/mmlockd.service.d/: run with --root=D (a copy of this system's unit
 #      directory and /bin/kill next to the installed files, since PID 1 need not be systemd and
@@ -100,11 +100,11 @@ fi
 
 # Documentation the installed files point to exists where they say.
 docs_named=$({ cat "$TMP/help.txt" "$D$MANDIR/man8/mmlockd.8" "$D$DATADIR/mmlockd/mmlockd.conf" \
-	"$D$DATADIR"/mmlockd/mmlockd.service.d/*.conf; } | grep -oE "$DOCDIR/[A-Za-z0-9_./-]*[a-z]" | sort -u)
+	"$unit" "$D$DATADIR"/mmlockd/mmlockd.service.d/*.conf; } | grep -oE "$DOCDIR/[A-Za-z0-9_./-]*[a-z]" | sort -u)
 absent=""
 for f in $docs_named; do [ -e "$D$f" ] || absent="$absent $f"; done
 if [ -n "$docs_named" ] && [ -z "$absent" ]; then
-	pass "--help, mmlockd(8), mmlockd.conf and the drop-ins name $(echo "$docs_named" | wc -l) installed documents under $DOCDIR"
+	pass "--help, mmlockd(8), mmlockd.conf, the unit and its drop-ins name $(echo "$docs_named" | wc -l) installed documents under $DOCDIR"
 else
 	fail "named but not installed:${absent:- (no $DOCDIR path named at all)}"
 fi
