@@ -145,8 +145,10 @@ static void list_add(char *buf, size_t size, const char *name)
 /* Started by a user who cannot reach tracefs (not root): the collectors that read tracepoints
  * cannot run, and starting anyway would log a warning per tracepoint and then "collecting" while
  * nothing asked for is collected. One line instead, naming them, why, and the collectors that
- * work for any user (those without tracepoints: /proc and /proc/vmstat); -EPERM. 0 when tracefs
- * is readable, as root, or when no enabled collector needs it. */
+ * work for any user (those without tracepoints: /proc and /proc/vmstat); -EPERM. 0 as root,
+ * when tracefs is readable, or when no enabled collector needs it. The BPF source is no way
+ * out: as nobody with CAP_SYSLOG, CAP_PERFMON and CAP_BPF (ambient), the kernel refused its
+ * programs too (EACCES, 6.18, 2026-12-07). */
 static int check_unprivileged(const struct mm_config *cfg)
 {
 	char path[PATH_MAX], why[512], need[256] = "", can[256] = "", off[64] = "";
