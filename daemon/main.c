@@ -3,7 +3,9 @@
  * mmlockd is the daemon: the live pipeline (live.h) with two sinks, the store thread (writer.h)
  * for closed windows and the HTTP server (http.h) for the snapshot published once a second.
  * SIGTERM/SIGINT: drain, close the open window, store it, exit 0. SIGHUP: reload the
- * configuration file. `record`, `replay` and `report` (daemon/offline/) run
+ * configuration file, naming each changed setting only a restart applies. Exit status 1 for a
+ * failure at start or at run time, 2 for a refused command line or configuration (--help and
+ * mmlockd(8) document both). `record`, `replay` and `report` (daemon/offline/) run
  * offline or without HTTP and SQLite.
  */
 #include <errno.h>
@@ -81,9 +83,9 @@ static void reload(void *ctx)
 		log_error("reload: %s; keeping the running configuration", err);
 		return;
 	}
-	const char *later[24];
-	size_t nlater = mm_config_restart_changes(&d->cfg, &n, later, 24);
-	for (size_t i = 0; i < nlater && i < 24; i++)
+	const char *later[32]; /* more than there are keys */
+	size_t nlater = mm_config_restart_changes(&d->cfg, &n, later, 32);
+	for (size_t i = 0; i < nlater && i < 32; i++)
 		log_warning("reload: %s changed in %s; it takes effect at restart (systemctl "
 			    "restart mmlockd), ignoring",
 			    later[i], n.config_path[0] ? n.config_path : "the command line");
