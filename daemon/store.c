@@ -974,21 +974,21 @@ int mm_store_open_readonly(const char *path, struct mm_store **ret)
 
 int mm_store_open_offline(const char *path, struct mm_store **ret)
 {
-	if (access(path, F_OK) < 0) {
-		if (errno == ENOENT)
-			return log_error_errno(ENOENT,
-					       "database %s does not exist: the daemon creates it "
-					       "(is it running? systemctl status mmlockd), or give "
-					       "another with --db PATH",
-					       path);
-		return log_error_errno(errno, "database %s: %m; give another with --db PATH", path);
-	}
+	if (access(path, F_OK) < 0 && errno == ENOENT)
+		return log_error_errno(
+			ENOENT,
+			"database %s does not exist: the daemon creates it (is it "
+			"running? systemctl status mmlockd), or give another with --db "
+			"PATH",
+			path);
+	/* Also where its directory cannot be searched (the unit's /var/lib/mmlockd is 0700). */
 	if (access(path, R_OK) < 0)
-		return log_error_errno(errno,
-				       "database %s: cannot read it: %m; the daemon keeps it "
-				       "private (root, mode 0600): run this as root, or as root "
-				       "copy it and give the copy with --db PATH",
-				       path);
+		return log_error_errno(
+			errno,
+			"database %s: cannot read it: %m; the daemon keeps it "
+			"private (root, 0600 in a 0700 directory): run this as root, or "
+			"as root copy it and give the copy with --db PATH",
+			path);
 	/* No -wal beside a WAL database: no connection has it open (the last one to close
 	 * removes it), so nothing changes under an immutable reader. */
 	int wal = beside(path, "-wal", F_OK);

@@ -11,7 +11,8 @@
 #   5. (root, run as nobody with setpriv) the daemon whose collectors need tracefs stops with one
 #      "need root" line and exit status 1, and starts with the collectors that line names;
 #   6. (root, as nobody) `report` reads root's stopped database in a directory it cannot write,
-#      and creates nothing beside it; a file it cannot read is one line that says run as root;
+#      and creates nothing beside it; a file it cannot read, or one in a directory it cannot
+#      search (the unit's /var/lib/mmlockd is 0700), is one line that says run as root;
 #      a running daemon's database whose -wal/-shm are root's is one line that says the same;
 #   7. (root) `report` on a copy of a database leaves no -wal or -shm beside the copy.
 # The daemons run --collectors vmstat --split-duty 0 (no tracepoints) on a free port from the
@@ -163,6 +164,12 @@ chmod 0600 "$TMP/root/m.db"
 "${NOBODY[@]}" "$MMLOCKD" report --db "$TMP/root/m.db" >"$TMP/unreadable.out" 2>&1
 RC=$?
 one_line "report as nobody, database 0600" 1 "$TMP/unreadable.out" "cannot read it" "run this as root"
+chmod 0644 "$TMP/root/m.db" && chmod 0700 "$TMP/root"
+"${NOBODY[@]}" "$MMLOCKD" report --db "$TMP/root/m.db" >"$TMP/private-dir.out" 2>&1
+RC=$?
+one_line "report as nobody, directory 0700 (the unit's StateDirectoryMode)" 1 "$TMP/private-dir.out" \
+	"cannot read it" "run this as root"
+chmod 0755 "$TMP/root"
 
 # A running daemon's database, its -wal and -shm root's (the unit's UMask=0077).
 if start live "${QUIET[@]}" --interval 1 --db "$TMP/root/m.db"; then
