@@ -931,8 +931,8 @@ static const char usage_tail[] =
 	       "     has a bad line, logged as one line\n"
 	       "  The commands exit the same way: 0 done, 1 failed, 2 bad usage.\n"
 	       "\n"
-	       "Documentation: mmlockd(8), " MM_DOCDIR "/README.md and\n"
-	       "  " MM_DOCDIR "/docs/ (configuration.md, metrics.md, fleet.md, ...).\n";
+	       "Documentation: mmlockd(8), and README.md and docs/ (configuration.md,\n"
+	       "  metrics.md, fleet.md, ...) in " MM_DOCDIR "\n";
 /* clang-format on */
 
 /* The collectors under --collectors, each with its usage lines: @by_default ones or the others. */
