@@ -1,7 +1,9 @@
 # The two commands of the README, for a fresh Debian 12 machine (as root):
-#   make run    install what is missing, build, run mmlockd in the foreground on its defaults
-#   make test   install what is missing, build, run the unit, integration, privileged and browser
-#               suites
+#   make run    install what building and running need (scripts/deps.sh), build, run mmlockd in
+#               the foreground on its defaults
+#   make test   install that and the test tools (scripts/deps.sh --test: perf, prometheus,
+#               systemd, clang-14/libFuzzer, chromium, ...), build, run the unit, integration,
+#               privileged and browser suites
 #   make lab    the kernel lab (lab/README.md): vanilla and patched 6.12 under qemu, ~1 h cold
 #   make bench  the overhead benchmark (bench/run.py): 35-40 min, results in bench/results/;
 #               BENCH_ARGS="--suite breakdown" for the per-collector costs;
@@ -14,8 +16,12 @@
 #   make deb    the Debian package (debian/, dh with meson): installs its build tools and
 #               Build-Depends, leaves mmlockd_VERSION_ARCH.deb here and runs lintian on it
 #               (docs/install.md)
-#   make install  meson install: binary, unit, mmlockd.conf, mmlockd(8), dashboard and rules
-#               under meson's prefix (/usr/local); DESTDIR=D stages them under D
+#   make install  meson install: binary, unit, mmlockd(8), the pristine mmlockd.conf, the unit's
+#               drop-ins, dashboard and rules, README.md and docs/ under meson's prefix
+#               (/usr/local); DESTDIR=D stages them under D. <sysconfdir>/mmlockd.conf is the
+#               operator's: never installed nor removed (docs/install.md)
+#   make uninstall  removes what the last make install (or meson install) installed, from
+#               meson's install log (build/meson-logs/install-log.txt)
 # Also: make build, make clean. ARGS="..." passes flags to mmlockd in `make run`.
 # `make test` also builds build-asan/ (clang, ASan+UBSan, -Dfuzz=true) and runs the unit and
 # integration suites there, plus a few seconds of each fuzz target (suite fuzz).
@@ -26,12 +32,15 @@ BENCH_ARGS ?=
 FUZZ_SECONDS ?= 60
 FUZZ_TARGETS ?= sample recording config route replay
 
-.PHONY: all deps build build-asan run test clean lab bench install fuzz deb
+.PHONY: all deps deps-test build build-asan run test clean lab bench install uninstall fuzz deb
 
 all: build
 
 deps:
 	@./scripts/deps.sh
+
+deps-test:
+	@./scripts/deps.sh --test
 
 build: deps
 	@[ -f $(BUILD)/build.ninja ] || meson setup $(BUILD) --buildtype=debugoptimized
@@ -40,12 +49,12 @@ build: deps
 run: build
 	./$(BUILD)/mmlockd $(ARGS)
 
-build-asan: deps
+build-asan: deps-test
 	@[ -f $(ASAN_BUILD)/build.ninja ] || CC=clang-14 meson setup $(ASAN_BUILD) \
 		--buildtype=debugoptimized -Db_sanitize=address,undefined -Dfuzz=true
 	@ninja -C $(ASAN_BUILD)
 
-test: build build-asan
+test: deps-test build build-asan
 	@rc=0; meson test -C $(BUILD) --print-errorlogs --num-processes 1 \
 		--suite unit --suite integration --suite privileged --suite browser || rc=$$?; \
 	meson test -C $(ASAN_BUILD) --print-errorlogs --num-processes 1 \
@@ -67,6 +76,9 @@ lab: build
 
 install: build
 	meson install -C $(BUILD) --no-rebuild $(if $(DESTDIR),--destdir $(DESTDIR))
+
+uninstall:
+	ninja -C $(BUILD) uninstall
 
 DEB_VERSION = $(shell dpkg-parsechangelog -SVersion 2>/dev/null)
 DEB_ARCH = $(shell dpkg-architecture -qDEB_HOST_ARCH 2>/dev/null)

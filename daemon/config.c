@@ -20,6 +20,7 @@
 #include "plugin.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -336,28 +337,41 @@ static int set_duty(struct mm_config *c, const char *v, char *why, size_t whylen
 	return 0;
 }
 
+/* How a running daemon takes a key on SIGHUP: at once (main.c's reload applies it), or only at
+ * restart, when what it sets up (the database, the socket, the rings, the sources and their
+ * programs) is made once at start. */
+enum key_reload { RELOAD_APPLIES, RELOAD_RESTART };
+
 struct key {
 	const char *name; /* NULL: the cycled collector's key (cycle()), when there is one */
 	int (*set)(struct mm_config *c, const char *value, char *why, size_t whylen);
+	enum key_reload reload;
+	size_t offset, size; /* the field it sets, for mm_config_restart_changes() */
+	bool text;	     /* a NUL-terminated string (compared up to its NUL) */
 };
 
+#define FIELD(f)   offsetof(struct mm_config, f), sizeof(((struct mm_config *)0)->f)
+#define NOW(f)	   RELOAD_APPLIES, FIELD(f), false
+#define LATER(f)   RELOAD_RESTART, FIELD(f), false
+#define LATER_S(f) RELOAD_RESTART, FIELD(f), true
+
 static const struct key keys[] = {
-	{"db", set_db},
-	{"listen", set_listen},
-	{"interval", set_interval},
-	{"retention", set_retention},
-	{"top", set_top},
-	{"ring_pages", set_ring_pages},
-	{"log_level", set_log_level},
-	{"collectors", set_collectors},
-	{"cgroup_top", set_cgroup_top},
-	{"source", set_source},
-	{NULL, set_duty},
-	{"fault_latency", set_fault_latency},
-	{"btf", set_btf},
-	{"bpf_skip", set_bpf_skip},
-	{"bpf_keep_attached", set_bpf_keep_attached},
-	{"bpf_refuse", set_bpf_refuse},
+	{"db", set_db, LATER_S(db_path)},
+	{"listen", set_listen, LATER_S(listen)},
+	{"interval", set_interval, NOW(interval_s)},
+	{"retention", set_retention, NOW(retention_days)},
+	{"top", set_top, NOW(top_n)},
+	{"ring_pages", set_ring_pages, LATER(ring_pages)},
+	{"log_level", set_log_level, NOW(log_level)},
+	{"collectors", set_collectors, LATER_S(collectors)},
+	{"cgroup_top", set_cgroup_top, NOW(cgroup_top)},
+	{"source", set_source, LATER_S(source)},
+	{NULL, set_duty, LATER(duty_pm)},
+	{"fault_latency", set_fault_latency, LATER(fault_latency)},
+	{"btf", set_btf, LATER_S(btf)},
+	{"bpf_skip", set_bpf_skip, LATER_S(bpf_skip)},
+	{"bpf_keep_attached", set_bpf_keep_attached, LATER(bpf_keep_attached)},
+	{"bpf_refuse", set_bpf_refuse, LATER(bpf_refuse)},
 };
 
 void mm_config_flag_name(const char *key, char *buf, size_t len)
@@ -610,7 +624,7 @@ static void make_flags(struct flags *f)
 /* One getopt_long pass over argv. The first pass (@c NULL) checks the syntax and picks up
  * --config, --help and --version; the second applies the other flags to @c. */
 static int scan(int argc, char **argv, struct mm_config *c, const char **ret_config,
-		enum mm_command *ret_cmd, char *err, size_t errlen)
+		enum mm_command *ret_cmd, int *ret_operand, char *err, size_t errlen)
 {
 	struct flags flags;
 	char label[40];
@@ -646,10 +660,9 @@ static int scan(int argc, char **argv, struct mm_config *c, const char **ret_con
 				mm_set_err(err, errlen, "option '%s' does not take an argument",
 					   argv[optind - 1]);
 			else if (optopt > 0 && optopt < OPT_CONFIG)
-				mm_set_err(err, errlen, "unknown option '-%c'; see --help", optopt);
+				mm_set_err(err, errlen, "unknown option '-%c'", optopt);
 			else
-				mm_set_err(err, errlen,
-					   "unknown or ambiguous option '%s'; see --help",
+				mm_set_err(err, errlen, "unknown or ambiguous option '%s'",
 					   argv[optind - 1]);
 			return -EINVAL;
 		default:
@@ -662,13 +675,47 @@ static int scan(int argc, char **argv, struct mm_config *c, const char **ret_con
 		}
 	}
 	if (optind < argc) {
-		mm_set_err(err, errlen,
-			   "unexpected argument '%s': mmlockd takes options only, it has no "
-			   "subcommands yet; see --help",
+		/* The caller words it: main.c knows whether the word is a command. */
+		*ret_operand = optind;
+		mm_set_err(err, errlen, "unexpected argument '%s': the daemon takes options only",
 			   argv[optind]);
 		return -EINVAL;
 	}
 	return 0;
+}
+
+size_t mm_config_restart_changes(const struct mm_config *running, const struct mm_config *next,
+				 const char **ret_keys, size_t max)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < NKEYS; i++) {
+		const struct key *k = &keys[i];
+		const char *a = (const char *)running + k->offset,
+			   *b = (const char *)next + k->offset;
+
+		if (k->reload != RELOAD_RESTART || !key_name(k))
+			continue;
+		if (k->text ? !strncmp(a, b, k->size) : !memcmp(a, b, k->size))
+			continue;
+		if (n < max)
+			ret_keys[n] = key_name(k);
+		n++;
+	}
+	return n;
+}
+
+int mm_config_operand(int argc, char **argv)
+{
+	enum mm_command cmd = MM_CMD_RUN;
+	const char *config = NULL;
+	int saved_opterr = opterr, operand = 0;
+	char err[256];
+
+	opterr = 0;
+	scan(argc, argv, NULL, &config, &cmd, &operand, err, sizeof(err));
+	opterr = saved_opterr;
+	return operand;
 }
 
 int mm_config_from_args(struct mm_config *c, int argc, char **argv, enum mm_command *ret_cmd,
@@ -677,12 +724,12 @@ int mm_config_from_args(struct mm_config *c, int argc, char **argv, enum mm_comm
 	struct mm_config tmp;
 	enum mm_command cmd = MM_CMD_RUN;
 	const char *config = NULL;
-	int saved_opterr = opterr;
+	int saved_opterr = opterr, operand = 0;
 	int r;
 
 	opterr = 0;
 	mm_config_defaults(&tmp);
-	r = scan(argc, argv, NULL, &config, &cmd, err, errlen);
+	r = scan(argc, argv, NULL, &config, &cmd, &operand, err, errlen);
 	if (r < 0)
 		goto out;
 	/* --help and --version work whatever state the configuration file is in. */
@@ -706,7 +753,7 @@ int mm_config_from_args(struct mm_config *c, int argc, char **argv, enum mm_comm
 		goto out;
 	}
 
-	r = scan(argc, argv, &tmp, &config, &cmd, err, errlen);
+	r = scan(argc, argv, &tmp, &config, &cmd, &operand, err, errlen);
 	if (r < 0)
 		goto out;
 done:
@@ -873,7 +920,19 @@ static const char usage_tail[] =
 	       "  /api/v1/top?since=&until=&limit=&by=process|cgroup&pid=&start_time=&cgroup=\n"
 	       "      &fields=       totals over the range per process or per cgroup\n"
 	       "\n"
-	       "Signals: SIGHUP reloads the configuration file; SIGTERM and SIGINT stop.\n";
+	       "Signals: SIGHUP reloads the configuration file (and logs each changed setting\n"
+	       "that takes effect at restart only); SIGTERM and SIGINT stop.\n"
+	       "\n"
+	       "Exit status:\n"
+	       "  0  stopped by SIGTERM or SIGINT (the open window stored), or --help, --version\n"
+	       "  1  a failure at start or while running, logged with its reason (a taken port,\n"
+	       "     a database that cannot be opened, collectors that need root, ...)\n"
+	       "  2  a bad option or argument, or a configuration file that cannot be read or\n"
+	       "     has a bad line, logged as one line\n"
+	       "  The commands exit the same way: 0 done, 1 failed, 2 bad usage.\n"
+	       "\n"
+	       "Documentation: mmlockd(8), and README.md and docs/ (configuration.md,\n"
+	       "  metrics.md, fleet.md, ...) in " MM_DOCDIR "\n";
 /* clang-format on */
 
 /* The collectors under --collectors, each with its usage lines: @by_default ones or the others. */

@@ -18,6 +18,11 @@
 #ifndef MM_DEFAULT_CONFIG
 #define MM_DEFAULT_CONFIG "/etc/mmlockd.conf"
 #endif
+/* meson sets it to <datadir>/doc/mmlockd, where it installs README.md and docs/: what --help
+ * points to. */
+#ifndef MM_DOCDIR
+#define MM_DOCDIR "/usr/share/doc/mmlockd"
+#endif
 
 struct mm_config {
 	char config_path[PATH_MAX]; /* file the configuration came from, "" if none */
@@ -84,6 +89,17 @@ int mm_config_load_stream(struct mm_config *c, FILE *f, const char *path, char *
  * exists. Returns 0, or -EINVAL with the reason in @err. */
 int mm_config_from_args(struct mm_config *c, int argc, char **argv, enum mm_command *ret_cmd,
 			char *err, size_t errlen);
+
+/* The keys whose value differs between @running and @next and that a running daemon takes only
+ * at restart (db, listen, ring_pages, collectors, source, the cycled collector's share,
+ * fault_latency, btf and the bpf_* keys), in the order of the --help list; up to @max of them
+ * into @ret_keys (static names). Returns how many differ. The other keys apply on SIGHUP. */
+size_t mm_config_restart_changes(const struct mm_config *running, const struct mm_config *next,
+				 const char **ret_keys, size_t max);
+
+/* The index in @argv of the first argument that is not an option or an option's value (where
+ * mm_config_from_args stops with "unexpected argument"), 0 if there is none. */
+int mm_config_operand(int argc, char **argv);
 
 /* Whether collector @name is enabled: named by c->collectors ("all", or a comma list), or, for
  * a collector that runs cycled (plugin.h struct mm_plugin_cycle), implied by a share above 0

@@ -78,6 +78,17 @@ static uint64_t wall_ms(void)
 	return clock_ns(CLOCK_REALTIME) / 1000000;
 }
 
+/* Whether an enabled collector reads tracepoints: only then do tracefs and kernel symbols
+ * (callchains, the fault path's address on BPF) matter enough to warn when they are missing. */
+static bool tracepoints_wanted(const struct mm_config *cfg)
+{
+	for (const struct mm_plugin *const *p = mm_plugins; *p; p++)
+		if ((*p)->tracepoints && (*p)->tracepoints[0].name &&
+		    mm_config_collector_enabled(cfg, (*p)->name))
+			return true;
+	return false;
+}
+
 static int load_symbols(struct mm_live *l)
 {
 	char err[256];
@@ -87,7 +98,8 @@ static int load_symbols(struct mm_live *l)
 		return log_error_errno(ENOMEM, "out of memory");
 	int r = mm_symbols_load_kallsyms(l->syms, "/proc/kallsyms", err, sizeof(err));
 	if (r < 0)
-		log_warning("kernel symbols: %s", err);
+		mm_log(tracepoints_wanted(&l->cfg) ? LOG_WARNING : LOG_DEBUG, "kernel symbols: %s",
+		       err);
 	else
 		log_debug("kernel symbols: %d loaded", r);
 	return 0;
@@ -277,7 +289,8 @@ int mm_live_open(struct mm_live *l, const struct mm_live_hooks *hooks, mm_proc_l
 	mm_host_set_symbols(l->host, l->syms);
 	mm_host_set_tap(l->host, tap, tap_ctx);
 	if (mm_tracefs_find(l->tracefs, sizeof(l->tracefs), tf_err, sizeof(tf_err)) < 0) {
-		log_error("tracefs: %s", tf_err);
+		/* Not an error for an unprivileged --collectors totals,vmstat. */
+		mm_log(tracepoints_wanted(&l->cfg) ? LOG_ERR : LOG_DEBUG, "tracefs: %s", tf_err);
 		l->tracefs_error = tf_err;
 	}
 	r = mm_sampler_new(l->cfg.ring_pages, &l->sampler);

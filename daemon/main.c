@@ -3,7 +3,9 @@
  * mmlockd is the daemon: the live pipeline (live.h) with two sinks, the store thread (writer.h)
  * for closed windows and the HTTP server (http.h) for the snapshot published once a second.
  * SIGTERM/SIGINT: drain, close the open window, store it, exit 0. SIGHUP: reload the
- * configuration file. `record`, `replay` and `report` (daemon/offline/) run
+ * configuration file, naming each changed setting only a restart applies. Exit status 1 for a
+ * failure at start or at run time, 2 for a refused command line or configuration (--help and
+ * mmlockd(8) document both). `record`, `replay` and `report` (daemon/offline/) run
  * offline or without HTTP and SQLite.
  */
 #include <errno.h>
@@ -12,6 +14,9 @@
 #include <string.h>
 #include <sys/time.h>
 #include <time.h>
+#include <unistd.h>
+#include <limits.h>
+#include <stdbool.h>
 
 #include "config.h"
 #include "host.h"
@@ -25,6 +30,7 @@
 #include "replay.h"
 #include "report.h"
 #include "snapshot.h"
+#include "tracefs.h"
 #include "writer.h"
 
 struct daemon {
@@ -77,10 +83,12 @@ static void reload(void *ctx)
 		log_error("reload: %s; keeping the running configuration", err);
 		return;
 	}
-	if (strcmp(n.db_path, d->cfg.db_path) || strcmp(n.listen, d->cfg.listen) ||
-	    n.ring_pages != d->cfg.ring_pages || strcmp(n.collectors, d->cfg.collectors))
-		log_warning("reload: db, listen, ring_pages and collectors take effect at restart, "
-			    "ignoring their changes");
+	const char *later[32]; /* more than there are keys */
+	size_t nlater = mm_config_restart_changes(&d->cfg, &n, later, 32);
+	for (size_t i = 0; i < nlater && i < 32; i++)
+		log_warning("reload: %s changed in %s; it takes effect at restart (systemctl "
+			    "restart mmlockd), ignoring",
+			    later[i], n.config_path[0] ? n.config_path : "the command line");
 	mm_log_set_level(n.log_level);
 	mm_http_set_top_n(d->http, n.top_n);
 	mm_host_set_cgroup_top(mm_live_host(d->live), n.cgroup_top);
@@ -129,12 +137,55 @@ static void say_cycled(const struct daemon *d)
 	mm_snapshot_unref(s);
 }
 
+/* Appends @name to the list @buf ("a,b"). */
+static void list_add(char *buf, size_t size, const char *name)
+{
+	size_t n = strlen(buf);
+	snprintf(buf + n, size - n, "%s%s", n ? "," : "", name);
+}
+
+/* Started by a user who cannot reach tracefs (not root): the collectors that read tracepoints
+ * cannot run, and starting anyway would log a warning per tracepoint and then "collecting" while
+ * nothing asked for is collected. One line instead, naming them, why, and the collectors that
+ * work for any user (those without tracepoints: /proc and /proc/vmstat); -EPERM. 0 as root,
+ * when tracefs is readable, or when no enabled collector needs it. The BPF source is no way
+ * out: as nobody with CAP_SYSLOG, CAP_PERFMON and CAP_BPF (ambient), the kernel refused its
+ * programs too (EACCES, 6.18, 2026-12-07). */
+static int check_unprivileged(const struct mm_config *cfg)
+{
+	char path[PATH_MAX], why[512], need[256] = "", can[256] = "", off[64] = "";
+
+	if (geteuid() == 0)
+		return 0;
+	int r = mm_tracefs_find(path, sizeof(path), why, sizeof(why));
+	if (r != -EACCES && r != -EPERM)
+		return 0;
+	for (const struct mm_plugin *const *p = mm_plugins; *p; p++) {
+		bool tp = (*p)->tracepoints && (*p)->tracepoints[0].name;
+		if (tp && mm_config_collector_enabled(cfg, (*p)->name))
+			list_add(need, sizeof(need), (*p)->name);
+		if (!tp)
+			list_add(can, sizeof(can), (*p)->name);
+		else if ((*p)->cycle) /* runs unless its share is 0, whatever --collectors says */
+			mm_config_flag_name((*p)->cycle->key, off, sizeof(off));
+	}
+	if (!*need)
+		return 0;
+	log_error("mmlockd: collectors %s need root (%s); run mmlockd as root (systemctl start "
+		  "mmlockd), or --collectors %s%s%s%s for what any user can count",
+		  need, why, can, *off ? " --" : "", off, *off ? " 0" : "");
+	return -EPERM;
+}
+
 /* Set-up, the loop, shut-down. Returns 0 or -errno (logged). */
 static int run_daemon(struct daemon *d)
 {
 	const struct mm_live_hooks hooks = {.second = every_second, .reload = reload, .ctx = d};
 	int r;
 
+	r = check_unprivileged(&d->cfg);
+	if (r < 0)
+		return r;
 	r = mm_live_new(&d->cfg, &d->live);
 	if (r < 0)
 		return r;
@@ -165,6 +216,24 @@ static int run_daemon(struct daemon *d)
 	return r;
 }
 
+static bool is_command(const char *name);
+
+/* The daemon's command line was refused (@err says why): one line with what to do, exit status
+ * 2. A command after daemon options (`mmlockd --interval 2 report`) is named as such: it comes
+ * first and takes its own options. */
+static int bad_daemon_args(int argc, char **argv, const char *err)
+{
+	int i = mm_config_operand(argc, argv);
+
+	if (i > 0 && is_command(argv[i]))
+		log_error("mmlockd: '%s' is a command and must come first, with its own options "
+			  "(mmlockd %s --help); daemon options such as '%s' go without a command",
+			  argv[i], argv[i], argv[1]);
+	else
+		log_error("mmlockd: %s; see 'mmlockd --help'", err);
+	return 2;
+}
+
 /* mmlockd without a command: the daemon. */
 static int cmd_daemon(int argc, char **argv)
 {
@@ -172,10 +241,8 @@ static int cmd_daemon(int argc, char **argv)
 	enum mm_command cmd;
 	char err[512];
 
-	if (mm_config_from_args(&d.cfg, argc, argv, &cmd, err, sizeof(err)) < 0) {
-		log_error("mmlockd: %s; try 'mmlockd --help'", err);
-		return 2;
-	}
+	if (mm_config_from_args(&d.cfg, argc, argv, &cmd, err, sizeof(err)) < 0)
+		return bad_daemon_args(argc, argv, err);
 	if (cmd == MM_CMD_HELP) {
 		fputs(mm_config_usage(), stdout);
 		return 0;
@@ -204,6 +271,14 @@ static const struct {
 	{"replay", mm_cmd_replay},
 	{"report", mm_cmd_report},
 };
+
+static bool is_command(const char *name)
+{
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		if (!strcmp(name, commands[i].name))
+			return true;
+	return false;
+}
 
 /* Levenshtein distance of @a and @b, for "did you mean" (names are short). */
 static size_t distance(const char *a, const char *b)

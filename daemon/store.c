@@ -23,7 +23,8 @@
  * Long history queries. A GROUP BY or ORDER BY over tens of thousands of process rows outgrows
  * SQLite's sorter cache and spills to a temporary file. The HTTP query workers may create files
  * only in DB-tmp/ beside the database (their Landlock rules, privilege.c), so that is SQLite's
- * temporary directory for the daemon (mm_store_use_temp_dir(); the read-write open makes it);
+ * temporary directory for the daemon (mm_store_use_temp_dir(); the read-write open makes it, its
+ * close removes it);
  * SQLite unlinks each file as soon as it has it open, so the directory is empty but for running
  * queries. A query may be interrupted (mm_store_set_interrupt(): a deadline, its client gone, the
  * daemon stopping): it then fails with -ECANCELED and nothing is logged, the caller knows why.
@@ -175,6 +176,17 @@ static int temp_dir_refuses_files(void)
 	return 0;
 }
 
+/* Whether "@path@suffix" passes access(@mode): 1, 0 when it does not exist, -errno otherwise. */
+static int beside(const char *path, const char *suffix, int mode)
+{
+	char name[PATH_MAX + 8];
+
+	snprintf(name, sizeof(name), "%s%s", path, suffix);
+	if (access(name, mode) == 0)
+		return 1;
+	return errno == ENOENT ? 0 : -errno;
+}
+
 /* Logs "database PATH: WHAT: sqlite message" for result code @rc and returns the -errno. Must be
  * called before anything else touches the connection (a rollback resets the message). */
 static int db_fail(struct mm_store *st, int rc, const char *what)
@@ -199,6 +211,12 @@ static int db_fail(struct mm_store *st, int rc, const char *what)
 	if ((prim == SQLITE_CANTOPEN || prim == SQLITE_IOERR) && access(st->path, F_OK) == 0) {
 		int dir = dir_refuses_files(st->path);
 
+		if (dir < 0 && beside(st->path, "-shm", F_OK) > 0)
+			return log_error_errno(
+				dir,
+				"database %s: %s: its -wal and -shm files are another "
+				"user's: run this as that user (root for the daemon's)",
+				st->path, what);
 		if (dir < 0)
 			return log_error_errno(dir,
 					       "database %s: %s: cannot create the -wal and -shm "
@@ -1205,8 +1223,27 @@ static int prepare_writable(struct mm_store *st)
 	return prepare_write(st);
 }
 
-static int store_open(const char *path, bool readonly, struct mm_store **ret)
+/* @path as an SQLite URI opening it immutable ("file:PATH?immutable=1", with '%', '?' and '#'
+ * escaped), into @buf. Returns 0, or -ENAMETOOLONG. */
+static int immutable_uri(const char *path, char *buf, size_t size)
 {
+	size_t n = (size_t)snprintf(buf, size, "file:");
+
+	for (const char *p = path; *p && n + 4 < size; p++)
+		n += (size_t)(strchr("%?#", *p) ? snprintf(buf + n, size - n, "%%%02X", *p)
+						: snprintf(buf + n, size - n, "%c", *p));
+	if (n + sizeof("?immutable=1") > size)
+		return -ENAMETOOLONG;
+	strcpy(buf + n, "?immutable=1");
+	return 0;
+}
+
+enum open_mode { OPEN_WRITE, OPEN_READ, OPEN_IMMUTABLE };
+
+static int store_open(const char *path, enum open_mode mode, struct mm_store **ret)
+{
+	bool readonly = mode != OPEN_WRITE;
+	char uri[3 * PATH_MAX + 32];
 	struct mm_store *st;
 	int flags = SQLITE_OPEN_NOMUTEX;
 	int rc, r;
@@ -1232,7 +1269,15 @@ static int store_open(const char *path, bool readonly, struct mm_store **ret)
 		if (r < 0)
 			goto fail;
 	}
-	rc = sqlite3_open_v2(path, &st->db, flags, NULL);
+	if (mode == OPEN_IMMUTABLE) {
+		r = immutable_uri(path, uri, sizeof(uri));
+		if (r < 0) {
+			r = log_error_errno(-r, "database %s: path too long", path);
+			goto fail;
+		}
+		flags |= SQLITE_OPEN_URI;
+	}
+	rc = sqlite3_open_v2(mode == OPEN_IMMUTABLE ? uri : path, &st->db, flags, NULL);
 	if (rc != SQLITE_OK) {
 		r = st->db ? db_fail(st, rc, "cannot open")
 			   : log_error_errno(ENOMEM, "database %s: out of memory", path);
@@ -1263,12 +1308,44 @@ fail:
 
 int mm_store_open(const char *path, struct mm_store **ret)
 {
-	return store_open(path, false, ret);
+	return store_open(path, OPEN_WRITE, ret);
 }
 
 int mm_store_open_readonly(const char *path, struct mm_store **ret)
 {
-	return store_open(path, true, ret);
+	return store_open(path, OPEN_READ, ret);
+}
+
+int mm_store_open_offline(const char *path, struct mm_store **ret)
+{
+	if (access(path, F_OK) < 0 && errno == ENOENT)
+		return log_error_errno(
+			ENOENT,
+			"database %s does not exist: the daemon creates it (is it "
+			"running? systemctl status mmlockd), or give another with --db "
+			"PATH",
+			path);
+	/* Also where its directory cannot be searched (the unit's /var/lib/mmlockd is 0700). */
+	if (access(path, R_OK) < 0)
+		return log_error_errno(
+			errno,
+			"database %s: cannot read it: %m; the daemon keeps it "
+			"private (root, 0600 in a 0700 directory): run this as root, or "
+			"as root copy it and give the copy with --db PATH",
+			path);
+	/* No -wal beside a WAL database: no connection has it open (the last one to close
+	 * removes it), so nothing changes under an immutable reader. */
+	int wal = beside(path, "-wal", F_OK);
+	if (wal == 0)
+		return store_open(path, OPEN_IMMUTABLE, ret);
+	if (beside(path, "-wal", R_OK) <= 0 || beside(path, "-shm", R_OK) < 0)
+		return log_error_errno(
+			EACCES,
+			"database %s: the daemon is writing it and its -wal or -shm "
+			"file is not readable by this user: run this as root (or the "
+			"daemon's user)",
+			path);
+	return store_open(path, OPEN_READ, ret);
 }
 
 int mm_store_use_temp_dir(const char *path)
@@ -1330,8 +1407,15 @@ void mm_store_close(struct mm_store *st)
 	if (st->db) {
 		/* Recommended before closing long-lived connections: refreshes planner statistics
 		 * where queries of this connection would benefit. */
-		if (!st->readonly)
+		if (!st->readonly) {
+			char dir[PATH_MAX];
+
 			sqlite3_exec(st->db, "PRAGMA optimize", NULL, NULL, NULL);
+			/* Its -tmp directory goes with it (empty unless a query runs, and the HTTP
+			 * threads stop first): nothing is left beside the database but the file. */
+			if (mm_store_temp_dir(st->path, dir, sizeof(dir)) == 0)
+				rmdir(dir);
+		}
 		if (sqlite3_close(st->db) != SQLITE_OK)
 			log_warning("database %s: close failed: %s, ignoring", st->path,
 				    sqlite3_errmsg(st->db));

@@ -28,6 +28,14 @@ int mm_store_open(const char *path, struct mm_store **ret);
 /* Opens an existing database read-only for queries. Same return convention. */
 int mm_store_open_readonly(const char *path, struct mm_store **ret);
 
+/* For a one-shot reader (report): opens an existing database read-only, immutable when no -wal
+ * file is beside it (no connection has it open), so nothing is created beside the file (no
+ * -wal or -shm owned by the reader left in another user's directory, none needed in a
+ * directory the reader cannot write); with a -wal (the daemon running) as
+ * mm_store_open_readonly. A missing or unreadable file, or an unreadable -wal or -shm, is
+ * logged as one line saying what to do. Same return convention. */
+int mm_store_open_offline(const char *path, struct mm_store **ret);
+
 void mm_store_close(struct mm_store *st); /* accepts NULL */
 
 /* Makes @path + "-tmp" SQLite's directory for temporary files (the sorter of a long range's

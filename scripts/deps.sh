@@ -1,32 +1,53 @@
 #!/bin/sh
-# Installs what building and testing mmlockd needs on Debian 12, then extracts libperf's sources
-# from Debian's linux-source-6.12 package into subprojects/libperf/linux/ (ignored by git).
-# Idempotent and quiet when everything is already there; must run as root when anything is missing.
-# Arguments are more Debian packages to install the same way (`make deb`: its packaging tools).
+# Installs what mmlockd needs on Debian 12, by need, then extracts libperf's sources from Debian's
+# linux-source-6.12 package into subprojects/libperf/linux/ (ignored by git) and installs the npm
+# packages of package-lock.json into node_modules/ (ignored by git).
+#   scripts/deps.sh            what building and running need (`make build`, `make run`)
+#   scripts/deps.sh --test     that, and the test tools (`make test`, `make fuzz`)
+#   scripts/deps.sh [--test] PKG...   more Debian packages the same way (`make deb`: its tools)
+# Idempotent and quiet when everything is already there; must run as root when anything is
+# missing. README.md ("What the two commands install") lists both sets and how to remove them:
+# keep that list in step with this file.
 set -eu
 cd "$(dirname "$0")/.."
 
+TEST=no
+if [ "${1:-}" = --test ]; then
+	TEST=yes
+	shift
+fi
+
+# Building: the compiler and meson; libtraceevent, SQLite and libmicrohttpd; linux-source-6.12 and
+# xz for libperf's sources (Debian ships no libperf); python3 for scripts/embed.py (the schema and
+# the page embedded into the binary).
 PKGS="build-essential meson ninja-build pkg-config libtraceevent-dev libsqlite3-dev libmicrohttpd-dev
-linux-source-6.12 xz-utils sqlite3 curl linux-perf prometheus python3"
+linux-source-6.12 xz-utils python3"
 # The BPF source (daemon/bpfsource.c, plugins/bpf/): libbpf, clang -target bpf, bpftool for
 # vmlinux.h and the skeleton; without them meson builds the perf path only (-Dbpf=auto).
 PKGS="$PKGS libbpf-dev clang llvm bpftool"
-# systemd-analyze verify of the installed unit (tests/integration/test_install.sh); Debian's
-# systemd package carries it even where PID 1 is not systemd.
-PKGS="$PKGS systemd"
-# man -l of mmlockd(8) (test_install.sh).
-PKGS="$PKGS man-db groff-base"
 # daemon/privilege.c: the seccomp filters of the HTTP and collection threads (build and runtime).
 PKGS="$PKGS libseccomp-dev libseccomp2"
-# The sanitizer and fuzzing build of `make test` / `make fuzz` (build-asan/, tests/fuzz/): clang
-# with libFuzzer and the ASan/UBSan runtimes.
-PKGS="$PKGS clang-14 libfuzzer-14-dev libclang-rt-14-dev"
-# The web page's browser tests (tests/browser/) run Debian's chromium.
-PKGS="$PKGS chromium"
-# npm installs the page's charting library (uPlot, embedded into the binary) and the browser tests'
-# driver (playwright-core) from package-lock.json. Debian's nodejs and npm, unless a node with npm
-# is installed already (NodeSource's nodejs bundles npm and conflicts with Debian's npm package).
+# npm installs the page's charting library (uPlot, embedded into the binary) from
+# package-lock.json: Debian's nodejs and npm, unless a node with npm is installed already
+# (NodeSource's nodejs bundles npm and conflicts with Debian's npm package).
 command -v npm >/dev/null 2>&1 || PKGS="$PKGS nodejs npm"
+
+if [ "$TEST" = yes ]; then
+	# sqlite3 and curl: the integration tests read the database and the HTTP API with them.
+	PKGS="$PKGS sqlite3 curl"
+	# perf stat / perf lock contention: what the privileged tests compare mmlockd with.
+	PKGS="$PKGS linux-perf"
+	# promtool (tests/unit/test_dist.sh) and a real Prometheus (tests/prometheus/).
+	PKGS="$PKGS prometheus"
+	# systemd-analyze verify of the installed unit and drop-ins (test_install.sh); Debian's
+	# systemd package carries it even where PID 1 is not systemd. man -l of mmlockd(8).
+	PKGS="$PKGS systemd man-db groff-base"
+	# The sanitizer and fuzzing build (build-asan/, tests/fuzz/): clang with libFuzzer and the
+	# ASan/UBSan runtimes.
+	PKGS="$PKGS clang-14 libfuzzer-14-dev libclang-rt-14-dev"
+	# The web page's browser tests (tests/browser/) run Debian's chromium.
+	PKGS="$PKGS chromium"
+fi
 PKGS="$PKGS $*"
 
 missing=""
@@ -58,10 +79,22 @@ if [ ! -f "$SRC/.complete" ]; then
 	touch "$SRC/.complete"
 fi
 
-# npm packages of package-lock.json into node_modules/ (ignored by git), again when the lock file
-# changed since the last install.
-if ! cmp -s package-lock.json node_modules/.mmlockd-package-lock.json 2>/dev/null; then
+# npm packages of package-lock.json into node_modules/, again when the lock file changed since
+# the last install: for building, uPlot only (--omit=dev); for testing, also the browser tests'
+# driver (playwright-core). The marker holds the lock file and the set installed.
+want="$(cat package-lock.json) omit-dev=$([ "$TEST" = yes ] && echo no || echo yes)"
+have=$(cat node_modules/.mmlockd-package-lock 2>/dev/null || true)
+# The marker of an earlier deps.sh, which always installed both sets.
+cmp -s package-lock.json node_modules/.mmlockd-package-lock.json 2>/dev/null &&
+	have="$(cat package-lock.json) omit-dev=no"
+# A test install serves building as well: no reinstall without the dev packages.
+[ "$TEST" = no ] && [ "$have" = "$(cat package-lock.json) omit-dev=no" ] && have=$want
+if [ "$have" != "$want" ]; then
 	echo "mmlockd: installing the web page's npm packages (package-lock.json)"
-	npm ci --no-audit --no-fund --loglevel=error
-	cp package-lock.json node_modules/.mmlockd-package-lock.json
+	if [ "$TEST" = yes ]; then
+		npm ci --no-audit --no-fund --loglevel=error
+	else
+		npm ci --omit=dev --no-audit --no-fund --loglevel=error
+	fi
+	printf '%s' "$want" >node_modules/.mmlockd-package-lock
 fi

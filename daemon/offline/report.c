@@ -252,7 +252,7 @@ static int report_locks(const struct args *a)
 	struct mm_fault_row *procs = NULL;
 	struct mm_store *st = NULL;
 	size_t n = 0, nprocs = 0;
-	int r = mm_store_open_readonly(a->db, &st);
+	int r = mm_store_open_offline(a->db, &st);
 	if (r < 0)
 		return 1; /* logged */
 	r = mm_store_range(st, a->since_s, a->until_s, &rg);
@@ -336,7 +336,7 @@ static int report_faults(const struct args *a)
 	struct mm_fault_opts fo = a->fo;
 	char comment[512];
 	size_t n = 0;
-	int r = mm_store_open_readonly(a->db, &st);
+	int r = mm_store_open_offline(a->db, &st);
 
 	if (r < 0)
 		return 1; /* logged */
@@ -397,7 +397,7 @@ static int load_side(const struct args *a, const char *spec, struct mm_fault_sid
 		snprintf(label, labellen, "%s", spec);
 		range = true;
 	}
-	r = mm_store_open_readonly(db, &st);
+	r = mm_store_open_offline(db, &st);
 	if (r < 0)
 		return r; /* logged */
 	/* Two ranges meeting at a time share no window: each takes the windows that ended in it. */

@@ -811,6 +811,51 @@ static void test_unknown_flags_missing_arguments_and_positionals_are_errors(void
 	CHECK(FROM_ARGS(&c, &cmd, "--config", (char *)path, "--") == 0);
 }
 
+/* A command word after daemon options: mm_config_operand points at it (main.c then says that a
+ * command comes first), and at nothing when every word is an option or an option's value. */
+static void test_operand_is_the_first_word_that_is_not_an_option_or_its_value(void)
+{
+	CHECK(mm_config_operand(4, (char *[]){"mmlockd", "--interval", "2", "report", NULL}) == 3);
+	CHECK(mm_config_operand(3, (char *[]){"mmlockd", "--db=/x", "report", NULL}) == 2);
+	CHECK(mm_config_operand(3, (char *[]){"mmlockd", "--db", "report", NULL}) == 0);
+	CHECK(mm_config_operand(1, (char *[]){"mmlockd", NULL}) == 0);
+}
+
+/* SIGHUP: the keys set up once at start are listed when they change (main.c logs one line
+ * each), the others are not, and a configuration equal to the running one lists nothing. */
+static void test_restart_changes_name_every_restart_only_key_that_changed(void)
+{
+	struct mm_config a, b;
+	const char *keys[32];
+
+	mm_config_defaults(&a);
+	mm_config_defaults(&b);
+	CHECK(mm_config_restart_changes(&a, &b, keys, 32) == 0);
+	const char *const later[][2] = {
+		{"db", "/tmp/x.db"},	     {"listen", "127.0.0.1:1"}, {"ring_pages", "512"},
+		{"collectors", "all"},	     {"source", "perf"},	{"split_duty", "5%"},
+		{"fault_latency", "on"},     {"btf", "/tmp/btf"},	{"bpf_skip", "x"},
+		{"bpf_keep_attached", "on"}, {"bpf_refuse", "on"},
+	};
+	for (size_t i = 0; i < sizeof(later) / sizeof(later[0]); i++) {
+		mm_config_defaults(&b);
+		CHECK(mm_config_set(&b, later[i][0], later[i][1], err, sizeof(err)) == 0);
+		CHECK(mm_config_restart_changes(&a, &b, keys, 32) == 1);
+		CHECK_STR(keys[0], later[i][0]);
+	}
+	mm_config_defaults(&b);
+	CHECK(mm_config_set(&b, "interval", "20", err, sizeof(err)) == 0);
+	CHECK(mm_config_set(&b, "retention", "3", err, sizeof(err)) == 0);
+	CHECK(mm_config_set(&b, "top", "5", err, sizeof(err)) == 0);
+	CHECK(mm_config_set(&b, "cgroup_top", "5", err, sizeof(err)) == 0);
+	CHECK(mm_config_set(&b, "log_level", "debug", err, sizeof(err)) == 0);
+	CHECK(mm_config_restart_changes(&a, &b, keys, 32) == 0);
+	CHECK(mm_config_set(&b, "source", "bpf", err, sizeof(err)) == 0);
+	CHECK(mm_config_set(&b, "btf", "/b", err, sizeof(err)) == 0);
+	CHECK(mm_config_restart_changes(&a, &b, keys, 1) == 2);
+	CHECK_STR(keys[0], "source");
+}
+
 static void test_help_and_version_skip_the_configuration(void)
 {
 	struct mm_config c;
@@ -986,6 +1031,8 @@ int main(void)
 	RUN(test_config_flag_with_missing_file_is_error);
 	RUN(test_bad_file_or_flag_value_fails_from_args_with_reason);
 	RUN(test_unknown_flags_missing_arguments_and_positionals_are_errors);
+	RUN(test_operand_is_the_first_word_that_is_not_an_option_or_its_value);
+	RUN(test_restart_changes_name_every_restart_only_key_that_changed);
 	RUN(test_help_and_version_skip_the_configuration);
 	RUN(test_without_config_flag_defaults_apply);
 	RUN(test_usage_documents_flags_defaults_files_and_routes);
