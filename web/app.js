@@ -464,6 +464,7 @@ function drawChart(id, box, xr, title, unit, xs, lines, fmt, more) {
 		opts.bands = st.bands;
 	}
 	const u = new uPlot(opts, [xs].concat(ys), box);
+	u.mmLines = lines; /* what was asked to be drawn, estimates' flags and bounds included */
 	charts[id] = u;
 	box.uplot = u;
 	resizer.observe(box);
