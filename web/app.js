@@ -157,7 +157,7 @@ function qs(params) {
 const FIELDS = ["minflt", "majflt", "faults", "fallback_locks", "fallback_lock_waits", "faults_vma",
 	"faults_vma_retry", "faults_mmap_retry", "faults_mmap_abort", "faults_mmap_unknown",
 	"faults_mmap_fallback", "faults_mmap_lock_wait_ns", "mmap_lock_waits", "mmap_lock_wait_ns",
-	"mmap_lock_write_hold_ns", "split_estimated", "split_faults_seen", "split_err"].join(",");
+	"mmap_lock_write_hold_ns", "split_estimated", "split_faults_seen", "split_fallbacks_seen", "split_err"].join(",");
 
 const PER_COMMAND_FIELDS = "minflt,majflt,faults,fallback_locks";
 
@@ -608,7 +608,7 @@ const fmtPct0 = v => v === 0 ? "0" : v < 1 ? v.toFixed(2) : v < 10 ? v.toFixed(1
 
 /* Tables fit their cards: a column with a priority (prio: lower goes first) is hidden while the
  * table is wider than the box it is in, and the caption names what is hidden; columns without
- * one always stay. Refitted whenever the table's size changes (a resize, a new sort), in the next
+ * one always stay, and if they alone are too wide, their cut cells (td.cg) are cut shorter. Refitted whenever the table's size changes (a resize, a new sort), in the next
  * frame (a ResizeObserver that changes what it observes in its own callback loops). */
 function fitTable(t) {
 	const box = t.parentElement;
@@ -617,6 +617,7 @@ function fitTable(t) {
 	const cs = getComputedStyle(box);
 	const avail = box.clientWidth - parseFloat(cs.paddingLeft) - parseFloat(cs.paddingRight);
 	for (const e of t.querySelectorAll(".colhide")) e.classList.remove("colhide");
+	t.classList.remove("narrow");
 	const order = t.fitPrio.map((p, i) => [p, i]).filter(([p]) => p !== undefined)
 		.sort((a, b) => a[0] - b[0] || b[1] - a[1]);
 	const hidden = [];
@@ -625,6 +626,8 @@ function fitTable(t) {
 		for (const c of t.querySelectorAll("tr:not(.emptyrow) > :nth-child(" + (i + 1) + ")")) c.classList.add("colhide");
 		hidden.push(t.fitLabels[i]);
 	}
+	/* Still too wide with every column that may go gone: long paths and callers cut shorter. */
+	if (t.getBoundingClientRect().width > avail + 0.5) t.classList.add("narrow");
 	t.fitNote.textContent = hidden.length ? "Hidden at this width (widen the window to see them): " + hidden.join(", ") : "";
 	t.fitNote.hidden = !hidden.length;
 }
@@ -716,10 +719,10 @@ function figureCols(t) {
 			if (ss.kind === "unknown") return {text: ss.why, cls: "unk", tip: ss.why === "not sampled"
 				? "no burst of the fault split caught a fault of it; " + HOW_FAULT_WAIT + " classifies every fault" : ""};
 			if (ss.kind === "exact") return {text: fmtNum(v), cls: ""};
+			/* Not inseparable(): these are the split's two sides, each an exact count (the
+			 * faults that did not fall back, the fallbacks) in every estimated window; only
+			 * their division into outcomes is estimated, and split_err bounds that. */
 			const [lo, hi] = estInterval(v, ss.err, cap);
-			if (inseparable(v, ss.err))
-				return {text: "≤ " + fmtNum(hi), cls: "est", tip: "too few faults sampled for an estimate: 95% interval " +
-					fmtNum(lo) + "–" + fmtNum(hi) + ", from " + fmtNum(ss.seen) + " faults classified in bursts"};
 			return {text: "≈ " + fmtNum(v), cls: "est", tip: "estimate, 95% interval " + fmtNum(lo) + "–" + fmtNum(hi) +
 				", from " + fmtNum(ss.seen) + " faults classified in bursts"};
 		};
@@ -792,8 +795,8 @@ function fallbackHow(r) {
 	const tip = "estimated from " + fmtNum(ss.seen) + " faults classified in bursts; ± is the 95% bound on each share";
 	/* Only the shares whose interval is narrower than themselves (±100 points says nothing). */
 	const known = parts.filter(([, x]) => !inseparable(100 * x / fb, pts));
-	if (ss.seen < 30 || !known.length) /* a handful of faults: the shares say nothing yet */
-		return {text: "too few sampled to tell (n=" + fmtNum(ss.seen) + ")", cls: "unk",
+	if (ss.seen < 30 || !known.length) /* a handful of fallbacks: the shares say nothing yet */
+		return {text: "too few sampled to tell (" + fmtNum(r.split_fallbacks_seen || 0) + " fallbacks classified)", cls: "unk",
 			tip: tip + " (" + ptsText + ": " + parts.map(([n, x]) => n + " " + fmtPct(100 * x / fb)).join(", ") + ")"};
 	return {text: "≈ " + known.map(([n, x]) => n + " " + fmtPct(100 * x / fb)).join(" · ") + " " + ptsText +
 		(known.length < parts.length ? " (others too few to tell)" : ""), cls: "est", tip};
@@ -917,7 +920,7 @@ function procTable(id, rows) {
 		{key: "pid", label: "PID", num: true, get: r => r.pid},
 		{key: "comm", label: "Command", get: r => r.comm},
 	].concat(figureCols(t), [
-		{key: "cgroup", label: "cgroup", get: r => r.cgroup, cls: () => "muted cg", tip: v => v, prio: 7},
+		{key: "cgroup", label: "cgroup", get: r => r.cgroup, cls: () => "muted cg", tip: v => v, prio: 5},
 		{key: "last", label: "Last seen", num: true, get: r => r.last, fmt: fmtTime, prio: 6},
 	]);
 	return table(id, cols, rows, r => go("process/" + r.pid + "/" + r.start_time.toFixed(3)), "no process did anything in this range");

@@ -49,7 +49,8 @@
 //       row of holder_workload (HOLDER_PID) holding mmap_lock for write doing mprotect, and its
 //       chart a non-zero mprotect series
 //   waited_behind_chart_fits_its_card_at_1400_and_800 that view's charts inside their cards
-//   locks_view_names_mmap_lock_holders                the Lock contention view's holder column
+//   locks_view_names_mmap_lock_holders                the Lock contention view's holder column, and at
+//       800 px its table inside its card with the process and holder columns shown
 //   no_console_errors
 // Screenshots of each view go to $SHOTS (dark, and the overview also light).
 // Usage: node page.test.mjs PATH/TO/playwright-core/index.mjs (environment: URL, SHOTS, WL_PID,
@@ -678,11 +679,7 @@ await check("every_table_fits_its_card_at_1400_and_800", async () => {
 		for (const view of views) {
 			await gotoView(view);
 			await page.waitForTimeout(400); /* the fit runs in the frame after a resize */
-			const over = await page.evaluate(() => [...document.querySelectorAll("#view table")].map(t => {
-				const card = t.closest(".card");
-				return {id: t.id || t.className, w: t.scrollWidth, card: card ? card.clientWidth : 0,
-					hidden: (t.querySelector("caption") || {}).textContent || ""};
-			}).filter(x => x.w > x.card));
+			const over = await tablesOutside();
 			for (const o of over) bad.push(w + " px " + view.split("/")[0] + ": " + o.id + " " + o.w + " > " + o.card);
 			await shot("fit-" + view.split("/")[0] + "-" + w);
 		}
@@ -763,6 +760,14 @@ async function fitsAt1400And800(name) {
 	return null;
 }
 
+/* The view's tables wider than their card: [{id, w, card}]. */
+function tablesOutside() {
+	return page.evaluate(() => [...document.querySelectorAll("#view table")].map(t => {
+		const card = t.closest(".card");
+		return {id: t.id || t.className, w: t.scrollWidth, card: card ? card.clientWidth : 0};
+	}).filter(x => x.w > x.card));
+}
+
 /* The second run (test_browser.sh): mmlockd with the contention collector while holder_workload
  * (pid HOLDER_PID) ran, its fault threads waiting for mmap_lock behind its mprotect thread. */
 async function holderChecks() {
@@ -817,6 +822,17 @@ async function holderChecks() {
 		if (!cells) return "no mmap_lock holder column";
 		if (!cells.some(x => x.includes("(" + HOLDER_PID + ")") && x.includes("write: mprotect")))
 			return "no row names holder_workload's mprotect: " + JSON.stringify(cells.slice(0, 4));
+		/* At 800 px too, inside its card, its process and holder columns kept. */
+		await page.setViewportSize({width: 800, height: 900});
+		await page.waitForTimeout(400);
+		const over = await tablesOutside();
+		const heads = await page.evaluate(() => [...document.querySelectorAll("#locks thead th")]
+			.filter(th => getComputedStyle(th).display !== "none").map(th => th.textContent));
+		await shot("locks-holders-800");
+		await page.setViewportSize({width: 1400, height: 1000});
+		if (over.length) return "at 800 px: " + over.map(o => o.id + " " + o.w + " > " + o.card).join("; ");
+		if (!heads.includes("process") || !heads.some(h => h.startsWith("mmap_lock holder")))
+			return "at 800 px the columns shown are " + heads.join(", ");
 		return null;
 	});
 }
