@@ -1220,6 +1220,20 @@ async function viewCompare(v, id) {
 	const ca = columns(sa), cb = columns(sb), A = totals(ca), B = totals(cb);
 	A.seconds = spanSeconds(ca);
 	B.seconds = spanSeconds(cb);
+	const ctl = compareControls(a, b, A, B), tcard = compareFigures(A, B);
+	const grid = el("div", null, "grid two");
+	const ga = el("div"), gb = el("div");
+	ga.append(el("h2", "A"));
+	gb.append(el("h2", "B"));
+	grid.append(ga, gb);
+	v.replaceChildren(ctl, tcard, grid);
+	ctl.style.marginBottom = tcard.style.marginBottom = "1rem";
+	compareCharts([[ga, ca, "ca-", a], [gb, cb, "cb-", b]]);
+	v.append(perCommandCard(ta.rows, tb.rows));
+}
+
+/* Compare's first card: B's choice (the period before A, or custom) and what A and B hold. */
+function compareControls(a, b, A, B) {
 	const ctl = card("Compare two ranges");
 	const line = el("div", null, "ranges");
 	const sel = el("select");
@@ -1255,6 +1269,11 @@ async function viewCompare(v, id) {
 	rb.id = "compare-b-text";
 	ctl.append(ra, rb);
 
+	return ctl;
+}
+
+/* Compare's figures, one row each: A, B and B's change relative to A (green where better). */
+function compareFigures(A, B) {
 	const both = {};
 	for (const k of new Set(Object.keys(A).concat(Object.keys(B)))) both[k] = (A[k] || 0) + (B[k] || 0);
 	const rows = [];
@@ -1310,13 +1329,13 @@ async function viewCompare(v, id) {
 	const tcard = card("Figures (A is the baseline: the change is B's relative to A)");
 	tcard.append(ct);
 
-	const grid = el("div", null, "grid two");
-	const ga = el("div"), gb = el("div");
-	ga.append(el("h2", "A"));
-	gb.append(el("h2", "B"));
-	grid.append(ga, gb);
-	v.replaceChildren(ctl, tcard, grid);
-	ctl.style.marginBottom = tcard.style.marginBottom = "1rem";
+	return tcard;
+}
+
+/* Compare's charts: for each of @sides [box, cols, id prefix, range], its faults/s and fallback
+ * share, A's and B's on one y scale per figure. */
+function compareCharts(sides) {
+	const [[, ca], [, cb]] = sides;
 	/* A's and B's lines, then drawn on one y scale per figure. */
 	const faultLine = cols => [{label: "faults", values: cols.minflt.map((m, i) => m === null ? null
 		: cols.seconds[i] ? (m + cols.majflt[i]) / cols.seconds[i] : 0)}];
@@ -1327,7 +1346,7 @@ async function viewCompare(v, id) {
 	})}];
 	const fmax = Math.max(maxOf(faultLine(ca)), maxOf(faultLine(cb)));
 	const smax = Math.max(maxOf(shareLine(ca)), maxOf(shareLine(cb)));
-	for (const [box, cols, p, xr] of [[ga, ca, "ca-", a], [gb, cb, "cb-", b]]) {
+	for (const [box, cols, p, xr] of sides) {
 		const fbox = el("section", null, "card"), sbox = el("section", null, "card");
 		box.append(fbox, sbox);
 		const t = totals(cols);
@@ -1339,6 +1358,10 @@ async function viewCompare(v, id) {
 		else sbox.append(el("h3", "Fallback share"), optIn("fallbacks"));
 	}
 
+}
+
+/* Compare's per-command card over the process rows @ra (A) and @rb (B). */
+function perCommandCard(ra, rb) {
 	/* Per command: pids differ between runs, names do not. */
 	const byComm = (rows) => {
 		const m = new Map();
@@ -1351,7 +1374,7 @@ async function viewCompare(v, id) {
 		}
 		return m;
 	};
-	const ma = byComm(ta.rows), mb = byComm(tb.rows);
+	const ma = byComm(ra), mb = byComm(rb);
 	const names = [...new Set([...ma.keys(), ...mb.keys()])];
 	const zero = {processes: 0, faults: 0, fallbacks: 0};
 	const crow = names.map(n => ({comm: n, a: ma.get(n) || zero, b: mb.get(n) || zero}))
@@ -1369,7 +1392,7 @@ async function viewCompare(v, id) {
 	const pc = card("Per command (the 50 with most faults in A and B)");
 	pc.style.marginTop = "1rem";
 	pc.append(table("compare-procs", pcols, crow, null, "no process in either range"));
-	v.append(pc);
+	return pc;
 }
 
 async function viewCollectors(v, id) {
