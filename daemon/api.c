@@ -1,5 +1,7 @@
 /*
  * JSON bodies of /api/v1/status, /api/v1/processes and /api/v1/locks (see api.h). Pure code.
+ * The status carries every process's sums ("all", as /api/v1/processes has them) so that a client
+ * polling for a header need not fetch a row per process.
  *
  * The per-process counters are written by walking mm_proc_fields[], so the keys under "window" and
  * "total" are exactly the column names of the process_stats view and a new counter shows up here
@@ -230,7 +232,13 @@ void mm_api_status(const struct mm_snapshot *s, struct mm_buf *out)
 	put_u64(&o, "store_errors", s->store_errors);
 	put_u64(&o, "windows_lost", s->windows_lost);
 	put_u64(&o, "processes_tracked", s->procs_tracked);
-	mm_buf_puts(out, "}");
+	/* Every process's sums, the open window's and since start: what a poll of the page's
+	 * header shows, without /api/v1/processes's row per process (100 KB-1.75 MB). */
+	struct json all = json_open(member(&o, "all"), "{");
+	put_window_total(&all, s, mm_stats_counts_c(&s->all_window),
+			 mm_stats_hists_c(&s->all_window), mm_stats_counts_c(&s->all_total),
+			 mm_stats_hists_c(&s->all_total));
+	mm_buf_puts(out, "}}");
 }
 
 static void put_proc(struct json *o, const struct mm_snapshot *s, const struct mm_snap_proc *p)
@@ -250,6 +258,12 @@ static void put_proc(struct json *o, const struct mm_snapshot *s, const struct m
 
 void mm_api_processes(const struct mm_snapshot *s, struct mm_buf *out)
 {
+	mm_api_processes_of(s, -1, 0, out);
+}
+
+void mm_api_processes_of(const struct mm_snapshot *s, int32_t pid, uint64_t start_ms,
+			 struct mm_buf *out)
+{
 	struct json o = json_open(out, "{");
 
 	put_ms(&o, "window_start", s->window_start_ms);
@@ -257,6 +271,9 @@ void mm_api_processes(const struct mm_snapshot *s, struct mm_buf *out)
 	/* Not put_objects(): a process's counters depend on the snapshot's collectors. */
 	struct json a = json_open(member(&o, "processes"), "[");
 	for (size_t i = 0; i < s->nprocs; i++) {
+		if (pid >= 0 &&
+		    (s->procs[i].pid != pid || (start_ms && s->procs[i].start_ms != start_ms)))
+			continue;
 		struct json p = json_open(member(&a, NULL), "{");
 		put_proc(&p, s, &s->procs[i]);
 		mm_buf_puts(out, "}");

@@ -318,8 +318,14 @@ typedef unsigned route_fn(struct mm_http *h, const struct mm_route_req *req, str
 
 enum snapshot_view { R_METRICS, R_STATUS, R_PROCESSES };
 
-static unsigned snapshot_view(struct mm_http *h, enum snapshot_view view, struct mm_buf *body,
-			      const char **type)
+/* Which processes /api/v1/processes lists: pid < 0 every one; start_ms 0 any start. */
+struct proc_filter {
+	int32_t pid;
+	uint64_t start_ms;
+};
+
+static unsigned snapshot_view(struct mm_http *h, enum snapshot_view view,
+			      const struct proc_filter *pf, struct mm_buf *body, const char **type)
 {
 	/* The status reads no rows: it does not complete a partial snapshot (a copy of every
 	 * idle process's row, ~7 MiB at 10 000 processes, for each poll of the page or a monitor).
@@ -347,7 +353,7 @@ static unsigned snapshot_view(struct mm_http *h, enum snapshot_view view, struct
 		mm_buf_puts(body, "\n");
 		break;
 	case R_PROCESSES:
-		mm_api_processes(s, body);
+		mm_api_processes_of(s, pf->pid, pf->start_ms, body);
 		mm_buf_puts(body, "\n");
 		break;
 	}
@@ -358,19 +364,47 @@ static unsigned snapshot_view(struct mm_http *h, enum snapshot_view view, struct
 static unsigned route_metrics(struct mm_http *h, const struct mm_route_req *req,
 			      struct mm_buf *body, const char **type)
 {
-	return snapshot_view(h, R_METRICS, body, type);
+	return snapshot_view(h, R_METRICS, NULL, body, type);
 }
 
 static unsigned route_status(struct mm_http *h, const struct mm_route_req *req, struct mm_buf *body,
 			     const char **type)
 {
-	return snapshot_view(h, R_STATUS, body, type);
+	return snapshot_view(h, R_STATUS, NULL, body, type);
 }
 
+/* GET /api/v1/processes[?pid=N[&start_time=T]]: every process of the open window, or those of
+ * pid N (started at T, unix seconds as the route prints them): one process's view polls that
+ * one, not 100 KB-1.75 MB of every process. */
 static unsigned route_processes(struct mm_http *h, const struct mm_route_req *req,
 				struct mm_buf *body, const char **type)
 {
-	return snapshot_view(h, R_PROCESSES, body, type);
+	struct proc_filter pf = {.pid = -1};
+
+	for (unsigned i = 0; i < req->nparams; i++) {
+		const char *name = req->params[i].name, *v = req->params[i].value;
+		bool pid = !strcmp(name, "pid");
+		char *end;
+		double x;
+
+		if (!pid && strcmp(name, "start_time")) {
+			mm_http_error_json(
+				body, "unknown parameter '%s' (expected pid, start_time)", name);
+			return MHD_HTTP_BAD_REQUEST;
+		}
+		x = strtod(v, &end);
+		if (!*v || *end || !(x >= 0) || x > (pid ? (double)INT32_MAX : 1e11)) {
+			mm_http_error_json(body, "%s: bad value (expected %s)", name,
+					   pid ? "a pid"
+					       : "unix seconds, as this route prints them");
+			return MHD_HTTP_BAD_REQUEST;
+		}
+		if (pid)
+			pf.pid = (int32_t)x;
+		else
+			pf.start_ms = (uint64_t)llround(x * 1000);
+	}
+	return snapshot_view(h, R_PROCESSES, &pf, body, type);
 }
 
 static uint64_t mono_ns(void)
@@ -545,6 +579,9 @@ static unsigned route_locks(struct mm_http *h, const struct mm_route_req *req, s
 struct web_query {
 	struct mm_store_filter f;
 	bool by_cgroup;
+	/* ended=1: only the windows that ended by until (the range ends at the last window end
+	 * before it), so two ranges that meet share no window: `report --compare`'s rule. */
+	bool ended;
 };
 
 /* "minflt,majflt,...": counters of mm_proc_fields[] into a mask (bit i: field i). */
@@ -575,7 +612,11 @@ static bool parse_fields(const char *s, uint64_t *ret)
 static unsigned web_params(const struct mm_route_req *req, bool top, struct web_query *w,
 			   struct mm_route_req *rest, char *err, size_t errlen)
 {
-	static const char *const keys[] = {"start_time", "cgroup", "fields", "by"};
+	/* The last two are top's own. */
+	static const char *const keys[] = {
+		"start_time", "cgroup", "fields", "ended", "by", "order",
+	};
+	const unsigned nkeys = top ? 6u : 4u;
 	unsigned seen = 0;
 
 	*w = (struct web_query){.f = MM_STORE_FILTER_ALL};
@@ -586,9 +627,9 @@ static unsigned web_params(const struct mm_route_req *req, bool top, struct web_
 		unsigned k;
 		char *end;
 
-		for (k = 0; k < (top ? 4u : 3u) && strcmp(name, keys[k]); k++)
+		for (k = 0; k < nkeys && strcmp(name, keys[k]); k++)
 			;
-		if (k == (top ? 4u : 3u)) {
+		if (k == nkeys) {
 			/* The strings stay in req->buf, which @rest copied: rebase the pointers. */
 			rest->params[rest->nparams].name = rest->buf + (name - req->buf);
 			rest->params[rest->nparams++].value = rest->buf + (v - req->buf);
@@ -628,11 +669,26 @@ static unsigned web_params(const struct mm_route_req *req, bool top, struct web_
 			}
 			break;
 		case 3:
+			if (strcmp(v, "0") && strcmp(v, "1")) {
+				snprintf(err, errlen, "ended: bad value (expected 0 or 1)");
+				return MHD_HTTP_BAD_REQUEST;
+			}
+			w->ended = !strcmp(v, "1");
+			break;
+		case 4:
 			if (strcmp(v, "process") && strcmp(v, "cgroup")) {
 				snprintf(err, errlen, "by: bad value (expected process or cgroup)");
 				return MHD_HTTP_BAD_REQUEST;
 			}
 			w->by_cgroup = !strcmp(v, "cgroup");
+			break;
+		case 5:
+			if (strcmp(v, "faults") && strcmp(v, "fallbacks")) {
+				snprintf(err, errlen,
+					 "order: bad value (expected faults or fallbacks)");
+				return MHD_HTTP_BAD_REQUEST;
+			}
+			w->f.fallbacks_first = !strcmp(v, "fallbacks");
 			break;
 		}
 	}
@@ -641,9 +697,10 @@ static unsigned web_params(const struct mm_route_req *req, bool top, struct web_
 
 /* GET /api/v1/series?since=&until=&points=&pid=&start_time=&cgroup=&fields=: the windows of the
  * range in about @points buckets (mm_store_series_json), so a 7-day chart is a few hundred rows;
- * GET /api/v1/top?since=&until=&limit=&by=process|cgroup&pid=&start_time=&cgroup=&fields=:
- * totals over the range per process or per cgroup (mm_store_top_json). fields= names the
- * counters to sum (default: all), which is most of the cost of a long range. */
+ * GET /api/v1/top?since=&until=&limit=&by=process|cgroup&order=faults|fallbacks&pid=&start_time=
+ * &cgroup=&fields=: totals over the range per process or per cgroup (mm_store_top_json), most
+ * faults or most fallbacks first. fields= names the counters to sum (default: all), which is most
+ * of the cost of a long range; ended=1 (both) takes only the windows that ended by until. */
 static unsigned route_web(struct mm_http *h, const struct mm_route_req *req, struct mm_buf *body,
 			  bool top)
 {
@@ -672,6 +729,21 @@ static unsigned route_web(struct mm_http *h, const struct mm_route_req *req, str
 	}
 	/* w.f.cgroup points into rest->buf or req->buf, both alive until here. */
 	w.f.pid = q.pid;
+	if (w.ended) {
+		double end = 0;
+		r = mm_store_window_end_before(st, q.until, &end);
+		if (r < 0) {
+			mm_store_close(st);
+			free(rest);
+			mm_http_error_json(body, "range query failed: %s", strerror(-r));
+			return MHD_HTTP_INTERNAL_SERVER_ERROR;
+		}
+		/* None ended in it: an empty range at that end (a window across since then
+		 * did not end in the range either). */
+		if (end <= q.since)
+			q.since = end;
+		q.until = end;
+	}
 	mm_buf_printf(body, "{\"since\":%.3f,\"until\":%.3f,", q.since, q.until);
 	if (top) {
 		mm_buf_printf(body, "\"by\":\"%s\",\"rows\":", w.by_cgroup ? "cgroup" : "process");

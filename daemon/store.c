@@ -2271,10 +2271,12 @@ static void top_sql(struct mm_buf *sql, const struct mm_store_filter *f, bool by
 			    "AS pw ON pw.window_id = w.id "
 			    "JOIN processes AS p ON p.id = pw.process_id "
 			    "WHERE w.ts_end > ?1 AND w.ts_start < ?2 AND " WEB_FILTER_SQL);
-	mm_buf_printf(sql,
-		      " GROUP BY %s ORDER BY sum(pw.minflt + pw.majflt + pw.faults) DESC, "
-		      "sum(pw.fallback_locks) DESC, %s LIMIT ?3",
-		      by_cgroup ? "p.cgroup" : "p.id", by_cgroup ? "p.cgroup" : "p.pid");
+	mm_buf_printf(sql, " GROUP BY %s ORDER BY %s, %s LIMIT ?3", by_cgroup ? "p.cgroup" : "p.id",
+		      f->fallbacks_first ? "sum(pw.fallback_locks) DESC, "
+					   "sum(pw.minflt + pw.majflt + pw.faults) DESC"
+					 : "sum(pw.minflt + pw.majflt + pw.faults) DESC, "
+					   "sum(pw.fallback_locks) DESC",
+		      by_cgroup ? "p.cgroup" : "p.pid");
 }
 
 int mm_store_top_json(struct mm_store *st, const struct mm_store_filter *f, bool by_cgroup,

@@ -136,10 +136,11 @@ int mm_store_window_end_before(struct mm_store *st, double t, double *ret);
 /* Which processes a range query of the web page covers, and which counters it sums: every field
  * is optional. */
 struct mm_store_filter {
-	int pid;	    /* < 0: any */
-	double start_time;  /* < 0: any; with pid, one process (its identity) */
-	const char *cgroup; /* NULL: any; else that cgroup (a systemd unit's) exactly */
-	uint64_t fields;    /* bit i: counter mm_proc_fields[i]; 0: every counter */
+	int pid;	      /* < 0: any */
+	double start_time;    /* < 0: any; with pid, one process (its identity) */
+	const char *cgroup;   /* NULL: any; else that cgroup (a systemd unit's) exactly */
+	uint64_t fields;      /* bit i: counter mm_proc_fields[i]; 0: every counter */
+	bool fallbacks_first; /* top: most fallbacks first (then most faults) */
 };
 #define MM_STORE_FILTER_ALL ((struct mm_store_filter){.pid = -1, .start_time = -1})
 
@@ -157,9 +158,9 @@ int mm_store_series_json(struct mm_store *st, const struct mm_store_filter *f, d
 /* Totals over the windows with ts_end > since_s and ts_start < until_s, one object per process
  * (pid, start_time, comm, cgroup, windows, first, last, then the counters of @f)
  * or, with @by_cgroup, per cgroup (cgroup, processes, windows, first, last, counters), of the
- * processes of @f, most faults (minflt + majflt + faults) first, then most fallbacks, at most
- * @limit. Appends the JSON array to @out. Returns 0 or a negative errno (logged); @out is as it
- * was then. */
+ * processes of @f, most faults (minflt + majflt + faults) first, then most fallbacks (the other
+ * way round with @f's fallbacks_first), at most @limit. Appends the JSON array to @out. Returns 0
+ * or a negative errno (logged); @out is as it was then. */
 int mm_store_top_json(struct mm_store *st, const struct mm_store_filter *f, bool by_cgroup,
 		      double since_s, double until_s, unsigned limit, struct mm_buf *out);
 

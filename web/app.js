@@ -1,10 +1,11 @@
 /*
  * The logic of mmlockd's page (index.html). It reads the daemon's JSON API and draws with uPlot:
- *   /api/v1/status     collectors and their states, events, the open window (polled every 2 s)
- *   /api/v1/processes  the open window, live (the fallbacks so far; totals' minflt/majflt arrive
- *                      only when the window closes, so they show as pending, not as 0)
+ *   /api/v1/status     collectors and their states, events, every process's sums in the open
+ *                      window (polled every 2 s: ~6 KB, the header and the open window's cards)
+ *   /api/v1/processes  one process, live (?pid=&start_time=, its view only; totals' minflt/majflt
+ *                      arrive only when the window closes, so they show as pending, not as 0)
  *   /api/v1/series     the range in a few hundred buckets (rates = count / seconds covered)
- *   /api/v1/top        range totals per process or per cgroup
+ *   /api/v1/top        range totals per process or per cgroup, as many rows as are drawn
  *   /api/v1/locks      lock contention by caller for the range (`mmlockd report --locks`); for
  *                      one pid, whom it waited behind for mmap_lock (`mmlockd report --waits`)
  * Range data is fetched again whenever a window closes (windows_stored grows) for the "last ..."
@@ -17,12 +18,18 @@
  * view and the range (#VIEW/ARGS?range=15m or ?from=T&to=T); without one the range is the last
  * hour, or the time since mmlockd started when that is shorter. Text from the daemon goes
  * through textContent only (el()), never innerHTML. Tests read window.mmlockd (charts, state).
+ * One time format everywhere, local "YYYY-MM-DD HH:MM:SS" (axis ticks show its parts). A rate
+ * over a range is its counts over the seconds its windows span (first start to last end), and a
+ * range takes the windows that ended in it, as `mmlockd report` does; Compare takes A as the
+ * baseline (B relative to A, like `report --compare A B` and `perf diff`). Tables fit their
+ * cards: columns have priorities, and the lowest go (named under the table) until the rest fit.
  */
 "use strict";
 
 const POLL_MS = 2000;
 const SERIES_POINTS = 300;
 const PROC_LIMIT = 300;
+const LEAD_ROWS = 8, LEAD_UNITS = 5; /* the overview's processes and units that fall back most */
 const PRESETS = {"15m": 900, "1h": 3600, "24h": 86400, "7d": 7 * 86400};
 
 /* What each figure needs, and the collector that gives it. */
@@ -36,7 +43,7 @@ const NEEDS = {
 };
 
 const state = {
-	status: null, live: null, stored: -1, range: "auto", custom: null, view: "overview",
+	status: null, stored: -1, range: "auto", custom: null, view: "overview",
 	arg: [], sort: {}, filter: "", compareB: "previous", compareCustom: null, renderId: 0,
 	latency: {}, /* the last fault latency seen per process (pid/start), kept after it exits */
 	editing: false, /* the from/to fields were typed in: refreshes leave them alone */
@@ -93,21 +100,39 @@ function fmtDuration(s) {
 	return s + "s";
 }
 
+const pad2 = n => String(n).padStart(2, "0");
+/* The page's one time format: local "YYYY-MM-DD HH:MM:SS" (day and clock are its two halves). */
+const fmtDay = d => d.getFullYear() + "-" + pad2(d.getMonth() + 1) + "-" + pad2(d.getDate());
+const fmtClock = d => pad2(d.getHours()) + ":" + pad2(d.getMinutes()) + ":" + pad2(d.getSeconds());
 function fmtTime(t) {
 	const d = new Date(t * 1000);
-	return d.toLocaleString("en-GB", {month: "short", day: "numeric", hour: "2-digit", minute: "2-digit", second: "2-digit"});
+	return fmtDay(d) + " " + fmtClock(d);
 }
 
-const pad2 = n => String(n).padStart(2, "0");
-/* The value a datetime-local input holds for unix time t; whole minutes without ":00", as the
- * browser normalizes them (the browser test's fill() compares what it set with what it reads). */
-function toLocalInput(t) {
-	const d = new Date(t * 1000);
-	return d.getFullYear() + "-" + pad2(d.getMonth() + 1) + "-" + pad2(d.getDate()) + "T" +
-		pad2(d.getHours()) + ":" + pad2(d.getMinutes()) +
-		(d.getSeconds() ? ":" + pad2(d.getSeconds()) : "");
+/* The from/to fields are text in the same format (a datetime-local field would show the
+ * browser's locale's own). */
+const toLocalInput = fmtTime;
+function fromLocalInput(s) {
+	const m = /^\s*(\d{4})-(\d{1,2})-(\d{1,2})[ T](\d{1,2}):(\d{2})(?::(\d{2}))?\s*$/.exec(s);
+	if (!m) return null;
+	const t = new Date(+m[1], m[2] - 1, +m[3], +m[4], +m[5], +(m[6] || 0)).getTime();
+	return Number.isNaN(t) ? null : t / 1000;
 }
-function fromLocalInput(s) { const t = new Date(s).getTime(); return Number.isNaN(t) ? null : t / 1000; }
+
+/* Tick labels of a time axis @incr seconds apart: the clock part of fmtTime (seconds only when
+ * ticks are under a minute apart), the day under the first tick and where the day changes, the
+ * day alone for ticks a day or more apart. */
+function timeTicks(u, splits, ax, space, incr) {
+	let day = null;
+	return splits.map(t => {
+		const d = new Date(t * 1000), dd = fmtDay(d);
+		if (incr >= 86400) return dd;
+		const clock = incr < 60 ? fmtClock(d) : fmtClock(d).slice(0, 5);
+		const label = dd !== day ? clock + "\n" + dd : clock;
+		day = dd;
+		return label;
+	});
+}
 
 /* ---- data ---- */
 
@@ -132,10 +157,16 @@ function qs(params) {
 const FIELDS = ["minflt", "majflt", "faults", "fallback_locks", "fallback_lock_waits", "faults_vma",
 	"faults_vma_retry", "faults_mmap_retry", "faults_mmap_abort", "faults_mmap_unknown",
 	"faults_mmap_fallback", "faults_mmap_lock_wait_ns", "mmap_lock_waits", "mmap_lock_wait_ns",
-	"mmap_lock_write_hold_ns", "split_estimated", "split_faults_seen", "split_err"].join(",");
+	"mmap_lock_write_hold_ns", "split_estimated", "split_faults_seen", "split_fallbacks_seen", "split_err"].join(",");
 
-/* The fault outcomes, as the API names their latency quantiles (fault_ns_outcome_O_p50). */
+const PER_COMMAND_FIELDS = "minflt,majflt,faults,fallback_locks";
+
+/* The fault outcomes, as the API names their latency quantiles (fault_ns_outcome_O_p50), and the
+ * one name each has on the page. */
 const OUTCOMES = ["vma", "vma_retry", "mmap_retry", "mmap_abort", "mmap_unknown"];
+const UNSEPARATED = "mmap_lock, retry or abort";
+const OUTCOME_NAMES = {vma: "VMA lock", vma_retry: "VMA lock, retried", mmap_retry: "mmap_lock, retry",
+	mmap_abort: "mmap_lock, abort", mmap_unknown: UNSEPARATED};
 
 /* What an mmap_lock holder was doing (holder_op of /api/v1/locks, the <op> of the counters
  * mmap_lock_behind_<op>_ns), in the daemon's order, with what each means (docs/contention.md). */
@@ -153,9 +184,11 @@ const behindKey = op => "mmap_lock_behind_" + op + "_ns";
  * requests, over every process, stay as cheap as they were. */
 const BEHIND_FIELDS = ["mmap_lock_behind_waits"].concat(Object.keys(HOLDER_OPS).map(behindKey)).join(",");
 
-/* GET /api/v1/series or /api/v1/top with @params and the page's counters (and @more). */
+/* GET /api/v1/series or /api/v1/top with @params and the page's counters (and @more); a range
+ * takes the windows that ended in it (ended=1), as `mmlockd report` does, so two ranges that meet
+ * share none. */
 function api(route, params, more) {
-	return getJSON("api/v1/" + route + "?" + qs({...params, fields: more ? FIELDS + "," + more : FIELDS}));
+	return getJSON("api/v1/" + route + "?" + qs({...params, ended: 1, fields: more ? FIELDS + "," + more : FIELDS}));
 }
 
 /* The chosen range as {since, until} in unix seconds. "auto" (no range chosen): the last hour,
@@ -211,6 +244,13 @@ function columns(reply) {
 }
 
 const sum = a => a.reduce((x, y) => x + (y || 0), 0);
+
+/* The seconds a series' windows span, first start to last end: what a rate over the range divides
+ * by, as `mmlockd report` does (the sum of the windows' own seconds where they are contiguous). */
+function spanSeconds(cols) {
+	const s = cols.ts_start.filter(x => x !== null), e = cols.ts_end.filter((x, i) => cols.ts_start[i] !== null);
+	return s.length ? Math.max(...e) - Math.min(...s) : 0;
+}
 
 /* Totals of a series (for stat cards and compare). */
 function totals(cols) {
@@ -270,9 +310,10 @@ function estInterval(v, err, cap) {
 	return [Math.max(0, v - err), Math.min(cap === undefined ? Infinity : cap, v + err)];
 }
 
-/* An estimated value as text: "≈ V (lo–hi)". */
+/* An estimated value as text: "≈ V (lo–hi)", or its bound alone when it cannot be told from 0. */
 function fmtEst(v, err, cap) {
 	const [lo, hi] = estInterval(v, err, cap);
+	if (inseparable(v, err)) return "≤ " + fmtNum(hi) + " (too few sampled)";
 	return "≈ " + fmtNum(v) + " (" + fmtNum(lo) + "–" + fmtNum(hi) + ")";
 }
 
@@ -342,12 +383,34 @@ function stack(lines) {
 	return {data, bands};
 }
 
+/* Whether estimate @v with 95% bound ±@err carries too little to be drawn or printed as a number:
+ * its interval [v - err, v + err] is wider than the value. Such are the estimates scaled from a
+ * handful of classified faults (1 of 1 classified a retry: the whole window's faults, ±79%),
+ * which drew 20k/s spikes of "VMA lock, retried" where the exact count was 0. Not drawn (a line
+ * through it reads as a measurement); its legend gives its upper bound. */
+const inseparable = (v, err) => err > 0 && 2 * err > v;
+
+/* A legend's text for point @k of line @l (values formatted by @f in @unit): "≈" before an
+ * estimate, "not separable" with its upper bound for one inseparable() from 0. */
+function legendValue(l, k, f, unit) {
+	const x = l.values[k];
+	if (x === null || x === undefined) return "–";
+	if (!l.est || !l.est[k]) return f(x) + " " + unit;
+	const err = l.err ? l.err[k] || 0 : 0;
+	if (inseparable(x, err)) return "too few sampled (≤ " + f(x + err) + " " + unit + ")";
+	return "≈ " + f(x) + " " + unit;
+}
+
 /* Draws (or redraws) chart @id in @box over the range @xr ({since, until}): x = bucket end times,
- * @lines = [{label, values, color}], y values formatted by @fmt (fmtNum by default); @stacked:
- * areas on top of each other (parts of one total), the first line at the bottom. Until the
- * cursor is on it, its legend shows the latest point, not dashes; a stacked legend shows each
- * line's own value, not its height in the stack. */
-function drawChart(id, box, xr, title, unit, xs, lines, fmt, stacked) {
+ * @lines = [{label, values, color, est, err}], y values formatted by @fmt (fmtNum by default).
+ * A line with est (per point: an estimate) and err (its 95% bound) draws only the estimates that
+ * are not inseparable() from 0, and its legend marks estimates with "≈". @more: stacked (areas on
+ * top of each other, parts of one total, the first line at the bottom), yMax (a y scale shared
+ * with another chart), lastLabel (what the legend's untouched time says: "latest" by default).
+ * Until the cursor is on it, its legend shows the latest point, not dashes; a stacked legend
+ * shows each line's own value, not its height in the stack. */
+function drawChart(id, box, xr, title, unit, xs, lines, fmt, more) {
+	const o = more || {};
 	if (charts[id]) {
 		const old = charts[id].root.parentElement;
 		if (old) { resizer.unobserve(old); old.uplot = null; }
@@ -363,26 +426,26 @@ function drawChart(id, box, xr, title, unit, xs, lines, fmt, stacked) {
 	const colors = ["--c1", "--c2", "--c3", "--c4", "--c5", "--c6"];
 	const f = fmt || fmtNum;
 	const latest = lastOf(xs);
+	const yr = o.yMax > 0 ? () => [0, o.yMax * 1.08] : (u, min, max) => [0, max > 0 ? max * 1.08 : 1];
 	const opts = {
 		title, width: contentWidth(box), height: CHART_H,
-		scales: {x: {time: true, range: () => [xr.since, xr.until]}, y: {range: (u, min, max) => [0, max > 0 ? max * 1.08 : 1]}},
+		scales: {x: {time: true, range: () => [xr.since, xr.until]}, y: {range: yr}},
 		/* Ticks a whole number of seconds apart: windows are 1 s at the least, and a short range
 		 * would otherwise be ticked in milliseconds (":36.500"). */
-		axes: [Object.assign(axisOpts("", null), {incrs: TIME_INCRS}), axisOpts(unit, f)],
+		axes: [Object.assign(axisOpts("", null), {incrs: TIME_INCRS, values: timeTicks, size: 48, space: 90}), axisOpts(unit, f)],
 		series: [{label: "Time", value: (u, v, si, idx) => idx === null || idx === undefined
-			? (latest === null ? "–" : "latest, " + fmtTime(xs[latest])) : v === null ? "–" : fmtTime(v)}]
+			? (latest === null ? "–" : (o.lastLabel || "latest") + ", " + fmtTime(xs[latest])) : v === null ? "–" : fmtTime(v)}]
 			.concat(lines.map((l, i) => ({
-				label: l.label, stroke: css(l.color || colors[i % colors.length]), width: stacked ? 1 : 1.5,
-				fill: stacked ? css(l.color || colors[i % colors.length]) + "99"
+				label: l.label, stroke: css(l.color || colors[i % colors.length]), width: o.stacked ? 1 : 1.5,
+				fill: o.stacked ? css(l.color || colors[i % colors.length]) + "99"
 					: lines.length === 1 ? css(l.color || colors[0]) + "22" : undefined,
 				points: {show: xs.length < 60},
 				value: (u, v, si, idx) => {
 					if (idx === null || idx === undefined) {
 						const k = lastOf(l.values);
-						return k === null ? "no data" : f(l.values[k]) + " " + unit;
+						return k === null ? "no data" : legendValue(l, k, f, unit);
 					}
-					const x = l.values[idx];
-					return x === null || x === undefined ? "–" : f(x) + " " + unit;
+					return legendValue(l, idx, f, unit);
 				},
 			}))),
 		legend: {live: true},
@@ -393,23 +456,29 @@ function drawChart(id, box, xr, title, unit, xs, lines, fmt, stacked) {
 			setCustom({since, until});
 		}]},
 	};
-	let ys = lines.map(l => l.values);
-	if (stacked) {
+	let ys = lines.map(l => !l.est ? l.values : l.values.map((v, k) =>
+		l.est[k] && inseparable(v, l.err ? l.err[k] || 0 : 0) ? null : v));
+	if (o.stacked) {
 		const st = stack(lines);
 		ys = st.data;
 		opts.bands = st.bands;
 	}
 	const u = new uPlot(opts, [xs].concat(ys), box);
+	u.mmLines = lines; /* what was asked to be drawn, estimates' flags and bounds included */
 	charts[id] = u;
 	box.uplot = u;
 	resizer.observe(box);
 	return u;
 }
 
+/* The largest value of @lines (for a y scale two charts share). */
+const maxOf = lines => Math.max(0, ...lines.flatMap(l => l.values.filter(v => v !== null && v !== undefined)));
+
 const rate = (cols, k) => cols[k].map((v, i) => v === null ? null : cols.seconds[i] > 0 ? v / cols.seconds[i] : 0);
 
-/* The charts of a series (overview, one process, one unit): faults/s, fallbacks, the split, wait. */
-function seriesCharts(prefix, cols, grid, xr) {
+/* The charts of a series (overview, one process, one unit): faults/s, fallbacks, the split, wait;
+ * @more as drawChart's (lastLabel). */
+function seriesCharts(prefix, cols, grid, xr, more) {
 	const t = totals(cols), xs = cols.t;
 	const boxes = [];
 	const add = () => { const b = el("section", null, "card"); grid.append(b); boxes.push(b); return b; };
@@ -418,10 +487,10 @@ function seriesCharts(prefix, cols, grid, xr) {
 		drawChart(prefix + "faults", add(), xr, "Page faults", "faults/s", xs, [
 			{label: "minor", values: rate(cols, "minflt")},
 			{label: "major", values: rate(cols, "majflt"), color: "--c4"},
-		]);
+		], null, more);
 	} else if (shown("mmaplock", t, ["faults"])) {
 		drawChart(prefix + "faults", add(), xr, "Page faults (page_fault_user events)", "faults/s", xs,
-			[{label: "faults", values: rate(cols, "faults")}]);
+			[{label: "faults", values: rate(cols, "faults")}], null, more);
 	} else add().append(el("h3", "Page faults"), optIn("totals"));
 
 	if (shown("fallbacks", t, ["fallback_locks", "fallback_lock_waits"])) {
@@ -432,13 +501,13 @@ function seriesCharts(prefix, cols, grid, xr) {
 		});
 		const sbox = add();
 		drawChart(prefix + "share", sbox, xr, "Fallback share: faults that took mmap_lock", "%", xs,
-			[{label: "fallback share", values: share, color: "--c2"}], fmtPct0);
+			[{label: "fallback share", values: share, color: "--c2"}], fmtPct0, more);
 		const note = collectorNote("fallbacks");
 		if (note) sbox.append(note);
 		drawChart(prefix + "fallbacks", add(), xr, "Fallbacks to mmap_lock", "per s", xs, [
 			{label: "fallbacks", values: rate(cols, "fallback_locks"), color: "--c2"},
 			{label: "waited for the lock", values: rate(cols, "fallback_lock_waits"), color: "--c4"},
-		]);
+		], null, more);
 	} else add().append(el("h3", "Fallbacks to mmap_lock"), optIn("fallbacks"));
 
 	const split = OUTCOMES.map((o) => "faults_" + o);
@@ -448,16 +517,24 @@ function seriesCharts(prefix, cols, grid, xr) {
 		b.id = prefix + "split-unknown";
 		b.append(el("h3", "Fault split: how faults completed"), notSampled(ss));
 	} else if (shown("faults", t, split)) {
+		/* One panel per side of the split, each on its own linear scale: the fallbacks (mmap_lock)
+		 * are 2-4 orders of magnitude below the faults under the VMA lock, and beside them drew
+		 * flat at 0; a log axis would hide their zeros instead (a vanilla kernel's "VMA lock,
+		 * retried" is 0, and says so). Each side's total is exact (the faults that did not fall
+		 * back, and the fallbacks): in bursts only its division is estimated (≈), with the
+		 * bucket's 95% bound. */
+		const est = cols.split_estimated.map(v => v > 0);
+		const err = rate(cols, "split_err");
+		const line = (o, color) => ({label: OUTCOME_NAMES[o], values: rate(cols, "faults_" + o), color, est, err});
 		const box = add();
-		drawChart(prefix + "split", box, xr, "Fault split: how faults completed", "faults/s", xs, [
-			{label: "VMA lock", values: rate(cols, "faults_vma"), color: "--c3"},
-			{label: "VMA lock, retried", values: rate(cols, "faults_vma_retry"), color: "--c1"},
-			{label: "mmap_lock retry", values: rate(cols, "faults_mmap_retry"), color: "--c2"},
-			{label: "mmap_lock abort", values: rate(cols, "faults_mmap_abort"), color: "--c4"},
-			{label: "mmap_lock (retry or abort)", values: rate(cols, "faults_mmap_unknown"), color: "--c5"},
-		]);
-		const note = splitNote(t);
-		if (note) box.append(note);
+		box.id = prefix + "split-box";
+		drawChart(prefix + "split", box, xr, "Fault split: under the VMA lock", "faults/s", xs,
+			[line("vma", "--c3"), line("vma_retry", "--c1")], null, more);
+		const fbox = add();
+		drawChart(prefix + "split-fb", fbox, xr, "Fault split: under mmap_lock, how they fell back", "faults/s", xs,
+			[line("mmap_retry", "--c2"), line("mmap_abort", "--c4"), line("mmap_unknown", "--c5")], null, more);
+		const note = splitNote(t, cols);
+		if (note) fbox.append(note);
 	} else add().append(el("h3", "Fault split"), optIn("faults"));
 
 	const fwait = running("faults") && faultWaitCollected(t);
@@ -467,7 +544,7 @@ function seriesCharts(prefix, cols, grid, xr) {
 			lines.push({label: "faults waiting for mmap_lock", values: rate(cols, "faults_mmap_lock_wait_ns").map(nsToMs), color: "--c4"});
 		if (shown("mmaplock", t, ["mmap_lock_wait_ns"]))
 			lines.push({label: "every mmap_lock wait", values: rate(cols, "mmap_lock_wait_ns").map(nsToMs), color: "--c5"});
-		drawChart(prefix + "wait", add(), xr, "mmap_lock wait", "ms/s", xs, lines);
+		drawChart(prefix + "wait", add(), xr, "mmap_lock wait", "ms/s", xs, lines, null, more);
 	} else if (running("faults")) {
 		add().append(el("h3", "mmap_lock wait"), unknownBox("How long fallbacks waited for mmap_lock: not collected while the " +
 			"split runs in bursts (they have no exact total to scale to).", HOW_FAULT_WAIT));
@@ -497,22 +574,29 @@ function notSampled(ss) {
 }
 
 /* Where the fault split ran in bursts (the default) its figures are estimates: says so, with the
- * sample they come from, a 95% interval per outcome, and the faults no burst covered (docs/accuracy.md,
- * "The split in the default"). */
-function splitNote(t) {
+ * sample they come from, a 95% interval per outcome, the faults no burst covered (docs/accuracy.md,
+ * "The split in the default") and how many of the charts' points (@cols) were not drawn because
+ * their interval reaches 0. */
+function splitNote(t, cols) {
 	const ss = splitState(t);
 	if (ss.kind !== "estimated") return null;
 	const s = state.status && state.status.split;
 	const how = s && s.mode === "bursts" ? " (bursts of " + s.duty_permille / 10 + "% of each window)" : "";
 	const fb = t.faults_mmap_fallback || 0, vmaSide = Math.max(0, ss.outs - fb);
-	const parts = [["VMA lock", (t.faults_vma || 0), vmaSide], ["VMA lock, retried", t.faults_vma_retry || 0, vmaSide],
-		["mmap_lock retry", t.faults_mmap_retry || 0, fb], ["mmap_lock abort", t.faults_mmap_abort || 0, fb],
-		["mmap_lock (retry or abort)", t.faults_mmap_unknown || 0, fb]]
+	const parts = OUTCOMES.map(o => [OUTCOME_NAMES[o], t["faults_" + o] || 0, o.startsWith("vma") ? vmaSide : fb])
 		.filter(([, v, cap]) => v > 0 || cap > 0)
 		.map(([n, v, cap]) => n + " " + fmtEst(v, ss.err, cap));
+	let hidden = 0;
+	for (let i = 0; i < cols.t.length; i++) {
+		if (!(cols.split_estimated[i] > 0)) continue;
+		for (const o of OUTCOMES)
+			if (cols["faults_" + o][i] !== null && inseparable(cols["faults_" + o][i], cols.split_err[i])) hidden++;
+	}
 	const d = el("div", "Estimated" + how + " from " + fmtNum(ss.seen) + " faults classified in " + fmtNum(ss.windows) +
 		" process windows, applied to the exact fault and fallback counts. 95% intervals over the range: " +
-		parts.join("; ") + "." + (ss.notSampled > 0 ? " Not sampled (no estimate): " + fmtNum(ss.notSampled) + " faults." : ""), "note");
+		parts.join("; ") + "." + (ss.notSampled > 0 ? " Not sampled (no estimate): " + fmtNum(ss.notSampled) + " faults." : "") +
+		(hidden ? " Not drawn: " + fmtNum(hidden) + " estimates whose interval is wider than the value (too few faults " +
+			"sampled; the legend gives their bound)." : ""), "note");
 	d.id = "split-note";
 	return d;
 }
@@ -522,12 +606,49 @@ const fmtPct0 = v => v === 0 ? "0" : v < 1 ? v.toFixed(2) : v < 10 ? v.toFixed(1
 
 /* ---- tables ---- */
 
-/* A sortable table of @rows with @cols [{key, label, num, get(row), fmt(v)}]; @onClick(row). */
+/* Tables fit their cards: a column with a priority (prio: lower goes first) is hidden while the
+ * table is wider than the box it is in, and the caption names what is hidden; columns without
+ * one always stay, and if they alone are too wide, their cut cells (td.cg) are cut shorter. Refitted whenever the table's size changes (a resize, a new sort), in the next
+ * frame (a ResizeObserver that changes what it observes in its own callback loops). */
+function fitTable(t) {
+	const box = t.parentElement;
+	if (!t.isConnected) { tableFitter.unobserve(t); return; }
+	if (!box) return;
+	const cs = getComputedStyle(box);
+	const avail = box.clientWidth - parseFloat(cs.paddingLeft) - parseFloat(cs.paddingRight);
+	for (const e of t.querySelectorAll(".colhide")) e.classList.remove("colhide");
+	t.classList.remove("narrow");
+	const order = t.fitPrio.map((p, i) => [p, i]).filter(([p]) => p !== undefined)
+		.sort((a, b) => a[0] - b[0] || b[1] - a[1]);
+	const hidden = [];
+	for (const [, i] of order) {
+		if (t.getBoundingClientRect().width <= avail + 0.5) break;
+		for (const c of t.querySelectorAll("tr:not(.emptyrow) > :nth-child(" + (i + 1) + ")")) c.classList.add("colhide");
+		hidden.push(t.fitLabels[i]);
+	}
+	/* Still too wide with every column that may go gone: long paths and callers cut shorter. */
+	if (t.getBoundingClientRect().width > avail + 0.5) t.classList.add("narrow");
+	t.fitNote.textContent = hidden.length ? "Hidden at this width (widen the window to see them): " + hidden.join(", ") : "";
+	t.fitNote.hidden = !hidden.length;
+}
+const fitPending = new Set();
+const tableFitter = new ResizeObserver(entries => {
+	if (!fitPending.size) requestAnimationFrame(() => { for (const t of fitPending) fitTable(t); fitPending.clear(); });
+	for (const e of entries) fitPending.add(e.target);
+});
+
+/* A sortable table of @rows with @cols [{key, label, num, get(row), fmt(v), prio}]; @onClick(row). */
 function table(id, cols, rows, onClick, empty) {
 	const def = cols.find(c => c.sortDefault);
 	const sort = state.sort[id] || {key: def ? def.key : null, asc: false};
 	const t = el("table", null, "sortable");
 	t.id = id;
+	t.fitPrio = cols.map(c => c.prio);
+	t.fitLabels = cols.map(c => c.label);
+	t.fitNote = el("caption", null, "note");
+	t.fitNote.hidden = true;
+	t.append(t.fitNote);
+	tableFitter.observe(t);
 	const tr = el("tr");
 	for (const c of cols) {
 		const th = el("th", c.label, c.num ? "n" : "");
@@ -567,7 +688,7 @@ function table(id, cols, rows, onClick, empty) {
 	if (!rows.length) {
 		const td = el("td", empty || "nothing in this range", "empty");
 		td.colSpan = cols.length;
-		const er = el("tr");
+		const er = el("tr", null, "emptyrow");
 		er.append(td);
 		tb.append(er);
 	}
@@ -580,7 +701,7 @@ function figureCols(t) {
 	const tot = shown("totals", t, ["minflt", "majflt"]);
 	if (tot || shown("mmaplock", t, ["faults"])) {
 		cols.push({key: "faults", label: "Faults", num: true, sortDefault: true, get: faultsOf, fmt: fmtNum});
-		if (tot) cols.push({key: "majflt", label: "Major", num: true, get: r => r.majflt, fmt: fmtNum});
+		if (tot) cols.push({key: "majflt", label: "Major", num: true, get: r => r.majflt, fmt: fmtNum, prio: 4});
 	}
 	if (shown("fallbacks", t, ["fallback_locks"])) {
 		cols.push({key: "fallbacks", label: "Fallbacks", num: true, get: r => r.fallback_locks, fmt: fmtNum,
@@ -588,7 +709,7 @@ function figureCols(t) {
 		cols.push({key: "share", label: "Fallback share", num: true,
 			get: r => faultsOf(r) ? 100 * r.fallback_locks / faultsOf(r) : null, fmt: fmtPct});
 		cols.push({key: "waited", label: "Waited", num: true, get: r => r.fallback_lock_waits, fmt: fmtNum,
-			title: "fallbacks that found mmap_lock taken"});
+			title: "fallbacks that found mmap_lock taken", prio: 5});
 	}
 	if (shown("faults", t, ["faults_vma", "faults_mmap_fallback"])) {
 		/* The split in its three states: a count, "≈ count" (its interval in the tooltip and
@@ -598,12 +719,15 @@ function figureCols(t) {
 			if (ss.kind === "unknown") return {text: ss.why, cls: "unk", tip: ss.why === "not sampled"
 				? "no burst of the fault split caught a fault of it; " + HOW_FAULT_WAIT + " classifies every fault" : ""};
 			if (ss.kind === "exact") return {text: fmtNum(v), cls: ""};
+			/* Not inseparable(): these are the split's two sides, each an exact count (the
+			 * faults that did not fall back, the fallbacks) in every estimated window; only
+			 * their division into outcomes is estimated, and split_err bounds that. */
 			const [lo, hi] = estInterval(v, ss.err, cap);
 			return {text: "≈ " + fmtNum(v), cls: "est", tip: "estimate, 95% interval " + fmtNum(lo) + "–" + fmtNum(hi) +
 				", from " + fmtNum(ss.seen) + " faults classified in bursts"};
 		};
 		const vmaOf = r => (r.faults_vma || 0) + (r.faults_vma_retry || 0);
-		const splitCol = (key, label, get, cap) => ({key, label, num: true,
+		const splitCol = (key, label, get, cap) => ({key, label, num: true, prio: 6,
 			get: r => splitState(r).kind === "unknown" ? null : get(r),
 			fmt: (v, r) => side(r, v, cap(r)).text, cls: (v, r) => side(r, v, cap(r)).cls,
 			tip: (v, r) => side(r, v, cap(r)).tip});
@@ -616,14 +740,14 @@ function figureCols(t) {
 			if (ss.kind === "unknown") return ss.why;
 			return "±" + fmtNum(ss.err) + ", n=" + fmtNum(ss.seen) +
 				(ss.notSampled > 0 ? "; " + fmtNum(ss.notSampled) + " not sampled" : "");
-		}, cls: v => v === "unknown" ? "unk" : v === "estimated" ? "est" : ""});
+		}, cls: v => v === "unknown" ? "unk" : v === "estimated" ? "est" : "", prio: 1});
 		if (faultWaitCollected(t))
-			cols.push({key: "fwait", label: "Fault wait", num: true, get: r => r.faults_mmap_lock_wait_ns, fmt: fmtNs});
+			cols.push({key: "fwait", label: "Fault wait", num: true, get: r => r.faults_mmap_lock_wait_ns, fmt: fmtNs, prio: 3});
 	}
 	if (shown("mmaplock", t, ["mmap_lock_waits"])) {
-		cols.push({key: "waits", label: "mmap_lock waits", num: true, get: r => r.mmap_lock_waits, fmt: fmtNum});
-		cols.push({key: "wait", label: "Wait", num: true, get: r => r.mmap_lock_wait_ns, fmt: fmtNs});
-		cols.push({key: "hold", label: "Write hold", num: true, get: r => r.mmap_lock_write_hold_ns, fmt: fmtNs});
+		cols.push({key: "waits", label: "mmap_lock waits", num: true, get: r => r.mmap_lock_waits, fmt: fmtNum, prio: 2});
+		cols.push({key: "wait", label: "Wait", num: true, get: r => r.mmap_lock_wait_ns, fmt: fmtNs, prio: 3});
+		cols.push({key: "hold", label: "Write hold", num: true, get: r => r.mmap_lock_write_hold_ns, fmt: fmtNs, prio: 2});
 	}
 	return cols;
 }
@@ -643,11 +767,12 @@ function stat(label, value, cls, title) {
 	return s;
 }
 
-/* The open window's cards: fallbacks are live, the kernel's fault counts arrive at its close. */
-function openWindowStats(box, live) {
-	if (!live || !state.status) return;
-	const open = Math.max(0, live.taken - live.window_start), iv = state.status.interval_seconds;
-	const w = live.all.window;
+/* The open window's cards (from the status @st): fallbacks are live, the kernel's fault counts
+ * arrive at its close. */
+function openWindowStats(box, st) {
+	if (!st || !st.all) return;
+	const open = Math.max(0, st.taken - st.window_start), iv = st.interval_seconds;
+	const w = st.all.window;
 	const next = Math.max(0, iv - open);
 	if (running("totals"))
 		box.append(stat("faults in the open window", "pending", "pending",
@@ -663,21 +788,24 @@ function fallbackHow(r) {
 	if (ss.kind === "unknown") return {text: ss.why, cls: "unk"};
 	const fb = r.faults_mmap_fallback || 0;
 	if (!fb) return {text: "–", cls: "muted"};
-	const parts = [["retry", r.faults_mmap_retry || 0], ["abort", r.faults_mmap_abort || 0], ["either", r.faults_mmap_unknown || 0]]
-		.filter(([, x]) => x > 0);
+	const parts = [["retry", r.faults_mmap_retry || 0], ["abort", r.faults_mmap_abort || 0],
+		["retry or abort", r.faults_mmap_unknown || 0]].filter(([, x]) => x > 0);
 	if (ss.kind === "exact") return {text: parts.map(([n, x]) => n + " " + fmtPct(100 * x / fb)).join(" · "), cls: ""};
-	const pts = 100 * Math.min(ss.err, fb) / fb;
+	const pts = 100 * Math.min(ss.err, fb) / fb, ptsText = "±" + fmtPct(pts).replace(" %", " pts");
 	const tip = "estimated from " + fmtNum(ss.seen) + " faults classified in bursts; ± is the 95% bound on each share";
-	if (ss.seen < 30) /* a handful of faults: the shares say nothing yet */
-		return {text: "too few sampled (n=" + fmtNum(ss.seen) + ")", cls: "unk", tip: tip + " (±" + fmtPct(pts).replace(" %", " pts") + ")"};
-	return {text: "≈ " + parts.map(([n, x]) => n + " " + fmtPct(100 * x / fb)).join(" · ") + " ±" + fmtPct(pts).replace(" %", " pts"),
-		cls: "est", tip};
+	/* Only the shares whose interval is narrower than themselves (±100 points says nothing). */
+	const known = parts.filter(([, x]) => !inseparable(100 * x / fb, pts));
+	if (ss.seen < 30 || !known.length) /* a handful of fallbacks: the shares say nothing yet */
+		return {text: "too few sampled to tell (" + fmtNum(r.split_fallbacks_seen || 0) + " fallbacks classified)", cls: "unk",
+			tip: tip + " (" + ptsText + ": " + parts.map(([n, x]) => n + " " + fmtPct(100 * x / fb)).join(", ") + ")"};
+	return {text: "≈ " + known.map(([n, x]) => n + " " + fmtPct(100 * x / fb)).join(" · ") + " " + ptsText +
+		(known.length < parts.length ? " (others too few to tell)" : ""), cls: "est", tip};
 }
 
 /* The answer first: which processes and units fall back to mmap_lock most over the range, how
  * often, what share of their faults, how many of those waited, what the wait cost where it is
  * collected, and how they fell back where that is known. */
-function leadCard(procs, units, secs) {
+function leadCard(procs, units, secs, t) {
 	const iv = state.status ? state.status.interval_seconds : 1;
 	/* Rates are per second of the range (the windows stored in it), for processes and units
 	 * alike, so the order of the table is that of the fallbacks. */
@@ -705,7 +833,6 @@ function leadCard(procs, units, secs) {
 			" of those waited for it." : ".")));
 	}
 	c.append(answer);
-	const t = procCols(procs);
 	const wait = faultWaitCollected(t);
 	const howKnown = running("faults") || procs.some(p => splitState(p).kind !== "unknown");
 	const pcols = [
@@ -722,11 +849,11 @@ function leadCard(procs, units, secs) {
 	state.sort["lead-procs"] = state.sort["lead-procs"] || {key: "rate", asc: false};
 	const wrap = el("div", null, "lead-grid");
 	const pbox = el("div");
-	pbox.append(table("lead-procs", pcols, fb.slice(0, 8), p => go("process/" + p.pid + "/" + p.start_time.toFixed(3)),
+	pbox.append(table("lead-procs", pcols, fb.slice(0, LEAD_ROWS), p => go("process/" + p.pid + "/" + p.start_time.toFixed(3)),
 		"no process fell back to mmap_lock in this range"));
 	const more = el("div", null, "note");
-	if (fb.length > 8) {
-		const a = el("a", "all " + fmtNum(fb.length) + " processes that fell back");
+	if (fb.length > LEAD_ROWS) {
+		const a = el("a", "all processes that fell back");
 		a.href = "#processes";
 		more.append(a, document.createTextNode(" · "));
 	}
@@ -739,7 +866,7 @@ function leadCard(procs, units, secs) {
 		{key: "cg", label: "Unit", get: u => u.cgroup || "(unknown)", cls: () => "cg", tip: v => v},
 		{key: "rate", label: "Fallbacks/s", num: true, sortDefault: true, get: u => u.fallback_locks / Math.max(1, secs || 1), fmt: fmtNum},
 		{key: "share", label: "Share", num: true, get: u => faultsOf(u) ? 100 * u.fallback_locks / faultsOf(u) : null, fmt: fmtPct},
-	], ufb.slice(0, 5), u => go("unit/" + encodeURIComponent(u.cgroup)), "no unit fell back"));
+	], ufb.slice(0, LEAD_UNITS), u => go("unit/" + encodeURIComponent(u.cgroup)), "no unit fell back"));
 	wrap.append(pbox, ubox);
 	c.append(wrap);
 	return c;
@@ -748,15 +875,16 @@ function leadCard(procs, units, secs) {
 async function viewOverview(v, id) {
 	const r = rangeA();
 	const q = {since: r.since.toFixed(3), until: r.until.toFixed(3)};
+	/* The rows drawn (one more process, to know whether to link to the rest). */
 	const [ser, top, units] = await Promise.all([
 		api("series", {...q, points: SERIES_POINTS}),
-		api("top", {...q, limit: 1000}),
-		api("top", {...q, limit: 1000, by: "cgroup"}),
+		api("top", {...q, limit: LEAD_ROWS + 1, order: "fallbacks"}),
+		api("top", {...q, limit: LEAD_UNITS, by: "cgroup", order: "fallbacks"}),
 	]);
 	if (id !== state.renderId) return;
 	const cols = columns(ser), t = totals(cols);
 	const stats = el("div", null, "stats");
-	const secs = t.seconds || 0;
+	const secs = spanSeconds(cols);
 	const f = faultsOf(t);
 	if (shown("fallbacks", t, ["fallback_locks"])) {
 		stats.append(stat("fallbacks/s, all processes", secs ? fmtNum(t.fallback_locks / secs) : "–", "",
@@ -770,10 +898,10 @@ async function viewOverview(v, id) {
 		stats.append(stat("faults/s over the range", secs ? fmtNum(f / secs) : "–", "", fmtNum(f) + " faults in " + fmtDuration(secs)));
 	stats.append(stat("lost events", fmtNum(t.lost || 0), t.lost ? "lost" : "", "samples the kernel dropped (ring overflow) in the range"));
 	stats.append(stat("windows stored in the range", fmtNum(t.windows || 0)));
-	openWindowStats(stats, state.live);
+	openWindowStats(stats, state.status);
 	const grid = el("div", null, "grid");
 	const lostBox = el("section", null, "card");
-	v.replaceChildren(leadCard(top.rows, units.rows, secs), stats, grid);
+	v.replaceChildren(leadCard(top.rows, units.rows, secs, t), stats, grid);
 	seriesCharts("ov-", cols, grid, r);
 	grid.append(lostBox);
 	drawChart("ov-lost", lostBox, r, "Lost events", "events", cols.t, [{label: "lost", values: cols.lost, color: "--c4"}]);
@@ -792,8 +920,8 @@ function procTable(id, rows) {
 		{key: "pid", label: "PID", num: true, get: r => r.pid},
 		{key: "comm", label: "Command", get: r => r.comm},
 	].concat(figureCols(t), [
-		{key: "cgroup", label: "cgroup", get: r => r.cgroup, cls: () => "muted cg", tip: v => v},
-		{key: "last", label: "Last seen", num: true, get: r => r.last, fmt: fmtTime},
+		{key: "cgroup", label: "cgroup", get: r => r.cgroup, cls: () => "muted cg", tip: v => v, prio: 5},
+		{key: "last", label: "Last seen", num: true, get: r => r.last, fmt: fmtTime, prio: 6},
 	]);
 	return table(id, cols, rows, r => go("process/" + r.pid + "/" + r.start_time.toFixed(3)), "no process did anything in this range");
 }
@@ -827,14 +955,15 @@ async function viewProcess(v, id) {
 	const [pid, start] = state.arg;
 	const r = rangeA();
 	const flt = {pid, start_time: start};
-	const [ser, top, lk] = await Promise.all([
+	const [ser, top, lk, now] = await Promise.all([
 		api("series", {since: r.since.toFixed(3), until: r.until.toFixed(3), points: SERIES_POINTS, ...flt}, BEHIND_FIELDS),
 		api("top", {since: "0", until: r.until.toFixed(3), limit: 1, ...flt}),
 		getJSON("api/v1/locks?" + qs({pid, since: r.since.toFixed(3), until: r.until.toFixed(3), top: BEHIND_ROWS})),
+		getJSON("api/v1/processes?" + qs(flt)),
 	]);
 	if (id !== state.renderId) return;
 	const info = top.rows[0];
-	const live = state.live && state.live.processes.find(p => p.pid === Number(pid) && Math.abs(p.start_time - Number(start)) < 0.001);
+	const live = now.processes.find(p => p.pid === Number(pid) && Math.abs(p.start_time - Number(start)) < 0.001);
 	const head = card();
 	const h = el("h2");
 	h.append(el("span", info ? info.comm : live ? live.comm : "process " + pid, "comm"), el("span", " · pid " + pid, "muted"));
@@ -847,6 +976,13 @@ async function viewProcess(v, id) {
 		const a = el("button", "open its unit " + info.cgroup, "link");
 		a.addEventListener("click", () => go("unit/" + encodeURIComponent(info.cgroup)));
 		head.append(a);
+	}
+	/* Once it has exited, its series ends with its last window: the windows after it would
+	 * draw (and their legends read) zeros for a process that no longer exists. */
+	const exited = !!info && (!live || live.exited);
+	if (exited) {
+		const s0 = ser.series.columns.indexOf("ts_start");
+		ser.series.rows = ser.series.rows.filter(row => row[s0] < info.last - 0.001);
 	}
 	const cols = columns(ser), t = totals(cols);
 	const stats = el("div", null, "stats");
@@ -865,7 +1001,7 @@ async function viewProcess(v, id) {
 	 * collector runs there. A quantile is known only to its log2 bucket, so it shows as the
 	 * bucket [upper/2, upper). The last values seen stay (marked so) once the process exits. */
 	const key = pid + "/" + start;
-	if (live && live.total) state.latency[key] = {at: state.live.taken, total: live.total};
+	if (live && live.total) state.latency[key] = {at: now.taken, total: live.total};
 	const seen = state.latency[key];
 	const lt = seen ? seen.total : null;
 	const gone = seen && (!live || live.exited);
@@ -876,7 +1012,7 @@ async function viewProcess(v, id) {
 		(gone ? "until it exited" : "since start"), bucket(p50) + " / " + bucket(p99), "", latTitle));
 	const byOutcome = lt ? OUTCOMES.filter((o) => lt["fault_ns_outcome_" + o + "_p50"]) : [];
 	if (byOutcome.length) {
-		for (const o of byOutcome) latStat(o, lt["fault_ns_outcome_" + o + "_p50"], lt["fault_ns_outcome_" + o + "_p99"]);
+		for (const o of byOutcome) latStat(OUTCOME_NAMES[o], lt["fault_ns_outcome_" + o + "_p50"], lt["fault_ns_outcome_" + o + "_p99"]);
 	} else if (lt && (lt.fault_ns_vma_p50 || lt.fault_ns_mmap_p50)) {
 		latStat("under the VMA lock", lt.fault_ns_vma_p50, lt.fault_ns_vma_p99);
 		if (lt.fault_ns_mmap_p50) latStat("under mmap_lock", lt.fault_ns_mmap_p50, lt.fault_ns_mmap_p99);
@@ -891,7 +1027,7 @@ async function viewProcess(v, id) {
 	const pr = {since: Math.max(r.since, Number(start) - iv), until: r.until};
 	if (info && (!live || live.exited)) pr.until = Math.min(r.until, info.last + iv);
 	if (pr.until <= pr.since) pr.until = r.until;
-	seriesCharts("p-", cols, grid, pr);
+	seriesCharts("p-", cols, grid, pr, exited ? {lastLabel: "exited; its last window"} : null);
 	behindCard(v, "p-", Number(pid), Number(start), lk.rows, cols, pr);
 }
 
@@ -949,11 +1085,11 @@ function behindCard(into, prefix, pid, start, rows, cols, xr) {
 	wrap.append(table(prefix + "behind-holders", [
 		{key: "waits", label: "waits", num: true, get: e => e.waits, fmt: fmtNum},
 		{key: "total", label: "total wait", num: true, sortDefault: true, get: e => e.total, fmt: fmtNs},
-		{key: "max", label: "max wait", num: true, get: e => e.max, fmt: fmtNs},
-		{key: "avg", label: "avg wait", num: true, get: e => e.waits ? e.total / e.waits : null, fmt: fmtNs},
+		{key: "max", label: "max wait", num: true, get: e => e.max, fmt: fmtNs, prio: 3},
+		{key: "avg", label: "avg wait", num: true, get: e => e.waits ? e.total / e.waits : null, fmt: fmtNs, prio: 2},
 		{key: "holder", label: "holder", get: holder,
 			tip: (v, e) => e.tids.size ? "thread" + (e.tids.size > 1 ? "s " : " ") + [...e.tids].sort((a, b) => a - b).join(", ") : ""},
-		{key: "mode", label: "mode", get: e => e.mode, cls: v => v === "unknown" ? "unk" : "",
+		{key: "mode", label: "mode", get: e => e.mode, cls: v => v === "unknown" ? "unk" : "", prio: 4,
 			tip: v => v === "read" ? "one of the readers, named as a hint: others may have held it too"
 				: v === "unknown" ? "no holder could be named" : "held for write"},
 		{key: "op", label: "op", get: e => e.op + (e.lockPid !== null ? " (another process's mm)" : ""),
@@ -981,7 +1117,7 @@ function behindCard(into, prefix, pid, start, rows, cols, xr) {
 	}
 	if (ops.includes("unknown")) lines.push({label: "unknown (no holder named)", values: perS("unknown"), color: "--c6"});
 	const title = "mmap_lock wait by what the holder was doing";
-	if (lines.length) drawChart(prefix + "behind-ops", box, xr, title, "ms/s", cols.t, lines, null, true);
+	if (lines.length) drawChart(prefix + "behind-ops", box, xr, title, "ms/s", cols.t, lines, null, {stacked: true});
 	else {
 		box.classList.add("chart");
 		box.append(el("h3", title), el("div", "no mmap_lock wait in this range", "nodata"));
@@ -995,8 +1131,8 @@ async function viewUnits(v, id) {
 	if (id !== state.renderId) return;
 	const t = procCols(top.rows);
 	const cols = [
-		{key: "cgroup", label: "cgroup / systemd unit", get: r => r.cgroup || "(unknown)"},
-		{key: "processes", label: "Processes", num: true, get: r => r.processes, fmt: fmtNum},
+		{key: "cgroup", label: "cgroup / systemd unit", get: r => r.cgroup || "(unknown)", cls: () => "cg", tip: v => v},
+		{key: "processes", label: "Processes", num: true, get: r => r.processes, fmt: fmtNum, prio: 5},
 	].concat(figureCols(t));
 	const c = card("Units (cgroups) in the range");
 	c.append(table("units", cols, top.rows, r => go("unit/" + encodeURIComponent(r.cgroup)), "no unit did anything in this range"));
@@ -1036,13 +1172,13 @@ async function viewLocks(v, id) {
 	const cols = [
 		{key: "contended", label: "contended", num: true, sortDefault: true, get: r => r.contended, fmt: fmtNum},
 		{key: "total", label: "total wait", num: true, get: r => r.total_wait_ns, fmt: fmtNs},
-		{key: "max", label: "max wait", num: true, get: r => r.max_wait_ns, fmt: fmtNs},
-		{key: "avg", label: "avg wait", num: true, get: r => r.avg_wait_ns, fmt: fmtNs},
-		{key: "p99", label: "p99", num: true, get: r => r.p99_wait_ns, fmt: fmtNs},
-		{key: "type", label: "type", get: r => r.type},
-		{key: "caller", label: "caller", get: r => r.caller},
+		{key: "max", label: "max wait", num: true, get: r => r.max_wait_ns, fmt: fmtNs, prio: 4},
+		{key: "avg", label: "avg wait", num: true, get: r => r.avg_wait_ns, fmt: fmtNs, prio: 2},
+		{key: "p99", label: "p99", num: true, get: r => r.p99_wait_ns, fmt: fmtNs, prio: 3},
+		{key: "type", label: "type", get: r => r.type, prio: 1},
+		{key: "caller", label: "caller", get: r => r.caller, cls: () => "cg", tip: v => v},
 		{key: "lock", label: "lock", get: r => r.lock + (r.lock_pid !== null && r.lock_pid !== r.pid ? " of pid " + r.lock_pid : ""),
-			cls: () => "muted", tip: (v, r) => r.lock_pid !== null && r.lock_pid !== r.pid ? "another process's mm: this one was reading its memory" : ""},
+			prio: 5, cls: () => "muted", tip: (v, r) => r.lock_pid !== null && r.lock_pid !== r.pid ? "another process's mm: this one was reading its memory" : ""},
 		{key: "comm", label: "process", get: r => r.comm + " (" + r.pid + ")"},
 	];
 	/* Who held an mmap_lock when its waits began (rows are per holder; other locks have none):
@@ -1067,16 +1203,37 @@ async function viewLocks(v, id) {
 }
 
 /* Compare: the range chosen above (A) against B (the period just before, or custom), in the
- * seeds' table layout: one row per figure, A, B and the change. */
+ * seeds' table layout: one row per figure, A, B and the change of B relative to A (A is the
+ * baseline, as in `report --compare A B` and `perf diff`), rates over each range's span of
+ * windows; A's and B's charts share their y scale. */
 async function viewCompare(v, id) {
 	const a = rangeA(), b = rangeB(a);
 	const q = (r, extra) => ({since: r.since.toFixed(3), until: r.until.toFixed(3), ...extra});
 	const [sa, sb, ta, tb] = await Promise.all([
 		api("series", q(a, {points: SERIES_POINTS})), api("series", q(b, {points: SERIES_POINTS})),
-		api("top", q(a, {limit: 1000})), api("top", q(b, {limit: 1000})),
+		/* Per command needs names and three counters only: every process of the range (up to
+		 * 1000), so no other counter. */
+		getJSON("api/v1/top?" + qs(q(a, {limit: 1000, ended: 1, fields: PER_COMMAND_FIELDS}))),
+		getJSON("api/v1/top?" + qs(q(b, {limit: 1000, ended: 1, fields: PER_COMMAND_FIELDS}))),
 	]);
 	if (id !== state.renderId) return;
 	const ca = columns(sa), cb = columns(sb), A = totals(ca), B = totals(cb);
+	A.seconds = spanSeconds(ca);
+	B.seconds = spanSeconds(cb);
+	const ctl = compareControls(a, b, A, B), tcard = compareFigures(A, B);
+	const grid = el("div", null, "grid two");
+	const ga = el("div"), gb = el("div");
+	ga.append(el("h2", "A"));
+	gb.append(el("h2", "B"));
+	grid.append(ga, gb);
+	v.replaceChildren(ctl, tcard, grid);
+	ctl.style.marginBottom = tcard.style.marginBottom = "1rem";
+	compareCharts([[ga, ca, "ca-", a], [gb, cb, "cb-", b]]);
+	v.append(perCommandCard(ta.rows, tb.rows));
+}
+
+/* Compare's first card: B's choice (the period before A, or custom) and what A and B hold. */
+function compareControls(a, b, A, B) {
 	const ctl = card("Compare two ranges");
 	const line = el("div", null, "ranges");
 	const sel = el("select");
@@ -1087,8 +1244,9 @@ async function viewCompare(v, id) {
 	}
 	sel.value = state.compareB;
 	const from = el("input"), to = el("input");
-	from.type = to.type = "datetime-local";
-	from.step = to.step = "1";
+	from.type = to.type = "text";
+	from.size = to.size = 19;
+	from.placeholder = to.placeholder = "YYYY-MM-DD HH:MM:SS";
 	from.value = toLocalInput(b.since);
 	to.value = toLocalInput(b.until);
 	from.id = "compare-from";
@@ -1111,6 +1269,11 @@ async function viewCompare(v, id) {
 	rb.id = "compare-b-text";
 	ctl.append(ra, rb);
 
+	return ctl;
+}
+
+/* Compare's figures, one row each: A, B and B's change relative to A (green where better). */
+function compareFigures(A, B) {
 	const both = {};
 	for (const k of new Set(Object.keys(A).concat(Object.keys(B)))) both[k] = (A[k] || 0) + (B[k] || 0);
 	const rows = [];
@@ -1145,7 +1308,7 @@ async function viewCompare(v, id) {
 	const ct = el("table");
 	ct.id = "compare-table";
 	const hr = el("tr");
-	for (const [h, n] of [["Figure", false], ["A", true], ["B", true], ["Change (A vs B)", true]]) hr.append(el("th", h, n ? "n" : ""));
+	for (const [h, n] of [["Figure", false], ["A", true], ["B", true], ["Change (B vs A)", true]]) hr.append(el("th", h, n ? "n" : ""));
 	const cth = el("thead");
 	cth.append(hr);
 	ct.append(cth);
@@ -1154,8 +1317,8 @@ async function viewCompare(v, id) {
 		const x = fn(A), y = fn(B);
 		const tr = el("tr");
 		let ch = "–", cls = "";
-		if (x !== null && y !== null && y !== 0) {
-			const d = 100 * (x - y) / y;
+		if (x !== null && y !== null && x !== 0) {
+			const d = 100 * (y - x) / x;
 			ch = (d > 0 ? "+" : "") + d.toFixed(1) + " %";
 			if (better && Math.abs(d) >= 1) cls = (d * better > 0) ? "better" : "worse";
 		}
@@ -1163,32 +1326,42 @@ async function viewCompare(v, id) {
 		body.append(tr);
 	}
 	ct.append(body);
-	const tcard = card("Figures (B is the baseline)");
+	const tcard = card("Figures (A is the baseline: the change is B's relative to A)");
 	tcard.append(ct);
 
-	const grid = el("div", null, "grid two");
-	const ga = el("div"), gb = el("div");
-	ga.append(el("h2", "A"));
-	gb.append(el("h2", "B"));
-	grid.append(ga, gb);
-	v.replaceChildren(ctl, tcard, grid);
-	ctl.style.marginBottom = tcard.style.marginBottom = "1rem";
-	for (const [box, cols, p, xr] of [[ga, ca, "ca-", a], [gb, cb, "cb-", b]]) {
+	return tcard;
+}
+
+/* Compare's charts: for each of @sides [box, cols, id prefix, range], its faults/s and fallback
+ * share, A's and B's on one y scale per figure. */
+function compareCharts(sides) {
+	const [[, ca], [, cb]] = sides;
+	/* A's and B's lines, then drawn on one y scale per figure. */
+	const faultLine = cols => [{label: "faults", values: cols.minflt.map((m, i) => m === null ? null
+		: cols.seconds[i] ? (m + cols.majflt[i]) / cols.seconds[i] : 0)}];
+	const shareLine = cols => [{label: "fallback share", color: "--c2", values: cols.fallback_locks.map((v, i) => {
+		if (v === null) return null;
+		const f = cols.minflt[i] + cols.majflt[i] || cols.faults[i];
+		return f ? 100 * v / f : 0;
+	})}];
+	const fmax = Math.max(maxOf(faultLine(ca)), maxOf(faultLine(cb)));
+	const smax = Math.max(maxOf(shareLine(ca)), maxOf(shareLine(cb)));
+	for (const [box, cols, p, xr] of sides) {
 		const fbox = el("section", null, "card"), sbox = el("section", null, "card");
 		box.append(fbox, sbox);
 		const t = totals(cols);
 		if (shown("totals", t, ["minflt", "majflt"]) || cols.n === 0)
-			drawChart(p + "faults", fbox, xr, "Page faults", "faults/s", cols.t, [{label: "faults", values: cols.minflt.map((m, i) => m === null ? null : cols.seconds[i] ? (m + cols.majflt[i]) / cols.seconds[i] : 0)}]);
+			drawChart(p + "faults", fbox, xr, "Page faults", "faults/s", cols.t, faultLine(cols), null, {yMax: fmax});
 		else fbox.append(el("h3", "Page faults"), optIn("totals"));
 		if (shown("fallbacks", t, ["fallback_locks"]) || cols.n === 0)
-			drawChart(p + "share", sbox, xr, "Fallback share", "%", cols.t, [{label: "fallback share", color: "--c2", values: cols.fallback_locks.map((v, i) => {
-				if (v === null) return null;
-				const f = cols.minflt[i] + cols.majflt[i] || cols.faults[i];
-				return f ? 100 * v / f : 0;
-			})}], fmtPct0);
+			drawChart(p + "share", sbox, xr, "Fallback share", "%", cols.t, shareLine(cols), fmtPct0, {yMax: smax});
 		else sbox.append(el("h3", "Fallback share"), optIn("fallbacks"));
 	}
 
+}
+
+/* Compare's per-command card over the process rows @ra (A) and @rb (B). */
+function perCommandCard(ra, rb) {
 	/* Per command: pids differ between runs, names do not. */
 	const byComm = (rows) => {
 		const m = new Map();
@@ -1201,7 +1374,7 @@ async function viewCompare(v, id) {
 		}
 		return m;
 	};
-	const ma = byComm(ta.rows), mb = byComm(tb.rows);
+	const ma = byComm(ra), mb = byComm(rb);
 	const names = [...new Set([...ma.keys(), ...mb.keys()])];
 	const zero = {processes: 0, faults: 0, fallbacks: 0};
 	const crow = names.map(n => ({comm: n, a: ma.get(n) || zero, b: mb.get(n) || zero}))
@@ -1211,15 +1384,15 @@ async function viewCompare(v, id) {
 		{key: "comm", label: "Command", get: r => r.comm},
 		{key: "fa", label: "Faults A", num: true, sortDefault: true, get: r => r.a.faults, fmt: fmtNum},
 		{key: "fb", label: "Faults B", num: true, get: r => r.b.faults, fmt: fmtNum},
-		{key: "sa", label: "Fallback share A", num: true, get: r => shareOf(r.a), fmt: fmtPct},
-		{key: "sb", label: "Fallback share B", num: true, get: r => shareOf(r.b), fmt: fmtPct},
-		{key: "pa", label: "Processes A", num: true, get: r => r.a.processes, fmt: fmtNum},
-		{key: "pb", label: "Processes B", num: true, get: r => r.b.processes, fmt: fmtNum},
+		{key: "sa", label: "Fallback share A", num: true, get: r => shareOf(r.a), fmt: fmtPct, prio: 4},
+		{key: "sb", label: "Fallback share B", num: true, get: r => shareOf(r.b), fmt: fmtPct, prio: 4},
+		{key: "pa", label: "Processes A", num: true, get: r => r.a.processes, fmt: fmtNum, prio: 2},
+		{key: "pb", label: "Processes B", num: true, get: r => r.b.processes, fmt: fmtNum, prio: 2},
 	];
 	const pc = card("Per command (the 50 with most faults in A and B)");
 	pc.style.marginTop = "1rem";
 	pc.append(table("compare-procs", pcols, crow, null, "no process in either range"));
-	v.append(pc);
+	return pc;
 }
 
 async function viewCollectors(v, id) {
@@ -1233,8 +1406,8 @@ async function viewCollectors(v, id) {
 		{key: "state", label: "State", get: r => r.state, node: v => el("span", v, "state " + v)},
 		{key: "gives", label: "Gives", get: r => NEEDS[r.name] || "", cls: () => "wrap"},
 		{key: "source", label: "Source", get: r => (r.source || "") + (r.source_note ? ": " + r.source_note : ""),
-			cls: () => "muted wrap"},
-		{key: "default", label: "Default", get: r => r.name === "faults" && st.split && st.split.mode === "bursts"
+			cls: () => "muted wrap", prio: 2},
+		{key: "default", label: "Default", prio: 3, get: r => r.name === "faults" && st.split && st.split.mode === "bursts"
 			? "in bursts (" + st.split.duty_permille / 10 + "% of each window): outcome counts are estimates"
 			: defaults.includes(r.name) ? "default" : "opt-in", cls: () => "muted wrap"},
 		{key: "reason", label: "Reason", get: r => r.reason, cls: () => "muted wrap"},
@@ -1246,8 +1419,8 @@ async function viewCollectors(v, id) {
 		{key: "open", label: "Open", get: r => r.open ? "yes" : "no", cls: v => v === "no" ? "lost" : ""},
 		{key: "samples", label: "Samples", num: true, get: r => r.samples, fmt: fmtNum},
 		{key: "lost", label: "Lost", num: true, get: r => r.lost, fmt: fmtNum, cls: v => v ? "lost" : ""},
-		{key: "wsamples", label: "Open window samples", num: true, get: r => r.window_samples, fmt: fmtNum},
-		{key: "error", label: "Error", get: r => r.error, cls: () => "muted"},
+		{key: "wsamples", label: "Open window samples", num: true, get: r => r.window_samples, fmt: fmtNum, prio: 2},
+		{key: "error", label: "Error", get: r => r.error, cls: () => "muted wrap"},
 	], st.events || [], null, "no events"));
 	const g = card("Global counters");
 	g.style.marginTop = "1rem";
@@ -1362,10 +1535,9 @@ function renderStatus(st) {
 
 async function poll() {
 	try {
-		const [st, live] = await Promise.all([getJSON("api/v1/status"), getJSON("api/v1/processes")]);
+		const st = await getJSON("api/v1/status");
 		const first = !state.status;
 		state.status = st;
-		state.live = live;
 		renderStatus(st);
 		const failed = (st.collectors || []).filter(c => c.state === "failed").map(c => c.name);
 		const lost = (st.events || []).filter(e => e.window_lost > 0).map(e => e.name);

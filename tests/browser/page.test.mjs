@@ -26,6 +26,22 @@
 //   waited_behind_not_collected_on_the_defaults       the workload's view says its mmap_lock holders
 //       are not collected (and which --collectors would), no table, no chart; its charts fit their
 //       cards at 1400 and 800 px
+//   poll_reads_status_only_and_overview_the_rows_it_draws  over 12 s of the overview: no request for
+//       /api/v1/processes, one /api/v1/status (under 32 KB) per 2-second poll, and the overview's
+//       /api/v1/top asks for the rows it draws (9 processes, 5 units), each reply under 64 KB
+//   split_estimates_marked_and_too_wide_ones_not_drawn  the split charts draw no estimate whose 95%
+//       interval is wider than its value, and their legends mark estimates with "≈"
+//   exited_process_legends_show_its_last_window      the view of the copy named XSS_NAME (it exited)
+//       ends its series at its last window: the legends say so and its faults do not read 0
+//   one_time_format_on_the_page                      every time shown (text, fields, axis ticks) is
+//       local YYYY-MM-DD HH:MM:SS or a part of it, on every view
+//   compare_takes_a_as_baseline_at_reports_rates      the same two ranges as `mmlockd report --compare
+//       A B` (MMLOCKD, DB): the page's faults/s of A and B and their change match report's, the
+//       change is B's relative to A, and A's and B's charts share their y scale
+//   every_table_fits_its_card_at_1400_and_800         on every view, every table's scrollWidth is at
+//       most its card's clientWidth (screenshots of each view at both sizes)
+//   no_request_fetches_every_process                  the whole run never asked for /api/v1/processes
+//       without a pid
 //   no_console_errors                                 nothing logged as an error, no page error
 // With HOLDER_PID set (test_browser.sh's second run: the contention collector on, holder_workload
 // run), these instead:
@@ -33,17 +49,19 @@
 //       row of holder_workload (HOLDER_PID) holding mmap_lock for write doing mprotect, and its
 //       chart a non-zero mprotect series
 //   waited_behind_chart_fits_its_card_at_1400_and_800 that view's charts inside their cards
-//   locks_view_names_mmap_lock_holders                the Lock contention view's holder column
+//   locks_view_names_mmap_lock_holders                the Lock contention view's holder column, and at
+//       800 px its table inside its card with the process and holder columns shown
 //   no_console_errors
 // Screenshots of each view go to $SHOTS (dark, and the overview also light).
 // Usage: node page.test.mjs PATH/TO/playwright-core/index.mjs (environment: URL, SHOTS, WL_PID,
-// WL_START, XSS_NAME, SHORT_NAME, CHROMIUM; or URL, SHOTS, CHROMIUM, HOLDER_PID).
+// WL_START, XSS_NAME, SHORT_NAME, CHROMIUM, MMLOCKD, DB; or URL, SHOTS, CHROMIUM, HOLDER_PID).
+import {execFileSync} from "child_process";
 import fs from "fs";
 import os from "os";
 import path from "path";
 
 const {chromium} = await import(process.argv[2]);
-const {URL, SHOTS, WL_PID, WL_START, XSS_NAME, CHROMIUM, SHORT_NAME, HOLDER_PID} = process.env;
+const {URL, SHOTS, WL_PID, WL_START, XSS_NAME, CHROMIUM, SHORT_NAME, HOLDER_PID, MMLOCKD, DB} = process.env;
 const WINDOW_WAIT_MS = 40000;
 
 let failed = 0;
@@ -86,6 +104,14 @@ async function navigate(fn) {
 }
 const external = [];
 page.on("request", r => { if (!r.url().startsWith(URL) && !r.url().startsWith("data:")) external.push(r.url()); });
+/* Every API request of the page, with the bytes of its reply (for the payload checks). */
+const apiLog = [];
+page.on("response", async r => {
+	if (!r.url().startsWith(URL + "api/")) return;
+	const e = {url: r.url().slice(URL.length), at: Date.now(), bytes: null};
+	apiLog.push(e);
+	try { e.bytes = (await r.body()).length; } catch (err) { /* aborted by a navigation */ }
+});
 
 const shot = async name => {
 	await page.waitForTimeout(300);
@@ -243,6 +269,67 @@ await check("lead_table_answers_above_the_fold", async () => {
 	return null;
 });
 
+await check("poll_reads_status_only_and_overview_the_rows_it_draws", async () => {
+	/* 12 s on the overview: six polls and, with 10-second windows, at least one closed window
+	 * (a new render of the overview). */
+	await gotoView("overview");
+	const from = apiLog.length;
+	await page.waitForTimeout(12000);
+	const seen = apiLog.slice(from);
+	const of = route => seen.filter(e => e.url.startsWith("api/v1/" + route));
+	const summary = seen.map(e => e.url.split("&fields=")[0] + " " + e.bytes + " B");
+	console.log("# 12 s of the overview: " + seen.length + " requests, " + seen.reduce((a, e) => a + (e.bytes || 0), 0) +
+		" bytes: " + JSON.stringify(summary.slice(0, 12)));
+	if (of("processes").length) return "it fetched " + of("processes")[0].url;
+	const st = of("status");
+	if (st.length < 4 || st.length > 8) return st.length + " status requests in 12 s, expected one per 2 s";
+	const big = st.find(e => e.bytes > 32768);
+	if (big) return "a status reply of " + big.bytes + " bytes";
+	const tops = of("top");
+	if (!tops.length) return "no window closed in 12 s: no overview render to look at";
+	for (const e of tops) {
+		const q = new URLSearchParams(e.url.split("?")[1]);
+		const want = q.get("by") === "cgroup" ? 5 : 9;
+		if (Number(q.get("limit")) > want) return "the overview asked for " + q.get("limit") + " rows: " + e.url.slice(0, 120);
+		if (q.get("order") !== "fallbacks") return "its rows are not the processes that fall back most: " + e.url.slice(0, 120);
+		if (e.bytes > 65536) return "a top reply of " + e.bytes + " bytes";
+	}
+	return null;
+});
+
+await check("split_estimates_marked_and_too_wide_ones_not_drawn", async () => {
+	const st = await (await fetch(URL + "api/v1/status")).json();
+	if (st.split.mode !== "bursts") { console.log("# SKIP: the split runs " + st.split.mode); return null; }
+	await gotoView("overview");
+	const r = await page.evaluate(() => {
+		const out = {estimated: 0, drawn: 0, hidden: 0, bad: [], legends: []};
+		for (const id of ["ov-split", "ov-split-fb"]) {
+			const u = window.mmlockd.charts[id];
+			if (!u || !u.root.isConnected) { out.bad.push("no chart " + id); continue; }
+			u.mmLines.forEach((l, i) => {
+				l.values.forEach((v, k) => {
+					if (v === null || !l.est[k]) return;
+					out.estimated++;
+					const wide = l.err[k] > 0 && 2 * l.err[k] > v, y = u.data[i + 1][k];
+					if (wide && y !== null) out.bad.push(id + " " + l.label + " draws " + v + " ±" + l.err[k]);
+					if (wide) out.hidden++;
+					else if (y !== null) out.drawn++;
+				});
+				const k = l.values.length - 1 - [...l.values].reverse().findIndex(v => v !== null);
+				const text = u.root.querySelectorAll(".u-legend .u-value")[i + 1].textContent;
+				out.legends.push(text);
+				if (l.est[k] && !/^(≈ |too few sampled)/.test(text)) out.bad.push(id + " " + l.label + " legend " + JSON.stringify(text));
+			});
+		}
+		return out;
+	});
+	console.log("# split estimates: " + r.estimated + " points, " + r.drawn + " drawn, " + r.hidden + " too wide, not drawn; legends " +
+		JSON.stringify(r.legends));
+	if (r.bad.length) return r.bad.slice(0, 3).join("; ");
+	if (!r.estimated) return "no estimated point in the split charts while the split runs in bursts";
+	return null;
+});
+
 await check("legends_show_values_before_hover", async () => {
 	await page.mouse.move(1, 1);
 	const bad = await page.evaluate(() => {
@@ -319,6 +406,28 @@ await check("markup_in_a_process_name_is_text", async () => {
 	if (r.cells < 1) return "no cell reads " + XSS_NAME;
 	if (r.italics) return r.italics + " <i> elements: the name was inserted as HTML";
 	if (r.scripts !== 2) return r.scripts + " <script> elements, the page has 2";
+	return null;
+});
+
+await check("exited_process_legends_show_its_last_window", async () => {
+	/* The copy named XSS_NAME ran for a second at the start and exited: its view's series ends
+	 * with its last window, so its legends read that window (non-zero faults), not the zeros of
+	 * the windows after it, and say it exited. */
+	const r = await (await fetch(URL + "api/v1/top?" + new URLSearchParams({since: WL_START - 60, limit: 10000, fields: "minflt"}))).json();
+	const p = r.rows.find(x => x.comm === XSS_NAME && x.minflt > 0);
+	if (!p) return "no stored run of " + XSS_NAME + " with faults";
+	await gotoView("process/" + p.pid + "/" + p.start_time.toFixed(3));
+	const got = await page.evaluate(() => {
+		const u = window.mmlockd.charts["p-faults"];
+		if (!u || !u.root.isConnected) return null;
+		const v = [...u.root.querySelectorAll(".u-legend .u-value")].map(e => e.textContent);
+		return {legend: v, lastX: u.data[0][u.data[0].length - 1]};
+	});
+	if (!got) return "its view has no faults chart";
+	console.log("# exited process legends: " + JSON.stringify(got.legend));
+	if (!/^exited; its last window, /.test(got.legend[0])) return "its time legend reads " + JSON.stringify(got.legend[0]);
+	if (/^0 /.test(got.legend[1])) return "its minor faults legend reads " + JSON.stringify(got.legend[1]);
+	if (got.lastX > p.last + 0.01) return "its series goes on after its last window (" + got.lastX + " > " + p.last + ")";
 	return null;
 });
 
@@ -472,11 +581,14 @@ await check("compare_shows_both_ranges", async () => {
 		return w.length >= 2 ? w : null;
 	}, 2 * WINDOW_WAIT_MS);
 	if (!rows) return "fewer than two stored windows with the workload's faults";
-	const now = Date.now() / 1000, t0 = rows[0][0] - 1, mid = rows[0][1];
+	/* The fields hold whole seconds and a range takes the windows that ended in it: B ends at
+	 * the second after its window's end, A at the second after the last stored one's (in the
+	 * past, so the next check's `report` sees the same windows). */
+	const t0 = rows[0][0] - 1, mid = Math.ceil(rows[0][1]), end = Math.ceil(rows[rows.length - 1][1]);
 	const fmt = t => page.evaluate(x => toLocalInput(x), t);
 	await gotoView("overview");
 	await page.fill("#custom-from", await fmt(mid));
-	await page.fill("#custom-to", await fmt(now + 1));
+	await page.fill("#custom-to", await fmt(end));
 	await page.click("#custom-apply");
 	await ready();
 	await gotoView("compare");
@@ -496,6 +608,84 @@ await check("compare_shows_both_ranges", async () => {
 	if (a.min === b.min) return "both charts show the same range";
 	await shot("compare");
 	return null;
+});
+
+await check("compare_takes_a_as_baseline_at_reports_rates", async () => {
+	/* The ranges the page compares (as it parsed them), given to `mmlockd report --compare A B`:
+	 * the same faults/s on both sides and the same change, B relative to A. Both ranges end in
+	 * the past (the previous check), so no window closing in between changes either side. */
+	if (!MMLOCKD || !DB) { console.log("# SKIP: no MMLOCKD and DB to run report with"); return null; }
+	const rg = await page.evaluate(() => [window.mmlockd.state.custom, window.mmlockd.state.compareCustom]);
+	if (!rg[0] || !rg[1]) return "the page has no custom A and B";
+	const spec = x => x.since.toFixed(0) + ".." + x.until.toFixed(0);
+	const out = execFileSync(MMLOCKD, ["report", "--db", DB, "--compare", spec(rg[0]), spec(rg[1]), "--json"], {encoding: "utf8"});
+	const row = JSON.parse(out).rows.find(x => /^(page )?faults \/s$/i.test(x.metric));
+	if (!row) return "report --compare has no faults /s row: " + out.slice(0, 300);
+	const num = x => Number(String(x).replace(/[~,+%\s]/g, ""));
+	const cells = await page.evaluate(() => ({
+		head: [...document.querySelectorAll("#compare-table thead th")].map(th => th.textContent),
+		faults: [...document.querySelectorAll("#compare-table tbody tr")].map(tr => [...tr.children].map(td => td.textContent))
+			.find(c => c[0] === "Page faults"),
+		rates: [window.mmlockd.charts["ca-faults"], window.mmlockd.charts["cb-faults"]].map(u => u && u.scales.y.max),
+	}));
+	console.log("# report: " + JSON.stringify(row) + "; page: " + JSON.stringify(cells));
+	if (cells.head[3] !== "Change (B vs A)") return "the change column reads " + cells.head[3];
+	const page3 = s => num(s.replace(/ \/s$/, "").replace(/k$/, "e3").replace(/M$/, "e6"));
+	const [pa, pb] = [page3(cells.faults[1]), page3(cells.faults[2])];
+	const near = (x, y) => Math.abs(x - y) <= 0.01 * Math.max(Math.abs(x), Math.abs(y)) + 0.01;
+	if (!near(pa, num(row.a)) || !near(pb, num(row.b)))
+		return "faults/s A " + pa + " B " + pb + " on the page, " + row.a + " and " + row.b + " in report";
+	const want = 100 * (num(row.b) - num(row.a)) / num(row.a);
+	if (Math.abs(num(cells.faults[3]) - want) > 0.15) return "change " + cells.faults[3] + " on the page, report's B vs A " + want.toFixed(1);
+	if (!cells.rates[0] || cells.rates[0] !== cells.rates[1]) return "A's and B's y scales differ: " + cells.rates.join(" vs ");
+	return null;
+});
+
+await check("one_time_format_on_the_page", async () => {
+	/* Every view's text, fields and axis ticks: a time is YYYY-MM-DD HH:MM:SS (or, on an axis, its
+	 * clock or its day); no month names, no D/M or M/D dates, no AM/PM. */
+	const bad = [];
+	for (const view of ["overview", "processes", "units", "locks", "compare", "collectors"]) {
+		await gotoView(view);
+		const r = await page.evaluate(() => {
+			const text = document.body.innerText;
+			const fields = [...document.querySelectorAll("input[type=text]")].map(i => i.value);
+			const ticks = Object.values(window.mmlockd.charts).filter(u => u.root.isConnected)
+				.flatMap(u => (u.axes[0]._values || []).map(String));
+			return {text, fields, ticks};
+		});
+		const other = r.text.match(/\b\d{1,2} (Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)\b|\b\d{1,2}\/\d{1,2}\b|\b\d{1,2}:\d{2}\s?[AP]M\b/);
+		if (other) bad.push(view + ": text has " + JSON.stringify(other[0]));
+		for (const m of r.text.matchAll(/\d{4}-\d{2}-\d{2}[^\n]{0,9}/g))
+			if (!/^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}/.test(m[0])) bad.push(view + ": " + JSON.stringify(m[0]));
+		for (const f of r.fields) if (!/^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$/.test(f)) bad.push(view + ": field " + JSON.stringify(f));
+		for (const t of r.ticks)
+			if (t && !/^(\d{2}:\d{2}(:\d{2})?(\n\d{4}-\d{2}-\d{2})?|\d{4}-\d{2}-\d{2})$/.test(t)) bad.push(view + ": tick " + JSON.stringify(t));
+	}
+	return bad.length ? bad.slice(0, 4).join("; ") : null;
+});
+
+await check("every_table_fits_its_card_at_1400_and_800", async () => {
+	/* Every view at both sizes, the process and unit views too: every table inside its card
+	 * (columns hidden by priority, long paths cut with a tooltip), a screenshot of each. */
+	const r = await (await fetch(URL + "api/v1/top?" + new URLSearchParams({pid: WL_PID, since: 0, limit: 1, fields: "minflt"}))).json();
+	const u = await (await fetch(URL + "api/v1/top?" + new URLSearchParams({since: 0, limit: 1, by: "cgroup", fields: "minflt"}))).json();
+	const views = ["overview", "processes", "units", "locks", "compare", "collectors"];
+	if (r.rows.length) views.push("process/" + WL_PID + "/" + r.rows[0].start_time.toFixed(3));
+	if (u.rows.length) views.push("unit/" + encodeURIComponent(u.rows[0].cgroup));
+	const bad = [];
+	for (const [w, h] of [[1400, 1000], [800, 900]]) {
+		await page.setViewportSize({width: w, height: h});
+		for (const view of views) {
+			await gotoView(view);
+			await page.waitForTimeout(400); /* the fit runs in the frame after a resize */
+			const over = await tablesOutside();
+			for (const o of over) bad.push(w + " px " + view.split("/")[0] + ": " + o.id + " " + o.w + " > " + o.card);
+			await shot("fit-" + view.split("/")[0] + "-" + w);
+		}
+	}
+	await page.setViewportSize({width: 1400, height: 1000});
+	return bad.length ? bad.slice(0, 4).join("; ") : null;
 });
 
 /* The overview again, now that the store holds several windows of the workload. */
@@ -522,6 +712,10 @@ await finish();
 /* The last check (nothing logged as an error, nothing loaded from elsewhere), then the browser's
  * end; exits with the status of the checks. */
 async function finish() {
+	await check("no_request_fetches_every_process", async () => {
+		const all = apiLog.filter(e => /^api\/v1\/processes(\?(?!.*\bpid=)|$)/.test(e.url));
+		return all.length ? all.length + " requests for every process, e.g. " + all[0].url : null;
+	});
 	await check("no_console_errors", async () => {
 		if (external.length) return "requests outside the daemon: " + external.slice(0, 3).join(", ");
 		return errors.length ? errors.slice(0, 5).join("; ") : null;
@@ -564,6 +758,14 @@ async function fitsAt1400And800(name) {
 		await shot(name + "-" + w);
 	}
 	return null;
+}
+
+/* The view's tables wider than their card: [{id, w, card}]. */
+function tablesOutside() {
+	return page.evaluate(() => [...document.querySelectorAll("#view table")].map(t => {
+		const card = t.closest(".card");
+		return {id: t.id || t.className, w: t.scrollWidth, card: card ? card.clientWidth : 0};
+	}).filter(x => x.w > x.card));
 }
 
 /* The second run (test_browser.sh): mmlockd with the contention collector while holder_workload
@@ -620,6 +822,17 @@ async function holderChecks() {
 		if (!cells) return "no mmap_lock holder column";
 		if (!cells.some(x => x.includes("(" + HOLDER_PID + ")") && x.includes("write: mprotect")))
 			return "no row names holder_workload's mprotect: " + JSON.stringify(cells.slice(0, 4));
+		/* At 800 px too, inside its card, its process and holder columns kept. */
+		await page.setViewportSize({width: 800, height: 900});
+		await page.waitForTimeout(400);
+		const over = await tablesOutside();
+		const heads = await page.evaluate(() => [...document.querySelectorAll("#locks thead th")]
+			.filter(th => getComputedStyle(th).display !== "none").map(th => th.textContent));
+		await shot("locks-holders-800");
+		await page.setViewportSize({width: 1400, height: 1000});
+		if (over.length) return "at 800 px: " + over.map(o => o.id + " " + o.w + " > " + o.card).join("; ");
+		if (!heads.includes("process") || !heads.some(h => h.startsWith("mmap_lock holder")))
+			return "at 800 px the columns shown are " + heads.join(", ");
 		return null;
 	});
 }

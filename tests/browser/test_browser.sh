@@ -99,7 +99,8 @@ run_page() {
 	fi
 }
 
-run_page page WL_PID="$WL_PID" WL_START="$WL_START" XSS_NAME="$XSS_NAME" SHORT_NAME="$SHORT_NAME"
+run_page page WL_PID="$WL_PID" WL_START="$WL_START" XSS_NAME="$XSS_NAME" SHORT_NAME="$SHORT_NAME" \
+	MMLOCKD="$MMLOCKD" DB="$DB"
 
 # Second run: whom a process waited behind for mmap_lock, which needs the contention collector
 # (opt-in). A daemon with it on a database of its own, and holder_workload (tests/meson.build),

@@ -692,19 +692,24 @@ check_bad_method_is_405_json() {
 	done
 }
 
+# GET @2 of the main daemon answers status @1 with a JSON error; 1 with REASON set if not.
+expect_json_error() {
+	http GET "${DPORT[main]}" "$2"
+	[ "$HTTP_CODE" = "$1" ] || {
+		REASON="GET $2 gave $HTTP_CODE, expected $1"
+		return 1
+	}
+	is_json_error || {
+		REASON="GET $2: $REASON"
+		return 1
+	}
+}
+
 check_unknown_path_is_404_json() {
 	running main || return 1
 	local path
 	for path in /nope /api/v1 /api/v1/statusx /metrics/ /api/v2/status; do
-		http GET "${DPORT[main]}" "$path"
-		[ "$HTTP_CODE" = 404 ] || {
-			REASON="GET $path gave $HTTP_CODE, expected 404"
-			return 1
-		}
-		is_json_error || {
-			REASON="GET $path: $REASON"
-			return 1
-		}
+		expect_json_error 404 "$path" || return 1
 	done
 }
 
@@ -714,16 +719,47 @@ check_history_bad_parameters_are_400_json() {
 	for q in pid=abc pid=0 pid=-1 pid= since=garbage since=-5 since=5x since=1.5.5 \
 		'since=10&until=5' 'since=now&until=60s' limit=0 limit=100001 limit=abc bogus=1 \
 		'pid=1&pid=2' until=yesterday; do
-		http GET "${DPORT[main]}" "/api/v1/history?$q"
-		[ "$HTTP_CODE" = 400 ] || {
-			REASON="?$q gave $HTTP_CODE, expected 400"
-			return 1
-		}
-		is_json_error || {
-			REASON="?$q: $REASON"
-			return 1
-		}
+		expect_json_error 400 "/api/v1/history?$q" || return 1
 	done
+}
+
+# The page's own parameters (order and by of top, ended, the processes filter): a bad value is a
+# 400 with a JSON reason, never ignored.
+check_page_route_bad_parameters_are_400_json() {
+	running main || return 1
+	local q
+	for q in 'top?order=size' 'top?order=' 'top?by=pid' 'series?ended=2' 'top?ended=yes' \
+		'series?order=fallbacks' 'series?by=cgroup' 'processes?pid=abc' 'processes?pid=-1' \
+		'processes?start_time=x' 'processes?bogus=1'; do
+		expect_json_error 400 "/api/v1/$q" || return 1
+	done
+}
+
+# One process's view asks for its pid: only that pid comes back, with the sums of all beside it.
+check_route_processes_of_a_pid_lists_only_it() {
+	running main || return 1
+	http GET "${DPORT[main]}" /api/v1/processes
+	local pid
+	pid=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["processes"][0]["pid"])' \
+		"$TMP/body" 2>/dev/null) || {
+		REASON="no process listed"
+		return 1
+	}
+	http GET "${DPORT[main]}" "/api/v1/processes?pid=$pid"
+	[ "$HTTP_CODE" = 200 ] || {
+		REASON="?pid=$pid gave $HTTP_CODE"
+		return 1
+	}
+	REASON=$(python3 - "$TMP/body" "$pid" <<'PYEOF' 2>&1
+import json, sys
+d = json.load(open(sys.argv[1]))
+pids = {p["pid"] for p in d["processes"]}
+if pids != {int(sys.argv[2])}:
+    sys.exit("pids %r for ?pid=%s" % (sorted(pids)[:5], sys.argv[2]))
+if not isinstance(d.get("all", {}).get("window"), dict):
+    sys.exit("no all.window")
+PYEOF
+	) || return 1
 }
 
 check_daemon_still_serves_after_bad_requests() {
@@ -1384,6 +1420,8 @@ run_check check_head_requests_return_headers_only
 run_check check_bad_method_is_405_json
 run_check check_unknown_path_is_404_json
 run_check check_history_bad_parameters_are_400_json
+run_check check_page_route_bad_parameters_are_400_json
+run_check check_route_processes_of_a_pid_lists_only_it
 run_check check_daemon_still_serves_after_bad_requests
 run_check check_workload_is_stored_with_pid_comm_and_its_faults
 run_check check_sqlite_windows_are_contiguous_one_second_windows

@@ -268,7 +268,7 @@ static void test_status_is_valid_json_with_all_sections(void)
 	CHECK_CONTAINS(t, "\"globals\":[{\"family\":\"vmstat\",\"name\":\"pgfault\",\"window\":3,"
 			  "\"total\":30}]");
 	CHECK_CONTAINS(t, "\"windows_stored\":8,\"store_errors\":1,\"windows_lost\":3,\"processes_"
-			  "tracked\":2}");
+			  "tracked\":2,\"all\":{\"window\":{");
 	free(t);
 	mm_snapshot_unref(s);
 }
@@ -406,6 +406,50 @@ static void test_odd_comm_bytes_are_escaped(void)
 	mm_snapshot_unref(s);
 }
 
+/* The page's header polls the status alone: it carries every process's open-window sums. */
+static void test_status_carries_every_processs_sums(void)
+{
+	struct mm_snapshot *s = snap();
+	char *t = status(s);
+	const char *all = strstr(t, "\"all\":{\"window\":");
+
+	CHECK(valid_json(t));
+	CHECK(all != NULL);
+	if (all)
+		CHECK(check_stats_object(all + strlen("\"all\":{\"window\":"), "faults") == 5);
+	free(t);
+	mm_snapshot_unref(s);
+}
+
+static char *processes_of(const struct mm_snapshot *s, int32_t pid, uint64_t start_ms)
+{
+	struct mm_buf b = MM_BUF_INIT;
+	mm_api_processes_of(s, pid, start_ms, &b);
+	CHECK(!mm_buf_failed(&b));
+	return b.data;
+}
+
+/* One process's view asks for its pid (and start time): only that row comes back. */
+static void test_processes_of_a_pid_lists_only_that_process(void)
+{
+	struct mm_snapshot *s = snap();
+	char *t = processes_of(s, 7, 0);
+
+	CHECK(valid_json(t));
+	CHECK_CONTAINS(t, "\"pid\":7,");
+	CHECK(!strstr(t, "\"pid\":4242,"));
+	free(t);
+	t = processes_of(s, 4242, 1699999999123);
+	CHECK_CONTAINS(t, "\"pid\":4242,");
+	CHECK(!strstr(t, "\"pid\":7,"));
+	free(t);
+	t = processes_of(s, 4242, 1699999999124);
+	CHECK(valid_json(t));
+	CHECK_CONTAINS(t, "\"processes\":[]");
+	free(t);
+	mm_snapshot_unref(s);
+}
+
 int main(void)
 {
 	RUN(test_validator_rejects_broken_json);
@@ -416,5 +460,7 @@ int main(void)
 	RUN(test_keys_of_collectors_not_running_are_left_out);
 	RUN(test_outcomes_no_burst_sampled_are_null);
 	RUN(test_odd_comm_bytes_are_escaped);
+	RUN(test_status_carries_every_processs_sums);
+	RUN(test_processes_of_a_pid_lists_only_that_process);
 	return check_summary();
 }

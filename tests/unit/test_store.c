@@ -1165,6 +1165,43 @@ static void test_top_json_sums_per_process_and_per_cgroup(void)
 	mm_store_close(st);
 }
 
+/* The page's lead table asks for the processes that fall back most: with fallbacks_first, a
+ * process with fewer faults but more fallbacks comes first, and limit keeps only the rows asked. */
+static void test_top_json_orders_by_fallbacks_when_asked(void)
+{
+	const char *path = new_path();
+	struct mm_store *st = NULL;
+	struct mm_store_filter f = MM_STORE_FILTER_ALL;
+	struct mm_buf out = MM_BUF_INIT;
+	char buf[256];
+
+	CHECK(mm_store_open(path, &st) == 0);
+	if (!st)
+		return;
+	struct mm_snapshot *w = new_window(0, 10000, 3, 0, 0);
+	set_proc(&w->procs[0], 10, 1, "faulty", "/a", 5);
+	set_proc(&w->procs[1], 11, 1, "fallsback", "/b", 1);
+	set_proc(&w->procs[2], 12, 1, "quiet", "/b", 1);
+	snap_proc_window(&w->procs[1])->fallback_locks = 900000;
+	snap_proc_total(&w->procs[1])->fallback_locks = 900000;
+	CHECK(mm_store_write_window(st, w) == 0);
+	mm_snapshot_unref(w);
+
+	const char *pids = "(SELECT group_concat(json_extract(value, '$.pid'), ' ') "
+			   "FROM json_each(?1))";
+	CHECK(mm_store_top_json(st, &f, false, 0, 10, 10, &out) == 0);
+	CHECK_STR(json_q(out.data, pids, buf, sizeof(buf)), "10 11 12");
+	f.fallbacks_first = true;
+	mm_buf_reset(&out);
+	CHECK(mm_store_top_json(st, &f, false, 0, 10, 2, &out) == 0);
+	CHECK_STR(json_q(out.data, pids, buf, sizeof(buf)), "11 10");
+	mm_buf_reset(&out);
+	CHECK(mm_store_top_json(st, &f, true, 0, 10, 1, &out) == 0);
+	CHECK_STR(json_q(out.data, "json_extract(?1, '$[0].cgroup')", buf, sizeof(buf)), "/b");
+	mm_buf_free(&out);
+	mm_store_close(st);
+}
+
 /* The fault split in bursts: a process no burst caught (split_estimated 0 in windows the bursts
  * observed) has unknown outcomes, null in the range routes, not 0; one that was estimated keeps
  * its estimates, and so does a bucket that holds both. */
@@ -1542,6 +1579,7 @@ int main(void)
 	RUN(test_history_pages_end_on_window_boundaries);
 	RUN(test_series_json_buckets_windows_and_filters);
 	RUN(test_top_json_sums_per_process_and_per_cgroup);
+	RUN(test_top_json_orders_by_fallbacks_when_asked);
 	RUN(test_range_routes_give_null_outcomes_for_a_process_no_burst_caught);
 	RUN(test_range_sums_answer_as_every_window_does);
 	RUN(test_history_json_keys_are_the_view_columns);
