@@ -245,11 +245,11 @@ function columns(reply) {
 
 const sum = a => a.reduce((x, y) => x + (y || 0), 0);
 
-/* The seconds a series' windows span, first start to last end: what a rate over the range divides
- * by, as `mmlockd report` does (the sum of the windows' own seconds where they are contiguous). */
+/* The seconds a series' windows cover (their lengths added up, so a gap in the history is not
+ * time in which nothing happened): what a rate over the range divides by, as `mmlockd report`
+ * does. */
 function spanSeconds(cols) {
-	const s = cols.ts_start.filter(x => x !== null), e = cols.ts_end.filter((x, i) => cols.ts_start[i] !== null);
-	return s.length ? Math.max(...e) - Math.min(...s) : 0;
+	return sum(cols.seconds || []);
 }
 
 /* Totals of a series (for stat cards and compare). */
@@ -1204,8 +1204,8 @@ async function viewLocks(v, id) {
 
 /* Compare: the range chosen above (A) against B (the period just before, or custom), in the
  * seeds' table layout: one row per figure, A, B and the change of B relative to A (A is the
- * baseline, as in `report --compare A B` and `perf diff`), rates over each range's span of
- * windows; A's and B's charts share their y scale. */
+ * baseline, as in `report --compare A B` and `perf diff`), rates per second that each range's
+ * windows cover; A's and B's charts share their y scale. */
 async function viewCompare(v, id) {
 	const a = rangeA(), b = rangeB(a);
 	const q = (r, extra) => ({since: r.since.toFixed(3), until: r.until.toFixed(3), ...extra});

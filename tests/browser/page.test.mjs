@@ -619,7 +619,7 @@ await check("compare_takes_a_as_baseline_at_reports_rates", async () => {
 	if (!rg[0] || !rg[1]) return "the page has no custom A and B";
 	const spec = x => x.since.toFixed(0) + ".." + x.until.toFixed(0);
 	const out = execFileSync(MMLOCKD, ["report", "--db", DB, "--compare", spec(rg[0]), spec(rg[1]), "--json"], {encoding: "utf8"});
-	const row = JSON.parse(out).rows.find(x => /^(page )?faults \/s$/i.test(x.metric));
+	const row = JSON.parse(out).rows.find(x => /^(page )?faults( \/s)?$/i.test(x.metric) && (x.unit === undefined || x.unit === "/s"));
 	if (!row) return "report --compare has no faults /s row: " + out.slice(0, 300);
 	const num = x => Number(String(x).replace(/[~,+%\s]/g, ""));
 	const cells = await page.evaluate(() => ({
