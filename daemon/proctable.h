@@ -6,9 +6,12 @@
  * is freed after its last window has been handed to the store.
  *
  * Identity, name and cgroup come from a lookup function (by default /proc/PID/{stat,cgroup}), so
- * replayed recordings can supply their own. Each entry can carry a few bytes of collectors' own
- * per-process state (mm_proctable_reserve), zeroed when the entry is made; the table does not
- * look into them.
+ * replayed recordings can supply their own. The cgroup is the one the kernel charges the process's
+ * memory to (cgpath.h). A lookup that cannot tell it (a v1 host shows an exiting process in "/")
+ * never overwrites a known one; a process first seen so takes its parent's at its FORK record,
+ * where the kernel put it; one with neither stays unknown ("", stored as such), never "/". Each
+ * entry can carry a few bytes of collectors' own per-process state (mm_proctable_reserve), zeroed
+ * when the entry is made; the table does not look into them.
  */
 #ifndef MM_PROCTABLE_H
 #define MM_PROCTABLE_H
@@ -24,7 +27,7 @@
 struct mm_proc_ident {
 	uint64_t start_ms; /* unix ms; 0 when unknown */
 	char comm[MM_COMM_LEN];
-	char cgroup[MM_CGROUP_LEN];
+	char cgroup[MM_CGROUP_LEN]; /* the accounting cgroup (cgpath.h); "" when unknown */
 };
 
 /* Fills *ret for @pid. Returns 0, or -errno (e.g. -ENOENT: already gone). */
@@ -148,6 +151,7 @@ struct mm_pid_stat {
 	uint64_t minflt, majflt;
 	uint64_t start_ticks; /* starttime, clock ticks since boot */
 	bool kthread;	      /* PF_KTHREAD in flags */
+	bool exiting;	      /* PF_EXITING in flags, or a zombie: its v1 cgroups read "/" */
 };
 
 /* Parses the text of a stat file: "pid (comm) state ppid ...", where comm may hold spaces and
