@@ -24,44 +24,82 @@ static bool lists_memory(const char *ctl, const char *end)
 	return false;
 }
 
-/* Copies the path [@path, @end) into @ret, without the " (deleted)" the kernel appends to a
- * unified path whose cgroup was removed since (the process was accounted there all the same). */
-static void copy_path(const char *path, const char *end, bool unified, char *ret, size_t size)
+/* One line of /proc/PID/cgroup, "ID:CONTROLLERS:PATH" (the path itself may hold ':'). */
+struct line {
+	int id;		  /* the hierarchy id; -1 when not a number */
+	bool memory;	  /* CONTROLLERS lists the memory controller (a v1 hierarchy) */
+	bool unified;	  /* "0::PATH" */
+	const char *path; /* [path, end) */
+	const char *end;
+};
+
+/* Parses the line at *@pos and moves *@pos past it. Returns false at the end of @text; a line
+ * that is not of that form comes back with id -1, neither memory nor unified. */
+static bool next_line(const char **pos, struct line *ret)
 {
-	size_t len = (size_t)(end - path), tail = sizeof(DELETED) - 1;
-	if (unified && len > tail && !memcmp(end - tail, DELETED, tail))
+	const char *line = *pos;
+	if (!*line)
+		return false;
+	const char *nl = strchr(line, '\n');
+	const char *end = nl ? nl : line + strlen(line);
+	*pos = nl ? nl + 1 : end;
+	*ret = (struct line){.id = -1};
+	const char *c1 = memchr(line, ':', (size_t)(end - line));
+	const char *c2 = c1 ? memchr(c1 + 1, ':', (size_t)(end - c1 - 1)) : NULL;
+	if (!c2 || c1 == line || c1 - line > 6)
+		return true;
+	int id = 0;
+	for (const char *d = line; d < c1; d++) {
+		if (*d < '0' || *d > '9')
+			return true;
+		id = id * 10 + (*d - '0');
+	}
+	*ret = (struct line){.id = id, .path = c2 + 1, .end = end};
+	ret->memory = id > 0 && lists_memory(c1 + 1, c2);
+	ret->unified = id == 0 && c2 == c1 + 1;
+	return true;
+}
+
+/* Copies the path of @l into @ret, without the " (deleted)" the kernel appends to a unified
+ * path whose cgroup was removed since (the process was accounted there all the same). */
+static void copy_path(const struct line *l, char *ret, size_t size)
+{
+	size_t len = (size_t)(l->end - l->path), tail = sizeof(DELETED) - 1;
+	if (l->unified && len > tail && !memcmp(l->end - tail, DELETED, tail))
 		len -= tail;
-	snprintf(ret, size, "%.*s", (int)len, path);
+	snprintf(ret, size, "%.*s", (int)len, l->path);
+}
+
+int mm_cgpath_hierarchy(const char *text)
+{
+	bool unified = false;
+	struct line l;
+	for (const char *pos = text; next_line(&pos, &l);) {
+		if (l.memory)
+			return l.id;
+		unified |= l.unified;
+	}
+	return unified ? 0 : -ENODATA;
 }
 
 int mm_cgpath_parse(const char *text, bool exiting, char *ret, size_t size)
 {
-	const char *unified = NULL, *unified_end = NULL;
+	struct line l, unified = {.unified = false};
 	bool memory_v1 = false;
-	for (const char *line = text; *line && !memory_v1;) {
-		const char *nl = strchr(line, '\n');
-		const char *end = nl ? nl : line + strlen(line);
-		/* "ID:CONTROLLERS:PATH"; the path itself may hold ':'. */
-		const char *c1 = memchr(line, ':', (size_t)(end - line));
-		const char *c2 = c1 ? memchr(c1 + 1, ':', (size_t)(end - c1 - 1)) : NULL;
-		if (c2 && lists_memory(c1 + 1, c2)) {
-			/* Memory is on a v1 hierarchy: its path is the answer, or nothing is. */
-			memory_v1 = true;
-			if (!exiting) {
-				copy_path(c2 + 1, end, false, ret, size);
-				return 0;
-			}
-		} else if (c2 && c1 == line + 1 && line[0] == '0' && c2 == c1 + 1) {
-			unified = c2 + 1;
-			unified_end = end;
-		}
-		line = nl ? nl + 1 : end;
+	for (const char *pos = text; !memory_v1 && next_line(&pos, &l);) {
+		memory_v1 = l.memory;
+		if (l.unified)
+			unified = l;
 	}
-	if (unified && !memory_v1) {
-		copy_path(unified, unified_end, true, ret, size);
-		return 0;
+	/* Memory on a v1 hierarchy: its path is the answer (hidden while exiting), or nothing. */
+	const struct line *from = memory_v1	    ? (exiting ? NULL : &l)
+				  : unified.unified ? &unified
+						    : NULL;
+	if (!from) {
+		if (size)
+			ret[0] = '\0';
+		return -ENODATA;
 	}
-	if (size)
-		ret[0] = '\0';
-	return -ENODATA;
+	copy_path(from, ret, size);
+	return 0;
 }

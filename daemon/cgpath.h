@@ -35,4 +35,11 @@
  * memory line and no unified line (a v1 host without the memory controller). */
 int mm_cgpath_parse(const char *text, bool exiting, char *ret, size_t size);
 
+/* The hierarchy mm_cgpath_parse() takes its path from in @text (any process's /proc/PID/cgroup
+ * on the host): the id of the v1 hierarchy that lists memory (the line's first field), else 0
+ * (the unified hierarchy) when there is a "0::" line; -ENODATA when neither. A move reported by
+ * the kernel (cgroup:cgroup_attach_task's dst_root) changes the accounting cgroup exactly when
+ * it is into that hierarchy. */
+int mm_cgpath_hierarchy(const char *text);
+
 #endif

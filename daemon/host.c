@@ -622,6 +622,16 @@ struct mm_proc_stats *mm_host_proc_started(struct mm_host *h, uint32_t pid, uint
 	return p ? counts_of(h, p) : NULL;
 }
 
+void mm_host_set_cgroup_hierarchy(struct mm_host *h, int hierarchy)
+{
+	mm_proctable_set_hierarchy(h->procs, hierarchy);
+}
+
+void mm_host_proc_moved(struct mm_host *h, uint32_t pid, int hierarchy, const char *path)
+{
+	mm_proctable_moved(h->procs, pid, hierarchy, path);
+}
+
 const char *mm_host_proc_name(struct mm_host *h, uint32_t pid)
 {
 	struct mm_proc *p = mm_proctable_find(h->procs, pid);

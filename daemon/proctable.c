@@ -52,6 +52,7 @@ struct mm_proctable {
 	mm_proc_lookup_fn lookup;
 	void *ctx;
 	size_t data_size;
+	int hierarchy; /* whose moves change the accounting cgroup (cgpath.h); -1: unknown */
 };
 
 static int read_file(const char *path, char *buf, size_t size)
@@ -188,7 +189,16 @@ struct mm_proctable *mm_proctable_new(mm_proc_lookup_fn lookup, void *ctx)
 	}
 	t->lookup = lookup ? lookup : mm_proc_lookup_procfs;
 	t->ctx = ctx;
+	t->hierarchy = -1;
+	char cg[4096];
+	if (!lookup && read_file("/proc/self/cgroup", cg, sizeof(cg)) > 0)
+		t->hierarchy = mm_cgpath_hierarchy(cg);
 	return t;
+}
+
+void mm_proctable_set_hierarchy(struct mm_proctable *t, int hierarchy)
+{
+	t->hierarchy = hierarchy;
 }
 
 /* Gives @p the cgroup @path (at most MM_CGROUP_LEN - 1 bytes are kept). An unknown one ("": the
@@ -465,6 +475,13 @@ void mm_proctable_comm(struct mm_proctable *t, uint32_t pid, const char *comm, b
 	struct mm_proc_ident id;
 	if (exec && t->lookup(t->ctx, pid, &id) == 0 && id.start_ms == p->start_ms)
 		set_cgroup(t, p, id.cgroup);
+}
+
+void mm_proctable_moved(struct mm_proctable *t, uint32_t pid, int hierarchy, const char *path)
+{
+	struct mm_proc *p = hierarchy >= 0 && hierarchy == t->hierarchy ? find_live(t, pid) : NULL;
+	if (p && path[0])
+		set_cgroup(t, p, path);
 }
 
 /* @p got its open window: on the active list. NULL (out of memory) when the list has no room:

@@ -64,6 +64,18 @@ struct mm_proctable;
 struct mm_proctable *mm_proctable_new(mm_proc_lookup_fn lookup, void *ctx);
 void mm_proctable_free(struct mm_proctable *t); /* accepts NULL */
 
+/* The hierarchy whose moves mm_proctable_moved() follows: the accounting one (mm_cgpath_hierarchy)
+ * of this host, which a table with the /proc lookup reads from /proc/self/cgroup; -1 (a table
+ * with another lookup, a replay's, until told) follows none. */
+void mm_proctable_set_hierarchy(struct mm_proctable *t, int hierarchy);
+
+/* The kernel moved the task @pid into the cgroup @path of hierarchy @hierarchy (the event
+ * cgroup:cgroup_attach_task, in record order). When @pid is a live entry (a process, not one of
+ * its other threads) and @hierarchy the accounting one, that is its cgroup from now on: a
+ * process that joins a unit between fork and exec and leaves before its exec is read, or that
+ * moves without exec, is counted where the kernel charges it. */
+void mm_proctable_moved(struct mm_proctable *t, uint32_t pid, int hierarchy, const char *path);
+
 /* Gives every entry made from now on @size bytes of ->data, zeroed. Call before the first. */
 void mm_proctable_reserve(struct mm_proctable *t, size_t size);
 

@@ -85,6 +85,17 @@ static void test_odd_texts_give_the_path_as_written_or_unknown(void)
 	CHECK_STR(small, "/a/long");
 }
 
+static void test_hierarchy_whose_moves_count_is_memorys_v1_one_else_the_unified(void)
+{
+	CHECK(mm_cgpath_hierarchy(hybrid_v1_memory) == 4);
+	CHECK(mm_cgpath_hierarchy("12:blkio,memory:/x\n") == 12);
+	CHECK(mm_cgpath_hierarchy("1:name=systemd:/\n0::/a\n") == 0);
+	CHECK(mm_cgpath_hierarchy("0::/\n") == 0);
+	CHECK(mm_cgpath_hierarchy("5:cpu:/a\n") == -ENODATA);
+	CHECK(mm_cgpath_hierarchy("x:memory:/a\n") == -ENODATA);
+	CHECK(mm_cgpath_hierarchy("") == -ENODATA);
+}
+
 int main(void)
 {
 	RUN(test_hybrid_host_takes_the_v1_memory_path_not_the_unified_root);
@@ -93,5 +104,6 @@ int main(void)
 	RUN(test_hybrid_host_with_memory_on_the_unified_hierarchy_takes_the_unified_path);
 	RUN(test_v1_only_host_takes_a_co_mounted_memory_path_and_without_memory_knows_none);
 	RUN(test_odd_texts_give_the_path_as_written_or_unknown);
+	RUN(test_hierarchy_whose_moves_count_is_memorys_v1_one_else_the_unified);
 	return check_summary();
 }

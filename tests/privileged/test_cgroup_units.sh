@@ -1,8 +1,8 @@
 #!/bin/bash
-# test_cgroups.sh: every process is stored under the cgroup the kernel charges its memory to
+# test_cgroup_units.sh: every process is stored under the cgroup the kernel charges its memory to
 # (daemon/cgpath.h), by both sources, short-lived or not; never under "/" when it is not there.
 #
-# Usage: test_cgroups.sh MMLOCKD_BINARY FAULT_WORKLOAD
+# Usage: test_cgroup_units.sh MMLOCKD_BINARY FAULT_WORKLOAD
 #
 # Two daemons run at once on their defaults (1 s windows): one with --source perf, one with
 # --source auto (the BPF source where it loads; the test says when it does not, and then checks
@@ -15,15 +15,16 @@
 #      v1 memory cgroup B1: 12 short, 3 long; stored under B1, the memory controller's path, not
 #      B2 (the unified path, which on such a host is not where memory is accounted).
 #   C  as systemd or a container runtime starts a process: forked in the test's own cgroup, the
-#      child joins A, then execs the workload: 3 long runs; stored under A (the cgroup is read
-#      again at exec). The same with short runs is shown for information: a process that leaves
-#      before its exec is read keeps its parent's cgroup (docs/environments.md says so).
+#      child joins A, then execs the workload: 10 short runs (gone before their exec is read: the
+#      move is taken from cgroup:cgroup_attach_task, plugins/cgroups.c), 3 long ones; under A.
+#   D  moved without exec: a run of 1.5 s started in the test's own cgroup is moved into A by
+#      the test 0.5 s in, after the daemons read it; under A.
 # Checks, per daemon: every run is stored, each under its expected cgroup and none under "/" or
 # unknown (""); and the two daemons give every run the same cgroup. The cgroups are removed at
 # exit. Exit status: 0 passed, 1 a check failed, 77 skipped (not root, no tracepoints, no memory
 # controller on any hierarchy). KEEP_TMP=1 keeps the temporary directory.
 set -u -o pipefail
-TEST_NAME=test_cgroups
+TEST_NAME=test_cgroup_units
 # shellcheck source=tests/privileged/lib.sh
 . "$(dirname "$0")/lib.sh"
 perf_PID=
@@ -67,7 +68,7 @@ fi
 ACCT=${MEMV1:-$UNI}
 log "memory is accounted on $ACCT ($([ -n "$MEMV1" ] && echo "cgroup v1" || echo "cgroup v2"))"
 
-make_tmp cgroups
+make_tmp cgroup-units
 empty_conf
 
 NAME=mmlockd-cgtest-$$
@@ -128,7 +129,14 @@ moved_runs() {
 runs_in "$ACCT$A/cgroup.procs" 24 4 "$TMP/a.out"
 [ -n "$B1" ] && runs_in "$MEMV1$B1/cgroup.procs $UNI$B2/cgroup.procs" 12 3 "$TMP/b.out"
 moved_runs 3 "${LONG[@]}" "$TMP/c.out"
-moved_runs 10 "${SHORT[@]}" "$TMP/c_short.out"
+moved_runs 10 "${SHORT[@]}" "$TMP/c.out"
+# D: moved while it runs, by another process, after the daemons have read it (0.5 s in).
+"$WORKLOAD" "${LONG[@]}" --seconds 1.5 --pid-file "$TMP/d.pid" >"$TMP/d.out" &
+D_PID=$!
+for _ in $(seq 50); do [ -s "$TMP/d.pid" ] && break; sleep 0.02; done
+sleep 0.5
+cat "$TMP/d.pid" >"$ACCT$A/cgroup.procs" || fatal "cannot move the D run into $A"
+wait "$D_PID" || fatal "the D run failed"
 sleep 2.5 # the last window closes
 for d in "${DAEMONS[@]}"; do
 	pid_var=${d}_PID
@@ -177,20 +185,6 @@ check_runs() {
 
 check_runs "A (forked inside $A)" "$TMP/a.out" "$A"
 [ -n "$B1" ] && check_runs "B (unified $B2, v1 memory $B1)" "$TMP/b.out" "$B1"
-check_runs "C (forked outside, joined $A, exec, long-lived)" "$TMP/c.out" "$A"
-
-# Information: short runs that joined A between fork and exec.
-own=$(awk -F: '$3 != "" && ($2 ~ /(^|,)memory(,|$)/) { print $3; exit }' /proc/self/cgroup)
-[ -z "$MEMV1" ] && own=$(sed -n 's/^0:://p' /proc/self/cgroup)
-for d in "${DAEMONS[@]}"; do
-	in_a=0 in_parent=0 other=0
-	for pid in $(pids_of "$TMP/c_short.out"); do
-		case $(stored "$d" "$pid") in
-		"'$A'") in_a=$((in_a + 1)) ;;
-		"'$own'") in_parent=$((in_parent + 1)) ;;
-		*) other=$((other + 1)) ;;
-		esac
-	done
-	log "info: C short runs, $d: $in_a under $A, $in_parent under the parent's $own, $other else"
-done
+check_runs "C (forked outside, joined $A, then exec)" "$TMP/c.out" "$A"
+check_runs "D (moved into $A while it ran)" "$TMP/d.out" "$A"
 summary_and_exit
