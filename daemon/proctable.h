@@ -7,9 +7,11 @@
  *
  * Identity, name and cgroup come from a lookup function (by default /proc/PID/{stat,cgroup}), so
  * replayed recordings can supply their own. The cgroup is the one the kernel charges the process's
- * memory to (cgpath.h). A lookup that cannot tell it (a v1 host shows an exiting process in "/")
- * never overwrites a known one; a process first seen so takes its parent's at its FORK record,
- * where the kernel put it; one with neither stays unknown ("", stored as such), never "/". Each
+ * memory to (cgpath.h), read when the process is first seen and at exec, and changed by the
+ * kernel's moves (mm_proctable_moved). A lookup that cannot tell it (a v1 host shows an exiting
+ * process in "/") never overwrites a known one; a process first seen so takes its parent's at its
+ * FORK record, where the kernel put it; one with neither stays unknown ("", stored as such),
+ * never "/". Each
  * entry can carry a few bytes of collectors' own per-process state (mm_proctable_reserve), zeroed
  * when the entry is made; the table does not look into them.
  */
