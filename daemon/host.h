@@ -61,6 +61,10 @@ typedef int (*mm_host_wanted_fn)(void *ctx, const char *system, const char *name
 				 const char *filter);
 int mm_host_wanted(struct mm_host *h, mm_host_wanted_fn fn, void *ctx);
 
+/* Whether every enabled collector asking for system:name marks it rare (mm_tp_req.rare): its
+ * stream then gets small rings. False when none asks. */
+bool mm_host_tp_rare(const struct mm_host *h, const char *system, const char *name);
+
 /* Streams: the host is the one place that numbers them. Sources (the sampler, a recording) tag
  * their records with the index these return. */
 

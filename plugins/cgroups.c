@@ -15,7 +15,11 @@
  *
  * Cost: moves are rare (a service start, a container start, a login); writing to cgroup.procs
  * takes the cgroup mutexes anyway. No per-process counters of its own; it runs on the perf
- * rings with every source (the BPF source reads the same task records).
+ * rings with every source (the BPF source reads the same task records), small ones (rare), and
+ * needs no kernel symbols (no_symbols): on the defaults the daemon's resident memory after start
+ * was 12.5-15.8 MiB without it and 13.5-15.5 MiB with it (3 alternating starts each, 2 CPUs);
+ * before, with rings of the configured size (1 MiB per CPU) and the symbol table kept for it,
+ * 5 MiB more.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -85,7 +89,7 @@ static void free_state(void *state)
 }
 
 static const struct mm_tp_req tracepoints[] = {
-	{.system = "cgroup", .name = "cgroup_attach_task", .handler = on_attach},
+	{.system = "cgroup", .name = "cgroup_attach_task", .handler = on_attach, .rare = true},
 	{0},
 };
 
@@ -97,6 +101,7 @@ const struct mm_plugin mm_plugin_cgroups = {
 	.usage = "each process's unit follows its moves\n"
 		 "(cgroup:cgroup_attach_task, rare)",
 	.tracepoints = tracepoints,
+	.no_symbols = true,
 	.init = init,
 	.free = free_state,
 };

@@ -1,7 +1,8 @@
 /*
  * The cgroups collector (plugins/cgroups.c): a kernel move (cgroup:cgroup_attach_task) of a
  * known process into the accounting hierarchy becomes its cgroup; moves of other hierarchies, of
- * threads, of unknown pids and records that cannot be decoded change nothing (the last counted).
+ * threads, of unknown pids and records that cannot be decoded change nothing (the last counted);
+ * and that following them costs small rings and no kernel symbol table.
  */
 #include <string.h>
 
@@ -137,9 +138,33 @@ static void test_moves_are_not_followed_while_the_hierarchy_is_unknown(void)
 	rec_fx_free(&f);
 }
 
+static void test_moves_cost_small_rings_and_no_symbol_table(void)
+{
+	struct rec_fx f;
+	static const char *const fmts[] = {fmt_cgroup_attach_task}, *const sys[] = {"cgroup"};
+	rec_fx_new(&f, "cgroups", in_parent, NULL, 0);
+	CHECK(mm_host_tp_rare(f.h, "cgroup", "cgroup_attach_task"));
+	CHECK(!mm_host_tp_rare(f.h, "mmap_lock", "mmap_lock_start_locking")); /* nobody asks */
+	f.task = rec_add_streams(f.h, f.tep, 1, fmts, sys, f.ev, f.stream, REC_SAMPLE_TYPE, -1, 0);
+	mm_host_start(f.h);
+	CHECK(!mm_host_needs_symbols(f.h));
+	rec_fx_free(&f);
+	/* Beside a collector that looks addresses up, the table stays. */
+	static const char *const all[] = {fmt_cgroup_attach_task, fmt_mmap_lock_start_locking,
+					  fmt_mmap_lock_acquire_returned},
+				 *const all_sys[] = {"cgroup", "mmap_lock", "mmap_lock"};
+	rec_fx_new(&f, "cgroups,fallbacks", in_parent, NULL, 0);
+	f.task = rec_add_streams(f.h, f.tep, 3, all, all_sys, f.ev, f.stream, REC_SAMPLE_TYPE, -1,
+				 0);
+	mm_host_start(f.h);
+	CHECK(mm_host_needs_symbols(f.h));
+	rec_fx_free(&f);
+}
+
 int main(void)
 {
 	RUN(test_a_move_into_the_accounting_hierarchy_is_the_processs_cgroup);
 	RUN(test_moves_are_not_followed_while_the_hierarchy_is_unknown);
+	RUN(test_moves_cost_small_rings_and_no_symbol_table);
 	return check_summary();
 }
