@@ -12,12 +12,6 @@ extern const struct mm_plugin mm_plugin_fallbacks;
 extern const struct mm_plugin mm_plugin_cgroups;
 
 const struct mm_plugin *const mm_plugins[] = {
-	&mm_plugin_totals,
-	&mm_plugin_fallbacks,
-	&mm_plugin_vmstat,
-	&mm_plugin_cgroups,
-	&mm_plugin_mmaplock,
-	&mm_plugin_faults,
-	&mm_plugin_contention,
-	NULL,
+	&mm_plugin_totals,   &mm_plugin_fallbacks, &mm_plugin_vmstat,	  &mm_plugin_cgroups,
+	&mm_plugin_mmaplock, &mm_plugin_faults,	   &mm_plugin_contention, NULL,
 };
