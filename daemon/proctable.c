@@ -427,8 +427,7 @@ void mm_proctable_fork(struct mm_proctable *t, uint32_t pid, uint32_t ppid, uint
 		if (same_process(t, old, pid, fallback_ms)) {
 			struct mm_proc_ident id;
 			char unknown[MM_COMM_LEN];
-			/* A guess, or a cgroup the lookup could not tell: the parent's, as at fork.
-			 */
+			/* A guess, or a cgroup not told: the parent's, as at fork. */
 			if ((old->guessed || !old->cgroup[0]) && parent_ident(t, ppid, &id)) {
 				nameless(unknown, pid);
 				if (old->guessed && !strcmp(old->comm, unknown))
