@@ -168,6 +168,23 @@ static int wanted_pass(struct mm_host *h, bool cycled, mm_host_wanted_fn fn, voi
 	return 0;
 }
 
+bool mm_host_tp_rare(const struct mm_host *h, const char *system, const char *name)
+{
+	bool asked = false;
+	for (unsigned i = 0; i < h->nslots; i++) {
+		if (!wants(h, i, false) && !wants(h, i, true))
+			continue;
+		for (const struct mm_tp_req *r = h->slots[i].p->tracepoints; r && r->system; r++) {
+			if (strcmp(r->system, system) || strcmp(r->name, name))
+				continue;
+			if (!r->rare)
+				return false;
+			asked = true;
+		}
+	}
+	return asked;
+}
+
 int mm_host_wanted(struct mm_host *h, mm_host_wanted_fn fn, void *ctx)
 {
 	int r = wanted_pass(h, false, fn, ctx);
@@ -573,7 +590,8 @@ void mm_host_set_symbols(struct mm_host *h, const struct mm_symbols *syms)
 bool mm_host_needs_symbols(const struct mm_host *h)
 {
 	for (unsigned i = 0; i < h->nslots; i++)
-		if (mm_host_hooked(&h->slots[i]) && strcmp(h->slots[i].source, "procfs"))
+		if (mm_host_hooked(&h->slots[i]) && strcmp(h->slots[i].source, "procfs") &&
+		    !h->slots[i].p->no_symbols)
 			return true;
 	return false;
 }
@@ -620,6 +638,16 @@ struct mm_proc_stats *mm_host_proc_started(struct mm_host *h, uint32_t pid, uint
 {
 	struct mm_proc *p = mm_proctable_find_started(h->procs, pid, start_ms);
 	return p ? counts_of(h, p) : NULL;
+}
+
+void mm_host_set_cgroup_hierarchy(struct mm_host *h, int hierarchy)
+{
+	mm_proctable_set_hierarchy(h->procs, hierarchy);
+}
+
+void mm_host_proc_moved(struct mm_host *h, uint32_t pid, int hierarchy, const char *path)
+{
+	mm_proctable_moved(h->procs, pid, hierarchy, path);
 }
 
 const char *mm_host_proc_name(struct mm_host *h, uint32_t pid)

@@ -61,6 +61,10 @@ typedef int (*mm_host_wanted_fn)(void *ctx, const char *system, const char *name
 				 const char *filter);
 int mm_host_wanted(struct mm_host *h, mm_host_wanted_fn fn, void *ctx);
 
+/* Whether every enabled collector asking for system:name marks it rare (mm_tp_req.rare): its
+ * stream then gets small rings. False when none asks. */
+bool mm_host_tp_rare(const struct mm_host *h, const char *system, const char *name);
+
 /* Streams: the host is the one place that numbers them. Sources (the sampler, a recording) tag
  * their records with the index these return. */
 
@@ -237,6 +241,10 @@ struct mm_snapshot *mm_host_close_window(struct mm_host *h, uint64_t end_ms);
 /* A new window length (after a reload): the open window now ends at the first multiple of it
  * after @now_ms. */
 void mm_host_set_interval(struct mm_host *h, unsigned interval_s, uint64_t now_ms);
+/* The cgroup hierarchy whose moves (mm_host_proc_moved) change a process's cgroup, for a host
+ * whose lookup is not /proc's (which reads it itself): see mm_proctable_set_hierarchy. */
+void mm_host_set_cgroup_hierarchy(struct mm_host *h, int hierarchy);
+
 /* How many cgroups get their own /metrics series (config cgroup_top; see cgtable.h). */
 void mm_host_set_cgroup_top(struct mm_host *h, unsigned cgroup_top);
 

@@ -62,6 +62,11 @@ struct mm_proc_stats *mm_host_proc_known(struct mm_host *h, uint32_t pid);
  * already be a new process's. */
 struct mm_proc_stats *mm_host_proc_started(struct mm_host *h, uint32_t pid, uint64_t start_ms);
 
+/* The kernel moved the task @pid into the cgroup @path of hierarchy @hierarchy (the first field
+ * of its /proc/PID/cgroup line; 0: the unified one): when that is where the host's processes are
+ * accounted, the process's cgroup follows (mm_proctable_moved). Does not create an entry. */
+void mm_host_proc_moved(struct mm_host *h, uint32_t pid, int hierarchy, const char *path);
+
 /* The name of the process @pid as the host knows it (live, or exited and not yet stored), valid
  * until the next host call; NULL when it knows none. */
 const char *mm_host_proc_name(struct mm_host *h, uint32_t pid);

@@ -204,9 +204,11 @@ static int open_tp(void *ctx, const char *system, const char *name, bool callcha
 		free(format);
 		return log_error_errno(stream, "out of memory");
 	}
+	/* A rare event (cgroup moves) gets small rings: each ring page is touched at start. */
+	unsigned pages = mm_host_tp_rare(l->host, system, name) ? MM_RARE_RING_PAGES : 0;
 	if (!err[0])
-		mm_sampler_add_tp(l->sampler, (unsigned)stream, id, callchain, filter, &sample_type,
-				  err, sizeof(err));
+		mm_sampler_add_tp(l->sampler, (unsigned)stream, id, callchain, filter, pages,
+				  &sample_type, err, sizeof(err));
 	if (err[0])
 		log_warning("tracepoint %s:%s: %s", system, name, err);
 	else

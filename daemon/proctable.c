@@ -12,6 +12,7 @@
  */
 #include "proctable.h"
 
+#include "cgpath.h"
 #include "clock.h"
 #include "log.h"
 #include "names.h"
@@ -52,6 +53,7 @@ struct mm_proctable {
 	mm_proc_lookup_fn lookup;
 	void *ctx;
 	size_t data_size;
+	int hierarchy; /* whose moves change the accounting cgroup (cgpath.h); -1: unknown */
 };
 
 static int read_file(const char *path, char *buf, size_t size)
@@ -104,6 +106,7 @@ uint64_t mm_proc_boottime_ms(uint64_t boottime_ns)
 	return boot_unix_ms() + boottime_ns / 1000000;
 }
 
+#define PF_EXITING 0x00000004u
 #define PF_KTHREAD 0x00200000u
 
 int mm_proc_parse_stat(const char *text, struct mm_pid_stat *ret)
@@ -119,6 +122,7 @@ int mm_proc_parse_stat(const char *text, struct mm_pid_stat *ret)
 	memcpy(st.comm, open_paren + 1, len);
 	p++;
 	unsigned long long flags = 0;
+	char state = 0;
 	for (unsigned field = 3; field <= 22; field++) {
 		while (*p == ' ')
 			p++;
@@ -127,6 +131,7 @@ int mm_proc_parse_stat(const char *text, struct mm_pid_stat *ret)
 		char *end;
 		unsigned long long v = 0;
 		if (field == 3) { /* state: one letter */
+			state = *p;
 			end = (char *)p + 1;
 		} else {
 			errno = 0;
@@ -153,15 +158,20 @@ int mm_proc_parse_stat(const char *text, struct mm_pid_stat *ret)
 		p = end;
 	}
 	st.kthread = (flags & PF_KTHREAD) != 0;
+	st.exiting = (flags & PF_EXITING) || state == 'Z' || state == 'X';
 	*ret = st;
 	return 0;
 }
 
 int mm_proc_lookup_procfs(void *ctx, uint32_t pid, struct mm_proc_ident *ret)
 {
-	char path[64], buf[1024];
+	char path[64], buf[1024], cg[4096];
 	struct mm_proc_ident id = {0};
 
+	/* The cgroup before the stat: whether the task was exiting while its cgroup was read
+	 * (which hides a v1 path, cgpath.h) is known from a stat read after it. */
+	snprintf(path, sizeof(path), "/proc/%u/cgroup", pid);
+	bool have_cg = read_file(path, cg, sizeof(cg)) > 0;
 	snprintf(path, sizeof(path), "/proc/%u/stat", pid);
 	int n = read_file(path, buf, sizeof(buf));
 	if (n < 0)
@@ -171,34 +181,8 @@ int mm_proc_lookup_procfs(void *ctx, uint32_t pid, struct mm_proc_ident *ret)
 		return -EINVAL;
 	memcpy(id.comm, st.comm, sizeof(id.comm));
 	id.start_ms = mm_proc_start_ms(st.start_ticks);
-
-	/* cgroup: the unified ("0::") line, else the v1 memory controller's. */
-	snprintf(path, sizeof(path), "/proc/%u/cgroup", pid);
-	char cg[4096];
-	if (read_file(path, cg, sizeof(cg)) > 0) {
-		char *save2 = NULL;
-		for (char *line = strtok_r(cg, "\n", &save2); line;
-		     line = strtok_r(NULL, "\n", &save2)) {
-			char *c1 = strchr(line, ':');
-			char *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
-			if (!c2)
-				continue;
-			bool unified = strncmp(line, "0::", 3) == 0;
-			bool memory = false;
-			for (char *ctl = c1 + 1; ctl < c2;) {
-				char *comma = memchr(ctl, ',', (size_t)(c2 - ctl));
-				char *end = comma ? comma : c2;
-				if (end - ctl == 6 && strncmp(ctl, "memory", 6) == 0)
-					memory = true;
-				ctl = end + 1;
-			}
-			if (unified || memory) {
-				snprintf(id.cgroup, sizeof(id.cgroup), "%s", c2 + 1);
-				if (memory)
-					break;
-			}
-		}
-	}
+	if (have_cg)
+		mm_cgpath_parse(cg, st.exiting, id.cgroup, sizeof(id.cgroup));
 	*ret = id;
 	return 0;
 }
@@ -212,13 +196,24 @@ struct mm_proctable *mm_proctable_new(mm_proc_lookup_fn lookup, void *ctx)
 	}
 	t->lookup = lookup ? lookup : mm_proc_lookup_procfs;
 	t->ctx = ctx;
+	t->hierarchy = -1;
+	char cg[4096];
+	if (!lookup && read_file("/proc/self/cgroup", cg, sizeof(cg)) > 0)
+		t->hierarchy = mm_cgpath_hierarchy(cg);
 	return t;
 }
 
-/* Gives @p the cgroup @path (at most MM_CGROUP_LEN - 1 bytes are kept). On ENOMEM the entry
- * keeps the one it had. */
+void mm_proctable_set_hierarchy(struct mm_proctable *t, int hierarchy)
+{
+	t->hierarchy = hierarchy;
+}
+
+/* Gives @p the cgroup @path (at most MM_CGROUP_LEN - 1 bytes are kept). An unknown one ("": the
+ * lookup could not tell, see proctable.h) and ENOMEM leave the entry the one it had. */
 static void set_cgroup(struct mm_proctable *t, struct mm_proc *p, const char *path)
 {
+	if (!path[0])
+		return;
 	const char *now = mm_names_ref(&t->cgroups, path);
 	if (!now)
 		return;
@@ -332,16 +327,19 @@ static void unindex(struct mm_proctable *t, struct mm_proc *victim)
 }
 
 /* What a child of @ppid was called, and where it ran, when it was forked: the kernel copies the
- * parent's name and cgroup into the child. From the parent's entry, else from /proc. */
+ * parent's name and cgroup into the child. From the parent's entry, else (or for a cgroup the
+ * entry does not know) from /proc; ret->cgroup is "" when neither tells. */
 static bool parent_ident(struct mm_proctable *t, uint32_t ppid, struct mm_proc_ident *ret)
 {
 	const struct mm_proc *pp = find_live(t, ppid);
-	if (pp) {
-		memcpy(ret->comm, pp->comm, sizeof(ret->comm));
-		snprintf(ret->cgroup, sizeof(ret->cgroup), "%s", pp->cgroup);
-		return true;
-	}
-	return t->lookup(t->ctx, ppid, ret) == 0;
+	if (!pp)
+		return t->lookup(t->ctx, ppid, ret) == 0;
+	memcpy(ret->comm, pp->comm, sizeof(ret->comm));
+	snprintf(ret->cgroup, sizeof(ret->cgroup), "%s", pp->cgroup);
+	struct mm_proc_ident now;
+	if (!ret->cgroup[0] && t->lookup(t->ctx, ppid, &now) == 0 && now.start_ms == pp->start_ms)
+		memcpy(ret->cgroup, now.cgroup, sizeof(ret->cgroup));
+	return true;
 }
 
 /* The name of a process whose own is unknown. */
@@ -376,6 +374,9 @@ static struct mm_proc *create(struct mm_proctable *t, uint32_t pid, uint64_t fal
 		p->start_ms = id.start_ms ? id.start_ms : fallback_ms;
 		memcpy(p->comm, id.comm, sizeof(p->comm));
 		set_cgroup(t, p, id.cgroup);
+		/* Read while exiting on a v1 host: where the kernel put it at fork. */
+		if (!id.cgroup[0] && ppid && parent_ident(t, ppid, &id))
+			set_cgroup(t, p, id.cgroup);
 	} else if (ppid && parent_ident(t, ppid, &id)) {
 		p->start_ms = fallback_ms;
 		memcpy(p->comm, id.comm, sizeof(p->comm));
@@ -433,9 +434,10 @@ void mm_proctable_fork(struct mm_proctable *t, uint32_t pid, uint32_t ppid, uint
 		if (same_process(t, old, pid, fallback_ms)) {
 			struct mm_proc_ident id;
 			char unknown[MM_COMM_LEN];
-			if (old->guessed && parent_ident(t, ppid, &id)) {
+			/* A guess, or a cgroup not told: the parent's, as at fork. */
+			if ((old->guessed || !old->cgroup[0]) && parent_ident(t, ppid, &id)) {
 				nameless(unknown, pid);
-				if (!strcmp(old->comm, unknown))
+				if (old->guessed && !strcmp(old->comm, unknown))
 					memcpy(old->comm, id.comm, sizeof(old->comm));
 				set_cgroup(t, old, id.cgroup);
 				old->guessed = false;
@@ -479,6 +481,13 @@ void mm_proctable_comm(struct mm_proctable *t, uint32_t pid, const char *comm, b
 	struct mm_proc_ident id;
 	if (exec && t->lookup(t->ctx, pid, &id) == 0 && id.start_ms == p->start_ms)
 		set_cgroup(t, p, id.cgroup);
+}
+
+void mm_proctable_moved(struct mm_proctable *t, uint32_t pid, int hierarchy, const char *path)
+{
+	struct mm_proc *p = hierarchy >= 0 && hierarchy == t->hierarchy ? find_live(t, pid) : NULL;
+	if (p && path[0])
+		set_cgroup(t, p, path);
 }
 
 /* @p got its open window: on the active list. NULL (out of memory) when the list has no room:

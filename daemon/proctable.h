@@ -6,9 +6,14 @@
  * is freed after its last window has been handed to the store.
  *
  * Identity, name and cgroup come from a lookup function (by default /proc/PID/{stat,cgroup}), so
- * replayed recordings can supply their own. Each entry can carry a few bytes of collectors' own
- * per-process state (mm_proctable_reserve), zeroed when the entry is made; the table does not
- * look into them.
+ * replayed recordings can supply their own. The cgroup is the one the kernel charges the process's
+ * memory to (cgpath.h), read when the process is first seen and at exec, and changed by the
+ * kernel's moves (mm_proctable_moved). A lookup that cannot tell it (a v1 host shows an exiting
+ * process in "/") never overwrites a known one; a process first seen so takes its parent's at its
+ * FORK record, where the kernel put it; one with neither stays unknown ("", stored as such),
+ * never "/". Each
+ * entry can carry a few bytes of collectors' own per-process state (mm_proctable_reserve), zeroed
+ * when the entry is made; the table does not look into them.
  */
 #ifndef MM_PROCTABLE_H
 #define MM_PROCTABLE_H
@@ -24,7 +29,7 @@
 struct mm_proc_ident {
 	uint64_t start_ms; /* unix ms; 0 when unknown */
 	char comm[MM_COMM_LEN];
-	char cgroup[MM_CGROUP_LEN];
+	char cgroup[MM_CGROUP_LEN]; /* the accounting cgroup (cgpath.h); "" when unknown */
 };
 
 /* Fills *ret for @pid. Returns 0, or -errno (e.g. -ENOENT: already gone). */
@@ -60,6 +65,18 @@ struct mm_proctable;
 /* @lookup (called with @ctx) may be NULL for mm_proc_lookup_procfs. Returns NULL on ENOMEM. */
 struct mm_proctable *mm_proctable_new(mm_proc_lookup_fn lookup, void *ctx);
 void mm_proctable_free(struct mm_proctable *t); /* accepts NULL */
+
+/* The hierarchy whose moves mm_proctable_moved() follows: the accounting one (mm_cgpath_hierarchy)
+ * of this host, which a table with the /proc lookup reads from /proc/self/cgroup; -1 (a table
+ * with another lookup, a replay's, until told) follows none. */
+void mm_proctable_set_hierarchy(struct mm_proctable *t, int hierarchy);
+
+/* The kernel moved the task @pid into the cgroup @path of hierarchy @hierarchy (the event
+ * cgroup:cgroup_attach_task, in record order). When @pid is a live entry (a process, not one of
+ * its other threads) and @hierarchy the accounting one, that is its cgroup from now on: a
+ * process that joins a unit between fork and exec and leaves before its exec is read, or that
+ * moves without exec, is counted where the kernel charges it. */
+void mm_proctable_moved(struct mm_proctable *t, uint32_t pid, int hierarchy, const char *path);
 
 /* Gives every entry made from now on @size bytes of ->data, zeroed. Call before the first. */
 void mm_proctable_reserve(struct mm_proctable *t, size_t size);
@@ -164,6 +181,7 @@ struct mm_pid_stat {
 	uint64_t minflt, majflt;
 	uint64_t start_ticks; /* starttime, clock ticks since boot */
 	bool kthread;	      /* PF_KTHREAD in flags */
+	bool exiting;	      /* PF_EXITING in flags, or a zombie: its v1 cgroups read "/" */
 };
 
 /* Parses the text of a stat file: "pid (comm) state ppid ...", where comm may hold spaces and

@@ -139,8 +139,11 @@ static const char *open_error(int err)
 }
 
 static int add(struct mm_sampler *s, unsigned stream, struct perf_event_attr *attr,
-	       const char *filter, uint64_t *ret_sample_type, char *err, size_t errlen)
+	       const char *filter, unsigned ring_pages, uint64_t *ret_sample_type, char *err,
+	       size_t errlen)
 {
+	if (!ring_pages || ring_pages > s->ring_pages)
+		ring_pages = s->ring_pages;
 	struct stream *n = realloc(s->streams, (s->nstreams + 1) * sizeof(*n));
 	if (!n) {
 		mm_set_err(err, errlen, "out of memory");
@@ -154,7 +157,7 @@ static int add(struct mm_sampler *s, unsigned stream, struct perf_event_attr *at
 	attr->use_clockid = 1;
 	attr->clockid = CLOCK_MONOTONIC;
 	attr->watermark = 1;
-	attr->wakeup_watermark = (uint32_t)(s->ring_pages * (size_t)sysconf(_SC_PAGESIZE) / 4);
+	attr->wakeup_watermark = (uint32_t)(ring_pages * (size_t)sysconf(_SC_PAGESIZE) / 4);
 
 	struct perf_evlist *el = perf_evlist__new();
 	struct perf_evsel *ev = el ? perf_evsel__new(attr) : NULL;
@@ -179,12 +182,12 @@ static int add(struct mm_sampler *s, unsigned stream, struct perf_event_attr *at
 		delete_evlist(el);
 		return r == -1 ? -errno : r;
 	}
-	r = perf_evlist__mmap(el, (int)s->ring_pages);
+	r = perf_evlist__mmap(el, (int)ring_pages);
 	if (r < 0) {
 		mm_set_err(err, errlen,
 			   "mapping %u-page rings failed: %s (lower ring_pages or raise "
 			   "kernel.perf_event_mlock_kb)",
-			   s->ring_pages, strerror(-r));
+			   ring_pages, strerror(-r));
 		perf_evlist__close(el);
 		delete_evlist(el);
 		return r;
@@ -208,7 +211,8 @@ static int add(struct mm_sampler *s, unsigned stream, struct perf_event_attr *at
 }
 
 int mm_sampler_add_tp(struct mm_sampler *s, unsigned stream, int tp_id, bool callchain,
-		      const char *filter, uint64_t *ret_sample_type, char *err, size_t errlen)
+		      const char *filter, unsigned ring_pages, uint64_t *ret_sample_type, char *err,
+		      size_t errlen)
 {
 	struct perf_event_attr attr = {0};
 	attr.type = PERF_TYPE_TRACEPOINT;
@@ -226,7 +230,7 @@ int mm_sampler_add_tp(struct mm_sampler *s, unsigned stream, int tp_id, bool cal
 		 * a shorter walk is most of the cost of a callchain. */
 		attr.sample_max_stack = MM_CALLCHAIN_FRAMES;
 	}
-	return add(s, stream, &attr, filter, ret_sample_type, err, errlen);
+	return add(s, stream, &attr, filter, ring_pages, ret_sample_type, err, errlen);
 }
 
 int mm_sampler_add_task(struct mm_sampler *s, unsigned stream, uint64_t *ret_sample_type, char *err,
@@ -240,7 +244,7 @@ int mm_sampler_add_task(struct mm_sampler *s, unsigned stream, uint64_t *ret_sam
 	attr.comm = 1;
 	attr.comm_exec = 1;
 	attr.task = 1;
-	return add(s, stream, &attr, NULL, ret_sample_type, err, errlen);
+	return add(s, stream, &attr, NULL, 0, ret_sample_type, err, errlen);
 }
 
 void mm_sampler_enable(struct mm_sampler *s)

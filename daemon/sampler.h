@@ -24,11 +24,13 @@ void mm_sampler_free(struct mm_sampler *s); /* closes and unmaps everything; acc
 #define MM_CALLCHAIN_FRAMES 24
 
 /* Opens tracepoint @tp_id on every online CPU, disabled, with kernel callchains if @callchain and
- * the kernel-side @filter if not NULL (PERF_EVENT_IOC_SET_FILTER), records tagged as @stream.
+ * the kernel-side @filter if not NULL (PERF_EVENT_IOC_SET_FILTER), records tagged as @stream, in
+ * rings of @ring_pages data pages (a power of two; 0 or more than the sampler's: the sampler's).
  * Returns 0 with the event's sample_type, or -errno with a one-line reason in @err (permission,
  * unsupported, a filter the kernel refuses, out of memory for the rings). */
 int mm_sampler_add_tp(struct mm_sampler *s, unsigned stream, int tp_id, bool callchain,
-		      const char *filter, uint64_t *ret_sample_type, char *err, size_t errlen);
+		      const char *filter, unsigned ring_pages, uint64_t *ret_sample_type, char *err,
+		      size_t errlen);
 
 /* Opens the task-record stream (COMM, FORK, EXIT of every task). Same conventions. */
 int mm_sampler_add_task(struct mm_sampler *s, unsigned stream, uint64_t *ret_sample_type, char *err,

@@ -39,7 +39,14 @@ struct mm_tp_req {
 	const char *filter;
 	bool callchain; /* wants kernel callchains on this event */
 	bool optional;	/* the collector runs (degraded) without it */
+	/* Fires seldom (a cgroup move): MM_RARE_RING_PAGES data pages per CPU instead of the
+	 * configured ring_pages (every ring page is resident from the start), when every collector
+	 * asking for it says so. */
+	bool rare;
 };
+
+/* The ring size of a rare tracepoint: 64 KiB per CPU, some 600 cgroup moves between two reads. */
+#define MM_RARE_RING_PAGES 16
 
 /* Waits an in-kernel source paired and summed since its last delivery of the same row (the
  * contention collector on BPF): what the collector's records would have told it. */
@@ -169,6 +176,9 @@ struct mm_plugin {
 	/* Reads every task at once where the host can (mm_host_read_tasks): the host loads its
 	 * task iterator only when a running collector says so. */
 	bool reads_tasks;
+	/* Never looks up kernel addresses (mm_host_symbol): running alone on the perf rings, it
+	 * does not keep the kernel symbol table (~6 MiB) loaded. */
+	bool no_symbols;
 	/* Its in-kernel part; NULL: it counts from records only. */
 	const struct mm_plugin_bpf *bpf;
 

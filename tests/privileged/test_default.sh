@@ -1,6 +1,6 @@
 #!/bin/bash
-# test_default.sh: mmlockd's default configuration (no --collectors: totals, fallbacks, vmstat)
-# against independent counts of a real workload that exits.
+# test_default.sh: mmlockd's default configuration (no --collectors: totals, fallbacks, vmstat,
+# cgroups) against independent counts of a real workload that exits.
 #
 # Usage: test_default.sh MMLOCKD_BINARY WORKLOAD_BINARY
 #
@@ -14,7 +14,7 @@
 # same time a subshell runs 300 /bin/true one after the other: processes that live far less than
 # a window. After ~3 s of settling, perf gets SIGINT and mmlockd SIGTERM (which flushes its last
 # window; it must exit 0). Checks:
-#   1. /api/v1/status: collectors totals, fallbacks, vmstat "running", faults "running" in
+#   1. /api/v1/status: collectors totals, fallbacks, vmstat, cgroups "running", faults "running" in
 #      bursts (the fault split of the default; test_split.sh checks what it gives); mmaplock,
 #      contention "disabled".
 #   2. faults: sum(minflt + majflt) over process_stats for the workload's pid >= the getrusage
@@ -109,14 +109,14 @@ if status_lines collectors "$TMP/status.json" >"$TMP/collectors.txt" \
 	log "collectors (/api/v1/status):"
 	awk '{ printf "  %-12s %-9s %s\n", $1, $2, $3 }' "$TMP/collectors.txt"
 	bad=
-	for want in totals:running fallbacks:running vmstat:running faults:running \
+	for want in totals:running fallbacks:running vmstat:running cgroups:running faults:running \
 		mmaplock:disabled contention:disabled; do
 		name=${want%%:*}
 		state=$(awk -v n="$name" '$1 == n { print $2 }' "$TMP/collectors.txt")
 		[ "$state" = "${want#*:}" ] || bad="$bad $name=${state:-absent}(want ${want#*:})"
 	done
 	if [ -z "$bad" ]; then
-		pass "default collectors: totals, fallbacks, vmstat running, faults in bursts;" \
+		pass "default collectors: totals, fallbacks, vmstat, cgroups running, faults in bursts;" \
 			"mmaplock, contention disabled"
 	else
 		fail "collector states in /api/v1/status:$bad"

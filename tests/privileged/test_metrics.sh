@@ -7,7 +7,7 @@
 # the v1 memory hierarchy, whose path mmlockd prefers) and runs fault_workload in it for 4 s while
 # mmlockd runs on its defaults (1 s windows). Then, with the workload gone:
 #   1. GET /metrics passes `promtool check metrics`;
-#   2. collector_up lists all six collectors, the default ones running; no family of a collector
+#   2. collector_up lists all seven collectors, the default ones running; no family of a collector
 #      that is not running is there, under any prefix (mmlockd_, mmlockd_cgroup_,
 #      mmlockd_process_), nor its tracepoints; the default collectors' families are;
 #   3. no per-pid family (--top is 0 by default);
@@ -85,7 +85,7 @@ declare -A OFF_FAMILIES=(
 )
 states=$(grep '^mmlockd_collector_up{' "$TMP/metrics" | sed -E 's/.*collector="([^"]+)",state="([^"]+)".*/\1=\2/' | sort | tr '\n' ' ')
 # faults runs in bursts for the fault split (split_duty): its families carry estimates.
-if [ "$states" = "contention=disabled fallbacks=running faults=running mmaplock=disabled totals=running vmstat=running " ]; then
+if [ "$states" = "cgroups=running contention=disabled fallbacks=running faults=running mmaplock=disabled totals=running vmstat=running " ]; then
 	pass "collector_up lists every collector: $states"
 else
 	fail "collector_up: '$states'"

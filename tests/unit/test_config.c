@@ -94,7 +94,7 @@ static void test_defaults_match_documented_values(void)
 	CHECK_U64(c.cgroup_top, 20);
 	CHECK_U64(c.ring_pages, 256);
 	CHECK_U64(c.log_level, LOG_INFO);
-	CHECK_STR(c.collectors, "totals,fallbacks,vmstat");
+	CHECK_STR(c.collectors, "totals,fallbacks,vmstat,cgroups");
 }
 
 static void test_cgroup_top_is_0_to_1000_from_file_key_and_flag(void)
@@ -931,7 +931,7 @@ static void test_usage_documents_flags_defaults_files_and_routes(void)
 		"(default: 20)",
 		"(default: 256)",
 		"(default: info)",
-		"(default: totals,fallbacks,vmstat)",
+		"(default: totals,fallbacks,vmstat,cgroups)",
 		"key = value",
 		"ring_pages",
 		"log_level",

@@ -25,6 +25,20 @@ static void test_procfs_lookup_of_ourselves(void)
 	CHECK(mm_proc_lookup_procfs(NULL, 0x7ffffff0u, &id) == -ENOENT);
 }
 
+static void test_stat_of_an_exiting_task_or_a_zombie_says_it_is_exiting(void)
+{
+	/* Whether the cgroup read before it can be trusted on a v1 host (cgpath.h). */
+	struct mm_pid_stat st;
+	char line[160];
+	snprintf(line, sizeof(line), "9 (w) R 1 1 1 0 -1 4194304 10 0 2 0 0 0 0 0 20 0 1 0 500");
+	CHECK(mm_proc_parse_stat(line, &st) == 0 && !st.exiting);
+	/* PF_EXITING (0x4) set in do_exit() while the task still runs. */
+	snprintf(line, sizeof(line), "9 (w) R 1 1 1 0 -1 4194308 10 0 2 0 0 0 0 0 20 0 1 0 500");
+	CHECK(mm_proc_parse_stat(line, &st) == 0 && st.exiting);
+	snprintf(line, sizeof(line), "9 (w) Z 1 1 1 0 -1 4194304 10 0 2 0 0 0 0 0 20 0 1 0 500");
+	CHECK(mm_proc_parse_stat(line, &st) == 0 && st.exiting);
+}
+
 static int fake_calls;
 static int fake(void *ctx, uint32_t pid, struct mm_proc_ident *ret)
 {
@@ -118,9 +132,11 @@ static void test_processes_of_one_cgroup_share_its_path(void)
 	now_in = "/system.slice/a.service";
 	mm_proctable_comm(t, 6, "a", true);
 	CHECK_STR(q->cgroup, "/system.slice/a.service");
+	/* An exec read while the process exits on a v1 host tells no cgroup: the known one stays.
+	 */
 	now_in = "";
 	mm_proctable_comm(t, 6, "none", true);
-	CHECK_STR(q->cgroup, "");
+	CHECK_STR(q->cgroup, "/system.slice/a.service");
 	mm_proctable_free(t);
 }
 
@@ -208,6 +224,50 @@ static void test_child_gone_before_its_fork_record_is_named_after_its_parent(voi
 	/* Neither the child nor its parent known: nameless, as before. */
 	mm_proctable_fork(t, 22, 99, 7002);
 	CHECK_STR(mm_proctable_find(t, 22)->comm, "pid-22");
+	mm_proctable_free(t);
+}
+
+/* Pid 1 (the parent) is in /build.slice, or tells no cgroup while parent_exiting; every other pid
+ * is a process that was read while exiting on a v1 host: a name and start, no cgroup. */
+static int parent_exiting;
+static int child_exiting(void *ctx, uint32_t pid, struct mm_proc_ident *ret)
+{
+	memset(ret, 0, sizeof(*ret));
+	ret->start_ms = pid == 1 ? 10 : 7000;
+	snprintf(ret->comm, sizeof(ret->comm), pid == 1 ? "make" : "cc1");
+	if (pid == 1 && !parent_exiting)
+		snprintf(ret->cgroup, sizeof(ret->cgroup), "/build.slice");
+	return 0;
+}
+
+static void test_child_read_while_exiting_takes_its_parents_cgroup_never_root(void)
+{
+	parent_exiting = 0;
+	struct mm_proctable *t = mm_proctable_new(child_exiting, NULL);
+	/* Its FORK record first (the perf path's order): the parent's cgroup, its own name. */
+	mm_proctable_fork(t, 40, 1, 7000);
+	struct mm_proc *c = mm_proctable_find(t, 40);
+	CHECK_STR(c->comm, "cc1");
+	CHECK_STR(c->cgroup, "/build.slice");
+	/* Seen by a collector before its FORK record: unknown until the FORK, then the parent's. */
+	struct mm_proc *d = mm_proctable_get(t, 41, 0);
+	CHECK_STR(d->cgroup, "");
+	mm_proctable_fork(t, 41, 1, 7000);
+	CHECK(mm_proctable_find(t, 41) == d);
+	CHECK_STR(d->cgroup, "/build.slice");
+	CHECK_STR(d->comm, "cc1");
+	mm_proctable_free(t);
+	/* The parent's entry made while it told no cgroup: /proc is asked again at the child's
+	 * FORK; while it still tells none the child stays unknown. */
+	parent_exiting = 1;
+	t = mm_proctable_new(child_exiting, NULL);
+	struct mm_proc *parent = mm_proctable_get(t, 1, 0);
+	CHECK_STR(parent->cgroup, "");
+	mm_proctable_fork(t, 42, 1, 7000);
+	CHECK_STR(mm_proctable_find(t, 42)->cgroup, "");
+	parent_exiting = 0;
+	mm_proctable_fork(t, 43, 1, 7000);
+	CHECK_STR(mm_proctable_find(t, 43)->cgroup, "/build.slice");
 	mm_proctable_free(t);
 }
 
@@ -390,6 +450,7 @@ static void test_counts_after_exit_find_their_process_by_its_start(void)
 int main(void)
 {
 	RUN(test_procfs_lookup_of_ourselves);
+	RUN(test_stat_of_an_exiting_task_or_a_zombie_says_it_is_exiting);
 	RUN(test_lookup_happens_once_per_process);
 	RUN(test_processes_of_one_cgroup_share_its_path);
 	RUN(test_exec_reads_the_cgroup_again);
@@ -397,6 +458,7 @@ int main(void)
 	RUN(test_fork_of_a_process_seen_early_keeps_its_entry);
 	RUN(test_child_gone_before_its_fork_record_is_named_after_its_parent);
 	RUN(test_process_gone_between_a_collectors_read_and_the_lookup_is_one_process);
+	RUN(test_child_read_while_exiting_takes_its_parents_cgroup_never_root);
 	RUN(test_start_ms_of_ticks_is_boot_relative);
 	RUN(test_roll_moves_window_into_closed);
 	RUN(test_counts_of_a_process_born_after_the_closing_window_go_to_the_next);
