@@ -1,12 +1,14 @@
 #!/usr/bin/env python3
 """Keeps the documentation honest: what README.md tells a reader to type runs, and its links hold.
 
-Two checks, chosen by the first argument:
+Three checks, chosen by the first argument:
 
   links SRCDIR
       Every Markdown link in README.md and docs/*.md to a file of the repository resolves (and its
       #anchor, if any, names a heading of that file), and every repository path quoted in
-      backticks (`bench/results/main.md`, `daemon/duty.c`) exists. Needs nothing but the tree.
+      backticks (`bench/results/main.md`, `daemon/duty.c`) exists; docs/README.md links every page
+      of docs/, and docs/architecture.md's file map names every .c file of daemon/,
+      daemon/offline/ and plugins/. Needs nothing but the tree.
 
   commands SRCDIR BUILDDIR
       Every command in README.md's ```console blocks (lines starting with "$ ", continued while
@@ -103,6 +105,38 @@ def check_links(src):
                 continue
             if not os.path.exists(os.path.join(src, path)):
                 failures.append(f"{rel}: `{path}`: no such file in the repository")
+    return failures + check_index(src) + check_file_map(src)
+
+
+def check_index(src):
+    """docs/README.md links every page of docs/: a page it leaves out is one no reader finds."""
+    index = strip_fences(open(os.path.join(src, "docs", "README.md"), encoding="utf-8").read())
+    linked = {m.group(1).partition("#")[0] for m in re.finditer(r"\]\(([^)\s]+)\)", index)}
+    return [f"docs/README.md: no link to {os.path.basename(md)}"
+            for md in sorted(glob.glob(os.path.join(src, "docs", "*.md")))
+            if os.path.basename(md) != "README.md" and os.path.basename(md) not in linked]
+
+
+def check_file_map(src):
+    """docs/architecture.md's "Where things are" names every .c file of daemon/, daemon/offline/
+    and plugins/, each under its own directory's line."""
+    text = open(os.path.join(src, "docs", "architecture.md"), encoding="utf-8").read()
+    m = re.search(r"^## Where things are\n+```\n(.*?)^```", text, re.M | re.S)
+    if not m:
+        return ["docs/architecture.md: no file map (a ``` block under '## Where things are')"]
+    listed, current = {}, None
+    for line in m.group(1).split("\n"):
+        head = re.match(r"^(\S+/)\s", line)
+        if head:
+            current = head.group(1)
+        if current:
+            listed.setdefault(current, set()).update(re.findall(r"[\w-]+\.c\b", line))
+    failures = []
+    for d in ("daemon/", "daemon/offline/", "plugins/"):
+        for c in sorted(glob.glob(os.path.join(src, d, "*.c"))):
+            if os.path.basename(c) not in listed.get(d, set()):
+                failures.append(f"docs/architecture.md: the file map does not name {d}"
+                                f"{os.path.basename(c)}")
     return failures
 
 
