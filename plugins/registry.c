@@ -29,6 +29,10 @@ void mm_plugin_silent_fields(const struct mm_plugin *p, uint64_t *silent)
 		bool counted = false;
 		if (strcmp(f->collector, p->name) != 0)
 			continue;
+		/* The split's own fields (split_*) are filled in user space at each window by the
+		 * duty cycle's estimate (plugins/split.c), on either source. */
+		if (!strncmp(f->name, "split_", 6))
+			continue;
 		/* A field's offset is in struct mm_proc_counts, the first member of
 		 * struct mm_proc_stats, where the in-kernel fields land. */
 		for (const struct mm_bpf_field *b = p->bpf->fields; b->n && !counted; b++)
