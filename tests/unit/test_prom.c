@@ -733,6 +733,10 @@ static void test_counters_a_bpf_source_never_fills_are_not_exported(void)
 			CHECK(!bit(silent, field_index("mmap_lock_by_fault")));
 			CHECK(!bit(silent, field_index("mmap_lock_by_fault_kernel")));
 			CHECK(!bit(silent, field_index("faults_vma")));
+			/* Filled by the split's estimate in user space, on either source. */
+			CHECK(!bit(silent, field_index("split_estimated")));
+			CHECK(!bit(silent, field_index("split_faults_seen")));
+			CHECK(!bit(silent, field_index("split_err")));
 			memcpy(s->collectors[c].silent, silent, sizeof(silent));
 		} else {
 			for (size_t i = 0; i < mm_proc_nfields; i++)
