@@ -396,6 +396,7 @@ def main():
         try:
             day = drive(d, db)
             peak = d.peak_rss_kib()
+            print("# daemon peak RSS (VmHWM) %d KiB" % peak)
             claim("daemon_peak_rss_within_%d_mib" % (RSS_BOUND_KIB // 1024),
                   0 < peak <= RSS_BOUND_KIB, "VmHWM %d KiB" % peak)
             top = day.busiest("overview top") or {"pid": 1}
