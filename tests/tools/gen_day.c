@@ -61,6 +61,8 @@ struct proc {
 	double active_share;   /* of windows in which it counts anything */
 	double fallback_share; /* of its user faults */
 	double wait_share;     /* of its fallbacks that find mmap_lock taken */
+	double retry_share;    /* of its fallbacks that tried under the VMA lock first */
+	double abort_share;    /* of its fallbacks that went straight to mmap_lock */
 	unsigned windows_left; /* churn: windows it still lives (0: long-lived) */
 	bool fresh;	       /* started in this window (exec, fork costs) */
 };
@@ -157,6 +159,15 @@ static void make_units(struct host *h)
 	}
 }
 
+/* How @p's fallbacks split: those that tried under the VMA lock first (file-backed faults that
+ * waited for I/O), those that went straight to mmap_lock, and the rest, which the events cannot
+ * tell apart (anonymous and swap faults). */
+static void set_split(struct host *h, struct proc *p)
+{
+	p->retry_share = 0.1 + 0.6 * uniform(h);
+	p->abort_share = (1 - p->retry_share) * (0.3 + 0.6 * uniform(h));
+}
+
 /* A new identity for long-lived process @p (first start, or a restart at @now_ms). */
 static void start_lasting(struct host *h, struct proc *p, unsigned i, uint64_t now_ms, bool restart)
 {
@@ -172,6 +183,7 @@ static void start_lasting(struct host *h, struct proc *p, unsigned i, uint64_t n
 	p->faults_per_s = kind < 0.2 ? 200 + 4000 * uniform(h) : 5 + 100 * uniform(h);
 	p->fallback_share = uniform(h) < 0.1 ? 0.05 + 0.2 * uniform(h) : 0.002 * uniform(h);
 	p->wait_share = 0.02 + 0.3 * uniform(h);
+	set_split(h, p);
 	p->windows_left = 0;
 	p->fresh = restart;
 	h->distinct++;
@@ -190,6 +202,7 @@ static void start_churn(struct host *h, uint64_t now_ms)
 	p->faults_per_s = 50 + 3000 * uniform(h);
 	p->fallback_share = 0.005 + 0.05 * uniform(h);
 	p->wait_share = 0.05 + 0.2 * uniform(h);
+	set_split(h, p);
 	p->windows_left = 1 + below(h, 6);
 	p->fresh = true;
 	h->distinct++;
@@ -209,8 +222,8 @@ static void fill_faults(struct host *h, struct mm_proc_counts *c, const struct p
 {
 	c->faults = faults;
 	c->faults_mmap_fallback = fb;
-	c->faults_mmap_retry = fb * 3 / 10;
-	c->faults_mmap_abort = fb / 2;
+	c->faults_mmap_retry = (uint64_t)(fb * p->retry_share);
+	c->faults_mmap_abort = (uint64_t)(fb * p->abort_share);
 	c->faults_mmap_unknown = fb - c->faults_mmap_retry - c->faults_mmap_abort;
 	c->faults_vma = faults - fb;
 	c->faults_mmap_lock_retries = fb / 40;
@@ -326,19 +339,34 @@ static void put_lock(struct host *h, struct mm_snap_lock *l, const struct mm_sna
 	}
 }
 
-/* The contention rows of @w: its rows that waited, up to LOCK_ROWS_MAX. */
+/* qsort order of rows: most contended first. */
+static int by_contended(const void *a, const void *b)
+{
+	uint64_t x = (*(const struct mm_snap_proc *const *)a)->window->mmap_lock_contended;
+	uint64_t y = (*(const struct mm_snap_proc *const *)b)->window->mmap_lock_contended;
+
+	return x < y ? 1 : x > y ? -1 : 0;
+}
+
+/* The contention rows of @w: those of its LOCK_ROWS_MAX rows that waited most (more than 20
+ * times), as the contention collector's busiest. */
 static void put_locks(struct host *h, struct mm_snapshot *w)
 {
 	struct mm_snap_lock *locks = calloc(LOCK_ROWS_MAX, sizeof(*locks));
-	size_t n = 0;
+	const struct mm_snap_proc **order = calloc(w->nprocs ? w->nprocs : 1, sizeof(*order));
+	size_t n = 0, nwaited = 0;
 
-	if (!locks) {
+	if (!locks || !order) {
 		fprintf(stderr, "gen_day: out of memory\n");
 		exit(1);
 	}
-	for (size_t i = 0; i < w->nprocs && n < LOCK_ROWS_MAX; i++)
+	for (size_t i = 0; i < w->nprocs; i++)
 		if (w->procs[i].window->mmap_lock_contended > 20)
-			put_lock(h, &locks[n++], &w->procs[i]);
+			order[nwaited++] = &w->procs[i];
+	qsort(order, nwaited, sizeof(*order), by_contended);
+	for (; n < nwaited && n < LOCK_ROWS_MAX; n++)
+		put_lock(h, &locks[n], order[n]);
+	free(order);
 	h->lock_rows += n;
 	mm_snapshot_set_locks(w, locks, n, NULL, 0);
 }
