@@ -910,6 +910,20 @@ static int check_readable(struct mm_store *st)
  */
 static const unsigned sum_spans[] = {300, 3600};
 
+/* Which range sums a range query reads ("Range sums"): the windows starting in [c0, c1) (whole
+ * 5-minute buckets inside the range, after the oldest stored window's end) come from the hours
+ * [h0, h1) and the 5-minute buckets [a0, a1) and [b0, b1) around them; the rest from the windows.
+ * use false: every window is summed (no current sums, or less than 10 minutes to gain). */
+struct sums_plan {
+	bool use;
+	double c0, c1;
+	sqlite3_int64 b[6]; /* h0, h1, a0, a1, b0, b1 */
+};
+
+static int plan_sums(struct mm_store *st, double since_s, double until_s, struct sums_plan *p);
+static void from_sums(struct mm_buf *sql, const struct mm_store_filter *carried);
+static int bind_plan(sqlite3_stmt *s, const struct sums_plan *plan);
+
 /* The counters' names, comma-separated: what the sums were made for. */
 static void sums_fields(struct mm_buf *b)
 {
@@ -1880,12 +1894,48 @@ out:
 	return r;
 }
 
+/* The report's query (mm_store_fault_rows()): over every window's row of process_stats, or with
+ * @sums over the range sums, which know a process's latest name only (a --comm report names
+ * windows: it sums every window). */
+static void fault_rows_sql(struct mm_buf *sql, const struct mm_fault_query *q, bool sums)
+{
+	static const char *const group_by[] = {" GROUP BY pid, start_time", " GROUP BY cgroup", ""};
+	const struct mm_store_filter every = MM_STORE_FILTER_ALL;
+
+	/* comm is a bare column next to max(): SQLite takes it from the latest window's row. */
+	if (sums)
+		mm_buf_puts(sql, "SELECT p.pid AS pid, p.start_time AS start_time, p.comm AS comm, "
+				 "p.cgroup AS cgroup, count(DISTINCT p.id), max(pw.l)");
+	else
+		mm_buf_puts(sql, "SELECT pid, start_time, comm, cgroup, "
+				 "count(DISTINCT pid || ':' || start_time), max(ts_end)");
+	for (size_t i = 0; i < mm_proc_nfields; i++)
+		mm_buf_printf(sql, ", sum(%s%s)", sums ? "pw." : "", mm_proc_fields[i].name);
+	if (sums) {
+		from_sums(sql, &every);
+		mm_buf_puts(sql, " WHERE 1");
+	} else {
+		mm_buf_puts(sql, " FROM process_stats WHERE ts_end > ?1 AND ts_start < ?2");
+	}
+	if (q->pid >= 0)
+		mm_buf_printf(sql, " AND %spid = ?3", sums ? "p." : "");
+	if (q->cgroup)
+		mm_buf_printf(
+			sql,
+			" AND (%1$scgroup = ?4 OR substr(%1$scgroup, 1, length(rtrim(?4, '/')) + "
+			"1) = rtrim(?4, '/') || '/')",
+			sums ? "p." : "");
+	if (q->comm)
+		mm_buf_puts(sql, " AND comm = ?5");
+	mm_buf_puts(sql, group_by[q->group]);
+}
+
 int mm_store_fault_rows(struct mm_store *st, const struct mm_fault_query *q,
 			struct mm_fault_row **ret_rows, size_t *ret_n)
 {
-	static const char *const group_by[] = {" GROUP BY pid, start_time", " GROUP BY cgroup", ""};
 	struct mm_buf sql = MM_BUF_INIT;
 	struct mm_fault_row *rows = NULL;
+	struct sums_plan plan = {0};
 	sqlite3_stmt *s = NULL;
 	size_t n = 0, cap = 0;
 	int rc, r = 0;
@@ -1893,21 +1943,12 @@ int mm_store_fault_rows(struct mm_store *st, const struct mm_fault_query *q,
 	if (isnan(q->since_s) || isnan(q->until_s))
 		return log_error_errno(EINVAL, "database %s: fault query with a NaN time",
 				       st->path);
-	/* comm is a bare column next to max(): SQLite takes it from the latest window's row. */
-	mm_buf_puts(&sql, "SELECT pid, start_time, comm, cgroup, "
-			  "count(DISTINCT pid || ':' || start_time), max(ts_end)");
-	for (size_t i = 0; i < mm_proc_nfields; i++)
-		mm_buf_printf(&sql, ", sum(%s)", mm_proc_fields[i].name);
-	mm_buf_puts(&sql, " FROM process_stats WHERE ts_end > ?1 AND ts_start < ?2");
-	if (q->pid >= 0)
-		mm_buf_puts(&sql, " AND pid = ?3");
-	if (q->cgroup)
-		mm_buf_puts(&sql,
-			    " AND (cgroup = ?4 OR substr(cgroup, 1, length(rtrim(?4, '/')) + 1) = "
-			    "rtrim(?4, '/') || '/')");
-	if (q->comm)
-		mm_buf_puts(&sql, " AND comm = ?5");
-	mm_buf_puts(&sql, group_by[q->group]);
+	if (!q->comm) {
+		r = plan_sums(st, q->since_s, q->until_s, &plan);
+		if (r < 0)
+			return r;
+	}
+	fault_rows_sql(&sql, q, plan.use);
 	if (mm_buf_failed(&sql)) {
 		r = log_error_errno(ENOMEM, "database %s: out of memory", st->path);
 		goto out;
@@ -1920,7 +1961,8 @@ int mm_store_fault_rows(struct mm_store *st, const struct mm_fault_query *q,
 	if (sqlite3_bind_double(s, 1, q->since_s) || sqlite3_bind_double(s, 2, q->until_s) ||
 	    (q->pid >= 0 && sqlite3_bind_int64(s, 3, q->pid)) ||
 	    (q->cgroup && sqlite3_bind_text(s, 4, q->cgroup, -1, SQLITE_STATIC)) ||
-	    (q->comm && sqlite3_bind_text(s, 5, q->comm, -1, SQLITE_STATIC))) {
+	    (q->comm && sqlite3_bind_text(s, 5, q->comm, -1, SQLITE_STATIC)) ||
+	    (plan.use && bind_plan(s, &plan))) {
 		r = db_fail(st, sqlite3_errcode(st->db), "binding the fault report query");
 		goto out;
 	}
@@ -2143,16 +2185,6 @@ out:
 	return r;
 }
 
-/* Which range sums a range query reads ("Range sums"): the windows starting in [c0, c1) (whole
- * 5-minute buckets inside the range, after the oldest stored window's end) come from the hours
- * [h0, h1) and the 5-minute buckets [a0, a1) and [b0, b1) around them; the rest from the windows.
- * use false: every window is summed (no current sums, or less than 10 minutes to gain). */
-struct sums_plan {
-	bool use;
-	double c0, c1;
-	sqlite3_int64 b[6]; /* h0, h1, a0, a1, b0, b1 */
-};
-
 static int plan_sums(struct mm_store *st, double since_s, double until_s, struct sums_plan *p)
 {
 	sqlite3_stmt *s = NULL;
@@ -2211,26 +2243,36 @@ static bool field_carried(const struct mm_store_filter *f, size_t i)
 	return field_wanted(f, i);
 }
 
-/* "FROM ... WHERE" of a top query reading the sums: rows pw (pid_, wid, n, f, l, counters) of
- * the buckets, then of the windows outside them, and p their processes. */
-static void top_from_sums(struct mm_buf *sql, const struct mm_store_filter *f)
+/* "FROM ... AS pw JOIN processes AS p" of a query reading the sums: rows pw (pid_, wid, n, f, l,
+ * and the counters @carried says) of the plan's buckets, then of the windows outside them. */
+static void from_sums(struct mm_buf *sql, const struct mm_store_filter *carried)
 {
 	mm_buf_puts(sql, " FROM (SELECT rs.process_id AS pid_, NULL AS wid, rs.windows AS n, "
 			 "rs.first AS f, rs.last AS l");
 	for (size_t i = 0; i < mm_proc_nfields; i++)
-		if (field_carried(f, i))
+		if (field_carried(carried, i))
 			mm_buf_printf(sql, ", rs.\"%s\" AS \"%s\"", mm_proc_fields[i].name,
 				      mm_proc_fields[i].name);
 	mm_buf_puts(sql, " FROM range_sums AS rs WHERE ");
 	sums_where(sql, "rs");
 	mm_buf_puts(sql, " UNION ALL SELECT pw.process_id, w.id, 1, w.ts_start, w.ts_end");
 	for (size_t i = 0; i < mm_proc_nfields; i++)
-		if (field_carried(f, i))
+		if (field_carried(carried, i))
 			mm_buf_printf(sql, ", pw.\"%s\"", mm_proc_fields[i].name);
 	mm_buf_puts(sql, " FROM windows AS w INDEXED BY windows_ts_end JOIN process_windows AS pw "
 			 "ON pw.window_id = w.id WHERE w.ts_end > ?1 AND w.ts_start < ?2 AND "
 			 "NOT (w.ts_start >= ?7 AND w.ts_start < ?8)) AS pw "
-			 "JOIN processes AS p ON p.id = pw.pid_ WHERE " WEB_FILTER_SQL);
+			 "JOIN processes AS p ON p.id = pw.pid_");
+}
+
+/* Binds the plan's bucket bounds (?7..?14) to @s. Returns non-zero on failure. */
+static int bind_plan(sqlite3_stmt *s, const struct sums_plan *plan)
+{
+	int bad = sqlite3_bind_double(s, 7, plan->c0) || sqlite3_bind_double(s, 8, plan->c1);
+
+	for (int i = 0; i < 6; i++)
+		bad = bad || sqlite3_bind_int64(s, 9 + i, plan->b[i]);
+	return bad;
 }
 
 /* The top query's SQL (mm_store_top_json()), over every window or, with @plan->use, the sums. */
@@ -2263,9 +2305,10 @@ static void top_sql(struct mm_buf *sql, const struct mm_store_filter *f, bool by
 	else
 		mm_buf_puts(sql, ", min(w.ts_start) AS first, max(w.ts_end) AS last");
 	sum_fields(sql, f, "sum(pw.\"%s\")", OUTCOME_SUM_SQL);
-	if (sums)
-		top_from_sums(sql, f);
-	else
+	if (sums) {
+		from_sums(sql, f);
+		mm_buf_puts(sql, " WHERE " WEB_FILTER_SQL);
+	} else
 		mm_buf_puts(sql,
 			    " FROM windows AS w INDEXED BY windows_ts_end JOIN process_windows "
 			    "AS pw ON pw.window_id = w.id "
@@ -2295,14 +2338,7 @@ int mm_store_top_json(struct mm_store *st, const struct mm_store_filter *f, bool
 	mm_buf_free(&sql);
 	if (r < 0)
 		return r;
-	bool bad = sqlite3_bind_int64(s, 3, limit);
-	if (plan.use) {
-		bad = bad || sqlite3_bind_double(s, 7, plan.c0) ||
-		      sqlite3_bind_double(s, 8, plan.c1);
-		for (int i = 0; i < 6; i++)
-			bad = bad || sqlite3_bind_int64(s, 9 + i, plan.b[i]);
-	}
-	if (bad) {
+	if (sqlite3_bind_int64(s, 3, limit) || (plan.use && bind_plan(s, &plan))) {
 		r = db_fail(st, sqlite3_errcode(st->db), "binding a top query");
 		goto out;
 	}

@@ -1287,8 +1287,27 @@ static int write_busy_windows(struct mm_store *st, uint64_t start_ms, unsigned n
 	return r;
 }
 
-/* The top (by process, by cgroup) and series answers over a few ranges, each unaligned to the
- * sums' buckets, appended to @out. */
+/* The report's rows for @q, as text, appended to @out. */
+static void fault_rows_text(struct mm_store *st, const struct mm_fault_query *q, struct mm_buf *out)
+{
+	struct mm_fault_row *rows = NULL;
+	size_t n = 0;
+
+	CHECK(mm_store_fault_rows(st, q, &rows, &n) == 0);
+	for (size_t i = 0; i < n; i++) {
+		mm_buf_printf(out, "%d %.3f %s %s %" PRIu64, rows[i].pid, rows[i].start_time,
+			      rows[i].comm, rows[i].cgroup, rows[i].processes);
+		for (size_t f = 0; f < mm_proc_nfields; f++)
+			mm_buf_printf(
+				out, " %" PRIu64,
+				*(uint64_t *)((char *)&rows[i].sum + mm_proc_fields[f].offset));
+		mm_buf_puts(out, "\n");
+	}
+	free(rows);
+}
+
+/* The top (by process, by cgroup), series and report answers over a few ranges, each unaligned
+ * to the sums' buckets, appended to @out. */
 static void range_answers(struct mm_store *st, double t0, struct mm_buf *out)
 {
 	static const double ranges[][2] = {{0, 30000},	 {123.4, 9876.5}, {3599, 7201},
@@ -1303,6 +1322,18 @@ static void range_answers(struct mm_store *st, double t0, struct mm_buf *out)
 		CHECK(mm_store_top_json(st, &one, true, since, until, 100, out) == 0);
 		CHECK(mm_store_series_json(st, &f, since, until, 600, out) == 0);
 		mm_buf_puts(out, "\n");
+		struct mm_fault_query q = {.since_s = since, .until_s = until, .pid = -1};
+		for (int g = MM_FAULT_BY_PROCESS; g <= MM_FAULT_ALL; g++) {
+			q.group = g;
+			fault_rows_text(st, &q, out);
+		}
+		q.pid = 107;
+		q.group = MM_FAULT_BY_PROCESS;
+		fault_rows_text(st, &q, out);
+		q.pid = -1;
+		q.cgroup = "/b.slice";
+		q.group = MM_FAULT_BY_CGROUP;
+		fault_rows_text(st, &q, out);
 	}
 }
 
