@@ -40,5 +40,6 @@ for (let i = 0; !stopping; i++) {
 	} finally {
 		navigating--;
 	}
-	await page.waitForTimeout(Math.max(1000, VIEW_MS - (Date.now() - t)));
+	/* Rejected once SIGTERM's handler closed the browser: the loop ends, the handler exits. */
+	await page.waitForTimeout(Math.max(1000, VIEW_MS - (Date.now() - t))).catch(() => {});
 }

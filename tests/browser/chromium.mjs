@@ -13,6 +13,9 @@ export async function openPage(chromium, executablePath, prefix, report, navigat
 	const userDir = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
 	const ctx = await chromium.launchPersistentContext(userDir, {
 		executablePath, headless: true, viewport: {width: 1400, height: 1000},
+		/* The caller's SIGTERM handler closes it (and removes the profile); playwright's
+		 * own would end the process first. */
+		handleSIGTERM: false,
 		args: ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
 			"--disable-background-networking", "--disable-component-update",
 			"--disable-sync", "--disable-quic"],
@@ -25,9 +28,14 @@ export async function openPage(chromium, executablePath, prefix, report, navigat
 		if (!(navigating() && why === "net::ERR_ABORTED"))
 			report("request failed: " + r.url() + " (" + why + ")");
 	});
+	/* Chromium may still write its profile as it exits: retried, and never fatal. */
 	const close = async () => {
 		await ctx.close().catch(() => {});
-		fs.rmSync(userDir, {recursive: true, force: true});
+		try {
+			fs.rmSync(userDir, {recursive: true, force: true, maxRetries: 10, retryDelay: 200});
+		} catch (e) {
+			report("profile " + userDir + " not removed: " + e.message);
+		}
 	};
 	return {ctx, page, close};
 }
