@@ -1038,6 +1038,9 @@ static int sums_rebuild(struct mm_store *st)
 	r = run(st, st->commit, "committing the range sums");
 	if (r < 0)
 		goto fail;
+	/* Planner statistics of the new tables: without them the first long-range queries after
+	 * a rebuild chose plans that ran past the 20 s limit. */
+	mm_store_analyze(st);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	log_info("database %s: range sums rebuilt from the stored windows in %.1f s", st->path,
 		 (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
@@ -1996,6 +1999,37 @@ out:
 	sqlite3_finalize(s);
 	mm_buf_free(&sql);
 	free(rows);
+	return r;
+}
+
+int mm_store_mmap_lock_contended(struct mm_store *st, int pid, const char *comm, double since_s,
+				 double until_s, int64_t *ret)
+{
+	sqlite3_stmt *s = NULL;
+	int rc, r = prepare(st,
+			    "SELECT count(*), coalesce(sum(CASE WHEN l.lock = 'mmap_lock' AND "
+			    "(?4 IS NULL OR l.comm = ?4) THEN l.contended END), 0) "
+			    "FROM lock_windows AS l JOIN windows AS w ON w.id = l.window_id "
+			    "WHERE (?3 IS NULL OR l.pid = ?3) AND likelihood(w.ts_end > ?1, 0.01) "
+			    "AND w.ts_start < ?2",
+			    &s);
+
+	if (r < 0)
+		return r;
+	if (sqlite3_bind_double(s, 1, since_s) || sqlite3_bind_double(s, 2, until_s) ||
+	    (pid >= 0 && sqlite3_bind_int64(s, 3, pid)) ||
+	    (comm && sqlite3_bind_text(s, 4, comm, -1, SQLITE_STATIC))) {
+		r = db_fail(st, sqlite3_errcode(st->db), "binding the contention query");
+		goto out;
+	}
+	rc = sqlite3_step(s);
+	if (rc != SQLITE_ROW) {
+		r = db_fail(st, rc, "summing mmap_lock contentions");
+		goto out;
+	}
+	*ret = sqlite3_column_int64(s, 0) ? sqlite3_column_int64(s, 1) : -1;
+out:
+	sqlite3_finalize(s);
 	return r;
 }
 

@@ -127,6 +127,13 @@ struct mm_store_range {
 };
 int mm_store_range(struct mm_store *st, double since_s, double until_s, struct mm_store_range *ret);
 
+/* The contentions of mmap_lock in the lock rows of the windows that overlap [since_s, until_s)
+ * (of process @pid unless < 0, of processes named @comm unless NULL): *ret, or -1 when the range
+ * has no lock row at all (the contention collector did not run: not collected, not 0). Returns
+ * 0 or a negative errno (logged). */
+int mm_store_mmap_lock_contended(struct mm_store *st, int pid, const char *comm, double since_s,
+				 double until_s, int64_t *ret);
+
 /* The end of the last window that ended at or before @t (unix seconds), 0 when none did. With
  * it as until_s, the queries above take exactly the windows that ended in (since_s, @t], so two
  * ranges that meet at @t share no window (the one running across @t counts in the later one).

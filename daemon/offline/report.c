@@ -377,10 +377,9 @@ static int load_side(const struct args *a, const char *spec, struct mm_fault_sid
 	double since = a->since_s, until = a->until_s;
 	struct mm_fault_query q;
 	struct mm_fault_row *rows = NULL;
-	struct mm_snap_lock *locks = NULL;
 	struct mm_store_range rg;
 	struct mm_store *st = NULL;
-	size_t n = 0, nlocks = 0;
+	size_t n = 0;
 	bool range = false;
 	int r;
 
@@ -408,8 +407,10 @@ static int load_side(const struct args *a, const char *spec, struct mm_fault_sid
 		r = mm_store_range(st, since, until, &rg);
 	if (r >= 0)
 		r = mm_store_fault_rows(st, &q, &rows, &n);
+	/* mmap_lock contentions from the contention collector where it stored any rows. */
+	int64_t contended = -1;
 	if (r >= 0)
-		r = mm_store_locks(st, q.pid, since, until, 0, &locks, &nlocks);
+		r = mm_store_mmap_lock_contended(st, q.pid, a->comm, since, until, &contended);
 	mm_store_close(st);
 	if (r < 0) {
 		free(rows);
@@ -418,12 +419,7 @@ static int load_side(const struct args *a, const char *spec, struct mm_fault_sid
 	memset(side, 0, sizeof(*side));
 	if (n)
 		side->sum = rows[0];
-	/* mmap_lock contentions from the contention collector where it stored any rows. */
-	side->lock_contended = nlocks ? 0 : -1;
-	for (size_t i = 0; i < nlocks; i++)
-		if (!strcmp(locks[i].lock, "mmap_lock") &&
-		    (!a->comm || !strcmp(locks[i].comm, a->comm)))
-			side->lock_contended += (int64_t)locks[i].contended;
+	side->lock_contended = contended;
 	/* Rates are per second the windows cover: not last - first, which counts a gap in the
 	 * history (the daemon stopped) as time in which nothing happened. */
 	side->seconds = rg.covered_s;
@@ -431,7 +427,6 @@ static int load_side(const struct args *a, const char *spec, struct mm_fault_sid
 	snprintf(side->source, sizeof(side->source), "%s", rg.sources);
 	describe(what, whatlen, db, &rg);
 	free(rows);
-	free(locks);
 	return 0;
 }
 
