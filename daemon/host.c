@@ -622,6 +622,13 @@ struct mm_proc_stats *mm_host_proc_started(struct mm_host *h, uint32_t pid, uint
 	return p ? counts_of(h, p) : NULL;
 }
 
+struct mm_proc_stats *mm_host_proc_started_within(struct mm_host *h, uint32_t pid, uint64_t lo_ms,
+						  uint64_t hi_ms)
+{
+	struct mm_proc *p = mm_proctable_find_started_within(h->procs, pid, lo_ms, hi_ms);
+	return p ? counts_of(h, p) : NULL;
+}
+
 const char *mm_host_proc_name(struct mm_host *h, uint32_t pid)
 {
 	struct mm_proc *p = mm_proctable_find(h->procs, pid);

@@ -62,6 +62,11 @@ struct mm_proc_stats *mm_host_proc_known(struct mm_host *h, uint32_t pid);
  * already be a new process's. */
 struct mm_proc_stats *mm_host_proc_started(struct mm_host *h, uint32_t pid, uint64_t start_ms);
 
+/* The same for a start known only to lie in [@lo_ms, @hi_ms] (mm_proctable_find_started_within):
+ * NULL when the only candidate started before @lo_ms, an earlier process under the pid. */
+struct mm_proc_stats *mm_host_proc_started_within(struct mm_host *h, uint32_t pid, uint64_t lo_ms,
+						  uint64_t hi_ms);
+
 /* The name of the process @pid as the host knows it (live, or exited and not yet stored), valid
  * until the next host call; NULL when it knows none. */
 const char *mm_host_proc_name(struct mm_host *h, uint32_t pid);

@@ -127,6 +127,7 @@ int mm_proc_parse_stat(const char *text, struct mm_pid_stat *ret)
 		char *end;
 		unsigned long long v = 0;
 		if (field == 3) { /* state: one letter */
+			st.exited = *p == 'Z' || *p == 'X';
 			end = (char *)p + 1;
 		} else {
 			errno = 0;
@@ -461,6 +462,13 @@ struct mm_proc *mm_proctable_find_started(struct mm_proctable *t, uint32_t pid, 
 		    (!best || p->start_ms > best->start_ms))
 			best = p;
 	return best;
+}
+
+struct mm_proc *mm_proctable_find_started_within(struct mm_proctable *t, uint32_t pid,
+						 uint64_t lo_ms, uint64_t hi_ms)
+{
+	struct mm_proc *p = mm_proctable_find_started(t, pid, hi_ms);
+	return p && p->start_ms + SAME_START_MS >= lo_ms ? p : NULL;
 }
 
 void mm_proctable_exit(struct mm_proctable *t, uint32_t pid)

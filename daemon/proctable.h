@@ -117,6 +117,13 @@ struct mm_proc *mm_proctable_find(struct mm_proctable *t, uint32_t pid);
  * NULL when there is none. */
 struct mm_proc *mm_proctable_find_started(struct mm_proctable *t, uint32_t pid, uint64_t start_ms);
 
+/* The same, for a start known only to lie in [@lo_ms, @hi_ms] (a begin time in whole seconds):
+ * the entry found for @hi_ms, unless it started before @lo_ms (with the same few ticks of
+ * slack), NULL then too. Such an entry is an earlier process under the pid: the one that started
+ * in the range has no entry yet (its FORK record is still on its way). */
+struct mm_proc *mm_proctable_find_started_within(struct mm_proctable *t, uint32_t pid,
+						 uint64_t lo_ms, uint64_t hi_ms);
+
 /* Process @pid exited: its entry is no longer the live one (it stays until mm_proctable_roll). */
 void mm_proctable_exit(struct mm_proctable *t, uint32_t pid);
 
@@ -164,6 +171,7 @@ struct mm_pid_stat {
 	uint64_t minflt, majflt;
 	uint64_t start_ticks; /* starttime, clock ticks since boot */
 	bool kthread;	      /* PF_KTHREAD in flags */
+	bool exited;	      /* state Z or X: a zombie not reaped yet, or being reaped */
 };
 
 /* Parses the text of a stat file: "pid (comm) state ppid ...", where comm may hold spaces and

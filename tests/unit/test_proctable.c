@@ -383,6 +383,14 @@ static void test_counts_after_exit_find_their_process_by_its_start(void)
 	CHECK(mm_proctable_find_started(t, 9, mm_totals_start_ms(0, 20)) == second);
 	CHECK(mm_proctable_find_started(t, 9, mm_totals_start_ms(0, 21)) == second);
 	CHECK_U64(mm_totals_start_ms(0, 0), 0); /* neither: the pid's live entry */
+	/* An exit whose begin time is 30 s while only the first (1 s) and second (21 s) entries
+	 * exist: a third process, its FORK record not in yet. Not the second's. */
+	CHECK(mm_proctable_find_started_within(t, 9, mm_totals_start_lo_ms(0, 30),
+					       mm_totals_start_ms(0, 30)) == NULL);
+	CHECK(mm_proctable_find_started_within(t, 9, mm_totals_start_lo_ms(0, 21),
+					       mm_totals_start_ms(0, 21)) == second);
+	CHECK(mm_proctable_find_started_within(t, 9, mm_totals_start_lo_ms(0, 1),
+					       mm_totals_start_ms(0, 1)) == first);
 	mm_proctable_free(t);
 	gone = 0;
 }
