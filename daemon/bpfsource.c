@@ -94,6 +94,7 @@ struct lock_track {
 struct track {
 	__u64 start_boottime_ns;
 	bool exited;	  /* its exit notification came: settle and forget */
+	char comm[16];	  /* the name the notification gave, "" without one */
 	unsigned pending; /* ticks it waited, exited, for the host to know it */
 	__u64 *hlast;	  /* NCOUNTERS - NSCALARS histogram buckets, NULL while all are 0 */
 	/* The scalars a running collector takes (mm_bpfsrc.slot), nothing for the others: ~14
@@ -306,6 +307,8 @@ static int on_exit_record(void *ctx, void *data, size_t size)
 	struct track *t = mm_tidmap_get(b->tracks, e->key.pid, false);
 	if (t && t->start_boottime_ns == e->key.start_boottime_ns) {
 		t->exited = true;
+		memcpy(t->comm, e->comm, sizeof(t->comm));
+		t->comm[sizeof(t->comm) - 1] = '\0';
 	} else if (!t &&
 		   bpf_map_lookup_elem(bpf_map__fd(b->skel->maps.procs), &e->key, b->values) == 0) {
 		/* Counted, exited, never read yet: settled from zero by the walk below. */
@@ -313,6 +316,8 @@ static int on_exit_record(void *ctx, void *data, size_t size)
 		if (t) {
 			t->start_boottime_ns = e->key.start_boottime_ns;
 			t->exited = true;
+			memcpy(t->comm, e->comm, sizeof(t->comm));
+			t->comm[sizeof(t->comm) - 1] = '\0';
 		}
 	}
 	return 0;
@@ -377,9 +382,15 @@ static bool deliver(struct mm_bpfsrc *b, struct mm_host *h, uint32_t pid, struct
 	if (t->exited) {
 		/* By its start: a fork storm reuses a pid within seconds, and the live entry may be
 		 * a later process's already. */
-		ps = mm_host_proc_started(h, pid, mm_proc_boottime_ms(t->start_boottime_ns));
+		uint64_t start_ms = mm_proc_boottime_ms(t->start_boottime_ns);
+		ps = mm_host_proc_started(h, pid, start_ms);
 		if (!ps && !force && t->pending++ < SETTLE_TICKS)
 			return false;
+		/* No FORK record came (it started while the daemon was starting, or the record was
+		 * lost): an entry of its own, named by its exit notification, not the pid's live
+		 * entry (a later process) nor a nameless one. */
+		if (!ps && t->comm[0])
+			ps = mm_host_proc_exited(h, pid, start_ms, t->comm);
 	}
 	if (hists && !t->hlast && !(t->hlast = calloc(NCOUNTERS - NSCALARS, sizeof(__u64)))) {
 		mm_host_global_add(h, b->g_map_errors, 1);

@@ -117,6 +117,12 @@ struct mm_proc *mm_proctable_find(struct mm_proctable *t, uint32_t pid);
  * NULL when there is none. */
 struct mm_proc *mm_proctable_find_started(struct mm_proctable *t, uint32_t pid, uint64_t start_ms);
 
+/* A new entry for process @pid, started at @start_ms and named @comm, that has exited already
+ * (no lookup: it is gone from /proc): for counts that arrive after its exit when no FORK record
+ * made it an entry. Freed at the roll after its window. NULL when out of memory. */
+struct mm_proc *mm_proctable_add_exited(struct mm_proctable *t, uint32_t pid, uint64_t start_ms,
+					const char *comm);
+
 /* The same, for a start known only to lie in [@lo_ms, @hi_ms] (a begin time in whole seconds):
  * the entry found for @hi_ms, unless it started before @lo_ms (with the same few ticks of
  * slack), NULL then too. Such an entry is an earlier process under the pid: the one that started
@@ -182,5 +188,9 @@ int mm_proc_parse_stat(const char *text, struct mm_pid_stat *ret);
 /* The list of all entries (live and exited), for iteration via ->next. */
 struct mm_proc *mm_proctable_first(struct mm_proctable *t);
 uint64_t mm_proctable_count(const struct mm_proctable *t);
+
+/* How many entries were made without a name ("pid-N": no FORK record, gone from /proc, no name
+ * from the collector that asked), ever. */
+uint64_t mm_proctable_nameless(const struct mm_proctable *t);
 
 #endif
