@@ -49,7 +49,7 @@ struct mm_proctable {
 	struct mm_names cgroups; /* the entries' cgroup paths, one copy each */
 	struct mm_proc *all;
 	uint64_t count;
-	uint64_t nameless; /* entries made "pid-N" (nameless()) */
+	uint64_t nameless; /* entries stored as "pid-N" (count_nameless()) */
 	mm_proc_lookup_fn lookup;
 	void *ctx;
 	size_t data_size;
@@ -404,7 +404,6 @@ static struct mm_proc *create(struct mm_proctable *t, uint32_t pid, uint64_t fal
 			memcpy(p->comm, seen->comm, sizeof(p->comm));
 		else
 			nameless(p->comm, pid);
-		t->nameless += !(seen && seen->comm[0]);
 	}
 	return p;
 }
@@ -600,12 +599,26 @@ static void fold(struct mm_proc *p)
 		log_warning("out of memory: histogram samples of pid %d dropped", p->pid);
 }
 
+/* @p's window, with counts, was just stored: under "pid-N" still, it is counted once. */
+static void count_nameless(struct mm_proctable *t, struct mm_proc *p)
+{
+	char unknown[MM_COMM_LEN];
+	if (p->nameless_counted || !p->window || mm_stats_is_zero(p->window))
+		return;
+	nameless(unknown, (uint32_t)p->pid);
+	if (strcmp(p->comm, unknown))
+		return;
+	p->nameless_counted = true;
+	t->nameless++;
+}
+
 unsigned mm_proctable_roll(struct mm_proctable *t, uint64_t next_end_ms)
 {
 	unsigned freed = 0;
 	struct mm_proc **pp = &t->all;
 	while (*pp) {
 		struct mm_proc *p = *pp;
+		count_nameless(t, p);
 		if (p->exited && !p->carry) {
 			unindex(t, p);
 			*pp = p->next;

@@ -41,6 +41,7 @@ struct mm_proc {
 	bool exited;
 	bool guessed; /* made while the lookup failed: name and cgroup are not the process's own yet
 		       */
+	bool nameless_counted; /* stored as "pid-N" once: in mm_proctable_nameless() */
 	/* The open window: allocated when a collector first counts something in it, freed when it
 	 * closes, so a process that does nothing holds no window (NULL: all zero). */
 	struct mm_proc_stats *window;
@@ -189,8 +190,10 @@ int mm_proc_parse_stat(const char *text, struct mm_pid_stat *ret);
 struct mm_proc *mm_proctable_first(struct mm_proctable *t);
 uint64_t mm_proctable_count(const struct mm_proctable *t);
 
-/* How many entries were made without a name ("pid-N": no FORK record, gone from /proc, no name
- * from the collector that asked), ever. */
+/* How many processes were stored without a name ("pid-N": no FORK record, gone from /proc, no
+ * name from the collector that asked), ever: counted at the roll after the first window with
+ * counts in which they were still nameless (a FORK record that names one before is not a loss).
+ */
 uint64_t mm_proctable_nameless(const struct mm_proctable *t);
 
 #endif
