@@ -99,6 +99,10 @@ struct mm_host *mm_host_new(const struct mm_config *cfg, mm_proc_lookup_fn looku
 		h->duty_done_slot = start_ms / h->duty.slot_ms;
 	}
 	latency_off(h, cfg->fault_latency);
+	h->g_nameless = mm_host_global(
+		h, "host_events", "nameless_entries",
+		"Processes stored as pid-N: counts for a pid with no FORK record, gone from /proc, "
+		"and no name from the collector that asked");
 	struct utsname u;
 	if (uname(&u) == 0)
 		snprintf(h->kernel, sizeof(h->kernel), "%s", u.release);
@@ -508,6 +512,9 @@ void mm_host_tick_collectors(struct mm_host *h)
 		sl->p->tick(sl->state_ptr, h);
 		h->cur = -1;
 	}
+	uint64_t nameless = mm_proctable_nameless(h->procs);
+	mm_host_global_add(h, h->g_nameless, nameless - h->nameless_seen);
+	h->nameless_seen = nameless;
 }
 
 void mm_host_tick(struct mm_host *h)
@@ -648,6 +655,19 @@ void mm_host_set_cgroup_hierarchy(struct mm_host *h, int hierarchy)
 void mm_host_proc_moved(struct mm_host *h, uint32_t pid, int hierarchy, const char *path)
 {
 	mm_proctable_moved(h->procs, pid, hierarchy, path);
+}
+
+struct mm_proc_stats *mm_host_proc_exited(struct mm_host *h, uint32_t pid, uint64_t start_ms,
+					  const char *comm)
+{
+	return counts_of(h, mm_proctable_add_exited(h->procs, pid, start_ms, comm));
+}
+
+struct mm_proc_stats *mm_host_proc_started_within(struct mm_host *h, uint32_t pid, uint64_t lo_ms,
+						  uint64_t hi_ms)
+{
+	struct mm_proc *p = mm_proctable_find_started_within(h->procs, pid, lo_ms, hi_ms);
+	return p ? counts_of(h, p) : NULL;
 }
 
 const char *mm_host_proc_name(struct mm_host *h, uint32_t pid)

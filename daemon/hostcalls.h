@@ -67,6 +67,18 @@ struct mm_proc_stats *mm_host_proc_started(struct mm_host *h, uint32_t pid, uint
  * accounted, the process's cgroup follows (mm_proctable_moved). Does not create an entry. */
 void mm_host_proc_moved(struct mm_host *h, uint32_t pid, int hierarchy, const char *path);
 
+/* The counts of process @pid that started at @start_ms (unix ms), named @comm, which has exited
+ * and has no entry (its FORK record never came): a new entry, exited already, so that neither
+ * the pid's live entry (a later process) nor a nameless one takes its counts. Stored with the
+ * window, then dropped. */
+struct mm_proc_stats *mm_host_proc_exited(struct mm_host *h, uint32_t pid, uint64_t start_ms,
+					  const char *comm);
+
+/* The same for a start known only to lie in [@lo_ms, @hi_ms] (mm_proctable_find_started_within):
+ * NULL when the only candidate started before @lo_ms, an earlier process under the pid. */
+struct mm_proc_stats *mm_host_proc_started_within(struct mm_host *h, uint32_t pid, uint64_t lo_ms,
+						  uint64_t hi_ms);
+
 /* The name of the process @pid as the host knows it (live, or exited and not yet stored), valid
  * until the next host call; NULL when it knows none. */
 const char *mm_host_proc_name(struct mm_host *h, uint32_t pid);

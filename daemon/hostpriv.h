@@ -116,6 +116,8 @@ struct mm_host {
 	uint64_t duty_done_slot, duty_on_ms;
 	enum mm_stream_role adding; /* in mm_host_wanted(): the role of streams being added */
 	int g_outside_phase;	    /* global: its records stamped outside their phase */
+	int g_nameless;		    /* global: entries made "pid-N" (mm_proctable_nameless) */
+	uint64_t nameless_seen;	    /* what g_nameless has counted of them */
 	char latency_mode[16], latency_why[256]; /* mm_host_set_latency */
 };
 

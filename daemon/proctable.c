@@ -50,6 +50,7 @@ struct mm_proctable {
 	struct mm_names cgroups; /* the entries' cgroup paths, one copy each */
 	struct mm_proc *all;
 	uint64_t count;
+	uint64_t nameless; /* entries stored as "pid-N" (count_nameless()) */
 	mm_proc_lookup_fn lookup;
 	void *ctx;
 	size_t data_size;
@@ -132,6 +133,7 @@ int mm_proc_parse_stat(const char *text, struct mm_pid_stat *ret)
 		unsigned long long v = 0;
 		if (field == 3) { /* state: one letter */
 			state = *p;
+			st.exited = *p == 'Z' || *p == 'X';
 			end = (char *)p + 1;
 		} else {
 			errno = 0;
@@ -348,6 +350,25 @@ static void nameless(char comm[MM_COMM_LEN], uint32_t pid)
 	snprintf(comm, MM_COMM_LEN, "pid-%u", pid);
 }
 
+/* A zeroed entry for @pid, in the index and the list; NULL when out of memory. */
+static struct mm_proc *new_entry(struct mm_proctable *t, uint32_t pid)
+{
+	_Static_assert(sizeof(struct mm_proc) % 8 == 0, "->data follows the entry, aligned");
+	struct mm_proc *p = calloc(1, sizeof(*p) + t->data_size);
+	if (!p)
+		return NULL;
+	p->data = t->data_size ? p + 1 : NULL;
+	p->pid = (int32_t)pid;
+	p->cgroup = "";
+	struct mm_proc **b = bucket(t, pid);
+	p->hnext = *b;
+	*b = p;
+	p->next = t->all;
+	t->all = p;
+	t->count++;
+	return p;
+}
+
 /* @revive: an event arrived for a pid with no live entry; when the pid's exited entry is still
  * here and /proc shows no different process under that pid, the event is a late one of that
  * exited process (not a new process) and goes to it. @ppid: the parent (0: unknown), whose name
@@ -363,13 +384,9 @@ static struct mm_proc *create(struct mm_proctable *t, uint32_t pid, uint64_t fal
 		if (ghost && (r < 0 || id.start_ms == ghost->start_ms))
 			return ghost;
 	}
-	_Static_assert(sizeof(struct mm_proc) % 8 == 0, "->data follows the entry, aligned");
-	struct mm_proc *p = calloc(1, sizeof(*p) + t->data_size);
+	struct mm_proc *p = new_entry(t, pid);
 	if (!p)
 		return NULL;
-	p->data = t->data_size ? p + 1 : NULL;
-	p->pid = (int32_t)pid;
-	p->cgroup = "";
 	if (r == 0) {
 		p->start_ms = id.start_ms ? id.start_ms : fallback_ms;
 		memcpy(p->comm, id.comm, sizeof(p->comm));
@@ -389,12 +406,6 @@ static struct mm_proc *create(struct mm_proctable *t, uint32_t pid, uint64_t fal
 		else
 			nameless(p->comm, pid);
 	}
-	struct mm_proc **b = bucket(t, pid);
-	p->hnext = *b;
-	*b = p;
-	p->next = t->all;
-	t->all = p;
-	t->count++;
 	return p;
 }
 
@@ -463,6 +474,25 @@ struct mm_proc *mm_proctable_find_started(struct mm_proctable *t, uint32_t pid, 
 		    (!best || p->start_ms > best->start_ms))
 			best = p;
 	return best;
+}
+
+struct mm_proc *mm_proctable_add_exited(struct mm_proctable *t, uint32_t pid, uint64_t start_ms,
+					const char *comm)
+{
+	struct mm_proc *p = new_entry(t, pid);
+	if (!p)
+		return NULL;
+	p->start_ms = start_ms;
+	p->exited = true;
+	snprintf(p->comm, sizeof(p->comm), "%s", comm);
+	return p;
+}
+
+struct mm_proc *mm_proctable_find_started_within(struct mm_proctable *t, uint32_t pid,
+						 uint64_t lo_ms, uint64_t hi_ms)
+{
+	struct mm_proc *p = mm_proctable_find_started(t, pid, hi_ms);
+	return p && p->start_ms + SAME_START_MS >= lo_ms ? p : NULL;
 }
 
 void mm_proctable_exit(struct mm_proctable *t, uint32_t pid)
@@ -578,12 +608,26 @@ static void fold(struct mm_proc *p)
 		log_warning("out of memory: histogram samples of pid %d dropped", p->pid);
 }
 
+/* @p's window, with counts, was just stored: under "pid-N" still, it is counted once. */
+static void count_nameless(struct mm_proctable *t, struct mm_proc *p)
+{
+	char unknown[MM_COMM_LEN];
+	if (p->nameless_counted || !p->window || mm_stats_is_zero(p->window))
+		return;
+	nameless(unknown, (uint32_t)p->pid);
+	if (strcmp(p->comm, unknown))
+		return;
+	p->nameless_counted = true;
+	t->nameless++;
+}
+
 unsigned mm_proctable_roll(struct mm_proctable *t, uint64_t next_end_ms)
 {
 	unsigned freed = 0;
 	struct mm_proc **pp = &t->all;
 	while (*pp) {
 		struct mm_proc *p = *pp;
+		count_nameless(t, p);
 		if (p->exited && !p->carry) {
 			unindex(t, p);
 			*pp = p->next;
@@ -630,6 +674,11 @@ struct mm_proc *mm_proctable_first(struct mm_proctable *t)
 uint64_t mm_proctable_count(const struct mm_proctable *t)
 {
 	return t->count;
+}
+
+uint64_t mm_proctable_nameless(const struct mm_proctable *t)
+{
+	return t->nameless;
 }
 
 static uint64_t shifted(uint64_t ms, int64_t delta_ms)

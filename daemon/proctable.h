@@ -46,6 +46,7 @@ struct mm_proc {
 	bool exited;
 	bool guessed; /* made while the lookup failed: name and cgroup are not the process's own yet
 		       */
+	bool nameless_counted; /* stored as "pid-N" once: in mm_proctable_nameless() */
 	/* The open window: allocated when a collector first counts something in it, freed when it
 	 * closes, so a process that does nothing holds no window (NULL: all zero). */
 	struct mm_proc_stats *window;
@@ -134,6 +135,19 @@ struct mm_proc *mm_proctable_find(struct mm_proctable *t, uint32_t pid);
  * NULL when there is none. */
 struct mm_proc *mm_proctable_find_started(struct mm_proctable *t, uint32_t pid, uint64_t start_ms);
 
+/* A new entry for process @pid, started at @start_ms and named @comm, that has exited already
+ * (no lookup: it is gone from /proc): for counts that arrive after its exit when no FORK record
+ * made it an entry. Freed at the roll after its window. NULL when out of memory. */
+struct mm_proc *mm_proctable_add_exited(struct mm_proctable *t, uint32_t pid, uint64_t start_ms,
+					const char *comm);
+
+/* The same, for a start known only to lie in [@lo_ms, @hi_ms] (a begin time in whole seconds):
+ * the entry found for @hi_ms, unless it started before @lo_ms (with the same few ticks of
+ * slack), NULL then too. Such an entry is an earlier process under the pid: the one that started
+ * in the range has no entry yet (its FORK record is still on its way). */
+struct mm_proc *mm_proctable_find_started_within(struct mm_proctable *t, uint32_t pid,
+						 uint64_t lo_ms, uint64_t hi_ms);
+
 /* Process @pid exited: its entry is no longer the live one (it stays until mm_proctable_roll). */
 void mm_proctable_exit(struct mm_proctable *t, uint32_t pid);
 
@@ -182,6 +196,7 @@ struct mm_pid_stat {
 	uint64_t start_ticks; /* starttime, clock ticks since boot */
 	bool kthread;	      /* PF_KTHREAD in flags */
 	bool exiting;	      /* PF_EXITING in flags, or a zombie: its v1 cgroups read "/" */
+	bool exited;	      /* state Z or X: a zombie not reaped yet, or being reaped */
 };
 
 /* Parses the text of a stat file: "pid (comm) state ppid ...", where comm may hold spaces and
@@ -192,5 +207,11 @@ int mm_proc_parse_stat(const char *text, struct mm_pid_stat *ret);
 /* The list of all entries (live and exited), for iteration via ->next. */
 struct mm_proc *mm_proctable_first(struct mm_proctable *t);
 uint64_t mm_proctable_count(const struct mm_proctable *t);
+
+/* How many processes were stored without a name ("pid-N": no FORK record, gone from /proc, no
+ * name from the collector that asked), ever: counted at the roll after the first window with
+ * counts in which they were still nameless (a FORK record that names one before is not a loss).
+ */
+uint64_t mm_proctable_nameless(const struct mm_proctable *t);
 
 #endif

@@ -30,6 +30,10 @@
 #include <linux/netlink.h>
 #include <linux/taskstats.h>
 
+#ifndef AGROUP
+#define AGROUP 0x20 /* <linux/acct.h>: the last task of its process */
+#endif
+
 #include "log.h"
 
 #define RECV_BUF_SIZE	  (64 * 1024) /* far above one exit message (under 1 KiB) */
@@ -94,6 +98,7 @@ static void decode_stats(const unsigned char *data, size_t len, struct mm_task_e
 		e->btime_s = ts.ac_btime64;
 	else
 		e->btime_s = TS_HAS(len, ac_btime) ? ts.ac_btime : 0;
+	e->group_dead = TS_HAS(len, ac_flag) && e->version >= 12 && (ts.ac_flag & AGROUP);
 	memset(e->comm, 0, sizeof(e->comm));
 	if (TS_HAS(len, ac_comm))
 		memcpy(e->comm, ts.ac_comm, strnlen(ts.ac_comm, sizeof(e->comm) - 1));

@@ -21,6 +21,7 @@
 #ifndef MM_TASKSTATS_H
 #define MM_TASKSTATS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -34,6 +35,9 @@ struct mm_task_exit {
 			       kernel   derives it at exit as now - elapsed, so it may differ by a
 			       second from a   start time computed from /proc/PID/stat */
 	char comm[16];	    /* NUL-terminated */
+	bool group_dead;    /* AGROUP in ac_flag (version >= 12): the process's last task. A
+			       later message under the same tgid is another process's (the pid
+			       reused) */
 	uint16_t version;   /* struct taskstats version the kernel sent */
 	uint16_t stats_len; /* bytes of struct taskstats the kernel sent (the attribute's length) */
 };

@@ -20,6 +20,16 @@
  * the /proc scan). The last reading is a floor (messages can be lost when the socket overflows;
  * counted in mmlockd_totals_events_total).
  *
+ * One pid, several processes: under the default pid_max (32768) a churn of 10 000 processes x 4
+ * threads reuses pids within one window, and the exit messages of two processes under one pid
+ * summed into one track gave the first both processes' counts and the second none (504 of 10 000
+ * in a wave beside other load). The message of a process's last task carries AGROUP, and a pid
+ * is reused only after that message was sent: the process is handed out then (hand_out()) and a
+ * later message starts the next one. Its counts reach the host's entry at the next update, by
+ * its start; when that comes only from the exit messages' begin time (whole seconds), the entry
+ * must have started within a second of it: an earlier process's entry is not taken for it while
+ * its own FORK record is still on its way.
+ *
  * Processes that existed before mmlockd started count from their first reading; their dead
  * threads' share at that moment (base) comes from /proc/PID/stat minus the live threads'
  * /proc/PID/task/TID/stat. Processes started later count from zero.
@@ -61,11 +71,11 @@ struct track {
 	uint64_t start_ticks;
 	uint64_t last_min, last_maj; /* the last /proc reading, already accounted */
 	uint64_t base_min, base_maj; /* dead threads' share at the first reading */
-	uint64_t exit_min, exit_maj; /* exit messages since */
-	uint64_t exit_btime_s;	     /* the earliest begin time of those messages, 0: none */
+	struct mm_totals_exits ex;   /* exit messages since (ex.ended: handed out, hand_out()) */
 	uint64_t gen;		     /* scan that last saw it in /proc */
 	unsigned dead_scans;	     /* scans it waited, gone, for the host to know it */
 	bool settled;		     /* accounted and gone: to be removed */
+	bool ended_seen;	     /* ended, and a scan found its pid alive once since */
 	/* With the task iterator (scan_tasks()): what its threads had run at the last /proc
 	 * reading, and in the current scan their sum so far, whether one is on a CPU, the start
 	 * its leader gave, and whether a thread exit came since the last reading. */
@@ -73,9 +83,20 @@ struct track {
 	uint64_t ran_ns, run_sum_ns, run_gen, iter_start_ns;
 };
 
+/* A process whose last task's exit message came (AGROUP): its growth over its last /proc
+ * reading, waiting for the next update to reach the host's entry for it (hand_out()). */
+struct ended {
+	uint32_t pid;
+	uint64_t start_lo_ms, start_ms; /* mm_totals_start_lo_ms(), mm_totals_start_ms(); 0: none */
+	uint64_t dmin, dmaj;
+	unsigned dead_scans;
+};
+
 struct state {
 	struct mm_tidmap *tracks; /* pid -> struct track */
-	uint32_t *gone;		  /* pids to remove after an update, and their room */
+	struct ended *ended;	  /* processes handed out since the last update, and their room */
+	size_t nended, ended_cap;
+	uint32_t *gone; /* pids to remove after an update, and their room */
 	size_t ngone, gone_cap;
 	uint64_t gen;
 	uint64_t reg_ticks; /* boot time in ticks when exit messages started */
@@ -122,33 +143,95 @@ static void add_to(struct mm_proc_stats *ps, uint64_t dmin, uint64_t dmaj)
 	ps->majflt += dmaj;
 }
 
-/* The process left /proc: account what its exit messages add to the last reading, to the entry
- * the host holds for it, found by its start: in a fork storm its pid may be a later process's by
- * now, whose entry is the live one. A process that lived less than a round may be unknown yet
- * (its FORK record is still on its way, ~0.1 s behind): returns false to be asked again at the
- * next scan, unless @force (shutdown, a reused pid) or SETTLE_SCANS scans passed (no task
- * records) make it create the entry. */
-static bool settle(struct state *st, struct track *t, bool force)
+static uint64_t start_ms_of(const struct track *t)
 {
-	uint64_t fmin = mm_totals_final(t->last_min, t->base_min, t->exit_min);
-	uint64_t fmaj = mm_totals_final(t->last_maj, t->base_maj, t->exit_maj);
-	if (fmin == t->last_min && fmaj == t->last_maj)
-		return true;
-	uint64_t start_ms = mm_totals_start_ms(
-		t->start_known ? mm_proc_start_ms(t->start_ticks) : 0, t->exit_btime_s);
-	struct mm_proc_stats *ps = start_ms ? mm_host_proc_started(st->h, t->pid, start_ms)
-					    : mm_host_proc_known(st->h, t->pid);
-	if (!ps && !force && t->dead_scans++ < SETTLE_SCANS)
+	return mm_totals_start_ms(t->start_known ? mm_proc_start_ms(t->start_ticks) : 0,
+				  t->ex.btime_s);
+}
+
+static uint64_t start_lo_ms_of(const struct track *t)
+{
+	return mm_totals_start_lo_ms(t->start_known ? mm_proc_start_ms(t->start_ticks) : 0,
+				     t->ex.btime_s);
+}
+
+/* Adds the last counts (@dmin, @dmaj) of exited process @pid, started between @lo_ms and
+ * @start_ms (0: unknown), to the entry the host holds for it, found by its start: in a fork storm
+ * its pid may be a later process's by now, whose entry is the live one, or an earlier process's
+ * be the only one yet. A process that lived less than a round may be unknown yet (its FORK
+ * record is still on its way, ~0.1 s behind; at a closing tick, any process started after the
+ * window's end): returns false to be asked again at the next scan (counted in *@dead_scans),
+ * unless @force (shutdown, a reused pid) or SETTLE_SCANS scans passed (no task records) make it
+ * create the entry. */
+static bool account(struct state *st, uint32_t pid, uint64_t lo_ms, uint64_t start_ms,
+		    uint64_t dmin, uint64_t dmaj, unsigned *dead_scans, bool force)
+{
+	struct mm_proc_stats *ps =
+		start_ms ? mm_host_proc_started_within(st->h, pid, lo_ms, start_ms)
+			 : mm_host_proc_known(st->h, pid);
+	if (!ps && !force && (*dead_scans)++ < SETTLE_SCANS)
 		return false;
 	if (!ps) {
 		/* Its own entry is not found (gone before its exit was settled, or never made):
 		 * the counts go to the pid's live entry, or one made for it, "pid-N" when /proc
 		 * no longer knows the pid. Counted, so that the loss shows. */
 		mm_host_global_add(st->h, st->g_unmatched, 1);
-		ps = mm_host_proc(st->h, t->pid);
+		ps = mm_host_proc(st->h, pid);
 	}
-	add_to(ps, fmin - t->last_min, fmaj - t->last_maj);
+	add_to(ps, dmin, dmaj);
 	return true;
+}
+
+/* The process left /proc: account what its exit messages add to the last reading (account()).
+ * Returns false to be asked again at the next scan. */
+static bool settle(struct state *st, struct track *t, bool force)
+{
+	uint64_t fmin = mm_totals_final(t->last_min, t->base_min, t->ex.min);
+	uint64_t fmaj = mm_totals_final(t->last_maj, t->base_maj, t->ex.maj);
+	if (fmin == t->last_min && fmaj == t->last_maj)
+		return true;
+	return account(st, t->pid, start_lo_ms_of(t), start_ms_of(t), fmin - t->last_min,
+		       fmaj - t->last_maj, &t->dead_scans, force);
+}
+
+/* The last task of @t's process sent its exit message: the process is complete, and the next
+ * message under its pid may be another process's (mm_totals_exits_add). Its growth over the
+ * last reading waits in st->ended for the next update; the track keeps the total as its last
+ * reading, so that neither settle() nor a scan that finds its zombie adds it again. */
+static void hand_out(struct state *st, struct track *t)
+{
+	uint64_t fmin = mm_totals_final(t->last_min, t->base_min, t->ex.min);
+	uint64_t fmaj = mm_totals_final(t->last_maj, t->base_maj, t->ex.maj);
+	if (fmin == t->last_min && fmaj == t->last_maj)
+		return;
+	if (mm_grow((void **)&st->ended, &st->ended_cap, st->nended + 1, sizeof(*st->ended), 256) <
+	    0) {
+		/* No room to wait: to the entry the host has now, or a counted pid-N one. */
+		unsigned scans = SETTLE_SCANS;
+		account(st, t->pid, start_lo_ms_of(t), start_ms_of(t), fmin - t->last_min,
+			fmaj - t->last_maj, &scans, true);
+	} else {
+		st->ended[st->nended++] = (struct ended){.pid = t->pid,
+							 .start_lo_ms = start_lo_ms_of(t),
+							 .start_ms = start_ms_of(t),
+							 .dmin = fmin - t->last_min,
+							 .dmaj = fmaj - t->last_maj};
+	}
+	t->last_min = fmin;
+	t->last_maj = fmaj;
+}
+
+/* The processes handed out since the last update (@final: whether the host knows them or not). */
+static void settle_ended(struct state *st, bool final)
+{
+	size_t keep = 0;
+	for (size_t i = 0; i < st->nended; i++) {
+		struct ended *e = &st->ended[i];
+		if (!account(st, e->pid, e->start_lo_ms, e->start_ms, e->dmin, e->dmaj,
+			     &e->dead_scans, final))
+			st->ended[keep++] = *e;
+	}
+	st->nended = keep;
 }
 
 static void on_exit_msg(void *ctx, const struct mm_task_exit *e)
@@ -159,11 +242,12 @@ static void on_exit_msg(void *ctx, const struct mm_task_exit *e)
 	struct track *t = find(st, tgid);
 	if (!t && !(t = create(st, tgid)))
 		return;
-	t->exit_min += e->minflt;
-	t->exit_maj += e->majflt;
-	if (e->btime_s && (!t->exit_btime_s || e->btime_s < t->exit_btime_s))
-		t->exit_btime_s = e->btime_s;
+	if (t->ex.ended || t->settled) /* the pid reused: the process before was handed out */
+		*t = (struct track){.pid = tgid};
+	mm_totals_exits_add(&t->ex, e->minflt, e->majflt, e->btime_s, e->group_dead);
 	t->thread_exited = true;
+	if (t->ex.ended)
+		hand_out(st, t);
 }
 
 static void drain(struct state *st)
@@ -226,14 +310,33 @@ static void baseline(struct track *t, const struct mm_pid_stat *ps)
 	t->last_maj = ps->majflt;
 	t->base_min = ps->minflt > lmin ? ps->minflt - lmin : 0;
 	t->base_maj = ps->majflt > lmaj ? ps->majflt - lmaj : 0;
-	t->exit_min = t->exit_maj = 0;
-	t->exit_btime_s = 0;
+	t->ex = (struct mm_totals_exits){0};
+}
+
+/* Whether a scan that finds @ps under the pid of @t, whose process ended (hand_out()), finds that
+ * process (its zombie, or its last moments before it becomes one), not a new one: by its start
+ * when a reading gave it; else a new process started after the ended one's (begin-time) start,
+ * and a dying one is a zombie by the second scan that finds it. */
+static bool ended_still_there(struct track *t, const struct mm_pid_stat *ps)
+{
+	if (ps->exited)
+		return true;
+	if (t->start_known)
+		return t->start_ticks == ps->start_ticks;
+	if (mm_proc_start_ms(ps->start_ticks) > start_ms_of(t) || t->ended_seen)
+		return false;
+	t->ended_seen = true;
+	return true;
 }
 
 static void see(struct state *st, uint32_t pid, const struct mm_pid_stat *ps)
 {
 	struct track *t = find(st, pid);
-	if (t && t->settled) /* a new process under a pid whose removal failed */
+	if (t && t->ex.ended && ended_still_there(t, ps)) {
+		t->gen = st->gen; /* accounted (hand_out()); removed once gone */
+		return;
+	}
+	if (t && (t->settled || t->ex.ended)) /* a new process under a pid already accounted */
 		*t = (struct track){.pid = pid};
 	if (t && t->start_known && t->start_ticks != ps->start_ticks) {
 		/* The pid was reused: the old process is gone. */
@@ -376,6 +479,7 @@ static void update(struct state *st, bool final)
 		scan(st);
 	drain(st);
 	st->final = final;
+	settle_ended(st, final);
 	mm_tidmap_foreach(st->tracks, settle_gone, st);
 	for (size_t i = 0; i < st->ngone; i++)
 		mm_tidmap_remove(st->tracks, st->gone[i]);
@@ -488,6 +592,7 @@ static void free_state(void *vst)
 		return;
 	mm_tidmap_free(st->tracks);
 	free(st->gone);
+	free(st->ended);
 	mm_taskstats_close(st->ts);
 	free(st);
 }

@@ -1699,6 +1699,8 @@ int BPF_PROG(on_exit, struct task_struct *p)
 		return 0;
 	}
 	key_of(p, &e->key);
+	if (bpf_probe_read_kernel_str(e->comm, sizeof(e->comm), p->group_leader->comm) < 0)
+		e->comm[0] = '\0';
 	bpf_ringbuf_submit(e, 0);
 	return 0;
 }

@@ -201,9 +201,12 @@ struct mm_bpf_lock_value {
 };
 
 /* Sent through the ring buffer when the last thread of a process exits: its counters are final
- * and the loader settles and deletes them. */
+ * and the loader settles and deletes them. With the process's name (its leader's comm): a
+ * process that started while the daemon was starting (programs attached, task records not yet
+ * on) has no FORK record and, gone from /proc, no other name. */
 struct mm_bpf_exit {
 	struct mm_bpf_key key;
+	char comm[16];
 };
 
 #endif

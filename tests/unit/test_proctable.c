@@ -443,6 +443,49 @@ static void test_counts_after_exit_find_their_process_by_its_start(void)
 	CHECK(mm_proctable_find_started(t, 9, mm_totals_start_ms(0, 20)) == second);
 	CHECK(mm_proctable_find_started(t, 9, mm_totals_start_ms(0, 21)) == second);
 	CHECK_U64(mm_totals_start_ms(0, 0), 0); /* neither: the pid's live entry */
+	/* An exit whose begin time is 30 s while only the first (1 s) and second (21 s) entries
+	 * exist: a third process, its FORK record not in yet. Not the second's. */
+	CHECK(mm_proctable_find_started_within(t, 9, mm_totals_start_lo_ms(0, 30),
+					       mm_totals_start_ms(0, 30)) == NULL);
+	CHECK(mm_proctable_find_started_within(t, 9, mm_totals_start_lo_ms(0, 21),
+					       mm_totals_start_ms(0, 21)) == second);
+	CHECK(mm_proctable_find_started_within(t, 9, mm_totals_start_lo_ms(0, 1),
+					       mm_totals_start_ms(0, 1)) == first);
+	mm_proctable_free(t);
+	gone = 0;
+}
+
+/* A process that started while the daemon was starting (no FORK record) and left /proc before
+ * its counts were read: 24 such were stored as pid-N in a churn run. Its exit notification's name
+ * and start make it an entry of its own, exited, found by its start by the next collector
+ * (totals), while the pid's live entry (a later process) keeps its own. A pid-N entry is counted
+ * once, when a window of it with counts is stored. */
+static void test_exited_process_without_fork_record_is_named_by_its_exit(void)
+{
+	gone = 1;
+	struct mm_proctable *t = mm_proctable_new(fixed, NULL);
+	mm_proctable_fork(t, 9, 0, 21000); /* a later process under pid 9, live */
+	struct mm_proc *later = mm_proctable_find(t, 9);
+	struct mm_proc *own = mm_proctable_add_exited(t, 9, 1000, "cc1");
+	CHECK(own && later && own != later);
+	CHECK(own->exited && !later->exited);
+	CHECK_STR(own->comm, "cc1");
+	CHECK(mm_proctable_find_started(t, 9, 1100) == own);
+	CHECK(mm_proctable_find(t, 9) == later);
+	/* Counts for pid 10, unknown everywhere: a nameless entry, and counted. */
+	struct mm_proc *p = mm_proctable_get(t, 10, 500);
+	CHECK(p && !strcmp(p->comm, "pid-10"));
+	CHECK_U64(mm_proctable_nameless(t), 0); /* not stored yet */
+	/* The exited entry goes at the roll after its window, as any exited one. Stored: the named
+	 * one, and pid-10 (counted once); the later pid 9 (nameless too) has no counts yet. */
+	mm_proctable_counts(t, own, 0)->minflt = 75;
+	mm_proctable_counts(t, p, 0)->minflt = 3;
+	CHECK_U64(mm_proctable_roll(t, 0), 1);
+	CHECK(mm_proctable_find_started(t, 9, 1100) == NULL);
+	CHECK_U64(mm_proctable_nameless(t), 1);
+	mm_proctable_counts(t, p, 0)->minflt = 4;
+	mm_proctable_roll(t, 0);
+	CHECK_U64(mm_proctable_nameless(t), 1);
 	mm_proctable_free(t);
 	gone = 0;
 }
@@ -464,6 +507,7 @@ int main(void)
 	RUN(test_counts_of_a_process_born_after_the_closing_window_go_to_the_next);
 	RUN(test_a_clock_step_moves_every_start_with_it);
 	RUN(test_counts_after_exit_find_their_process_by_its_start);
+	RUN(test_exited_process_without_fork_record_is_named_by_its_exit);
 	RUN(test_windows_come_zeroed_from_their_arena_window_after_window);
 	return check_summary();
 }

@@ -214,6 +214,26 @@ static void test_tgid_aggregate_is_not_a_second_exit(void)
 	check_exit(&g.e[0], 501, 500, 30, 1, "worker");
 }
 
+static void test_last_task_of_a_process_is_marked(void)
+{
+	struct nlbuf nb = {0};
+	struct taskstats a = stats(501, 500, 30, 1, "worker"), b = stats(500, 500, 40, 0, "main");
+	b.ac_flag = 0x20; /* AGROUP: the kernel's group_dead */
+	add_exit(&nb, &a, sizeof(a), NULL);
+	add_exit(&nb, &b, sizeof(b), NULL);
+	struct got g = {0};
+	CHECK_U64(parse_copy(nb.b, nb.len, &g), 2);
+	CHECK(!g.e[0].group_dead);
+	CHECK(g.e[1].group_dead);
+	/* Before version 12 the flag meant nothing: not read. */
+	b.version = 11;
+	nb.len = 0;
+	add_exit(&nb, &b, sizeof(b), NULL);
+	g.n = 0;
+	CHECK_U64(parse_copy(nb.b, nb.len, &g), 1);
+	CHECK(!g.e[0].group_dead);
+}
+
 static void test_old_short_struct(void)
 {
 	struct taskstats ts = stats(77, 70, 5, 6, "old");
@@ -703,6 +723,7 @@ int main(void)
 	RUN(test_one_message);
 	RUN(test_two_messages_in_one_buffer);
 	RUN(test_tgid_aggregate_is_not_a_second_exit);
+	RUN(test_last_task_of_a_process_is_marked);
 	RUN(test_old_short_struct);
 	RUN(test_newer_larger_struct_and_null_padding);
 	RUN(test_other_types_and_families_skipped);

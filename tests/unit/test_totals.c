@@ -81,6 +81,55 @@ static void test_final_count_of_an_exited_process(void)
 	CHECK_U64(mm_totals_final(777, 0, 0), 777);
 }
 
+/* Replays the exit messages of two processes that had pid 24423 in one window (a churn wave of
+ * 10 000 processes x 4 threads under pid_max 32768, 8 s apart), in the order the kernel sends
+ * them: every message of the first, its last task's (AGROUP) last, then the second's. */
+static void test_exits_of_a_reused_pid_are_two_processes(void)
+{
+	struct mm_totals_exits x = {0};
+	CHECK(!mm_totals_exits_add(&x, 10, 0, 1796673222, false));
+	CHECK(!mm_totals_exits_add(&x, 11, 1, 1796673222, false));
+	CHECK(!mm_totals_exits_add(&x, 12, 0, 1796673222, false));
+	CHECK(!mm_totals_exits_add(&x, 45, 0, 1796673222, true));
+	CHECK(x.ended);
+	CHECK_U64(x.min, 78);
+	CHECK_U64(x.maj, 1);
+	struct mm_totals_exits first = x;
+	/* The second process's first message: the first process is over, its sum kept apart. */
+	CHECK(mm_totals_exits_add(&x, 9, 0, 1796673230, false));
+	CHECK(!x.ended);
+	CHECK_U64(x.min, 9);
+	CHECK_U64(x.maj, 0);
+	CHECK_U64(x.btime_s, 1796673230);
+	CHECK(!mm_totals_exits_add(&x, 66, 2, 1796673230, true));
+	CHECK_U64(x.min, 75);
+	CHECK_U64(x.maj, 2);
+	CHECK_U64(first.btime_s, 1796673222);
+	/* Threads start after their process: the earliest begin time is the process's. */
+	struct mm_totals_exits y = {0};
+	mm_totals_exits_add(&y, 1, 0, 1796673223, false);
+	mm_totals_exits_add(&y, 1, 0, 1796673222, true);
+	CHECK_U64(y.btime_s, 1796673222);
+}
+
+/* The second process of pid 24423 began 8 s after the first, and its exit is settled at the tick
+ * that closes the first one's window, before its own FORK record is in: only the first has an
+ * entry. The begin time's range must rule that entry out (it started 8 s too early), so the
+ * counts wait for the right one instead of going to the first. */
+static void test_start_range_of_an_exit_rules_out_an_earlier_process(void)
+{
+	uint64_t lo = mm_totals_start_lo_ms(0, 1796673230), hi = mm_totals_start_ms(0, 1796673230);
+	CHECK_U64(lo, 1796673229000ull);
+	CHECK_U64(hi, 1796673231000ull);
+	uint64_t first = 1796673222054ull, second = 1796673230010ull;
+	CHECK(first < lo);
+	CHECK(second >= lo && second <= hi);
+	/* A /proc start is exact: both bounds. */
+	CHECK_U64(mm_totals_start_lo_ms(second, 1796673230), second);
+	CHECK_U64(mm_totals_start_ms(second, 1796673230), second);
+	CHECK_U64(mm_totals_start_lo_ms(0, 0), 0); /* nothing known: no bound */
+}
+
 int main(void)
 {
 	RUN(test_parses_counts_and_start);
@@ -88,5 +137,7 @@ int main(void)
 	RUN(test_kernel_threads_are_flagged);
 	RUN(test_truncated_or_garbled_text_is_refused);
 	RUN(test_final_count_of_an_exited_process);
+	RUN(test_exits_of_a_reused_pid_are_two_processes);
+	RUN(test_start_range_of_an_exit_rules_out_an_earlier_process);
 	return check_summary();
 }
