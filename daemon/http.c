@@ -616,6 +616,8 @@ static unsigned web_params(const struct mm_route_req *req, bool top, struct web_
 	static const char *const keys[] = {
 		"start_time", "cgroup", "fields", "ended", "by", "order",
 	};
+	static const char *const words[][2] = {
+		[3] = {"0", "1"}, [4] = {"process", "cgroup"}, [5] = {"faults", "fallbacks"}};
 	const unsigned nkeys = top ? 6u : 4u;
 	unsigned seen = 0;
 
@@ -668,27 +670,15 @@ static unsigned web_params(const struct mm_route_req *req, bool top, struct web_
 				return MHD_HTTP_BAD_REQUEST;
 			}
 			break;
-		case 3:
-			if (strcmp(v, "0") && strcmp(v, "1")) {
-				snprintf(err, errlen, "ended: bad value (expected 0 or 1)");
+		default: /* one of two words: the second sets the flag */
+			if (strcmp(v, words[k][0]) && strcmp(v, words[k][1])) {
+				snprintf(err, errlen, "%s: bad value (expected %s or %s)", name,
+					 words[k][0], words[k][1]);
 				return MHD_HTTP_BAD_REQUEST;
 			}
-			w->ended = !strcmp(v, "1");
-			break;
-		case 4:
-			if (strcmp(v, "process") && strcmp(v, "cgroup")) {
-				snprintf(err, errlen, "by: bad value (expected process or cgroup)");
-				return MHD_HTTP_BAD_REQUEST;
-			}
-			w->by_cgroup = !strcmp(v, "cgroup");
-			break;
-		case 5:
-			if (strcmp(v, "faults") && strcmp(v, "fallbacks")) {
-				snprintf(err, errlen,
-					 "order: bad value (expected faults or fallbacks)");
-				return MHD_HTTP_BAD_REQUEST;
-			}
-			w->f.fallbacks_first = !strcmp(v, "fallbacks");
+			*(k == 3   ? &w->ended
+			  : k == 4 ? &w->by_cgroup
+				   : &w->f.fallbacks_first) = !strcmp(v, words[k][1]);
 			break;
 		}
 	}
@@ -868,7 +858,11 @@ static void request_done(void *cls, struct MHD_Connection *mc, void **con_cls,
  * queue is full or the server is stopping; the caller answers 503. */
 static bool queue_query(struct mm_http *h, struct request *rq)
 {
+	const union MHD_ConnectionInfo *ci =
+		MHD_get_connection_info(rq->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
 	bool ok;
+
+	rq->fd = ci ? ci->connect_fd : -1;
 
 	pthread_mutex_lock(&h->jobs_lock);
 	ok = !h->stopping && h->njobs < QUERY_QUEUE_MAX;
@@ -1000,9 +994,6 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
 		rq->route = &routes[i];
 		rq->conn = conn;
 		if (routes[i].slow) {
-			const union MHD_ConnectionInfo *ci =
-				MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
-			rq->fd = ci ? ci->connect_fd : -1;
 			if (queue_query(h, rq))
 				return MHD_YES;
 			__atomic_fetch_add(&h->queries_refused, 1, __ATOMIC_RELAXED);
