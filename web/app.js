@@ -920,7 +920,7 @@ function procTable(id, rows) {
 		{key: "pid", label: "PID", num: true, get: r => r.pid},
 		{key: "comm", label: "Command", get: r => r.comm},
 	].concat(figureCols(t), [
-		{key: "cgroup", label: "cgroup", get: r => r.cgroup, cls: () => "muted cg", tip: v => v, prio: 5},
+		{key: "cgroup", label: "cgroup", get: r => r.cgroup || "(unknown)", cls: () => "muted cg", tip: v => v, prio: 5},
 		{key: "last", label: "Last seen", num: true, get: r => r.last, fmt: fmtTime, prio: 6},
 	]);
 	return table(id, cols, rows, r => go("process/" + r.pid + "/" + r.start_time.toFixed(3)), "no process did anything in this range");
@@ -969,7 +969,7 @@ async function viewProcess(v, id) {
 	h.append(el("span", info ? info.comm : live ? live.comm : "process " + pid, "comm"), el("span", " · pid " + pid, "muted"));
 	head.append(h);
 	const meta = el("div", null, "muted");
-	meta.textContent = "started " + fmtTime(Number(start)) + (info ? " · cgroup " + info.cgroup + " · seen " + fmtTime(info.first) +
+	meta.textContent = "started " + fmtTime(Number(start)) + (info ? " · cgroup " + (info.cgroup || "(unknown)") + " · seen " + fmtTime(info.first) +
 		" – " + fmtTime(info.last) : "") + (live ? live.exited ? " · exited" : " · running" : " · not running");
 	head.append(meta);
 	if (info && info.cgroup) {
