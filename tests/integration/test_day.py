@@ -50,6 +50,7 @@ SKIP_VIEWS_S = 15.0  # a first screen slower than this: the range's other views 
 RSS_BOUND_KIB = 256 * 1024
 STOP_BUDGET_S = 10.0
 RANGES = {"15m": 900, "1h": 3600, "24h": 86400, "7d": 7 * 86400}
+LEAD_ROWS, LEAD_UNITS = 8, 5  # web/app.js: the overview's processes and units
 
 # The page's counters (web/app.js FIELDS) and the process view's extra ones (BEHIND_FIELDS).
 FIELDS = ("minflt,majflt,faults,fallback_locks,fallback_lock_waits,faults_vma,faults_vma_retry,"
@@ -204,9 +205,10 @@ class Run:
         self.together({"status": "/api/v1/status", "processes": "/api/v1/processes"})
         self.together({
             "overview series": "/api/v1/series?" + qs(self.q(points=300, fields=FIELDS)),
-            "overview top": "/api/v1/top?" + qs(self.q(limit=1000, fields=FIELDS)),
-            "overview units": "/api/v1/top?" + qs(self.q(limit=1000, by="cgroup",
-                                                         fields=FIELDS)),
+            "overview top": "/api/v1/top?" + qs(self.q(limit=LEAD_ROWS + 1, order="fallbacks",
+                                                       fields=FIELDS)),
+            "overview units": "/api/v1/top?" + qs(self.q(limit=LEAD_UNITS, by="cgroup",
+                                                         order="fallbacks", fields=FIELDS)),
         })
         return time.monotonic() - t
 
@@ -219,6 +221,8 @@ class Run:
         """The other views' requests, one view after the other, on the busiest process and
         unit of the overview (when the range has any)."""
         self.get("processes view", "/api/v1/top?" + qs(self.q(limit=300, fields=FIELDS)))
+        self.get("units view", "/api/v1/top?" + qs(self.q(limit=1000, by="cgroup",
+                                                          fields=FIELDS)))
         proc = self.busiest("overview top")
         if proc:
             one = dict(pid=proc["pid"], start_time="%.3f" % proc["start_time"])
@@ -256,6 +260,7 @@ class Run:
 
 # Requests whose rows must not be empty: the day has data in every range.
 MUST_HAVE_ROWS = ("overview series", "overview top", "overview units", "processes view",
+                  "units view",
                   "process series", "unit series", "unit top", "locks view", "history")
 
 
@@ -283,13 +288,13 @@ def check_range(run, first_screen_s):
 
 def check_one_story(run, db):
     """Faults summed over the series buckets, over the units and in process_stats agree."""
-    failed = [label for label in ("overview series", "overview units")
+    failed = [label for label in ("overview series", "units view")
               if problem(*run.answers[label][:3])]
     if failed:
         return claim("range_24h_series_units_and_sqlite_agree_on_faults", False,
                      "nothing to compare: %s failed" % " and ".join(failed))
     ser = json.loads(run.answers["overview series"][2])["series"]
-    units = rows_of(run.answers["overview units"][2])
+    units = rows_of(run.answers["units view"][2])
     col = ser["columns"].index("minflt")
     in_series = sum(r[col] or 0 for r in ser["rows"])
     in_units = sum(u["minflt"] for u in units)
