@@ -20,8 +20,10 @@
 #             holder's operation (mmap_lock_behind_*), as the rows
 #   smaps     the same workload with one fault thread, and a second process ("smapsreader")
 #             reading its /proc/PID/smaps_rollup in a loop: mmap_lock held for read from outside.
-#             On each source, at least READER_SHARE (50%) of the mprotect thread's wait (rwsem:W
-#             from do_mprotect_pkey) is behind the reader's pid, mode read, op remote
+#             On each source, at least READER_SHARE (30%) of the mprotect thread's wait (rwsem:W
+#             from do_mprotect_pkey) is behind the reader's pid, mode read, op remote (the rest
+#             is behind the workload's own fault thread: 50-70% on a quiet machine, 37.5% on
+#             perf with two test suites and a soak beside it; a wrong holder gives ~0%)
 #   exit      a process maps 30000 one-page VMAs (mmap_lock held for write at each mmap) and
 #             exits while a reader of its smaps_rollup runs: on each source the reader's waits
 #             on its mm are behind it as a writer, named with its name although it exited
@@ -52,7 +54,7 @@ TEST_NAME=test_holders
 
 MIN_SHARE=0.95
 MIN_ALL=0.9
-READER_SHARE=0.5
+READER_SHARE=0.3
 perf_PID=
 bpf_PID=
 
