@@ -22,8 +22,9 @@
 #             reading its /proc/PID/smaps_rollup in a loop: mmap_lock held for read from outside.
 #             On each source, at least READER_SHARE (30%) of the mprotect thread's wait (rwsem:W
 #             from do_mprotect_pkey) is behind the reader's pid, mode read, op remote (the rest
-#             is behind the workload's own fault thread: 50-70% on a quiet machine, 37.5% on
-#             perf with two test suites and a soak beside it; a wrong holder gives ~0%)
+#             is behind the workload's own fault thread, which holds longer on a loaded
+#             machine: 37.5% on perf with two test suites and a soak beside it; a wrong holder
+#             reads ~0%)
 #   exit      a process maps 30000 one-page VMAs (mmap_lock held for write at each mmap) and
 #             exits while a reader of its smaps_rollup runs: on each source the reader's waits
 #             on its mm are behind it as a writer, named with its name although it exited
