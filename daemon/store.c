@@ -997,6 +997,25 @@ static void sums_select(struct mm_buf *sql, const char *span, const char *where)
 		      where);
 }
 
+/* The SELECT of range_cgroup_windows' rows for the windows @where selects, in buckets of @span:
+ * what both the writer's upsert and the rebuild run. */
+static void cgroup_windows_select(struct mm_buf *sql, const char *span, const char *where)
+{
+	mm_buf_printf(sql,
+		      "SELECT %s, CAST(w.ts_start / %s AS INTEGER), p.cgroup, count(DISTINCT w.id) "
+		      "FROM windows AS w JOIN process_windows AS pw ON pw.window_id = w.id "
+		      "JOIN processes AS p ON p.id = pw.process_id WHERE %s GROUP BY 2, 3",
+		      span, span, where);
+}
+
+/* The SELECT of window_sums' rows for the process rows @where selects (pw). */
+static void window_sums_select(struct mm_buf *sql, const char *where)
+{
+	mm_buf_puts(sql, "SELECT pw.window_id");
+	each_field(sql, ", sum(pw.\"%s\")");
+	mm_buf_printf(sql, " FROM process_windows AS pw WHERE %s GROUP BY pw.window_id", where);
+}
+
 /* Fills the sums from every stored window (one transaction with the tables' making). */
 static int sums_rebuild(struct mm_store *st)
 {
@@ -1017,19 +1036,14 @@ static int sums_rebuild(struct mm_store *st)
 	mm_buf_puts(&sql, "; INSERT INTO range_sums SELECT 3600, bucket / 12, process_id, "
 			  "sum(windows), min(first), max(last)");
 	each_field(&sql, ", sum(\"%s\")");
-	mm_buf_puts(&sql,
-		    " FROM range_sums WHERE span = 300 GROUP BY 2, 3; "
-		    "INSERT INTO range_cgroup_windows SELECT 300, "
-		    "CAST(w.ts_start / 300 AS INTEGER) AS b, p.cgroup, "
-		    "count(DISTINCT w.id) FROM windows AS w JOIN process_windows AS pw "
-		    "ON pw.window_id = w.id JOIN processes AS p ON p.id = pw.process_id "
-		    "GROUP BY b, p.cgroup; "
-		    "INSERT INTO range_cgroup_windows SELECT 3600, bucket / 12, cgroup, "
-		    "sum(windows) FROM range_cgroup_windows WHERE span = 300 GROUP BY 2, 3; ");
-	mm_buf_puts(&sql, "INSERT INTO window_sums SELECT pw.window_id");
-	each_field(&sql, ", sum(pw.\"%s\")");
-	mm_buf_puts(&sql, " FROM process_windows AS pw GROUP BY pw.window_id; "
-			  "INSERT INTO range_sums_state SELECT '");
+	mm_buf_puts(&sql, " FROM range_sums WHERE span = 300 GROUP BY 2, 3; "
+			  "INSERT INTO range_cgroup_windows ");
+	cgroup_windows_select(&sql, "300", "1");
+	mm_buf_puts(&sql, "; INSERT INTO range_cgroup_windows SELECT 3600, bucket / 12, cgroup, "
+			  "sum(windows) FROM range_cgroup_windows WHERE span = 300 GROUP BY 2, 3; "
+			  "INSERT INTO window_sums ");
+	window_sums_select(&sql, "1");
+	mm_buf_puts(&sql, "; INSERT INTO range_sums_state SELECT '");
 	sums_fields(&sql);
 	mm_buf_puts(&sql, "', count(*), coalesce(max(id), 0) FROM windows");
 	r = sql_buf(st, &sql, "rebuilding the range sums", NULL);
@@ -1106,18 +1120,17 @@ static int sums_open(struct mm_store *st)
 	r = sql_buf(st, &sql, NULL, &st->ins_sums);
 	if (r < 0)
 		return r;
-	mm_buf_puts(&sql, "INSERT INTO window_sums SELECT ?1");
-	each_field(&sql, ", coalesce(sum(pw.\"%s\"), 0)");
-	mm_buf_puts(&sql, " FROM process_windows AS pw WHERE pw.window_id = ?1");
+	mm_buf_puts(&sql, "INSERT INTO window_sums ");
+	window_sums_select(&sql, "pw.window_id = ?1");
 	r = sql_buf(st, &sql, NULL, &st->ins_window_sums);
-	if (r < 0 ||
-	    (r = prepare(st,
-			 "INSERT INTO range_cgroup_windows SELECT ?2, CAST(w.ts_start / ?2 AS "
-			 "INTEGER), p.cgroup, 1 FROM windows AS w JOIN process_windows AS pw ON "
-			 "pw.window_id = w.id JOIN processes AS p ON p.id = pw.process_id "
-			 "WHERE w.id = ?1 GROUP BY p.cgroup ON CONFLICT (span, bucket, cgroup) "
-			 "DO UPDATE SET windows = windows + 1",
-			 &st->ins_cgroup_windows)) < 0)
+	if (r < 0)
+		return r;
+	mm_buf_puts(&sql, "INSERT INTO range_cgroup_windows ");
+	cgroup_windows_select(&sql, "?2", "w.id = ?1");
+	mm_buf_puts(&sql,
+		    " ON CONFLICT (span, bucket, cgroup) DO UPDATE SET windows = windows + 1");
+	r = sql_buf(st, &sql, NULL, &st->ins_cgroup_windows);
+	if (r < 0)
 		return r;
 	return prepare(st, "UPDATE range_sums_state SET windows = windows + 1, max_id = ?1",
 		       &st->upd_sums_state);
@@ -1184,7 +1197,7 @@ static void make_temp_dir(const char *path)
 {
 	char dir[PATH_MAX];
 
-	if (snprintf(dir, sizeof(dir), "%s" TEMP_DIR_SUFFIX, path) >= (int)sizeof(dir))
+	if (mm_store_temp_dir(path, dir, sizeof(dir)) < 0)
 		return;
 	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
 		log_warning_errno(errno,

@@ -141,7 +141,7 @@ static const char *const churn_names[] = {
 };
 #define NELEMS(a) (sizeof(a) / sizeof((a)[0]))
 
-/* Fifty units as systemd names them: services, user sessions, containers' scopes. */
+/* Fifty units as systemd names them: services, login scopes, containers' scopes. */
 static void make_units(struct host *h)
 {
 	for (unsigned u = 0; u < UNITS; u++) {
@@ -176,7 +176,7 @@ static void start_lasting(struct host *h, struct proc *p, unsigned i, uint64_t n
 	p->pid = take_pid(h);
 	p->start_ms = restart ? now_ms : now_ms - 3600000ull * (1 + below(h, 24 * 30));
 	snprintf(p->comm, sizeof(p->comm), "%s", lasting_names[i % NELEMS(lasting_names)]);
-	p->cgroup = h->units[i % 40]; /* services and sessions; pods get churn */
+	p->cgroup = h->units[i % 40]; /* services and login scopes; pods get churn */
 	/* A few busy processes, many moderate, most idle (a host's long tail). */
 	double kind = uniform(h);
 	p->active_share = kind < 0.2 ? 1.0 : kind < 0.55 ? 0.3 : 0.04;
@@ -197,7 +197,7 @@ static void start_churn(struct host *h, uint64_t now_ms)
 	p->pid = take_pid(h);
 	p->start_ms = now_ms;
 	snprintf(p->comm, sizeof(p->comm), "%s", churn_names[below(h, NELEMS(churn_names))]);
-	p->cgroup = h->units[30 + below(h, UNITS - 30)]; /* sessions and pods */
+	p->cgroup = h->units[30 + below(h, UNITS - 30)]; /* login scopes and pods */
 	p->active_share = 1.0;
 	p->faults_per_s = 50 + 3000 * uniform(h);
 	p->fallback_share = 0.005 + 0.05 * uniform(h);
