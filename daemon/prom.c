@@ -292,17 +292,19 @@ static bool burst_blind(const struct mm_field *fam)
 #define ESTIMATED_FAMILY "page_faults_estimated_total"
 #define ESTIMATED_HELP                                                                             \
 	"Estimated page faults by how they were handled (the fault split in bursts): the outcome " \
-	"shares classified in bursts applied to page_faults_accounted_total and to "               \
-	"fault_fallback_locks_total, which counts kernel-mode fallbacks too (no user-mode count "  \
-	"exists without the split running), so mmap_* can exceed the user-mode fallbacks; "        \
-	"outcome=\"not_sampled\" counts the faults of windows no burst covered, so the outcomes "  \
-	"add up to page_faults_accounted_total. page_fault_split_* give the sample and the error."
+	"shares classified in bursts applied to page_faults_accounted_total less "                 \
+	"fault_fallback_locks_total (vma, vma_retry) and to fault_fallback_locks_total less "      \
+	"page_faults_kernel_mode_total (mmap_*); outcome=\"kernel_mode\" is "                      \
+	"page_faults_kernel_mode_total (no VMA-lock attempt), outcome=\"not_sampled\" counts the " \
+	"faults of windows no burst covered, so the outcomes add up to "                           \
+	"page_faults_accounted_total. page_fault_split_* give the sample and the error."
 
-/* Faults of @st that no estimate covers: minflt + majflt minus the five outcomes (0 if less). */
+/* Faults of @st that no estimate covers: minflt + majflt minus the five outcomes and the
+ * kernel-mode faults (0 if less). */
 static uint64_t not_sampled(const struct mm_proc_counts *st)
 {
 	uint64_t outs = st->faults_vma + st->faults_vma_retry + st->faults_mmap_retry +
-			st->faults_mmap_abort + st->faults_mmap_unknown;
+			st->faults_mmap_abort + st->faults_mmap_unknown + st->kernel_mode_faults;
 	uint64_t all = st->minflt + st->majflt;
 	return all > outs ? all - outs : 0;
 }
@@ -370,6 +372,29 @@ static void put_field_series(struct mm_buf *out, const struct mm_snapshot *s, co
 	mm_buf_puts(out, "\n");
 }
 
+/* The estimated family's two outcomes beside the five (with @write, written): kernel_mode (faults
+ * taken in kernel mode, estimated with the split: they take mmap_lock without a VMA-lock attempt)
+ * and not_sampled. Returns how many. */
+static size_t extra_outcomes(struct mm_buf *out, const struct mm_snapshot *s, const char *name,
+			     enum breakdown by, const size_t *procs, size_t k,
+			     const struct mm_proc_counts *st, bool write)
+{
+	const struct {
+		const char *label;
+		uint64_t v;
+	} x[] = {{"outcome=\"kernel_mode\"", st->kernel_mode_faults},
+		 {"outcome=\"not_sampled\"", not_sampled(st)}};
+	size_t n = 0;
+	for (size_t i = 0; i < sizeof(x) / sizeof(x[0]); i++) {
+		if (!series_wanted(by, "outcome", x[i].v))
+			continue;
+		n++;
+		if (write)
+			put_field_series(out, s, name, by, procs, k, x[i].label, x[i].v, false);
+	}
+	return n;
+}
+
 /* Writes (with @write) or counts the series of family @i (first field of its family) for every
  * series of the breakdown; @not_sampled adds the estimate's not_sampled outcome. */
 static size_t family_series(struct mm_buf *out, const struct mm_snapshot *s, const char *name,
@@ -391,13 +416,8 @@ static size_t family_series(struct mm_buf *out, const struct mm_snapshot *s, con
 				put_field_series(out, s, name, by, procs, k, f->prom_label, v,
 						 f->kind == MM_FIELD_NS);
 		}
-		uint64_t v = not_sampled(st);
-		if (not_sampled_too && series_wanted(by, "outcome", v)) {
-			n++;
-			if (write)
-				put_field_series(out, s, name, by, procs, k,
-						 "outcome=\"not_sampled\"", v, false);
-		}
+		if (not_sampled_too)
+			n += extra_outcomes(out, s, name, by, procs, k, st, write);
 	}
 	return n;
 }

@@ -117,6 +117,9 @@ const struct mm_field mm_proc_fields[] = {
 	F(split_err, "page_fault_split_error_bound_total",
 	  "95% error bound, in faults, on each estimated outcome count of a window (the largest "
 	  "of the five), summed over windows: a bound on the summed estimates."),
+	F(split_err_fallbacks, "page_fault_split_fallback_error_bound_total",
+	  "95% error bound, in faults, on each estimated fallback outcome count of a window "
+	  "(mmap_retry, mmap_abort, mmap_unknown: the largest of the three), summed over windows."),
 	L(minflt, "page_faults_accounted_total", "type=\"minor\"", KFLT_HELP),
 	L(majflt, "page_faults_accounted_total", "type=\"major\"", KFLT_HELP),
 	F(fallback_locks, "fault_fallback_locks_total",
@@ -126,6 +129,11 @@ const struct mm_field mm_proc_fields[] = {
 	  "user-mode faults once each."),
 	F(fallback_lock_waits, "fault_fallback_lock_waits_total",
 	  "Fault fallbacks that found mmap_lock taken (an attempt failed before the acquisition)."),
+	F(kernel_mode_faults, "page_faults_kernel_mode_total",
+	  "Page faults taken in kernel mode on user memory (copy_to_user into a fresh page in a "
+	  "system call; exceptions:page_fault_kernel): x86 takes mmap_lock for them without a "
+	  "VMA-lock attempt, so fault_fallback_locks_total counts them, but they are not "
+	  "fallbacks of user faults."),
 	F(mmap_lock_behind_waits, "mmap_lock_holder_waits_total",
 	  "Waits for an mmap_lock (lock:contention_begin to _end) whose holder was looked for: "
 	  "mmlockd_mmap_lock_wait_behind_seconds_total says behind what."),

@@ -81,6 +81,7 @@ struct mm_proc_counts {
 	uint64_t split_fallbacks_seen; /* of which fell back to mmap_lock */
 	uint64_t
 		split_err; /* 95% bound, in faults, on each estimated outcome count (the largest) */
+	uint64_t split_err_fallbacks; /* the same on the fallback side's outcomes only */
 
 	/* totals collector (plugins/totals.c): what the kernel itself counted for the process,
 	 * /proc/PID/stat while it lives and taskstats when its threads exit: */
@@ -90,6 +91,10 @@ struct mm_proc_counts {
 	 * lock_mm_and_find_vma, i.e. by fault fallbacks (user or kernel mode), told by IP: */
 	uint64_t fallback_locks;
 	uint64_t fallback_lock_waits; /* those that found it taken (a failed attempt first) */
+	/* faults taken in kernel mode on user memory (exceptions:page_fault_kernel): x86 sends
+	 * them to lock_mm_and_find_vma() without a VMA-lock attempt, so fallback_locks counts
+	 * them, but they are not fallbacks of user faults */
+	uint64_t kernel_mode_faults;
 	/* contention collector (plugins/contention.c): the process's waits for an mmap_lock
 	 * (lock:contention_begin to _end, its own mm's or another's), and their time by what the
 	 * lock's holder was doing when each began (plugins/bpf/holder.h: unknown when none could

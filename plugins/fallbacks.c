@@ -1,6 +1,9 @@
 /*
  * fallbacks: per-process page-fault fallbacks to mmap_lock, cheaply enough for the default
- * configuration (no per-fault event, no callchain, no event from mmap_lock's writers).
+ * configuration (no event per user fault, no callchain, no event from mmap_lock's writers).
+ * Beside them the faults taken in kernel mode on user memory (exceptions:page_fault_kernel,
+ * kernel_mode_faults), which take the fallback's lock too on x86 but are no user fault's
+ * fallback: the fault split subtracts them (plugins/split.h).
  *
  * Every fault that falls back from the per-VMA lock (and, on x86, every fault taken in kernel
  * mode on user memory) takes mmap_lock for read in lock_mm_and_find_vma(). On 6.18 each attempt
@@ -60,6 +63,7 @@ struct state {
 	/* first, for mm_tidmap_state_*(): threads inside lock_mm_and_find_vma */
 	struct mm_tidmap *threads;
 	const struct tep_format_field *start_write, *acq[2]; /* acq: write, success */
+	const struct tep_format_field *kfault_address;	     /* page_fault_kernel's, or NULL */
 	struct {
 		uint64_t ip;
 		uint8_t site;
@@ -70,6 +74,8 @@ struct state {
 };
 
 #define MAX_THREADS (1u << 20)
+/* x86_64's user addresses end below this (TASK_SIZE_MAX with 5-level paging). */
+#define USER_ADDRESS_END (1ull << 56)
 /* Read locks through the helper with none at lock_mm_and_find_vma before saying this kernel
  * cannot be read: on a kernel that inlines, process start-up alone (kernel-mode faults of exec)
  * puts samples there long before. */
@@ -109,6 +115,8 @@ static int init(struct mm_host *h, void **ret_state)
 		mm_tidmap_state_free(st);
 		return mm_host_fail(h, "mmap_lock tracepoints lack the fields write, success");
 	}
+	static const char *const address[] = {"address", NULL};
+	mm_host_fields(h, "exceptions", "page_fault_kernel", address, &st->kfault_address);
 	st->g_bad_field = mm_host_global(h, "fallbacks_events", "bad_field",
 					 "fallbacks collector: events that could not be decoded");
 	st->g_threads_dropped =
@@ -216,6 +224,19 @@ static void on_acquired(void *vst, struct mm_host *h, const struct mm_sample *s)
 	t->failed = true;
 }
 
+/* A fault in kernel mode on user memory (the filter; checked again, as the stream may be shared
+ * unfiltered): counted on its own, as fallback_locks counts it too (stats.h). */
+static void on_kernel_fault(void *vst, struct mm_host *h, const struct mm_sample *s)
+{
+	struct state *st = vst;
+	uint64_t address;
+	if (!st->kfault_address ||
+	    !mm_field_read_counted(h, st->g_bad_field, st->kfault_address, s, &address) ||
+	    address >= USER_ADDRESS_END)
+		return;
+	mm_host_proc(h, s->pid)->kernel_mode_faults++;
+}
+
 static const struct mm_tp_req tracepoints[] = {
 	{.system = "mmap_lock",
 	 .name = "mmap_lock_start_locking",
@@ -225,11 +246,19 @@ static const struct mm_tp_req tracepoints[] = {
 	 .name = "mmap_lock_acquire_returned",
 	 .handler = on_acquired,
 	 .filter = "write == 0 && success == 0"},
+	/* x86 only; without it kernel_mode_faults stays 0 and the split's fallback side keeps
+	 * them (plugins/split.h). */
+	{.system = "exceptions",
+	 .name = "page_fault_kernel",
+	 .handler = on_kernel_fault,
+	 .filter = "address < 0x100000000000000",
+	 .optional = true},
 	{0},
 };
 
 /* On the BPF source: the fallback site's frame found in the start's short stack. */
-static const char *const bpf_programs[] = {"on_start", "on_acquired", "on_switch", NULL};
+static const char *const bpf_programs[] = {"on_start", "on_acquired", "on_switch",
+					   "on_kernel_fault", NULL};
 
 static const struct mm_bpf_text bpf_sites[] = {
 	{.var = "sites",
@@ -252,6 +281,7 @@ static const struct mm_bpf_text bpf_sites[] = {
 static const struct mm_bpf_field bpf_fields[] = {
 	MM_BPF_FIELD(fallback_locks),
 	MM_BPF_FIELD(fallback_lock_waits),
+	MM_BPF_FIELD(kernel_mode_faults),
 	{0},
 };
 

@@ -105,22 +105,57 @@ void mm_split_add_raw(uint64_t *life, const struct mm_proc_stats *ps)
 		life[o] += c[o];
 }
 
+/* The estimates of the five outcomes (@est, in split.h's order) from the classified counts @c
+ * (@classified per side) on the exact side counts @total; the bound per side in @err. */
+static void estimate_outcomes(const uint64_t *c, const uint64_t *classified, const uint64_t *total,
+			      const struct mm_split_acc *acc, uint64_t *est, double *err)
+{
+	for (unsigned o = 0; o < MM_SPLIT_NOUT; o++) {
+		unsigned b = side_of(o);
+		double e;
+		if (!classified[b]) {
+			/* Counted but none classified: no evidence of how they divide. They go to
+			 * the plain outcome of their side (vma; mmap_unknown), and the whole of
+			 * them is the error. */
+			est[o] = o == MM_SPLIT_VMA || o == MM_SPLIT_UNKNOWN ? total[b] : 0;
+			e = (double)total[b];
+		} else {
+			double share = (double)c[o] / (double)classified[b];
+			est[o] = (uint64_t)llround(share * (double)total[b]);
+			double w = mm_split_wilson(c[o], classified[b]);
+			double s = spread(acc, o, (double)c[o], (double)classified[b]);
+			e = fmax(w, s) * (double)total[b];
+		}
+		err[b] = fmax(err[b], e);
+	}
+}
+
+/* The raw counts the estimate works from: the window's own, else @prior's (@borrowed). */
+static void sample_of(const struct mm_proc_stats *ps, const uint64_t *prior, uint64_t *c,
+		      uint64_t *classified, bool *borrowed)
+{
+	raw_counts(ps, c);
+	classified[0] = classified[1] = 0;
+	for (unsigned o = 0; o < MM_SPLIT_NOUT; o++)
+		classified[side_of(o)] += c[o];
+	*borrowed = false;
+	if (classified[0] || classified[1] || !prior)
+		return;
+	for (unsigned o = 0; o < MM_SPLIT_NOUT; o++) {
+		c[o] = prior[o];
+		classified[side_of(o)] += c[o];
+	}
+	*borrowed = classified[0] || classified[1];
+}
+
 void mm_split_estimate(struct mm_proc_stats *ps, const struct mm_split_acc *acc,
 		       uint64_t observed_ms, const uint64_t *prior)
 {
-	uint64_t c[MM_SPLIT_NOUT], classified[2] = {0, 0};
-	raw_counts(ps, c);
-	for (unsigned o = 0; o < MM_SPLIT_NOUT; o++)
-		classified[side_of(o)] += c[o];
-	bool borrowed = false;
-	if (!classified[0] && !classified[1] && prior) {
-		for (unsigned o = 0; o < MM_SPLIT_NOUT; o++) {
-			c[o] = prior[o];
-			classified[side_of(o)] += c[o];
-		}
-		borrowed = classified[0] || classified[1];
+	uint64_t c[MM_SPLIT_NOUT], classified[2];
+	bool borrowed;
+	sample_of(ps, prior, c, classified, &borrowed);
+	if (borrowed)
 		acc = NULL; /* the spread of other windows' bursts says nothing of this one */
-	}
 	/* What bursts see but cannot scale to an exact total. */
 	ps->faults_mmap_lock_retries = ps->faults_mmap_lock_wait_ns = ps->faults_pages_reread = 0;
 	memset(&ps->mmap_lock_by_fault, 0,
@@ -132,37 +167,19 @@ void mm_split_estimate(struct mm_proc_stats *ps, const struct mm_split_acc *acc,
 	bool counted = ps->minflt || ps->majflt || ps->fallback_locks ||
 		       (!borrowed && (classified[0] || classified[1]));
 	ps->split_observed_ns = counted ? observed_ms * 1000000ull : 0;
-	ps->split_estimated = 0;
-	ps->split_err = 0;
+	ps->split_estimated = ps->split_err = ps->split_err_fallbacks = 0;
 	ps->faults_vma = ps->faults_vma_retry = ps->faults_mmap_retry = ps->faults_mmap_abort =
 		ps->faults_mmap_unknown = ps->faults_mmap_fallback = 0;
 	if (!counted || (!classified[0] && !classified[1]))
 		return; /* nothing to estimate, or nothing to estimate it from */
-	/* The exact fallbacks, and the faults that did not fall back (docs/accuracy.md's "completed
-	 * under the per-VMA lock"). */
+	/* The exact fallbacks of user faults (fallback_locks less the faults taken in kernel mode),
+	 * and the faults that did not fall back (docs/accuracy.md's "completed under the per-VMA
+	 * lock"). */
 	uint64_t all = ps->minflt + ps->majflt, fb = ps->fallback_locks;
-	uint64_t total[2] = {all > fb ? all - fb : 0, fb};
-	uint64_t est[MM_SPLIT_NOUT];
-	double err = 0;
-	for (unsigned o = 0; o < MM_SPLIT_NOUT; o++) {
-		unsigned b = side_of(o);
-		if (!classified[b]) {
-			/* Counted but none classified: no evidence of how they divide. They go to
-			 * the plain outcome of their side (vma; mmap_unknown), and the whole of
-			 * them is the error. */
-			est[o] = o == MM_SPLIT_VMA || o == MM_SPLIT_UNKNOWN ? total[b] : 0;
-			if ((double)total[b] > err)
-				err = (double)total[b];
-			continue;
-		}
-		double share = (double)c[o] / (double)classified[b];
-		est[o] = (uint64_t)llround(share * (double)total[b]);
-		double w = mm_split_wilson(c[o], classified[b]);
-		double s = spread(acc, o, (double)c[o], (double)classified[b]);
-		double e = (w > s ? w : s) * (double)total[b];
-		if (e > err)
-			err = e;
-	}
+	uint64_t k = ps->kernel_mode_faults < fb ? ps->kernel_mode_faults : fb;
+	uint64_t total[2] = {all > fb ? all - fb : 0, fb - k}, est[MM_SPLIT_NOUT];
+	double err[2] = {0, 0};
+	estimate_outcomes(c, classified, total, acc, est, err);
 	ps->faults_vma = est[MM_SPLIT_VMA];
 	ps->faults_vma_retry = est[MM_SPLIT_VMA_RETRY];
 	ps->faults_mmap_retry = est[MM_SPLIT_MMAP_RETRY];
@@ -170,6 +187,7 @@ void mm_split_estimate(struct mm_proc_stats *ps, const struct mm_split_acc *acc,
 	ps->faults_mmap_unknown = est[MM_SPLIT_UNKNOWN];
 	ps->faults_mmap_fallback =
 		est[MM_SPLIT_MMAP_RETRY] + est[MM_SPLIT_ABORT] + est[MM_SPLIT_UNKNOWN];
-	ps->split_err = (uint64_t)ceil(err);
+	ps->split_err = (uint64_t)ceil(fmax(err[0], err[1]));
+	ps->split_err_fallbacks = (uint64_t)ceil(err[1]);
 	ps->split_estimated = 1;
 }

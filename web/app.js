@@ -157,7 +157,8 @@ function qs(params) {
 const FIELDS = ["minflt", "majflt", "faults", "fallback_locks", "fallback_lock_waits", "faults_vma",
 	"faults_vma_retry", "faults_mmap_retry", "faults_mmap_abort", "faults_mmap_unknown",
 	"faults_mmap_fallback", "faults_mmap_lock_wait_ns", "mmap_lock_waits", "mmap_lock_wait_ns",
-	"mmap_lock_write_hold_ns", "split_estimated", "split_faults_seen", "split_fallbacks_seen", "split_err"].join(",");
+	"mmap_lock_write_hold_ns", "split_estimated", "split_faults_seen", "split_fallbacks_seen", "split_err", "split_err_fallbacks",
+	"kernel_mode_faults"].join(",");
 
 const PER_COMMAND_FIELDS = "minflt,majflt,faults,fallback_locks";
 
@@ -289,16 +290,22 @@ const HOW_FAULT_WAIT = "--split-duty 100%";
 /* The state of a row's (process, unit, range) fault split, from the counters it already has:
  *   {kind: "exact"}      outcomes classified one by one (split continuous)
  *   {kind: "estimated"}  split_estimated windows: shares seen in bursts applied to exact totals;
- *                        err is the 95% bound on each outcome (the largest), seen the sample
+ *                        err is the 95% bound on each outcome (the largest), errFb the one on
+ *                        each fallback outcome (the row's where windows lack their own), seen the
+ *                        sample, kernelMode the faults taken in kernel mode (no VMA-lock attempt:
+ *                        not fallbacks, estimated beside the outcomes)
  *   {kind: "unknown"}    no window of it was classified (no burst caught it), or nobody classifies
- * and notSampled: the faults of its windows that no estimate covers, so that the outcomes plus
- * notSampled add up to its fault count. */
+ * and notSampled: the faults of its windows that no estimate covers, so that the outcomes,
+ * kernelMode and notSampled add up to its fault count. */
 function splitState(r) {
 	const outs = OUTCOMES.reduce((a, o) => a + (r["faults_" + o] || 0), 0);
 	const total = faultsOf(r);
-	if ((r.split_estimated || 0) > 0)
-		return {kind: "estimated", outs, err: r.split_err || 0, seen: r.split_faults_seen || 0,
-			windows: r.split_estimated, notSampled: Math.max(0, total - outs)};
+	if ((r.split_estimated || 0) > 0) {
+		const kernelMode = r.kernel_mode_faults || 0;
+		return {kind: "estimated", outs, err: r.split_err || 0, errFb: r.split_err_fallbacks || r.split_err || 0,
+			seen: r.split_faults_seen || 0, windows: r.split_estimated, kernelMode,
+			notSampled: Math.max(0, total - outs - kernelMode)};
+	}
 	if (outs > 0 && splitMode() !== "bursts") return {kind: "exact", outs, notSampled: 0};
 	return {kind: "unknown", outs: 0, notSampled: total,
 		why: {off: "not collected", bursts: "not sampled"}[splitMode()] || "none classified"};
@@ -524,8 +531,9 @@ function seriesCharts(prefix, cols, grid, xr, more) {
 		 * back, and the fallbacks): in bursts only its division is estimated (≈), with the
 		 * bucket's 95% bound. */
 		const est = cols.split_estimated.map(v => v > 0);
-		const err = rate(cols, "split_err");
-		const line = (o, color) => ({label: OUTCOME_NAMES[o], values: rate(cols, "faults_" + o), color, est, err});
+		const err = rate(cols, "split_err"), errFb = fallbackErr(cols);
+		const line = (o, color) => ({label: OUTCOME_NAMES[o], values: rate(cols, "faults_" + o), color, est,
+			err: o.startsWith("vma") ? err : errFb});
 		const box = add();
 		box.id = prefix + "split-box";
 		drawChart(prefix + "split", box, xr, "Fault split: under the VMA lock", "faults/s", xs,
@@ -550,6 +558,13 @@ function seriesCharts(prefix, cols, grid, xr, more) {
 			"split runs in bursts (they have no exact total to scale to).", HOW_FAULT_WAIT));
 	} else add().append(el("h3", "mmap_lock wait"), optIn("faults", "How long faults waited for mmap_lock"));
 	return boxes;
+}
+
+/* Per point of @cols, per second: the 95% bound of the fallback outcomes (split_err_fallbacks; the
+ * row's split_err where a bucket's windows were stored without it). */
+function fallbackErr(cols) {
+	const fb = rate(cols, "split_err_fallbacks"), all = rate(cols, "split_err");
+	return fb.map((v, i) => v > 0 ? v : all[i]);
 }
 
 /* An "unknown" box: what is not known and the flag that gets it. */
@@ -585,16 +600,19 @@ function splitNote(t, cols) {
 	const fb = t.faults_mmap_fallback || 0, vmaSide = Math.max(0, ss.outs - fb);
 	const parts = OUTCOMES.map(o => [OUTCOME_NAMES[o], t["faults_" + o] || 0, o.startsWith("vma") ? vmaSide : fb])
 		.filter(([, v, cap]) => v > 0 || cap > 0)
-		.map(([n, v, cap]) => n + " " + fmtEst(v, ss.err, cap));
+		.map(([n, v, cap]) => n + " " + fmtEst(v, n.startsWith("VMA") ? ss.err : ss.errFb, cap));
 	let hidden = 0;
+	const errFb = fallbackErr(cols), err = rate(cols, "split_err"), rates = {};
+	for (const o of OUTCOMES) rates[o] = rate(cols, "faults_" + o);
 	for (let i = 0; i < cols.t.length; i++) {
 		if (!(cols.split_estimated[i] > 0)) continue;
 		for (const o of OUTCOMES)
-			if (cols["faults_" + o][i] !== null && inseparable(cols["faults_" + o][i], cols.split_err[i])) hidden++;
+			if (rates[o][i] !== null && inseparable(rates[o][i], o.startsWith("vma") ? err[i] : errFb[i])) hidden++;
 	}
 	const d = el("div", "Estimated" + how + " from " + fmtNum(ss.seen) + " faults classified in " + fmtNum(ss.windows) +
 		" process windows, applied to the exact fault and fallback counts. 95% intervals over the range: " +
-		parts.join("; ") + "." + (ss.notSampled > 0 ? " Not sampled (no estimate): " + fmtNum(ss.notSampled) + " faults." : "") +
+		parts.join("; ") + "." + (ss.kernelMode > 0 ? " Taken in kernel mode (mmap_lock without a VMA-lock attempt, " +
+			"not fallbacks): ≈ " + fmtNum(ss.kernelMode) + " faults." : "") + (ss.notSampled > 0 ? " Not sampled (no estimate): " + fmtNum(ss.notSampled) + " faults." : "") +
 		(hidden ? " Not drawn: " + fmtNum(hidden) + " estimates whose interval is wider than the value (too few faults " +
 			"sampled; the legend gives their bound)." : ""), "note");
 	d.id = "split-note";
@@ -714,7 +732,7 @@ function figureCols(t) {
 	if (shown("faults", t, ["faults_vma", "faults_mmap_fallback"])) {
 		/* The split in its three states: a count, "≈ count" (its interval in the tooltip and
 		 * the Split column) or why it is unknown; never 0 for a process no burst caught. */
-		const side = (r, v, cap) => {
+		const side = (r, v, cap, fb) => {
 			const ss = splitState(r);
 			if (ss.kind === "unknown") return {text: ss.why, cls: "unk", tip: ss.why === "not sampled"
 				? "no burst of the fault split caught a fault of it; " + HOW_FAULT_WAIT + " classifies every fault" : ""};
@@ -722,17 +740,18 @@ function figureCols(t) {
 			/* Not inseparable(): these are the split's two sides, each an exact count (the
 			 * faults that did not fall back, the fallbacks) in every estimated window; only
 			 * their division into outcomes is estimated, and split_err bounds that. */
-			const [lo, hi] = estInterval(v, ss.err, cap);
+			const [lo, hi] = estInterval(v, fb ? ss.errFb : ss.err, cap);
 			return {text: "≈ " + fmtNum(v), cls: "est", tip: "estimate, 95% interval " + fmtNum(lo) + "–" + fmtNum(hi) +
 				", from " + fmtNum(ss.seen) + " faults classified in bursts"};
 		};
 		const vmaOf = r => (r.faults_vma || 0) + (r.faults_vma_retry || 0);
-		const splitCol = (key, label, get, cap) => ({key, label, num: true, prio: 6,
+		const splitCol = (key, label, get, cap, fb) => ({key, label, num: true, prio: 6,
 			get: r => splitState(r).kind === "unknown" ? null : get(r),
-			fmt: (v, r) => side(r, v, cap(r)).text, cls: (v, r) => side(r, v, cap(r)).cls,
-			tip: (v, r) => side(r, v, cap(r)).tip});
+			fmt: (v, r) => side(r, v, cap(r), fb).text, cls: (v, r) => side(r, v, cap(r), fb).cls,
+			tip: (v, r) => side(r, v, cap(r), fb).tip});
 		cols.push(splitCol("vma", "Under VMA lock", vmaOf, r => Math.max(0, splitState(r).outs - (r.faults_mmap_fallback || 0))));
-		cols.push(splitCol("mmapf", "Under mmap_lock", r => r.faults_mmap_fallback || 0, r => r.faults_mmap_fallback || 0));
+		cols.push(splitCol("mmapf", "Under mmap_lock", r => r.faults_mmap_fallback || 0,
+			r => (r.faults_mmap_fallback || 0) + (r.kernel_mode_faults || 0), true));
 		cols.push({key: "split", label: "Split", title: "exact; estimated: ±95% bound on each outcome, n faults classified in " +
 			"bursts, faults of windows no burst covered; or why it is unknown", get: r => splitState(r).kind, fmt: (v, r) => {
 			const ss = splitState(r);
@@ -791,7 +810,7 @@ function fallbackHow(r) {
 	const parts = [["retry", r.faults_mmap_retry || 0], ["abort", r.faults_mmap_abort || 0],
 		["retry or abort", r.faults_mmap_unknown || 0]].filter(([, x]) => x > 0);
 	if (ss.kind === "exact") return {text: parts.map(([n, x]) => n + " " + fmtPct(100 * x / fb)).join(" · "), cls: ""};
-	const pts = 100 * Math.min(ss.err, fb) / fb, ptsText = "±" + fmtPct(pts).replace(" %", " pts");
+	const pts = 100 * Math.min(ss.errFb, fb) / fb, ptsText = "±" + fmtPct(pts).replace(" %", " pts");
 	const tip = "estimated from " + fmtNum(ss.seen) + " faults classified in bursts; ± is the 95% bound on each share";
 	/* Only the shares whose interval is narrower than themselves (±100 points says nothing). */
 	const known = parts.filter(([, x]) => !inseparable(100 * x / fb, pts));

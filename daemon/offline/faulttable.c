@@ -218,10 +218,11 @@ static uint64_t counter(const struct mm_fault_row *r, int c)
 	return *(const uint64_t *)((const char *)&r->sum + cols[c].off);
 }
 
-/* Faults of an estimated row's windows that no burst covered: its faults minus its outcomes. */
+/* Faults of an estimated row's windows that no burst covered: its faults minus its outcomes and
+ * its kernel-mode faults (split.h: estimated beside the outcomes). */
 static uint64_t num_not_sampled(const struct mm_proc_stats *s)
 {
-	uint64_t all = s->minflt + s->majflt, outs = outcomes(s);
+	uint64_t all = s->minflt + s->majflt, outs = outcomes(s) + s->kernel_mode_faults;
 	return split_state(s) == S_EXACT || all < outs ? 0 : all - outs;
 }
 
@@ -500,12 +501,11 @@ static void table_comments(FILE *out, const char *comment, const struct sources 
 		mm_fault_comment(
 			out,
 			"~: estimated from bursts of the fault split (split_duty): the "
-			"shares classified applied to the exact faults and fallbacks (which "
-			"count kernel-mode faults' too, so mmap_* can exceed the user-mode "
-			"fallbacks); +-err "
-			"is the 95% bound on each, cov% the share of faults classified, "
-			"unsampled the faults of windows no burst covered (outcomes + "
-			"unsampled = faults)",
+			"shares classified applied to the exact faults and fallbacks (less "
+			"the faults taken in kernel mode, which are no fallbacks); +-err is "
+			"the 95% bound on each, cov% the share "
+			"of faults classified, unsampled the faults of windows no burst "
+			"covered (outcomes + kernel-mode faults + unsampled = faults)",
 			max);
 	if (unknown)
 		mm_fault_comment(out,
@@ -1137,6 +1137,13 @@ static void mark_error(struct cmp_line *x, const double err[2])
 			  fabs(x->v[1] - x->v[0]) <= bound;
 }
 
+/* The 95% bound of @s's estimated fallback outcomes: split_err_fallbacks, or split_err where its
+ * windows were stored without it (before schema/009_split_by_side.sql). */
+static uint64_t fallback_err(const struct mm_proc_stats *s)
+{
+	return s->split_err_fallbacks ? s->split_err_fallbacks : s->split_err;
+}
+
 /* The fault split's lines of a comparison: the outcomes (an estimated one's change is "within
  * error" inside the bounds), and the fallbacks' wait where a side has it. */
 static void compare_split(struct cmp *c, const struct mm_proc_stats *x,
@@ -1148,11 +1155,14 @@ static void compare_split(struct cmp *c, const struct mm_proc_stats *x,
 	const uint64_t ys[] = {y->faults_vma, y->faults_vma_retry, y->faults_mmap_retry,
 			       y->faults_mmap_abort, y->faults_mmap_unknown};
 	const char *names[] = {"vma", "vma_retry", "mmap_retry", "mmap_abort", "mmap_unknown"};
-	double err[2] = {(double)x->split_err, (double)y->split_err};
+	/* The vma side's outcomes within the row's bound, the fallbacks' within their own
+	 * (windows stored before schema 009 have only the row's). */
+	double err[2][2] = {{(double)x->split_err, (double)y->split_err},
+			    {(double)fallback_err(x), (double)fallback_err(y)}};
 	for (int k = 0; c->rates && k < 2; k++)
-		err[k] /= c->secs[k];
+		err[0][k] /= c->secs[k], err[1][k] /= c->secs[k];
 	for (size_t o = 0; o < sizeof(names) / sizeof(names[0]); o++)
-		mark_error(add_count(c, names[o], xs[o], ys[o], split, est), err);
+		mark_error(add_count(c, names[o], xs[o], ys[o], split, est), err[o >= 2]);
 	if (any_fbwait)
 		add_line(c, "fallback wait", V_MS, (double)x->faults_mmap_lock_wait_ns / 1e6,
 			 (double)y->faults_mmap_lock_wait_ns / 1e6, fbwait, NEITHER, true);

@@ -84,6 +84,9 @@
 char LICENSE[] SEC("license") = "GPL";
 
 #define RWSEM_WRITER_LOCKED (1UL << 0) /* kernel/locking/rwsem.c */
+/* x86_64's user addresses end below this (TASK_SIZE_MAX with 5-level paging, 56 bits, which
+ * covers 4-level's 47): a fault above is on kernel memory. */
+#define USER_ADDRESS_END (1UL << 56)
 
 #define MAX_FRAMES 8
 /* iterator, trace helper, its caller (get_mmap_lock_carefully() if not inlined), and that one's */
@@ -702,6 +705,24 @@ int BPF_PROG(on_fault, unsigned long address, struct pt_regs *regs, unsigned lon
 	}
 	if (now) /* a thread that only faults flushes within FLUSH_NS + a few faults */
 		flush_if_due(t, now);
+	return 0;
+}
+
+/* A fault in kernel mode on user memory, for the fallbacks collector (kernel_mode_faults): x86
+ * takes mmap_lock for it in lock_mm_and_find_vma() without a VMA-lock attempt, so
+ * fallback_locks counts it, but it is no user fault's fallback. Not with page faults disabled
+ * (the kernel does not handle those: copy_from_user_nofault), nor on a kernel address. A
+ * program of its own: on_fault_kernel is the split's and detached between its bursts. */
+SEC("tp_btf/page_fault_kernel")
+int BPF_PROG(on_kernel_fault, unsigned long address, struct pt_regs *regs, unsigned long error_code)
+{
+	if (!count_fallbacks || address >= USER_ADDRESS_END)
+		return 0;
+	if (bpf_get_current_task_btf()->pagefault_disabled)
+		return 0;
+	struct thread *t = thread(true);
+	if (t)
+		PROC_INC(t, kernel_mode_faults);
 	return 0;
 }
 

@@ -62,6 +62,7 @@ struct mm_bpf_counts {
 	/* fallbacks collector */
 	__u64 fallback_locks;
 	__u64 fallback_lock_waits;
+	__u64 kernel_mode_faults;
 	/* faults collector */
 	__u64 faults_mmap_lock_wait_ns;
 	__u64 faults_pages_reread;

@@ -33,6 +33,12 @@
  * --min-swapins faults read from swap. exec   Faults of freshly exec'd processes: forks --children
  * children that each exec
  *          --exec (default /bin/true); fork also holds two mmap_locks at once.
+ *   kernel Faults taken in kernel mode beside user ones: as anon, but each round a fault thread
+ *          fills the first half of its slice with read() from /dev/zero, so the kernel's
+ *          clear_user() faults the fresh pages in kernel mode (x86 takes mmap_lock for them
+ *          without a VMA-lock attempt: counted in fallback_locks, but not fallbacks of user
+ *          faults), and writes the second half itself (user faults, some aborted by writer 0's
+ *          mprotect).
  *
  * Everything it creates (file, cgroup, swap file) is removed at exit, also after SIGINT, SIGTERM
  * or SIGHUP, and the temporary file is unlinked as soon as it is open. A SIGKILL leaves the cgroup
@@ -64,8 +70,9 @@
 #define WRITER_PAGES	16 /* pages per writer mapping (file: window; anon: region) */
 #define MAX_SWAP_ROUNDS 16 /* swap: rounds at most while short of --min-swapins */
 
-enum mode { M_FILE, M_ANON, M_SWAP, M_EXEC };
-static const char *const mode_names[] = {"file", "anon", "swap", "exec"};
+enum mode { M_FILE, M_ANON, M_SWAP, M_EXEC, M_KERNEL };
+static const char *const mode_names[] = {"file", "anon", "swap", "exec", "kernel"};
+#define NMODES (sizeof(mode_names) / sizeof(mode_names[0]))
 
 struct opts {
 	enum mode mode;
@@ -478,7 +485,20 @@ static void *file_writer_thread(void *arg)
 	return NULL;
 }
 
-/* anon: write every page of the slice, drop them, again. */
+/* Fills @len bytes at @a by read() from @fd; false on an error. */
+static bool read_into(int fd, char *a, size_t len)
+{
+	for (size_t done = 0; done < len;) {
+		ssize_t n = read(fd, a + done, len - done);
+		if (n <= 0)
+			return false;
+		done += (size_t)n;
+	}
+	return true;
+}
+
+/* anon: write every page of the slice, drop them, again. kernel (sh->fd open on /dev/zero): the
+ * first half of the slice read() from it instead (kernel-mode faults). */
 static void *anon_fault_thread(void *arg)
 {
 	struct worker *w = arg;
@@ -488,10 +508,16 @@ static void *anon_fault_thread(void *arg)
 	       last = pages * (w->index + 1) / sh->o->threads;
 	char *a = sh->map + first * sh->page;
 	size_t len = (last - first) * sh->page;
+	size_t by_read = sh->fd >= 0 ? (last - first) / 2 * sh->page : 0;
 
 	pthread_barrier_wait(&sh->start);
 	for (w->rounds = 0; w->rounds < sh->o->rounds && !stopping(); w->rounds++) {
-		for (size_t i = 0; i < len && !stopping(); i += sh->page) {
+		if (by_read && !read_into(sh->fd, a, by_read)) {
+			fail(w, "read(/dev/zero)");
+			break;
+		}
+		w->touched += by_read / sh->page;
+		for (size_t i = by_read; i < len && !stopping(); i += sh->page) {
 			a[i] = (char)i;
 			w->touched++;
 		}
@@ -682,7 +708,17 @@ static int mode_anon(const struct opts *o, struct shared *sh, unsigned long *tou
 		return -1;
 	}
 	madvise(sh->map, sh->map_len, MADV_NOHUGEPAGE);
+	if (o->mode == M_KERNEL) {
+		sh->fd = open("/dev/zero", O_RDONLY | O_CLOEXEC);
+		if (sh->fd < 0) {
+			fprintf(stderr, "outcome_workload: /dev/zero: %s\n", strerror(errno));
+			munmap(sh->map, sh->map_len);
+			return -1;
+		}
+	}
 	int ret = run_threads(sh, anon_fault_thread, anon_writer_thread, touched, cycles);
+	if (sh->fd >= 0)
+		close(sh->fd);
 	munmap(sh->map, sh->map_len);
 	return ret;
 }
@@ -784,6 +820,8 @@ static void usage(FILE *f, const char *argv0)
 		"  swap   swap file + memory cgroup; write more anonymous memory than the limit,\n"
 		"         read it back (swap-in faults)\n"
 		"  exec   fork and exec --exec (default /bin/true) --children times\n"
+		"  kernel as anon, but half of each slice is filled by read() from /dev/zero\n"
+		"         (faults taken in kernel mode)\n"
 		"\n"
 		"Options (defaults are small, for recordings of about 1 MB):\n"
 		"  --threads N        fault threads (file: default 2; anon: default 1)\n"
@@ -891,16 +929,17 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		usage(stderr, argv[0]);
 		return -1;
 	}
-	for (c = 0; c < 4 && strcmp(argv[1], mode_names[c]); c++)
+	for (c = 0; c < (int)NMODES && strcmp(argv[1], mode_names[c]); c++)
 		;
-	if (c == 4) {
-		fprintf(stderr, "%s: unknown mode '%s' (file, anon, swap or exec)\n", argv[0],
-			argv[1]);
+	if (c == (int)NMODES) {
+		fprintf(stderr, "%s: unknown mode '%s' (file, anon, swap, exec or kernel)\n",
+			argv[0], argv[1]);
 		return -1;
 	}
 	memset(o, 0, sizeof(*o));
 	o->mode = (enum mode)c;
-	o->threads = o->mode == M_ANON ? 1 : 2;
+	bool anon_layout = o->mode == M_ANON || o->mode == M_KERNEL; /* kernel: anon's layout */
+	o->threads = anon_layout ? 1 : 2;
 	o->pages = 250;
 	o->tail_pages = 256;
 	o->file_mb = 64;
@@ -1006,10 +1045,10 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		fprintf(stderr, "%s: unexpected argument '%s'\n", argv[0], argv[optind]);
 		return -1;
 	}
-	o->writers = writers >= 0 ? (unsigned)writers : o->mode == M_ANON ? 2 : 1;
+	o->writers = writers >= 0 ? (unsigned)writers : anon_layout ? 2 : 1;
 	o->writer_delay_us = wdelay >= 0 ? (unsigned long)wdelay : 0;
 	o->rounds = rounds >= 0		? (unsigned long)rounds
-		    : o->mode == M_ANON ? 20
+		    : anon_layout	? 20
 		    : o->mode == M_SWAP ? 1
 					: 2;
 	o->anon_mb = anon >= 0 ? (unsigned long)anon : o->mode == M_SWAP ? 16 : 1;
@@ -1017,7 +1056,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 			 : o->mode == M_SWAP ? 1024
 					     : 0;
 	o->mem_limit_mb = limit >= 0 ? (unsigned long)limit : o->mode == M_SWAP ? 6 : 8;
-	if ((o->mode == M_FILE || o->mode == M_ANON) && !o->threads) {
+	if ((o->mode == M_FILE || anon_layout) && !o->threads) {
 		fprintf(stderr, "%s: --threads must be > 0\n", argv[0]);
 		return -1;
 	}
@@ -1025,11 +1064,11 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		fprintf(stderr, "%s: --file-mb too small\n", argv[0]);
 		return -1;
 	}
-	if (o->mode == M_ANON && !o->tail_pages) {
+	if (anon_layout && !o->tail_pages) {
 		fprintf(stderr, "%s: --tail-pages must be > 0\n", argv[0]);
 		return -1;
 	}
-	if ((o->mode == M_ANON || o->mode == M_SWAP) && !o->anon_mb) {
+	if ((anon_layout || o->mode == M_SWAP) && !o->anon_mb) {
 		fprintf(stderr, "%s: --anon-mb must be > 0\n", argv[0]);
 		return -1;
 	}
@@ -1099,6 +1138,7 @@ int main(int argc, char **argv)
 		ret = mode_file(&o, &sh, &touched, &cycles);
 		break;
 	case M_ANON:
+	case M_KERNEL:
 		ret = mode_anon(&o, &sh, &touched, &cycles);
 		break;
 	case M_SWAP:

@@ -12,18 +12,20 @@
 #      bursts in the kernel, the programs attached for each burst only); perf becomes bpf when
 #      another program already holds BPF on the mmap_lock tracepoints (bpftool link; the perf
 #      fallbacks collector then cannot attribute, README "The BPF source")
-# Then runs two workloads with steady fallbacks, one after the other: outcome_workload file
+# Then runs three workloads with steady fallbacks, one after the other: outcome_workload file
 # (random reads of a file larger than its memory cgroup: most faults wait for I/O and retry under
-# mmap_lock, mmap_retry) and outcome_workload anon (fast anonymous faults, writers that mprotect
-# the mapping: a few mmap_abort among many vma), about SECONDS each. Checks, per workload pid,
-# summed over its windows:
+# mmap_lock, mmap_retry), outcome_workload anon (fast anonymous faults, writers that mprotect
+# the mapping: a few mmap_abort among many vma) and outcome_workload kernel (anon, with half of
+# the pages faulted in kernel mode by read() from /dev/zero: fallback_locks counts them, but
+# they are not fallbacks of user faults), about SECONDS each. Checks, per workload pid, summed
+# over its windows:
 #   1. A's /api/v1/status says split mode "bursts" on A's source with the default duty; B's
 #      "continuous".
 #   2. A's rows have split_estimated windows, split_faults_seen > 0, split_err > 0, non-zero
 #      outcome columns (faults_vma, and a fallback outcome for the file workload).
 #   3. fallback share (over A's estimated windows: one that no burst caught, a process's first
 #      when it began after that window's last burst, has none): A's stored share
-#      faults_mmap_fallback / (minflt + majflt) equals the exact
+#      (faults_mmap_fallback + kernel_mode_faults) / (minflt + majflt) equals the exact
 #      fallback_locks / (minflt + majflt) within 1 point; the share A's bursts observed
 #      (split_fallbacks_seen / split_faults_seen) is within 1 point plus its 99.9% Wilson
 #      half-width of the exact share.
@@ -34,8 +36,17 @@
 #      TOL_PTS (0.5) points;
 #      a comparison whose stated error exceeds 25 points (a handful of fallbacks classified, as
 #      on anon) is printed as INFO, not counted; the file workload's must be checked.
+#      The fallback outcomes' error is A's split_err_fallbacks (their own bound).
 #   5. A's exact counts equal B's within 0.5% + 5 (both read the same kernel counters; F only
 #      where B's perf fallbacks could attribute).
+#   6. kernel: A's and B's kernel_mode_faults (the fallbacks collector's) agree within 0.5% + 5;
+#      they equal B's fault-site locks of faults taken in kernel mode, told by callchain
+#      (mmap_lock_by_fault_kernel), and A's fallback_locks less them B's fault-site locks of
+#      user faults (mmap_lock_by_fault), within 1% of fallback_locks + 10; A's estimated
+#      fallbacks are that difference in its estimated windows. Scaling the fallback outcomes to
+#      all of fallback_locks (before schema 009) put the kernel-mode faults among the fallbacks
+#      and fails this.
+# A crash of the checks is a failure, not a silent pass.
 # Numbers are printed so the README's error table can be re-measured.
 #
 # Exit status: 0 passed, 1 failed, 77 skipped (not root, no tracepoints, or the fallbacks
@@ -136,7 +147,8 @@ long_run() { # MODE -> prints the pid of a run that lasted SECONDS_EACH * 0.6 or
 }
 FILE_PID=$(long_run file)
 ANON_PID=$(long_run anon)
-log "workloads: file pid $FILE_PID ($(tail -n 1 "$TMP/file.out")); anon pid $ANON_PID ($(tail -n 1 "$TMP/anon.out"))"
+KERNEL_PID=$(long_run kernel)
+log "workloads: file pid $FILE_PID ($(tail -n 1 "$TMP/file.out")); anon pid $ANON_PID ($(tail -n 1 "$TMP/anon.out")); kernel pid $KERNEL_PID ($(tail -n 1 "$TMP/kernel.out"))"
 sleep 6 # the last window closes in both
 mmlockd_alive
 kill -0 "$B_PID" 2>/dev/null || fatal "daemon B exited on its own"
@@ -157,7 +169,9 @@ COLS="sum(minflt + majflt), sum(fallback_locks), sum(faults_vma), sum(faults_vma
   sum(max(minflt + majflt - fallback_locks, 0)),
   sum(CASE WHEN split_estimated THEN minflt + majflt END),
   sum(CASE WHEN split_estimated THEN fallback_locks END),
-  sum(CASE WHEN split_estimated THEN max(minflt + majflt - fallback_locks, 0) END)"
+  sum(CASE WHEN split_estimated THEN max(minflt + majflt - fallback_locks, 0) END),
+  sum(split_err_fallbacks), sum(mmap_lock_by_fault), sum(mmap_lock_by_fault_kernel),
+  sum(kernel_mode_faults), sum(CASE WHEN split_estimated THEN kernel_mode_faults END)"
 q() { sqlite3 -separator ' ' "$1" "SELECT $COLS FROM process_stats WHERE pid = $2"; }
 
 check_workload() { # NAME PID
@@ -170,9 +184,11 @@ check_workload() { # NAME PID
 import math, sys
 name, tol = sys.argv[1], float(sys.argv[2])
 k = ["T", "F", "vma", "vma_retry", "retry", "abort", "unknown", "fallback", "est", "seen",
-     "fbseen", "err", "rows", "NF", "eT", "eF", "eNF"]
-a = dict(zip(k, (int(x or 0) for x in sys.argv[3].split())))
-b = dict(zip(k, (int(x or 0) for x in sys.argv[4].split())))
+     "fbseen", "err", "rows", "NF", "eT", "eF", "eNF", "errfb", "ulocks", "klocks", "K", "eK"]
+# sqlite3 prints NULL (a sum over no estimated window) as an empty field: split on the
+# separator itself, so that the fields after it stay in place.
+a = dict(zip(k, (int(x or 0) for x in sys.argv[3].split(" "))))
+b = dict(zip(k, (int(x or 0) for x in sys.argv[4].split(" "))))
 bad = []
 Z95, Z999 = 1.959964, 3.290527  # two-sided normal quantiles
 def say(ok, msg):
@@ -192,7 +208,7 @@ if a["eT"] < a["T"]:
     print(f"INFO: {name}: {a['T'] - a['eT']} of A's {a['T']} faults are in windows no burst "
           "caught (no estimate there): the shares below are over the estimated windows")
 exact = 100 * a["eF"] / max(a["eT"], 1)
-stored = 100 * a["fallback"] / max(a["eT"], 1)
+stored = 100 * (a["fallback"] + a["eK"]) / max(a["eT"], 1)
 say(abs(stored - exact) <= 1, f"stored fallback share {stored:.2f}% vs exact fallback_locks / "
     f"faults {exact:.2f}%")
 if a["seen"]:
@@ -211,7 +227,7 @@ if a["seen"]:
 # fallback's second count in fallback_locks puts F above T has none (T - F summed over windows
 # would be short by that, and the share come out above 100%).
 a_nf, b_nf = max(a["eNF"], 1), max(b["vma"] + b["vma_retry"], 1)
-a_fb, b_fb = max(a["eF"], 1), max(b["fallback"], 1)
+a_fb, b_fb = max(a["fallback"], 1), max(b["fallback"], 1)
 for label, av, an, bv, bn in (
         ("vma of non-fallbacks", a["vma"], a_nf, b["vma"], b_nf),
         ("mmap_retry of fallbacks", a["retry"], a_fb, b["retry"], b_fb),
@@ -221,7 +237,7 @@ for label, av, an, bv, bn in (
     # split_err is a 95% bound. Six such comparisons a run (two workloads, split and split_bpf)
     # at 95% would fail about one CI run in four by design, so the test allows the bound's
     # 99.9% equivalent (x 3.29 / 1.96), as the observed share's check above does.
-    stated = 100 * a["err"] / an
+    stated = 100 * (a["errfb"] if "of fallbacks" in label else a["err"]) / an
     allowed = stated * Z999 / Z95 + tol
     msg = (f"{label}: burst estimate {sa:.2f}% vs continuous {sb:.2f}%, difference "
            f"{abs(sa - sb):.2f}, stated error {stated:.2f} points (95%), allowed "
@@ -237,6 +253,22 @@ for label, av, an, bv, bn in (
         print(f"INFO: {name}: {msg} (only {a['fbseen']} fallbacks classified, 200 wanted)")
         continue
     say(abs(sa - sb) <= allowed, msg)
+# The faults taken in kernel mode: counted alike by both, and what B's callchains tell apart.
+if name == "kernel":
+    say(abs(a["K"] - b["K"]) <= 0.005 * max(a["K"], b["K"]) + 5 and a["K"] > 0,
+        f"exact kernel_mode_faults: A {a['K']} vs B {b['K']}")
+    slack = 0.01 * a["F"] + 10
+    say(abs(a["K"] - b["klocks"]) <= slack,
+        f"kernel_mode_faults {a['K']} vs B's kernel-mode fault-site locks (callchains) "
+        f"{b['klocks']}, allowed {slack:.0f}")
+    say(abs(a["F"] - a["K"] - b["ulocks"]) <= slack,
+        f"fallback_locks - kernel_mode_faults {a['F'] - a['K']} vs B's user faults' fault-site "
+        f"locks (callchains) {b['ulocks']}, allowed {slack:.0f}")
+    # Each window rounds its three fallback outcomes and clamps K at F (a fault and its lock
+    # on either side of a window's edge).
+    say(abs(a["fallback"] - (a["eF"] - a["eK"])) <= 0.002 * a["eF"] + 2 * a["est"] + 2,
+        f"A's estimated fallbacks {a['fallback']} = its fallback_locks - kernel_mode_faults "
+        f"{a['eF'] - a['eK']} in its estimated windows")
 # B's fallbacks are on the perf rings: under a foreign BPF program they count nothing.
 for key in ("T",) if b["F"] == 0 else ("T", "F"):
     d = abs(a[key] - b[key])
@@ -244,8 +276,12 @@ for key in ("T",) if b["F"] == 0 else ("T", "F"):
 sys.exit(1 if bad else 0)
 EOF
 }
-for w in "file:$FILE_PID" "anon:$ANON_PID"; do
-	out=$(check_workload "${w%%:*}" "${w#*:}")
+for w in "file:$FILE_PID" "anon:$ANON_PID" "kernel:$KERNEL_PID"; do
+	out=$(check_workload "${w%%:*}" "${w#*:}" 2>&1)
+	rc=$?
+	if [ "$rc" -ne 0 ] && ! grep -q '^FAIL' <<<"$out"; then
+		out+=$'\n'"FAIL: ${w%%:*}: the checks stopped (status $rc): $(tail -n 1 <<<"$out")"
+	fi
 	log "$out"
 	if [ "${w%%:*}" = file ] && ! grep -qE '^(PASS|FAIL): file: mmap_retry of fallbacks' <<<"$out"; then
 		fail "file: the fallback split was not checked (too few fallbacks classified)"

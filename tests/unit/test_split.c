@@ -92,9 +92,46 @@ static void test_estimate_applies_shares_to_exact_totals(void)
 	CHECK_U64(ps.mmap_lock_by_fault, 0);
 	CHECK_U64(ps.faults_mmap_lock_wait_ns, 0);
 	/* Wilson 95% on 150 of 200 fallbacks is about +-6 points of 20000; on 800 of 800 others
-	 * under a point of 80000: the larger is the row's bound. */
+	 * under a point of 80000: the larger is the row's bound, and the fallbacks' own. */
 	CHECK_U64(ps.split_err, (uint64_t)ceil(mm_split_wilson(150, 200) * 20000));
 	CHECK(ps.split_err > 1000 && ps.split_err < 1500);
+	CHECK_U64(ps.split_err_fallbacks, ps.split_err);
+}
+
+/* The faults taken in kernel mode (copy_to_user in a system call) are in fallback_locks but are
+ * no user fault's fallback: only the rest is split into the fallback outcomes, so the outcomes
+ * and the kernel-mode faults add up to the faults; the fallback side has a bound of its own,
+ * far below the vma side's. */
+static void test_kernel_mode_faults_are_not_fallbacks(void)
+{
+	struct mm_proc_stats ps = {.minflt = 100000,
+				   .fallback_locks = 5000,
+				   .kernel_mode_faults = 4900,
+				   .faults_vma = 5000,
+				   .faults_mmap_retry = 5,
+				   .faults_mmap_unknown = 15};
+
+	estimate_200ms(&ps);
+	CHECK_U64(ps.split_estimated, 1);
+	CHECK_U64(ps.kernel_mode_faults, 4900);
+	CHECK_U64(ps.faults_vma, 95000);
+	CHECK_U64(ps.faults_mmap_retry, 25); /* a quarter of the 100 user fallbacks */
+	CHECK_U64(ps.faults_mmap_unknown, 75);
+	CHECK_U64(ps.faults_mmap_fallback, 100);
+	CHECK_U64(ps.faults_vma + ps.faults_mmap_fallback + ps.kernel_mode_faults, 100000);
+	CHECK_U64(ps.split_err_fallbacks, (uint64_t)ceil(mm_split_wilson(5, 20) * 100));
+	CHECK(ps.split_err > ps.split_err_fallbacks); /* the vma side's: Wilson on 5000 of 95000 */
+
+	/* More kernel-mode faults counted than fallback locks (a window's edges): no fallback. */
+	struct mm_proc_stats k = {.minflt = 1000,
+				  .fallback_locks = 300,
+				  .kernel_mode_faults = 310,
+				  .faults_vma = 40,
+				  .faults_mmap_unknown = 1};
+	estimate_200ms(&k);
+	CHECK_U64(k.faults_mmap_fallback, 0);
+	CHECK_U64(k.split_err_fallbacks, 0);
+	CHECK_U64(k.faults_vma, 700);
 }
 
 static void test_process_without_classified_faults_keeps_exact_counts_only(void)
@@ -254,6 +291,7 @@ int main(void)
 	RUN(test_bursts_cover_the_duty_spread_through_the_window);
 	RUN(test_phase_follows_the_bursts);
 	RUN(test_estimate_applies_shares_to_exact_totals);
+	RUN(test_kernel_mode_faults_are_not_fallbacks);
 	RUN(test_process_without_classified_faults_keeps_exact_counts_only);
 	RUN(test_window_without_classified_faults_borrows_the_prior_shares);
 	RUN(test_error_bound_covers_the_truth_of_binomial_samples);
