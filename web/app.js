@@ -1008,7 +1008,12 @@ async function viewProcess(v, id) {
 	const f = faultsOf(t);
 	stats.append(stat("faults in the range", fmtNum(f)));
 	if (shown("fallbacks", t, ["fallback_locks"])) {
-		stats.append(stat("fallbacks to mmap_lock", fmtNum(t.fallback_locks)));
+		/* fallback_locks counts the faults taken in kernel mode too (x86 sends them to mmap_lock
+		 * without a VMA-lock attempt): said beside it where there were any. */
+		const k = t.kernel_mode_faults || 0;
+		stats.append(stat(k ? "fallbacks to mmap_lock, " + fmtNum(k) + " of them faults taken in kernel mode" :
+			"fallbacks to mmap_lock", fmtNum(t.fallback_locks), null, k ? "faults taken in kernel mode (copy_to_user in a " +
+			"system call) take mmap_lock without trying the VMA lock: counted here, but no user fault fell back" : undefined));
 		stats.append(stat("fallback share", f ? fmtPct(100 * t.fallback_locks / f) : "–"));
 	}
 	if (live && !live.exited) {
