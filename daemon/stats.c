@@ -9,29 +9,29 @@
 #include <string.h>
 
 /* A row of mm_proc_fields[]: F, a count; NS, nanoseconds (exported as seconds); L, a count that is
- * one labelled series ("key=\"value\"") of a family shared with other rows. */
+ * one labelled series ("key=\"value\"") of a family shared with other rows; OUT, one of the five
+ * outcomes of the fault split. Each row names the collector that fills it (COLLECTOR, set before
+ * its group of rows): /metrics exports a family only while its collector runs. */
 #define ROW(member, prom_, label_, help_, kind_)                                                   \
 	{                                                                                          \
 		.name = #member, .prom = prom_, .prom_label = label_, .help = help_,               \
 		.kind = kind_, .offset = offsetof(struct mm_proc_counts, member),                  \
-		.collector = field_collector(offsetof(struct mm_proc_counts, member))              \
+		.collector = COLLECTOR                                                             \
 	}
 #define F(member, prom_, help_)		ROW(member, prom_, NULL, help_, MM_FIELD_COUNT)
 #define NS(member, prom_, help_)	ROW(member, prom_, NULL, help_, MM_FIELD_NS)
 #define L(member, prom_, label_, help_) ROW(member, prom_, label_, help_, MM_FIELD_COUNT)
+#define OUT(member, out_)                                                                          \
+	{                                                                                          \
+		.name = #member, .prom = "page_faults_total",                                      \
+		.prom_label = "outcome=\"" out_ "\"", .help = OUT_HELP, .kind = MM_FIELD_COUNT,    \
+		.offset = offsetof(struct mm_proc_counts, member), .collector = COLLECTOR,         \
+		.outcome = true                                                                    \
+	}
 /* One source of mmap_lock acquisitions: member mmap_lock_by_<src>, label source="<src>". */
 #define SRC(src)                                                                                   \
 	L(mmap_lock_by_##src, "mmap_lock_acquisitions_by_source_total", "source=\"" #src "\"",     \
 	  SRC_HELP)
-
-/* The collector that fills a member, by where it sits in struct mm_proc_stats (stats.h groups the
- * members by collector): /metrics exports a family only while its collector runs. */
-#define field_collector(off)                                                                       \
-	((off) < offsetof(struct mm_proc_counts, faults_vma)		   ? "mmaplock"            \
-	 : (off) < offsetof(struct mm_proc_counts, minflt)		   ? "faults"              \
-	 : (off) < offsetof(struct mm_proc_counts, fallback_locks)	   ? "totals"              \
-	 : (off) < offsetof(struct mm_proc_counts, mmap_lock_behind_waits) ? "fallbacks"           \
-									   : "contention")
 
 #define OUT_HELP                                                                                   \
 	"User page faults by how they were handled: vma (under the per-VMA lock), vma_retry "      \
@@ -58,6 +58,7 @@
 	"fallback, a fault under the VMA lock, or a system call / kernel path."
 
 const struct mm_field mm_proc_fields[] = {
+#define COLLECTOR "mmaplock"
 	F(faults, "user_page_faults_total", "User page faults (exceptions:page_fault_user)."),
 	L(mmap_lock_read, "mmap_lock_acquisitions_total", "mode=\"read\"",
 	  "Successful mmap_lock acquisitions, by mode."),
@@ -74,15 +75,24 @@ const struct mm_field mm_proc_fields[] = {
 	   "Time mmap_lock was held for write (acquire_returned to released)."),
 	F(mmap_lock_contended, "mmap_lock_contended_total",
 	  "mmap_lock acquisitions that were contended (lock:contention_begin while waiting)."),
-	L(faults_vma, "page_faults_total", "outcome=\"vma\"", OUT_HELP),
-	L(faults_vma_retry, "page_faults_total", "outcome=\"vma_retry\"", OUT_HELP),
-	L(faults_mmap_retry, "page_faults_total", "outcome=\"mmap_retry\"", OUT_HELP),
-	L(faults_mmap_abort, "page_faults_total", "outcome=\"mmap_abort\"", OUT_HELP),
-	L(faults_mmap_unknown, "page_faults_total", "outcome=\"mmap_unknown\"", OUT_HELP),
-	F(faults_mmap_fallback, "page_fault_fallbacks_total",
-	  "User-mode page faults (exceptions:page_fault_user) that fell back to mmap_lock, each "
-	  "counted once: mmap_retry + mmap_abort + mmap_unknown of the fault split (kernel-mode "
-	  "faults not included; fault_fallback_locks_total counts those and every retry too)."),
+#undef COLLECTOR
+#define COLLECTOR "faults"
+	OUT(faults_vma, "vma"),
+	OUT(faults_vma_retry, "vma_retry"),
+	OUT(faults_mmap_retry, "mmap_retry"),
+	OUT(faults_mmap_abort, "mmap_abort"),
+	OUT(faults_mmap_unknown, "mmap_unknown"),
+	/* The three fallback outcomes' sum: an outcome too (null where no burst sampled). */
+	{.name = "faults_mmap_fallback",
+	 .prom = "page_fault_fallbacks_total",
+	 .help = "User-mode page faults (exceptions:page_fault_user) that fell back to mmap_lock, "
+		 "each counted once: mmap_retry + mmap_abort + mmap_unknown of the fault split "
+		 "(kernel-mode faults not included; fault_fallback_locks_total counts those and "
+		 "every retry too).",
+	 .kind = MM_FIELD_COUNT,
+	 .offset = offsetof(struct mm_proc_counts, faults_mmap_fallback),
+	 .collector = COLLECTOR,
+	 .outcome = true},
 	F(faults_mmap_lock_retries, "page_fault_mmap_lock_retries_total",
 	  "Extra mmap_lock acquisitions inside one fault (retries under mmap_lock)."),
 	NS(faults_mmap_lock_wait_ns, "page_fault_mmap_lock_wait_seconds_total",
@@ -120,8 +130,12 @@ const struct mm_field mm_proc_fields[] = {
 	F(split_err_fallbacks, "page_fault_split_fallback_error_bound_total",
 	  "95% error bound, in faults, on each estimated fallback outcome count of a window "
 	  "(mmap_retry, mmap_abort, mmap_unknown: the largest of the three), summed over windows."),
+#undef COLLECTOR
+#define COLLECTOR "totals"
 	L(minflt, "page_faults_accounted_total", "type=\"minor\"", KFLT_HELP),
 	L(majflt, "page_faults_accounted_total", "type=\"major\"", KFLT_HELP),
+#undef COLLECTOR
+#define COLLECTOR "fallbacks"
 	F(fallback_locks, "fault_fallback_locks_total",
 	  "mmap_lock read acquisitions in lock_mm_and_find_vma, the fault fallback's lock "
 	  "(kernel-mode faults included: copy_to_user in a system call; a fault retried under "
@@ -134,6 +148,8 @@ const struct mm_field mm_proc_fields[] = {
 	  "system call; exceptions:page_fault_kernel): x86 takes mmap_lock for them without a "
 	  "VMA-lock attempt, so fault_fallback_locks_total counts them, but they are not "
 	  "fallbacks of user faults."),
+#undef COLLECTOR
+#define COLLECTOR "contention"
 	F(mmap_lock_behind_waits, "mmap_lock_holder_waits_total",
 	  "Waits for an mmap_lock (lock:contention_begin to _end) whose holder was looked for: "
 	  "mmlockd_mmap_lock_wait_behind_seconds_total says behind what."),
@@ -154,6 +170,7 @@ const struct mm_field mm_proc_fields[] = {
 	BEHIND(remote),
 	BEHIND(other),
 	BEHIND(unknown),
+#undef COLLECTOR
 };
 
 const size_t mm_proc_nfields = sizeof(mm_proc_fields) / sizeof(mm_proc_fields[0]);
@@ -162,9 +179,7 @@ _Static_assert(sizeof(mm_proc_fields) / sizeof(mm_proc_fields[0]) <= MM_PROC_FIE
 
 bool mm_field_is_outcome(const struct mm_field *f)
 {
-	/* The six are adjacent in struct mm_proc_stats (stats.h). */
-	return f->offset >= offsetof(struct mm_proc_counts, faults_vma) &&
-	       f->offset <= offsetof(struct mm_proc_counts, faults_mmap_fallback);
+	return f->outcome;
 }
 
 uint64_t mm_counts_activity(const struct mm_proc_counts *s)

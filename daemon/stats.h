@@ -28,9 +28,10 @@ struct mm_hist {
  * with any activity holds between windows and in a snapshot (~400 bytes), the histograms being
  * kept apart, only for the few processes with a sample in one (struct mm_proc_hists).
  *
- * Members are grouped by the collector that fills them, in this order: mmaplock (faults ..
- * mmap_lock_contended), faults (faults_vma .. split_err), totals (minflt, majflt),
- * fallbacks (fallback_locks, fallback_lock_waits); stats.c derives mm_field.collector from it. */
+ * Members are grouped by the collector that fills them: mmaplock (faults ..
+ * mmap_lock_contended), faults (faults_vma .. split_err_fallbacks), totals (minflt, majflt),
+ * fallbacks (fallback_locks .. kernel_mode_faults), contention; each row of stats.c's table
+ * names its collector. */
 struct mm_proc_counts {
 	uint64_t faults;		 /* exceptions:page_fault_user in the process */
 	uint64_t mmap_lock_read;	 /* successful mmap_lock read acquisitions (trylocks too) */
@@ -42,7 +43,7 @@ struct mm_proc_counts {
 	uint64_t mmap_lock_contended;	  /* acquisitions that hit lock:contention_begin */
 
 	/* faults collector (plugins/faults.c): the outcome of every user fault, */
-	/* The outcomes of the fault split, adjacent (mm_field_is_outcome). */
+	/* The outcomes of the fault split (mm_field_is_outcome). */
 	uint64_t faults_vma;	       /* completed under the per-VMA lock */
 	uint64_t faults_vma_retry;     /* retried under the VMA lock (patched kernels) */
 	uint64_t faults_mmap_retry;    /* an attempt under the VMA lock, then mmap_lock */
@@ -193,6 +194,7 @@ struct mm_field {
 	size_t offset;	       /* offsetof(struct mm_proc_counts, member), a uint64_t; the same in
 				* struct mm_proc_stats */
 	const char *collector; /* the collector that fills it (plugins/<collector>.c) */
+	bool outcome;	       /* one of the fault split's five outcomes (mm_field_is_outcome) */
 };
 
 extern const struct mm_field mm_proc_fields[];
