@@ -14,9 +14,13 @@
 #include "log.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 static int write_all(FILE *f, const void *p, size_t n)
 {
@@ -121,14 +125,52 @@ int mm_rec_open_stream(FILE *f, uint64_t size, struct mm_rec_reader **ret)
 	return 0;
 }
 
+/* xz's stream header: a recording compressed with xz (the lab's .rec.xz) starts with it. */
+static const unsigned char xz_magic[6] = {0xfd, '7', 'z', 'X', 'Z', 0};
+
+/* @f holds an xz stream: decompresses it with xz(1) into an anonymous memory file and returns
+ * that, at its start (@f is closed). The reader seeks (a replay reads the file twice), which a
+ * pipe from xz could not do. NULL with errno set (ENOEXEC: xz failed or is not installed). */
+static FILE *xz_decompressed(FILE *f)
+{
+	int out = memfd_create("mmlockd-recording", MFD_CLOEXEC), status = 0;
+	pid_t pid = out < 0 ? -1 : fork();
+	if (pid == 0) {
+		/* The child: xz -dc < the file > the memory file; the descriptors lose CLOEXEC
+		 * through dup2. */
+		if (dup2(fileno(f), 0) < 0 || dup2(out, 1) < 0 || lseek(0, 0, SEEK_SET) < 0)
+			_exit(126);
+		execlp("xz", "xz", "-dcq", (char *)NULL);
+		_exit(127);
+	}
+	int err = pid < 0 ? errno : 0;
+	fclose(f);
+	if (pid > 0 &&
+	    (waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0))
+		err = ENOEXEC;
+	FILE *g = err || lseek(out, 0, SEEK_SET) < 0 ? NULL : fdopen(out, "rb");
+	if (!g) {
+		err = err ? err : errno;
+		if (out >= 0)
+			close(out);
+		errno = err;
+	}
+	return g;
+}
+
 int mm_rec_open(const char *path, struct mm_rec_reader **ret)
 {
 	FILE *f = fopen(path, "rbe");
+	unsigned char head[sizeof(xz_magic)];
 	struct stat st;
 	int r;
 
 	if (!f)
 		return -errno;
+	if (fread(head, 1, sizeof(head), f) == sizeof(head) &&
+	    !memcmp(head, xz_magic, sizeof(head)) && !(f = xz_decompressed(f)))
+		return -errno;
+	rewind(f);
 	r = mm_rec_open_stream(f,
 			       fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode)
 				       ? (uint64_t)st.st_size

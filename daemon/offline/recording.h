@@ -65,7 +65,9 @@ struct mm_chunk {
 
 struct mm_rec_reader;
 
-/* Opens @path and checks the magic. Returns 0 and *ret, or -errno (-EINVAL: not a recording). */
+/* Opens @path and checks the magic. Returns 0 and *ret, or -errno (-EINVAL: not a recording;
+ * -ENOEXEC: an xz-compressed file that xz(1) could not decompress). A file compressed with xz (the
+ * lab's .rec.xz) is decompressed into memory first. */
 int mm_rec_open(const char *path, struct mm_rec_reader **ret);
 /* The same on a stream positioned at the magic, of @size bytes (UINT64_MAX: unknown, e.g. a
  * pipe): a chunk longer than what is left is refused before anything is allocated for it. The

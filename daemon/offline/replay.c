@@ -335,9 +335,13 @@ static int replay_file(const char *path, const char *db, unsigned interval_s, in
 	}
 	r = mm_rec_open(path, &rd);
 	if (r < 0) {
-		log_error_errno(
-			r, r == -EINVAL ? "%s: not an mmlockd recording" : "cannot open %s: %m",
-			path);
+		log_error_errno(r,
+				r == -EINVAL ? "%s: not an mmlockd recording"
+				: r == -ENOEXEC
+					? "%s: compressed with xz, which could not "
+					  "decompress it (xz says why above; package xz-utils)"
+					: "cannot open %s: %m",
+				path);
 		goto out;
 	}
 	if ((r = read_header(&rp, path, rd, syms)) < 0 || (r = start_host(&rp, syms)) < 0)
