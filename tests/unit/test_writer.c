@@ -65,6 +65,9 @@ static sqlite3 *lock_db(void)
 {
 	sqlite3 *db = NULL;
 	CHECK(sqlite3_open(path, &db) == SQLITE_OK);
+	/* The writer's start-up (range sums, ANALYZE, a checkpoint) may hold the database a moment
+	 * on a loaded machine: wait for it as a real second writer would. */
+	sqlite3_busy_timeout(db, 20000);
 	CHECK(sqlite3_exec(db, "BEGIN EXCLUSIVE", NULL, NULL, NULL) == SQLITE_OK);
 	return db;
 }
