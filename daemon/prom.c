@@ -14,15 +14,15 @@
  * by U+FFFD, because Prometheus rejects label values that are not UTF-8.
  *
  * Three states: a family whose collector does not run is absent (unknown, not 0); with the fault
- * split in bursts (plugins/split.h) the outcome counts are estimates, so they are exported under
- * their own name, page_faults_estimated_total, with outcome="not_sampled" for the faults of windows
- * no burst covered (the outcomes then add up to page_faults_accounted_total), and the families
- * bursts cannot estimate (mmap_lock_acquisitions_by_source_total,
- * page_fault_mmap_lock_wait_seconds_total, page_fault_pages_reread_total,
- * page_fault_mmap_lock_retries_total: plugins/split.c zeroes them, having no exact total to scale
- * them to) and page_fault_fallbacks_total (the estimate's fallback side is
- * fault_fallback_locks_total itself) are left out rather than exported as 0; with the split
- * continuous, page_fault_split_* (the bursts' sample and error) are left out for the same reason.
+ * split in bursts (plugins/split.h) the fields stats.c marks MM_CYCLE_ESTIMATED (the outcomes) are
+ * exported under their estimate's own family (page_faults_estimated_total), with
+ * outcome="kernel_mode" and outcome="not_sampled" beside them (the faults taken in kernel mode, and
+ * those of windows no burst covered: the outcomes then add up to page_faults_accounted_total), and
+ * those marked MM_CYCLE_BLIND (mmap_lock_acquisitions_by_source_total,
+ * page_fault_mmap_lock_wait_seconds_total, ...: plugins/split.c zeroes them, having no exact
+ * total to scale them to) are left out rather than exported as 0; with the split continuous,
+ * those marked MM_CYCLE_SAMPLE (page_fault_split_*, the bursts' sample and error) are left out
+ * for the same reason. No family is named here for it.
  * mmap_lock_waits_total and mmap_lock_wait_seconds_total are the wait histogram's _count and _sum,
  * so they are exported only per cgroup, where there is no histogram (under OpenMetrics the
  * counter family mmap_lock_wait_seconds would clash with the histogram's name). Per cgroup and
@@ -271,34 +271,6 @@ static bool split_bursts(const struct mm_snapshot *s)
 	return !strcmp(s->split.mode, "bursts");
 }
 
-/* Whether family @fam is always 0 (or redundant) with the split in bursts: see the header. */
-static bool burst_blind(const struct mm_field *fam)
-{
-	static const char *const blind[] = {
-		"mmap_lock_acquisitions_by_source_total",
-		"page_fault_mmap_lock_wait_seconds_total",
-		"page_fault_pages_reread_total",
-		"page_fault_mmap_lock_retries_total",
-		"page_fault_fallbacks_total",
-	};
-	for (size_t i = 0; i < sizeof(blind) / sizeof(blind[0]); i++)
-		if (!strcmp(fam->prom, blind[i]))
-			return true;
-	return false;
-}
-
-#define OUTCOMES_FAMILY	 "page_faults_total"
-#define SPLIT_FAMILIES	 "page_fault_split_" /* the bursts' sample and error */
-#define ESTIMATED_FAMILY "page_faults_estimated_total"
-#define ESTIMATED_HELP                                                                             \
-	"Estimated page faults by how they were handled (the fault split in bursts): the outcome " \
-	"shares classified in bursts applied to page_faults_accounted_total less "                 \
-	"fault_fallback_locks_total (vma, vma_retry) and to fault_fallback_locks_total less "      \
-	"page_faults_kernel_mode_total (mmap_*); outcome=\"kernel_mode\" is "                      \
-	"page_faults_kernel_mode_total (no VMA-lock attempt), outcome=\"not_sampled\" counts the " \
-	"faults of windows no burst covered, so the outcomes add up to "                           \
-	"page_faults_accounted_total. page_fault_split_* give the sample and the error."
-
 /* Faults of @st that no estimate covers: minflt + majflt minus the five outcomes and the
  * kernel-mode faults (0 if less). */
 static uint64_t not_sampled(const struct mm_proc_counts *st)
@@ -328,17 +300,17 @@ static bool histogram_duplicate(const struct mm_field *fam, enum breakdown by)
 }
 
 /* Whether family @fam is exported at all: its collector runs, and it is not one the split's mode
- * makes constant (page_fault_split_* describe bursts; with the split continuous they are 0) or
- * blind (see the header), nor a histogram's duplicate. */
+ * makes constant (MM_CYCLE_SAMPLE: the bursts' sample, 0 with the split continuous) or blind
+ * (MM_CYCLE_BLIND: see the header), nor a histogram's duplicate. */
 static bool family_exported(const struct mm_snapshot *s, const struct mm_field *fam,
 			    enum breakdown by)
 {
 	bool bursts = split_bursts(s);
 	if (!collector_running(s, fam->collector) || histogram_duplicate(fam, by))
 		return false;
-	if (!strncmp(fam->prom, SPLIT_FAMILIES, strlen(SPLIT_FAMILIES)))
+	if (fam->cycle == MM_CYCLE_SAMPLE)
 		return bursts;
-	return !(bursts && burst_blind(fam));
+	return !(bursts && fam->cycle == MM_CYCLE_BLIND);
 }
 
 /* Whether a series of value @v is written: machine-wide every one (a dashboard finds each label
@@ -438,12 +410,12 @@ static void put_fields(struct mm_buf *out, const struct mm_snapshot *s, const si
 		const struct mm_field *fam = &mm_proc_fields[i];
 		if (!family_first(i) || !family_exported(s, fam, by))
 			continue;
-		bool estimated = split_bursts(s) && !strcmp(fam->prom, OUTCOMES_FAMILY);
+		bool estimated = split_bursts(s) && fam->cycle == MM_CYCLE_ESTIMATED;
 		bool with_not_sampled = estimated && collector_running(s, exact_totals);
 		snprintf(name, sizeof(name), "%s%s", breakdown_prefix[by],
-			 estimated ? ESTIMATED_FAMILY : fam->prom);
+			 estimated ? fam->prom_estimated : fam->prom);
 		if (!family_series(out, s, name, i, procs, nseries, by, with_not_sampled, false) ||
-		    !begin_family(out, ns, name, estimated ? ESTIMATED_HELP : fam->help,
+		    !begin_family(out, ns, name, estimated ? fam->help_estimated : fam->help,
 				  field_type(fam)))
 			continue;
 		family_series(out, s, name, i, procs, nseries, by, with_not_sampled, true);
@@ -769,10 +741,13 @@ static void reserve_fixed(struct names *ns, struct mm_buf *out)
 		names_claim(ns, fixed[i], out);
 	names_claim(ns, PREFIX LOCK_CONT, out);
 	names_claim(ns, PREFIX LOCK_WAIT, out);
-	names_claim(ns, PREFIX ESTIMATED_FAMILY, out);
-	names_claim(ns, PROC_PREFIX ESTIMATED_FAMILY, out);
-	names_claim(ns, CG_PREFIX ESTIMATED_FAMILY, out);
 	for (size_t i = 0; i < mm_proc_nfields; i++) {
+		const char *est = mm_proc_fields[i].prom_estimated;
+		for (size_t by = 0;
+		     est && by < sizeof(breakdown_prefix) / sizeof(*breakdown_prefix); by++) {
+			snprintf(name, sizeof(name), "%s%s", breakdown_prefix[by], est);
+			names_claim(ns, name, out);
+		}
 		snprintf(name, sizeof(name), "%s%s", PREFIX, mm_proc_fields[i].prom);
 		names_claim(ns, name, out);
 		snprintf(name, sizeof(name), "%s%s", PROC_PREFIX, mm_proc_fields[i].prom);

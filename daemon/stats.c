@@ -16,7 +16,7 @@
 	{                                                                                          \
 		.name = #member, .prom = prom_, .prom_label = label_, .help = help_,               \
 		.kind = kind_, .offset = offsetof(struct mm_proc_counts, member),                  \
-		.collector = COLLECTOR                                                             \
+		.collector = COLLECTOR, .cycle = CYCLE                                             \
 	}
 #define F(member, prom_, help_)		ROW(member, prom_, NULL, help_, MM_FIELD_COUNT)
 #define NS(member, prom_, help_)	ROW(member, prom_, NULL, help_, MM_FIELD_NS)
@@ -26,13 +26,22 @@
 		.name = #member, .prom = "page_faults_total",                                      \
 		.prom_label = "outcome=\"" out_ "\"", .help = OUT_HELP, .kind = MM_FIELD_COUNT,    \
 		.offset = offsetof(struct mm_proc_counts, member), .collector = COLLECTOR,         \
-		.outcome = true                                                                    \
+		.outcome = true, .cycle = MM_CYCLE_ESTIMATED,                                      \
+		.prom_estimated = "page_faults_estimated_total", .help_estimated = ESTIMATED_HELP  \
 	}
 /* One source of mmap_lock acquisitions: member mmap_lock_by_<src>, label source="<src>". */
 #define SRC(src)                                                                                   \
 	L(mmap_lock_by_##src, "mmap_lock_acquisitions_by_source_total", "source=\"" #src "\"",     \
 	  SRC_HELP)
 
+#define ESTIMATED_HELP                                                                             \
+	"Estimated page faults by how they were handled (the fault split in bursts): the outcome " \
+	"shares classified in bursts applied to page_faults_accounted_total less "                 \
+	"fault_fallback_locks_total (vma, vma_retry) and to fault_fallback_locks_total less "      \
+	"page_faults_kernel_mode_total (mmap_*); outcome=\"kernel_mode\" is "                      \
+	"page_faults_kernel_mode_total (no VMA-lock attempt), outcome=\"not_sampled\" counts the " \
+	"faults of windows no burst covered, so the outcomes add up to "                           \
+	"page_faults_accounted_total. page_fault_split_* give the sample and the error."
 #define OUT_HELP                                                                                   \
 	"User page faults by how they were handled: vma (under the per-VMA lock), vma_retry "      \
 	"(retried under it), mmap_retry (attempted under it, then mmap_lock), mmap_abort "         \
@@ -59,6 +68,7 @@
 
 const struct mm_field mm_proc_fields[] = {
 #define COLLECTOR "mmaplock"
+#define CYCLE	  MM_CYCLE_EXACT
 	F(faults, "user_page_faults_total", "User page faults (exceptions:page_fault_user)."),
 	L(mmap_lock_read, "mmap_lock_acquisitions_total", "mode=\"read\"",
 	  "Successful mmap_lock acquisitions, by mode."),
@@ -92,7 +102,13 @@ const struct mm_field mm_proc_fields[] = {
 	 .kind = MM_FIELD_COUNT,
 	 .offset = offsetof(struct mm_proc_counts, faults_mmap_fallback),
 	 .collector = COLLECTOR,
-	 .outcome = true},
+	 .outcome = true,
+	 /* Under bursts the estimated outcomes' sum is fault_fallback_locks_total less
+	  * page_faults_kernel_mode_total: this family would repeat it. */
+	 .cycle = MM_CYCLE_BLIND},
+/* Under bursts, what needs every fault seen (split.c zeroes it: no exact total to scale). */
+#undef CYCLE
+#define CYCLE MM_CYCLE_BLIND
 	F(faults_mmap_lock_retries, "page_fault_mmap_lock_retries_total",
 	  "Extra mmap_lock acquisitions inside one fault (retries under mmap_lock)."),
 	NS(faults_mmap_lock_wait_ns, "page_fault_mmap_lock_wait_seconds_total",
@@ -116,6 +132,9 @@ const struct mm_field mm_proc_fields[] = {
 	SRC(remote),
 	SRC(other),
 	SRC(unknown),
+/* The bursts' sample and error: constant 0 with the split continuous. */
+#undef CYCLE
+#define CYCLE MM_CYCLE_SAMPLE
 	F(split_estimated, "page_fault_split_estimated_windows_total",
 	  "Process windows whose page_faults_total outcome counts are estimates: the shares "
 	  "classified in bursts (split_duty) applied to the exact fault and fallback counts."),
@@ -132,6 +151,8 @@ const struct mm_field mm_proc_fields[] = {
 	  "(mmap_retry, mmap_abort, mmap_unknown: the largest of the three), summed over windows."),
 #undef COLLECTOR
 #define COLLECTOR "totals"
+#undef CYCLE
+#define CYCLE MM_CYCLE_EXACT
 	L(minflt, "page_faults_accounted_total", "type=\"minor\"", KFLT_HELP),
 	L(majflt, "page_faults_accounted_total", "type=\"major\"", KFLT_HELP),
 #undef COLLECTOR
@@ -171,6 +192,7 @@ const struct mm_field mm_proc_fields[] = {
 	BEHIND(other),
 	BEHIND(unknown),
 #undef COLLECTOR
+#undef CYCLE
 };
 
 const size_t mm_proc_nfields = sizeof(mm_proc_fields) / sizeof(mm_proc_fields[0]);

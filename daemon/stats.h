@@ -184,6 +184,16 @@ enum mm_field_kind {
 	MM_FIELD_NS,	/* nanoseconds; exported as seconds */
 };
 
+/* What a field is while its collector runs on a duty cycle (the fault split in bursts, split.h):
+ * every surface reads this instead of naming families. */
+enum mm_field_cycle {
+	MM_CYCLE_EXACT, /* exact whatever the cycle (and every field of a collector without one) */
+	MM_CYCLE_ESTIMATED, /* an estimate under a cycle: exported as prom_estimated, shown with ≈
+			     */
+	MM_CYCLE_BLIND,	    /* not known under a cycle (no exact total to scale it to): not shown */
+	MM_CYCLE_SAMPLE,    /* describes the cycle's sample and error: shown only under a cycle */
+};
+
 struct mm_field {
 	const char *name; /* column / JSON key, e.g. "mmap_lock_wait_ns" */
 	const char
@@ -194,7 +204,10 @@ struct mm_field {
 	size_t offset;	       /* offsetof(struct mm_proc_counts, member), a uint64_t; the same in
 				* struct mm_proc_stats */
 	const char *collector; /* the collector that fills it (plugins/<collector>.c) */
-	bool outcome;	       /* one of the fault split's five outcomes (mm_field_is_outcome) */
+	bool outcome;	       /* one of the fault split's outcomes (mm_field_is_outcome) */
+	enum mm_field_cycle cycle;
+	/* MM_CYCLE_ESTIMATED: the family and HELP text of its estimates */
+	const char *prom_estimated, *help_estimated;
 };
 
 extern const struct mm_field mm_proc_fields[];
