@@ -94,6 +94,7 @@ struct mm_store {
 	sqlite3_stmt *del_windows, *del_procs;
 	sqlite3_stmt *ins_sums, *ins_cgroup_windows, *ins_window_sums, *upd_sums_state;
 	bool sums_tried; /* sums_open() ran: the statements above are prepared, or sums are off */
+	unsigned sums_busy; /* windows stored since sums_open() found the database locked */
 	sqlite3_stmt *ins_lock;
 
 	/* both */
@@ -1136,6 +1137,9 @@ static int sums_open(struct mm_store *st)
 		       &st->upd_sums_state);
 }
 
+/* Windows stored before the sums are tried again after the database was found locked. */
+#define SUMS_BUSY_RETRY 6
+
 int mm_store_build_sums(struct mm_store *st, int (*check)(void *arg), void *arg)
 {
 	int r;
@@ -1153,7 +1157,15 @@ int mm_store_build_sums(struct mm_store *st, int (*check)(void *arg), void *arg)
 			log_notice("database %s: range sums not built (stopping): long ranges sum "
 				   "every window until a start builds them",
 				   st->path);
-		else
+		else if (r == -EBUSY) {
+			/* Another program held the database (a sqlite3 shell's transaction): not
+			 * a reason to go without them for the daemon's life. */
+			log_notice("database %s: range sums not built (the database is locked): "
+				   "trying again in %u windows",
+				   st->path, SUMS_BUSY_RETRY);
+			st->sums_tried = false;
+			st->sums_busy = 1;
+		} else
 			log_warning("database %s: range sums off: long ranges sum every window, "
 				    "ignoring",
 				    st->path);
@@ -1595,7 +1607,7 @@ int mm_store_write_window(struct mm_store *st, const struct mm_snapshot *w)
 				       ") ms is not a closed window",
 				       st->path, w->window_start_ms, w->window_end_ms);
 
-	if (!st->sums_tried)
+	if (!st->sums_tried && (!st->sums_busy || ++st->sums_busy > SUMS_BUSY_RETRY))
 		mm_store_build_sums(st, NULL, NULL);
 	r = run(st, st->begin, "starting a window transaction");
 	if (r < 0)

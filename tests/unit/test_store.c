@@ -1377,6 +1377,30 @@ static void test_range_sums_answer_as_every_window_does(void)
 	mm_buf_free(&raw);
 }
 
+/* A database another program holds when the sums are first built (a sqlite3 shell's
+ * transaction) does not leave the daemon without them: they are tried again a few windows on. */
+static void test_range_sums_are_built_after_the_database_was_locked(void)
+{
+	const char *path = new_path();
+	struct mm_store *st = NULL;
+	sqlite3 *other = NULL;
+	const uint64_t t0_ms = 1700000000000ull;
+
+	CHECK(mm_store_open(path, &st) == 0);
+	CHECK(write_busy_windows(st, t0_ms, 20, 5) == 0);
+	mm_store_close(st);
+	CHECK(raw_exec(path, "DELETE FROM range_sums; DELETE FROM range_sums_state") == SQLITE_OK);
+	CHECK(mm_store_open(path, &st) == 0);
+	CHECK(sqlite3_open(path, &other) == SQLITE_OK);
+	CHECK(sqlite3_exec(other, "BEGIN EXCLUSIVE", NULL, NULL, NULL) == SQLITE_OK);
+	CHECK(mm_store_build_sums(st, NULL, NULL) == -EBUSY); /* after the busy timeout */
+	CHECK(sqlite3_exec(other, "COMMIT", NULL, NULL, NULL) == SQLITE_OK);
+	sqlite3_close(other);
+	CHECK(write_busy_windows(st, t0_ms + 20 * 10000ull, 8, 5) == 0);
+	CHECK_U64(q_int(path, "SELECT windows FROM range_sums_state"), 28);
+	mm_store_close(st);
+}
+
 static void test_history_json_keys_are_the_view_columns(void)
 {
 	const char *path = new_path();
@@ -1613,6 +1637,7 @@ int main(void)
 	RUN(test_top_json_orders_by_fallbacks_when_asked);
 	RUN(test_range_routes_give_null_outcomes_for_a_process_no_burst_caught);
 	RUN(test_range_sums_answer_as_every_window_does);
+	RUN(test_range_sums_are_built_after_the_database_was_locked);
 	RUN(test_history_json_keys_are_the_view_columns);
 	RUN(test_readonly_handle_reads_but_cannot_write);
 	RUN(test_readonly_needs_an_existing_current_database);
