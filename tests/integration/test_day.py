@@ -361,7 +361,8 @@ def make_day(gen_day, tmp):
         shutil.copy(os.environ["DAY_DB"], db)
         return db
     t = time.monotonic()
-    p = subprocess.run([gen_day, db], stderr=subprocess.PIPE, timeout=600)
+    # 3.6 min at load 6-9; over 10 min beside two TCG guests and a benchmark (load 15).
+    p = subprocess.run([gen_day, db], stderr=subprocess.PIPE, timeout=1500)
     lines = p.stderr.decode(errors="replace").splitlines()
     print("# " + (lines[-1] if lines else "gen_day printed nothing"))
     if p.returncode != 0:
