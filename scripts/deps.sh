@@ -47,6 +47,9 @@ if [ "$TEST" = yes ]; then
 	PKGS="$PKGS clang-14 libfuzzer-14-dev libclang-rt-14-dev"
 	# The web page's browser tests (tests/browser/) run Debian's chromium.
 	PKGS="$PKGS chromium"
+	# The house rules' layout check (scripts/house-rules.py, test house_rules): clang-format of
+	# the version the tree is laid out with.
+	PKGS="$PKGS clang-format-14"
 fi
 PKGS="$PKGS $*"
 

@@ -108,37 +108,37 @@ static void usage(FILE *f, const char *argv0)
 		argv0, MAP_ROUND_CYCLES);
 }
 
-static int parse_args(int argc, char **argv, struct opts *o)
-{
-	enum {
-		O_FAULT = 256,
-		O_MAP,
-		O_SECONDS,
-		O_ROUNDS,
-		O_FILE_MB,
-		O_FILE_DIR,
-		O_ANON_MB,
-		O_PID,
-		O_DONE,
-		O_LINGER,
-	};
-	static const struct option longopts[] = {
-		{"fault-threads", required_argument, NULL, O_FAULT},
-		{"map-threads", required_argument, NULL, O_MAP},
-		{"seconds", required_argument, NULL, O_SECONDS},
-		{"rounds", required_argument, NULL, O_ROUNDS},
-		{"file-mb", required_argument, NULL, O_FILE_MB},
-		{"file-dir", required_argument, NULL, O_FILE_DIR},
-		{"anon-mb", required_argument, NULL, O_ANON_MB},
-		{"pid-file", required_argument, NULL, O_PID},
-		{"done-file", required_argument, NULL, O_DONE},
-		{"linger", required_argument, NULL, O_LINGER},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
-	};
-	unsigned long v;
-	int c;
+enum {
+	O_FAULT = 256,
+	O_MAP,
+	O_SECONDS,
+	O_ROUNDS,
+	O_FILE_MB,
+	O_FILE_DIR,
+	O_ANON_MB,
+	O_PID,
+	O_DONE,
+	O_LINGER,
+};
 
+/* In the order of the O_ values above: an option's name is longopts[c - O_FAULT].name. */
+static const struct option longopts[] = {
+	{"fault-threads", required_argument, NULL, O_FAULT},
+	{"map-threads", required_argument, NULL, O_MAP},
+	{"seconds", required_argument, NULL, O_SECONDS},
+	{"rounds", required_argument, NULL, O_ROUNDS},
+	{"file-mb", required_argument, NULL, O_FILE_MB},
+	{"file-dir", required_argument, NULL, O_FILE_DIR},
+	{"anon-mb", required_argument, NULL, O_ANON_MB},
+	{"pid-file", required_argument, NULL, O_PID},
+	{"done-file", required_argument, NULL, O_DONE},
+	{"linger", required_argument, NULL, O_LINGER},
+	{"help", no_argument, NULL, 'h'},
+	{NULL, 0, NULL, 0},
+};
+
+static void default_opts(struct opts *o)
+{
 	o->fault_threads = 2;
 	o->map_threads = 1;
 	o->seconds = 3;
@@ -151,56 +151,89 @@ static int parse_args(int argc, char **argv, struct opts *o)
 	o->file_dir = getenv("TMPDIR");
 	if (!o->file_dir || !*o->file_dir)
 		o->file_dir = "/tmp";
+}
 
+/* Sets option @c (an O_ value) of @o from @arg. Returns 0, or -1 when @arg is no valid value. */
+static int set_opt(struct opts *o, int c, const char *arg)
+{
+	unsigned long v;
+
+	switch (c) {
+	case O_FAULT:
+		if (parse_ulong(arg, 1024, &v))
+			return -1;
+		o->fault_threads = v;
+		break;
+	case O_MAP:
+		if (parse_ulong(arg, 1024, &v))
+			return -1;
+		o->map_threads = v;
+		break;
+	case O_SECONDS:
+		if (parse_seconds(arg, &o->seconds) || !(o->seconds > 0))
+			return -1;
+		break;
+	case O_LINGER:
+		return parse_seconds(arg, &o->linger);
+	case O_DONE:
+		o->done_file = arg;
+		break;
+	case O_ROUNDS:
+		if (parse_ulong(arg, ULONG_MAX, &v) || v == 0)
+			return -1;
+		o->rounds = v;
+		break;
+	case O_FILE_MB:
+		if (parse_ulong(arg, 1 << 20, &v))
+			return -1;
+		o->file_mb = v;
+		break;
+	case O_FILE_DIR:
+		o->file_dir = arg;
+		break;
+	case O_ANON_MB:
+		if (parse_ulong(arg, 1 << 20, &v))
+			return -1;
+		o->anon_mb = v;
+		break;
+	case O_PID:
+		o->pid_file = arg;
+		break;
+	}
+	return 0;
+}
+
+/* Whether the options together make a run; if not, says why. Returns 0, or -1. */
+static int check_opts(const struct opts *o, const char *argv0)
+{
+	if (!o->fault_threads && !o->map_threads) {
+		fprintf(stderr, "%s: no threads to run\n", argv0);
+		return -1;
+	}
+	if (o->fault_threads && !o->file_mb && !o->anon_mb) {
+		fprintf(stderr, "%s: fault threads need --file-mb or --anon-mb > 0\n", argv0);
+		return -1;
+	}
+	return 0;
+}
+
+static int parse_args(int argc, char **argv, struct opts *o)
+{
+	int c;
+
+	default_opts(o);
 	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
-		switch (c) {
-		case O_FAULT:
-			if (parse_ulong(optarg, 1024, &v))
-				goto bad;
-			o->fault_threads = v;
-			break;
-		case O_MAP:
-			if (parse_ulong(optarg, 1024, &v))
-				goto bad;
-			o->map_threads = v;
-			break;
-		case O_SECONDS:
-			if (parse_seconds(optarg, &o->seconds) || !(o->seconds > 0))
-				goto bad;
-			break;
-		case O_LINGER:
-			if (parse_seconds(optarg, &o->linger))
-				goto bad;
-			break;
-		case O_DONE:
-			o->done_file = optarg;
-			break;
-		case O_ROUNDS:
-			if (parse_ulong(optarg, ULONG_MAX, &v) || v == 0)
-				goto bad;
-			o->rounds = v;
-			break;
-		case O_FILE_MB:
-			if (parse_ulong(optarg, 1 << 20, &v))
-				goto bad;
-			o->file_mb = v;
-			break;
-		case O_FILE_DIR:
-			o->file_dir = optarg;
-			break;
-		case O_ANON_MB:
-			if (parse_ulong(optarg, 1 << 20, &v))
-				goto bad;
-			o->anon_mb = v;
-			break;
-		case O_PID:
-			o->pid_file = optarg;
-			break;
-		case 'h':
+		if (c == 'h') {
 			usage(stdout, argv[0]);
 			exit(0);
-		default:
+		}
+		if (c < O_FAULT) { /* '?': unknown option or missing value, getopt said which */
 			usage(stderr, argv[0]);
+			return -1;
+		}
+		if (set_opt(o, c, optarg)) {
+			fprintf(stderr, "%s: bad value '%s' for --%s\n", argv[0], optarg,
+				longopts[c - O_FAULT].name);
 			return -1;
 		}
 	}
@@ -208,19 +241,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		fprintf(stderr, "%s: unexpected argument '%s'\n", argv[0], argv[optind]);
 		return -1;
 	}
-	if (!o->fault_threads && !o->map_threads) {
-		fprintf(stderr, "%s: no threads to run\n", argv[0]);
-		return -1;
-	}
-	if (o->fault_threads && !o->file_mb && !o->anon_mb) {
-		fprintf(stderr, "%s: fault threads need --file-mb or --anon-mb > 0\n", argv[0]);
-		return -1;
-	}
-	return 0;
-bad:
-	fprintf(stderr, "%s: bad value '%s' for --%s\n", argv[0], optarg,
-		longopts[c - O_FAULT].name);
-	return -1;
+	return check_opts(o, argv[0]);
 }
 
 static bool keep_going(struct shared *sh, unsigned long rounds)
@@ -391,6 +412,90 @@ err:
 	return -1;
 }
 
+/* The anonymous region and the temporary file the fault threads share. Returns 0, or -1 after
+ * saying what failed. */
+static int map_regions(struct shared *sh, const struct opts *o)
+{
+	if (o->fault_threads && o->anon_mb) {
+		sh->anon_len = o->anon_mb << 20;
+		sh->anon = mmap(NULL, sh->anon_len, PROT_READ | PROT_WRITE,
+				MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (sh->anon == MAP_FAILED) {
+			fprintf(stderr, "fault_workload: mmap %lu MB: %s\n", o->anon_mb,
+				strerror(errno));
+			return -1;
+		}
+		madvise(sh->anon, sh->anon_len, MADV_NOHUGEPAGE);
+	}
+	if (o->fault_threads && o->file_mb && setup_file(sh, o->file_dir, o->file_mb << 20)) {
+		fprintf(stderr, "fault_workload: temporary file of %lu MB in %s: %s\n", o->file_mb,
+			o->file_dir, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+/* Starts @n threads, the fault threads first, each waiting on sh->start. Returns them, or NULL
+ * when out of memory; exits when a thread cannot be created. */
+static struct worker *start_workers(struct shared *sh, const struct opts *o, unsigned n)
+{
+	struct worker *w = calloc(n, sizeof(*w));
+
+	if (!w || pthread_barrier_init(&sh->start, NULL, n + 1)) {
+		fprintf(stderr, "fault_workload: out of memory\n");
+		return NULL;
+	}
+	for (unsigned i = 0; i < n; i++) {
+		bool is_fault = i < o->fault_threads;
+		int err;
+
+		w[i].sh = sh;
+		w[i].index = is_fault ? i : i - o->fault_threads;
+		err = pthread_create(&w[i].tid, NULL, is_fault ? fault_thread : map_thread, &w[i]);
+		if (err) {
+			fprintf(stderr, "fault_workload: pthread_create: %s\n", strerror(err));
+			_exit(1); /* started threads wait on the barrier forever */
+		}
+	}
+	return w;
+}
+
+/* Says which threads failed and prints the summary line of the @n threads @w, which ran from
+ * @t0 (usage @ru0) to @t1 (@ru1). Returns 1 if a thread failed, else 0. */
+static int report(const struct opts *o, const struct worker *w, unsigned n,
+		  const struct rusage *ru0, const struct rusage *ru1, uint64_t t0, uint64_t t1)
+{
+	unsigned long rounds = 0, cycles = 0, touched = 0, syscalls = 0, minflt, majflt;
+	int ret = 0;
+
+	for (unsigned i = 0; i < n; i++) {
+		if (w[i].err) {
+			fprintf(stderr, "fault_workload: %s thread %u: %s: %s\n",
+				i < o->fault_threads ? "fault" : "map", w[i].index, w[i].what,
+				strerror(w[i].err));
+			ret = 1;
+		}
+		if (i < o->fault_threads)
+			rounds += w[i].rounds;
+		cycles += w[i].cycles;
+		touched += w[i].touched;
+		syscalls += w[i].syscalls;
+	}
+	minflt = (unsigned long)(ru1->ru_minflt - ru0->ru_minflt);
+	majflt = (unsigned long)(ru1->ru_majflt - ru0->ru_majflt);
+
+	/* since_start: every fault of the process so far, exec and start-up included (what
+	 * /proc/PID/stat shows), for checks of mmlockd's per-process totals. */
+	printf("fault_workload: pid %d fault_threads %u map_threads %u fault_rounds %lu "
+	       "map_cycles %lu pages_touched %lu mm_syscalls %lu faults %lu (minflt %lu majflt "
+	       "%lu) "
+	       "elapsed %.3f s since_start %lu\n",
+	       (int)getpid(), o->fault_threads, o->map_threads, rounds, cycles, touched, syscalls,
+	       minflt + majflt, minflt, majflt, (double)(t1 - t0) / 1e9,
+	       (unsigned long)(ru1->ru_minflt + ru1->ru_majflt));
+	return ret;
+}
+
 int main(int argc, char **argv)
 {
 	struct opts o;
@@ -399,9 +504,8 @@ int main(int argc, char **argv)
 	struct rusage ru0, ru1;
 	sigset_t usr1;
 	unsigned n, i;
-	unsigned long rounds = 0, cycles = 0, touched = 0, syscalls = 0, minflt, majflt;
 	uint64_t t0, t1;
-	int ret = 0;
+	int ret;
 
 	if (parse_args(argc, argv, &o))
 		return 2;
@@ -417,41 +521,12 @@ int main(int argc, char **argv)
 	memset(&sh, 0, sizeof(sh));
 	sh.o = &o;
 	sh.page = (size_t)sysconf(_SC_PAGESIZE);
-	if (o.fault_threads && o.anon_mb) {
-		sh.anon_len = o.anon_mb << 20;
-		sh.anon = mmap(NULL, sh.anon_len, PROT_READ | PROT_WRITE,
-			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-		if (sh.anon == MAP_FAILED) {
-			fprintf(stderr, "fault_workload: mmap %lu MB: %s\n", o.anon_mb,
-				strerror(errno));
-			return 1;
-		}
-		madvise(sh.anon, sh.anon_len, MADV_NOHUGEPAGE);
-	}
-	if (o.fault_threads && o.file_mb && setup_file(&sh, o.file_dir, o.file_mb << 20)) {
-		fprintf(stderr, "fault_workload: temporary file of %lu MB in %s: %s\n", o.file_mb,
-			o.file_dir, strerror(errno));
+	if (map_regions(&sh, &o))
 		return 1;
-	}
-
 	n = o.fault_threads + o.map_threads;
-	w = calloc(n, sizeof(*w));
-	if (!w || pthread_barrier_init(&sh.start, NULL, n + 1)) {
-		fprintf(stderr, "fault_workload: out of memory\n");
+	w = start_workers(&sh, &o, n);
+	if (!w)
 		return 1;
-	}
-	for (i = 0; i < n; i++) {
-		bool is_fault = i < o.fault_threads;
-		int err;
-
-		w[i].sh = &sh;
-		w[i].index = is_fault ? i : i - o.fault_threads;
-		err = pthread_create(&w[i].tid, NULL, is_fault ? fault_thread : map_thread, &w[i]);
-		if (err) {
-			fprintf(stderr, "fault_workload: pthread_create: %s\n", strerror(err));
-			_exit(1); /* started threads wait on the barrier forever */
-		}
-	}
 
 	getrusage(RUSAGE_SELF, &ru0);
 	t0 = now_ns();
@@ -461,32 +536,7 @@ int main(int argc, char **argv)
 		pthread_join(w[i].tid, NULL);
 	t1 = now_ns();
 	getrusage(RUSAGE_SELF, &ru1);
-
-	for (i = 0; i < n; i++) {
-		if (w[i].err) {
-			fprintf(stderr, "fault_workload: %s thread %u: %s: %s\n",
-				i < o.fault_threads ? "fault" : "map", w[i].index, w[i].what,
-				strerror(w[i].err));
-			ret = 1;
-		}
-		if (i < o.fault_threads)
-			rounds += w[i].rounds;
-		cycles += w[i].cycles;
-		touched += w[i].touched;
-		syscalls += w[i].syscalls;
-	}
-	minflt = (unsigned long)(ru1.ru_minflt - ru0.ru_minflt);
-	majflt = (unsigned long)(ru1.ru_majflt - ru0.ru_majflt);
-
-	/* since_start: every fault of the process so far, exec and start-up included (what
-	 * /proc/PID/stat shows), for checks of mmlockd's per-process totals. */
-	printf("fault_workload: pid %d fault_threads %u map_threads %u fault_rounds %lu "
-	       "map_cycles %lu pages_touched %lu mm_syscalls %lu faults %lu (minflt %lu majflt "
-	       "%lu) "
-	       "elapsed %.3f s since_start %lu\n",
-	       (int)getpid(), o.fault_threads, o.map_threads, rounds, cycles, touched, syscalls,
-	       minflt + majflt, minflt, majflt, (double)(t1 - t0) / 1e9,
-	       (unsigned long)(ru1.ru_minflt + ru1.ru_majflt));
+	ret = report(&o, w, n, &ru0, &ru1, t0, t1);
 
 	fflush(stdout);
 	if (o.done_file && write_pid_file(o.done_file)) {

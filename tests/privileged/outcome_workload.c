@@ -28,10 +28,10 @@
  *          that must wait for the swap read drops the per-VMA lock, waits, and is retried under
  *          mmap_lock without any event showing the first attempt (mmap_unknown). How much
  *          the cgroup's reclaim writes out before the read-back varies with the machine's
- *          state (one CI run saw 37 swap-in retries where 500 are usual: how many reads a fault
- * waits for varies too), so it goes on, round after round (at most MAX_SWAP_ROUNDS), until
- * --min-swapins faults read from swap. exec   Faults of freshly exec'd processes: forks --children
- * children that each exec
+ *          state (one CI run saw 37 swap-in retries where 500 are usual: how many reads a
+ *          fault waits for varies too), so it goes on, round after round (at most
+ *          MAX_SWAP_ROUNDS), until --min-swapins faults read from swap.
+ *   exec   Faults of freshly exec'd processes: forks --children children that each exec
  *          --exec (default /bin/true); fork also holds two mmap_locks at once.
  *   kernel Faults taken in kernel mode beside user ones: as anon, but each round a fault thread
  *          fills the first half of its slice with read() from /dev/zero, so the kernel's
@@ -864,60 +864,74 @@ static void usage(FILE *f, const char *argv0)
 		argv0);
 }
 
-static int parse_args(int argc, char **argv, struct opts *o)
+enum {
+	O_THREADS = 256,
+	O_WRITERS,
+	O_WDELAY,
+	O_TAIL,
+	O_ROUNDS,
+	O_PAGES,
+	O_FILE_MB,
+	O_ANON_MB,
+	O_LIMIT_MB,
+	O_SWAP_MB,
+	O_MIN_SWAPINS,
+	O_DIR,
+	O_CGROUP,
+	O_SWAP_FILE,
+	O_NO_CGROUP,
+	O_NO_PIN,
+	O_CHILDREN,
+	O_EXEC,
+	O_SEED,
+	O_PID,
+	O_DONE,
+	O_LINGER,
+};
+
+/* In the order of the O_ values above: an option's name is longopts[c - O_THREADS].name. */
+static const struct option longopts[] = {
+	{"threads", required_argument, NULL, O_THREADS},
+	{"writers", required_argument, NULL, O_WRITERS},
+	{"writer-delay-us", required_argument, NULL, O_WDELAY},
+	{"tail-pages", required_argument, NULL, O_TAIL},
+	{"rounds", required_argument, NULL, O_ROUNDS},
+	{"pages", required_argument, NULL, O_PAGES},
+	{"file-mb", required_argument, NULL, O_FILE_MB},
+	{"anon-mb", required_argument, NULL, O_ANON_MB},
+	{"mem-limit-mb", required_argument, NULL, O_LIMIT_MB},
+	{"swap-mb", required_argument, NULL, O_SWAP_MB},
+	{"min-swapins", required_argument, NULL, O_MIN_SWAPINS},
+	{"dir", required_argument, NULL, O_DIR},
+	{"cgroup", required_argument, NULL, O_CGROUP},
+	{"swap-file", required_argument, NULL, O_SWAP_FILE},
+	{"no-cgroup", no_argument, NULL, O_NO_CGROUP},
+	{"no-pin", no_argument, NULL, O_NO_PIN},
+	{"children", required_argument, NULL, O_CHILDREN},
+	{"exec", required_argument, NULL, O_EXEC},
+	{"seed", required_argument, NULL, O_SEED},
+	{"pid-file", required_argument, NULL, O_PID},
+	{"done-file", required_argument, NULL, O_DONE},
+	{"linger", required_argument, NULL, O_LINGER},
+	{"help", no_argument, NULL, 'h'},
+	{NULL, 0, NULL, 0},
+};
+
+/* The options whose default depends on the mode, -1 until given. */
+struct mode_defaulted {
+	long writers, rounds, anon_mb, mem_limit_mb, min_swapins;
+};
+
+/* kernel runs on anon's layout. */
+static bool anon_layout(enum mode m)
 {
-	enum {
-		O_THREADS = 256,
-		O_WRITERS,
-		O_WDELAY,
-		O_TAIL,
-		O_ROUNDS,
-		O_PAGES,
-		O_FILE_MB,
-		O_ANON_MB,
-		O_LIMIT_MB,
-		O_SWAP_MB,
-		O_MIN_SWAPINS,
-		O_DIR,
-		O_CGROUP,
-		O_SWAP_FILE,
-		O_NO_CGROUP,
-		O_NO_PIN,
-		O_CHILDREN,
-		O_EXEC,
-		O_SEED,
-		O_PID,
-		O_DONE,
-		O_LINGER,
-	};
-	static const struct option longopts[] = {
-		{"threads", required_argument, NULL, O_THREADS},
-		{"writers", required_argument, NULL, O_WRITERS},
-		{"writer-delay-us", required_argument, NULL, O_WDELAY},
-		{"tail-pages", required_argument, NULL, O_TAIL},
-		{"rounds", required_argument, NULL, O_ROUNDS},
-		{"pages", required_argument, NULL, O_PAGES},
-		{"file-mb", required_argument, NULL, O_FILE_MB},
-		{"anon-mb", required_argument, NULL, O_ANON_MB},
-		{"mem-limit-mb", required_argument, NULL, O_LIMIT_MB},
-		{"swap-mb", required_argument, NULL, O_SWAP_MB},
-		{"min-swapins", required_argument, NULL, O_MIN_SWAPINS},
-		{"dir", required_argument, NULL, O_DIR},
-		{"cgroup", required_argument, NULL, O_CGROUP},
-		{"swap-file", required_argument, NULL, O_SWAP_FILE},
-		{"no-cgroup", no_argument, NULL, O_NO_CGROUP},
-		{"no-pin", no_argument, NULL, O_NO_PIN},
-		{"children", required_argument, NULL, O_CHILDREN},
-		{"exec", required_argument, NULL, O_EXEC},
-		{"seed", required_argument, NULL, O_SEED},
-		{"pid-file", required_argument, NULL, O_PID},
-		{"done-file", required_argument, NULL, O_DONE},
-		{"linger", required_argument, NULL, O_LINGER},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
-	};
-	long writers = -1, wdelay = -1, rounds = -1, anon = -1, limit = -1, min_swapins = -1;
-	unsigned long v;
+	return m == M_ANON || m == M_KERNEL;
+}
+
+/* --help anywhere prints the usage and exits; else the first argument names the mode, set in
+ * @o. Returns 0, or -1 after saying what is wrong. */
+static int parse_mode(int argc, char **argv, struct opts *o)
+{
 	int c;
 
 	for (c = 1; c < argc; c++)
@@ -936,10 +950,15 @@ static int parse_args(int argc, char **argv, struct opts *o)
 			argv[0], argv[1]);
 		return -1;
 	}
-	memset(o, 0, sizeof(*o));
 	o->mode = (enum mode)c;
-	bool anon_layout = o->mode == M_ANON || o->mode == M_KERNEL; /* kernel: anon's layout */
-	o->threads = anon_layout ? 1 : 2;
+	return 0;
+}
+
+/* The defaults that the options may change; those that also depend on the mode are set after
+ * them (resolve_defaults()). */
+static void default_opts(struct opts *o)
+{
+	o->threads = anon_layout(o->mode) ? 1 : 2;
 	o->pages = 250;
 	o->tail_pages = 256;
 	o->file_mb = 64;
@@ -950,94 +969,150 @@ static int parse_args(int argc, char **argv, struct opts *o)
 	o->dir = getenv("TMPDIR");
 	if (!o->dir || !*o->dir)
 		o->dir = "/var/tmp";
+}
 
+/* Sets the numeric option @c (an O_ value) to @v. */
+static void set_number(struct opts *o, struct mode_defaulted *given, int c, unsigned long v)
+{
+	switch (c) {
+	case O_THREADS:
+		o->threads = (unsigned)v;
+		break;
+	case O_WRITERS:
+		given->writers = (long)v;
+		break;
+	case O_WDELAY:
+		o->writer_delay_us = v;
+		break;
+	case O_TAIL:
+		o->tail_pages = v;
+		break;
+	case O_ROUNDS:
+		given->rounds = (long)v;
+		break;
+	case O_PAGES:
+		o->pages = v;
+		break;
+	case O_FILE_MB:
+		o->file_mb = v;
+		break;
+	case O_ANON_MB:
+		given->anon_mb = (long)v;
+		break;
+	case O_LIMIT_MB:
+		given->mem_limit_mb = (long)v;
+		break;
+	case O_SWAP_MB:
+		o->swap_mb = v;
+		break;
+	case O_MIN_SWAPINS:
+		given->min_swapins = (long)v;
+		break;
+	case O_CHILDREN:
+		o->children = (unsigned)v;
+		break;
+	case O_SEED:
+		o->seed = v;
+		break;
+	}
+}
+
+/* Sets option @c (an O_ value) from @arg. Returns 0, or -1 when @arg is no valid value. */
+static int set_opt(struct opts *o, struct mode_defaulted *given, int c, const char *arg)
+{
+	unsigned long v;
+
+	switch (c) {
+	case O_DIR:
+		o->dir = arg;
+		return 0;
+	case O_CGROUP:
+		o->cgroup_name = arg;
+		return 0;
+	case O_SWAP_FILE:
+		o->swap_path = arg;
+		return 0;
+	case O_NO_CGROUP:
+		o->no_cgroup = true;
+		return 0;
+	case O_NO_PIN:
+		o->no_pin = true;
+		return 0;
+	case O_EXEC:
+		o->exec_path = arg;
+		return 0;
+	case O_PID:
+		o->pid_file = arg;
+		return 0;
+	case O_DONE:
+		o->done_file = arg;
+		return 0;
+	case O_LINGER:
+		return parse_seconds(arg, &o->linger);
+	}
+	if (parse_ulong(arg, 1ul << 30, &v))
+		return -1;
+	set_number(o, given, c, v);
+	return 0;
+}
+
+/* The mode's defaults of the options not given. */
+static void resolve_defaults(struct opts *o, const struct mode_defaulted *given)
+{
+	bool anon = anon_layout(o->mode), swap = o->mode == M_SWAP;
+
+	o->writers = given->writers >= 0 ? (unsigned)given->writers : anon ? 2 : 1;
+	o->rounds = given->rounds >= 0 ? (unsigned long)given->rounds : anon ? 20 : swap ? 1 : 2;
+	o->anon_mb = given->anon_mb >= 0 ? (unsigned long)given->anon_mb : swap ? 16 : 1;
+	o->min_swapins = given->min_swapins >= 0 ? (unsigned long)given->min_swapins
+			 : swap			 ? 1024
+						 : 0;
+	o->mem_limit_mb = given->mem_limit_mb >= 0 ? (unsigned long)given->mem_limit_mb
+			  : swap		   ? 6
+						   : 8;
+}
+
+/* Whether the options together make a run of the mode; if not, says why. Returns 0, or -1. */
+static int check_opts(const struct opts *o, const char *argv0)
+{
+	bool anon = anon_layout(o->mode);
+	const char *why = NULL;
+
+	if ((o->mode == M_FILE || anon) && !o->threads)
+		why = "--threads must be > 0";
+	else if (o->mode == M_FILE && o->file_mb * 256 <= WRITER_PAGES)
+		why = "--file-mb too small";
+	else if (anon && !o->tail_pages)
+		why = "--tail-pages must be > 0";
+	else if ((anon || o->mode == M_SWAP) && !o->anon_mb)
+		why = "--anon-mb must be > 0";
+	else if ((o->mode == M_FILE || o->mode == M_SWAP) && !o->mem_limit_mb)
+		why = "--mem-limit-mb must be > 0";
+	else if (o->mode == M_SWAP && o->swap_mb < 2 * o->anon_mb)
+		why = "--swap-mb must be at least twice --anon-mb";
+	if (why)
+		fprintf(stderr, "%s: %s\n", argv0, why);
+	return why ? -1 : 0;
+}
+
+static int parse_args(int argc, char **argv, struct opts *o)
+{
+	struct mode_defaulted given = {-1, -1, -1, -1, -1};
+	int c;
+
+	memset(o, 0, sizeof(*o));
+	if (parse_mode(argc, argv, o))
+		return -1;
+	default_opts(o);
 	optind = 2;
 	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
-		const char *name = c >= O_THREADS ? longopts[c - O_THREADS].name : "?";
-		switch (c) {
-		case O_THREADS:
-		case O_WRITERS:
-		case O_WDELAY:
-		case O_TAIL:
-		case O_ROUNDS:
-		case O_PAGES:
-		case O_FILE_MB:
-		case O_ANON_MB:
-		case O_LIMIT_MB:
-		case O_SWAP_MB:
-		case O_MIN_SWAPINS:
-		case O_CHILDREN:
-		case O_SEED:
-			if (parse_ulong(optarg, 1ul << 30, &v)) {
-				fprintf(stderr, "%s: bad value '%s' for --%s\n", argv[0], optarg,
-					name);
-				return -1;
-			}
-			if (c == O_THREADS)
-				o->threads = (unsigned)v;
-			else if (c == O_WRITERS)
-				writers = (long)v;
-			else if (c == O_WDELAY)
-				wdelay = (long)v;
-			else if (c == O_TAIL)
-				o->tail_pages = v;
-			else if (c == O_ROUNDS)
-				rounds = (long)v;
-			else if (c == O_PAGES)
-				o->pages = v;
-			else if (c == O_FILE_MB)
-				o->file_mb = v;
-			else if (c == O_ANON_MB)
-				anon = (long)v;
-			else if (c == O_LIMIT_MB)
-				limit = (long)v;
-			else if (c == O_SWAP_MB)
-				o->swap_mb = v;
-			else if (c == O_MIN_SWAPINS)
-				min_swapins = (long)v;
-			else if (c == O_CHILDREN)
-				o->children = (unsigned)v;
-			else
-				o->seed = v;
-			break;
-		case O_DIR:
-			o->dir = optarg;
-			break;
-		case O_CGROUP:
-			o->cgroup_name = optarg;
-			break;
-		case O_SWAP_FILE:
-			o->swap_path = optarg;
-			break;
-		case O_NO_CGROUP:
-			o->no_cgroup = true;
-			break;
-		case O_NO_PIN:
-			o->no_pin = true;
-			break;
-		case O_EXEC:
-			o->exec_path = optarg;
-			break;
-		case O_PID:
-			o->pid_file = optarg;
-			break;
-		case O_DONE:
-			o->done_file = optarg;
-			break;
-		case O_LINGER: {
-			char *end;
-			errno = 0;
-			o->linger = strtod(optarg, &end);
-			if (errno || end == optarg || *end || !(o->linger >= 0) ||
-			    o->linger > 86400) {
-				fprintf(stderr, "%s: bad value '%s' for --linger\n", argv[0],
-					optarg);
-				return -1;
-			}
-			break;
-		}
-		default:
+		if (c < O_THREADS) { /* '?' (getopt said why), or -h among other letters */
 			usage(stderr, argv[0]);
+			return -1;
+		}
+		if (set_opt(o, &given, c, optarg)) {
+			fprintf(stderr, "%s: bad value '%s' for --%s\n", argv[0], optarg,
+				longopts[c - O_THREADS].name);
 			return -1;
 		}
 	}
@@ -1045,42 +1120,8 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		fprintf(stderr, "%s: unexpected argument '%s'\n", argv[0], argv[optind]);
 		return -1;
 	}
-	o->writers = writers >= 0 ? (unsigned)writers : anon_layout ? 2 : 1;
-	o->writer_delay_us = wdelay >= 0 ? (unsigned long)wdelay : 0;
-	o->rounds = rounds >= 0		? (unsigned long)rounds
-		    : anon_layout	? 20
-		    : o->mode == M_SWAP ? 1
-					: 2;
-	o->anon_mb = anon >= 0 ? (unsigned long)anon : o->mode == M_SWAP ? 16 : 1;
-	o->min_swapins = min_swapins >= 0    ? (unsigned long)min_swapins
-			 : o->mode == M_SWAP ? 1024
-					     : 0;
-	o->mem_limit_mb = limit >= 0 ? (unsigned long)limit : o->mode == M_SWAP ? 6 : 8;
-	if ((o->mode == M_FILE || anon_layout) && !o->threads) {
-		fprintf(stderr, "%s: --threads must be > 0\n", argv[0]);
-		return -1;
-	}
-	if (o->mode == M_FILE && o->file_mb * 256 <= WRITER_PAGES) {
-		fprintf(stderr, "%s: --file-mb too small\n", argv[0]);
-		return -1;
-	}
-	if (anon_layout && !o->tail_pages) {
-		fprintf(stderr, "%s: --tail-pages must be > 0\n", argv[0]);
-		return -1;
-	}
-	if ((anon_layout || o->mode == M_SWAP) && !o->anon_mb) {
-		fprintf(stderr, "%s: --anon-mb must be > 0\n", argv[0]);
-		return -1;
-	}
-	if ((o->mode == M_FILE || o->mode == M_SWAP) && !o->mem_limit_mb) {
-		fprintf(stderr, "%s: --mem-limit-mb must be > 0\n", argv[0]);
-		return -1;
-	}
-	if (o->mode == M_SWAP && o->swap_mb < 2 * o->anon_mb) {
-		fprintf(stderr, "%s: --swap-mb must be at least twice --anon-mb\n", argv[0]);
-		return -1;
-	}
-	return 0;
+	resolve_defaults(o, &given);
+	return check_opts(o, argv[0]);
 }
 
 static void linger(double seconds)

@@ -29,28 +29,15 @@ static void fill(struct mm_proc_stats *st, uint64_t scale)
 			mm_hist_add(&st->mmap_lock_wait_hist, w);
 }
 
-int main(int argc, char **argv)
-{
-	bool bursts = argc > 1 && !strcmp(argv[1], "bursts");
-	static const char *const comms[] = {"postgres",	   "java",     "bad\"na\\me\n\xff",
-					    "kworker/0:1", "postgres", "sh"};
-	const size_t nprocs = sizeof(comms) / sizeof(comms[0]);
-	size_t ncollectors = 0;
-	while (mm_plugins[ncollectors])
-		ncollectors++;
-	struct mm_snapshot *s = mm_snapshot_new(nprocs, 4, 4, ncollectors);
-	struct mm_buf out = MM_BUF_INIT;
+static const char *const comms[] = {"postgres",	   "java",     "bad\"na\\me\n\xff",
+				    "kworker/0:1", "postgres", "sh"};
+#define NPROCS (sizeof(comms) / sizeof(comms[0]))
 
-	if (!s)
-		return 1;
-	snap_origin(s, "0.1.0", "6.12.0-test", 1700000000000, 1700000123456);
-	s->window_start_ms = 1700000120000;
-	if (bursts) {
-		strcpy(s->split.mode, "bursts");
-		strcpy(s->latency.mode, "sampled");
-	}
-	s->interval_s = 10;
-	for (size_t i = 0; i < nprocs; i++) {
+/* The processes: the second exited and its pid was reused by the fifth; the third's name has a
+ * quote, a backslash, a newline and invalid UTF-8; the fourth's cgroup is unknown. */
+static void fill_procs(struct mm_snapshot *s, bool bursts)
+{
+	for (size_t i = 0; i < NPROCS; i++) {
 		struct mm_snap_proc *p = &s->procs[i];
 		p->pid = (int32_t)(1000 + i);
 		p->start_ms = 1699999000000 + i;
@@ -61,8 +48,8 @@ int main(int argc, char **argv)
 		static struct mm_proc_stats win, tot;
 		memset(&win, 0, sizeof(win));
 		memset(&tot, 0, sizeof(tot));
-		fill(&win, nprocs - i);
-		fill(&tot, 10 * (nprocs - i));
+		fill(&win, NPROCS - i);
+		fill(&tot, 10 * (NPROCS - i));
 		for (uint64_t ns = 700; bursts && ns < 50000000; ns = ns * 2 + 1) {
 			mm_hist_add(&tot.fault_ns_vma_hist, ns);
 			mm_hist_add(&tot.fault_ns_mmap_hist, 3 * ns);
@@ -73,7 +60,11 @@ int main(int argc, char **argv)
 	}
 	s->procs[1].exited = true;
 	s->procs[4].pid = s->procs[1].pid; /* pid reused after the exit */
+}
 
+/* Globals of two families (one without help) and one whose family collides with a built-in one. */
+static void fill_globals(struct mm_snapshot *s)
+{
 	static const char *const globals[][3] = {
 		{"vmstat", "pgfault", "Deltas of /proc/vmstat counters."},
 		{"vmstat", "vma_lock_abort", ""},
@@ -87,7 +78,11 @@ int main(int argc, char **argv)
 		s->globals[i].window = i;
 		s->globals[i].total = 100 * i + 7;
 	}
+}
 
+/* Events with samples, one with losses and one that failed to open. */
+static void fill_events(struct mm_snapshot *s)
+{
 	static const char *const events[] = {
 		"exceptions:page_fault_user", "mmap_lock:mmap_lock_start_locking",
 		"mmap_lock:mmap_lock_acquire_returned", "lock:contention_begin"};
@@ -100,8 +95,11 @@ int main(int argc, char **argv)
 		e->samples = e->open ? 1000000 * (i + 1) : 0;
 		e->lost = i == 1 ? 42 : 0;
 	}
+}
 
-	/* Every collector of the build runs but vmstat, which failed. */
+/* Every collector of the build runs but vmstat, which failed. */
+static void fill_collectors(struct mm_snapshot *s)
+{
 	for (size_t i = 0; i < s->ncollectors; i++) {
 		struct mm_snap_collector *c = &s->collectors[i];
 		snprintf(c->name, sizeof(c->name), "%s", mm_plugins[i]->name);
@@ -110,18 +108,48 @@ int main(int argc, char **argv)
 			strcpy(c->reason, "/proc/vmstat: no vma_lock_* counters");
 		}
 	}
+}
 
-	/* Per-unit series: the busiest cgroup gets a slot at the window's close, the rest (and the
-	 * process whose cgroup is unknown) are "other". */
+/* Per-unit series: the busiest cgroup gets a slot at the window's close, the rest (and the
+ * process whose cgroup is unknown) are "other". */
+static int fill_units(struct mm_snapshot *s)
+{
 	struct mm_cgtable *cg = mm_cgtable_new(1);
 	s->window_end_ms = s->taken_ms;
 	if (!cg || mm_cgtable_close(cg, s) < 0 || mm_cgtable_fill(cg, s) < 0)
-		return 1;
+		return -1;
 	mm_cgtable_free(cg);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	bool bursts = argc > 1 && !strcmp(argv[1], "bursts");
+	size_t ncollectors = 0;
+	while (mm_plugins[ncollectors])
+		ncollectors++;
+	struct mm_snapshot *s = mm_snapshot_new(NPROCS, 4, 4, ncollectors);
+	struct mm_buf out = MM_BUF_INIT;
+
+	if (!s)
+		return 1;
+	snap_origin(s, "0.1.0", "6.12.0-test", 1700000000000, 1700000123456);
+	s->window_start_ms = 1700000120000;
+	if (bursts) {
+		strcpy(s->split.mode, "bursts");
+		strcpy(s->latency.mode, "sampled");
+	}
+	s->interval_s = 10;
+	fill_procs(s, bursts);
+	fill_globals(s);
+	fill_events(s);
+	fill_collectors(s);
+	if (fill_units(s) < 0)
+		return 1;
 
 	s->windows_stored = 12;
 	s->store_errors = 1;
-	s->procs_tracked = nprocs;
+	s->procs_tracked = NPROCS;
 
 	mm_prom_format(s, 20, &out);
 	mm_snapshot_unref(s);
