@@ -3,9 +3,9 @@
  * two passes `mmlockd replay` makes (metadata and streams, then the run, after a rewind). Each
  * RECORD is also decoded as a sample of its stream's sample_type, as the host does. Input: a
  * recording file, read from memory (seeds: cut-down tests/data recordings,
- * tests/fuzz/make_seeds.py; mmlockd replay opens a file the same way, mm_rec_open() adds only fopen,
- * fstat and, for an xz-compressed file, xz(1) decompressing it into memory). The reader must end every file, report corruption as -EINVAL, and hand out only
- * pointers inside chunks.
+ * tests/fuzz/make_seeds.py; mmlockd replay opens a file the same way, mm_rec_open() adds only
+ * fopen, fstat and, for an xz-compressed file, xz(1) decompressing it into memory). The reader must
+ * end every file, report corruption as -EINVAL, and hand out only pointers inside chunks.
  */
 #include <errno.h>
 #include <stdlib.h>
