@@ -37,14 +37,15 @@ import time
 import types
 
 # The configurations of the paired suite, in turn: controls first.
-PAIRED_CONFIGS = ["none", "inject", "perf_stat_bpf", "mmlockd_default", "mmlockd_default_perf",
-                  "mmlockd_all", "mmlockd_all_bpf", "mmlockd_all_bpf_latency", "perf_record",
-                  "perf_lock"]
+PAIRED_CONFIGS = ["none_fast", "inject_fast", "floor_all_fast", "none", "perf_stat_bpf",
+                  "mmlockd_default", "mmlockd_default_perf", "mmlockd_all", "mmlockd_all_bpf",
+                  "mmlockd_all_bpf_latency"]
 # The quick form (--quick): one workload, the controls and the defaults on both sources.
-QUICK_CONFIGS = ["none", "inject", "mmlockd_default", "mmlockd_default_perf"]
+QUICK_CONFIGS = ["none_fast", "inject_fast", "none", "mmlockd_default", "mmlockd_default_perf"]
 
-PAIRED_LABELS = {"none": "no tracing (control: untraced vs untraced)",
+PAIRED_LABELS = {"none": "no tracing, started/stopped pairs (control)",
                  "inject": "injected cost (control)"}
+# (FAST_LABELS below join them.)
 
 BOOT = 2000  # bootstrap resamples
 
@@ -55,7 +56,7 @@ class Ticks:
     def __init__(self, proc, parse_kv):
         self.proc, self.parse_kv = proc, parse_kv
         self.ticks, self.worker, self.lines = [], None, []
-        self.lock = threading.Lock()
+        self.lock = threading.Condition()
         self.ready = threading.Event()
         self.thread = threading.Thread(target=self.read, daemon=True)
         self.thread.start()
@@ -71,10 +72,32 @@ class Ticks:
                     with self.lock:
                         self.ticks.append((kv["mono"], kv["rounds"], kv["ops"], kv["cpu"],
                                            kv["flt"]))
+                        self.lock.notify_all()
                     self.ready.set()
             else:
                 self.lines.append(line)
         self.ready.set()
+        with self.lock:
+            self.ended = True
+            self.lock.notify_all()
+
+    ended = False
+
+    def count(self):
+        with self.lock:
+            return len(self.ticks)
+
+    def wait_count(self, n, timeout=30):
+        """Waits until @n ticks have come (False if the workload ended or stalled)."""
+        with self.lock:
+            return self.lock.wait_for(lambda: len(self.ticks) >= n or self.ended, timeout) \
+                and len(self.ticks) >= n
+
+    def between(self, i, j):
+        """Rates from tick @i to tick @j (indices)."""
+        with self.lock:
+            a, b = self.ticks[i], self.ticks[j]
+        return rates(a, b)
 
     def window(self, t0, t1):
         """Rates over the ticks inside [t0, t1]: rounds/s, ops/s, cores, faults/s, seconds."""
@@ -82,9 +105,13 @@ class Ticks:
             inside = [t for t in self.ticks if t0 <= t[0] <= t1]
         if len(inside) < 2:
             return None
-        a, b = inside[0], inside[-1]
-        dt = b[0] - a[0]
-        return {"t0": a[0], "t1": b[0], "s": dt, "rounds_per_s": (b[1] - a[1]) / dt,
+        return rates(inside[0], inside[-1])
+
+
+def rates(a, b):
+    """Rates between two ticks."""
+    dt = b[0] - a[0]
+    return {"t0": a[0], "t1": b[0], "s": dt, "rounds_per_s": (b[1] - a[1]) / dt,
                 "ops_per_s": (b[2] - a[2]) / dt, "cores": (b[3] - a[3]) / dt,
                 "faults_per_s": (b[4] - a[4]) / dt, "rounds": b[1] - a[1],
                 "faults": b[4] - a[4], "cpu_s": b[3] - a[3]}
@@ -112,6 +139,53 @@ class NullTracer:
 
     def pid(self):
         return None
+
+
+# Fast pairs: tracers the benchmark owns, attached and detached in milliseconds (toggle.h), so
+# that on and off windows can be a few ticks long: the configuration's name and its loader.
+FAST_CONFIGS = {"none_fast": None, "inject_fast": "inject", "floor_all_fast": "floor_all"}
+FAST_LABELS = {"none_fast": "no tracing, fast pairs (control)",
+               "inject_fast": "injected cost, fast pairs (control)",
+               "floor_all_fast": "empty BPF programs on every hook of all (bpf), fast pairs"}
+
+
+class Toggler:
+    """A loader run with --toggle: its programs attached and detached on command."""
+
+    def __init__(self, bench, cmd, name):
+        self.b, self.name = bench, name
+        self.logpath = os.path.join(bench.tmp, f"{name}.log")
+        self.log = open(self.logpath, "w")
+        self.proc = subprocess.Popen(cmd + ["--toggle"], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=self.log, text=True,
+                                     start_new_session=True)
+        bench.children.append(self.proc)
+        if self.proc.stdout.readline().strip() != "ready":
+            self.close()
+            raise RuntimeError(f"{cmd[0]} --toggle did not start; see {self.logpath}")
+
+    def pid(self):
+        return self.proc.pid
+
+    def set(self, on):
+        self.proc.stdin.write("on\n" if on else "off\n")
+        self.proc.stdin.flush()
+        if self.proc.stdout.readline().strip() != "ok":
+            raise RuntimeError(f"{self.name}: switching failed; see {self.logpath}")
+
+    def close(self):
+        try:
+            self.proc.stdin.close()
+        except OSError:
+            pass
+        try:
+            self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        if self.proc in self.b.children:
+            self.b.children.remove(self.proc)
+        self.log.close()
 
 
 class Paired:
@@ -145,6 +219,9 @@ class Paired:
         return tr
 
     def end(self, tr):
+        if isinstance(tr, Toggler):
+            tr.close()
+            return
         if tr.proc is None:
             return
         kind = getattr(tr, "kind", "")
@@ -157,6 +234,49 @@ class Paired:
         out = getattr(tr, "out", None)
         if out and os.path.exists(out):
             os.unlink(out)
+
+    def toggler(self, config, worker):
+        what = FAST_CONFIGS[config]
+        if what is None:
+            return None
+        if what == "inject":
+            if not self.inject:
+                raise RuntimeError("inject: bench_inject was not built (no BPF toolchain)")
+            return Toggler(self.b, [self.inject, "--ns", str(self.args.inject_ns), "--pid",
+                                    str(worker)], config)
+        if not self.b.bpf_floor:
+            raise RuntimeError(f"{config}: bench_bpf_floor was not built (no BPF toolchain)")
+        return Toggler(self.b, [self.b.bpf_floor, "--all"], config)
+
+    def fast(self, w, ticks, config, pairs):
+        """off, on, off, ... of --fast-ticks ticks each, switched right after a tick: the tick
+        interval with the switch in it is left out of both windows."""
+        k = self.args.fast_ticks
+        tool = self.toggler(config, ticks.worker)
+        out = []
+        t0 = time.time()
+        try:
+            if not ticks.wait_count(ticks.count() + 1):
+                raise self.rb.WorkloadFailed(f"{w}: no tick")
+            on = False
+            for h in range(2 * pairs + 1):
+                want = h % 2 == 1
+                if tool and want != on:
+                    tool.set(want)
+                on = want
+                i0 = ticks.count()
+                if not ticks.wait_count(i0 + k + 1):
+                    raise self.rb.WorkloadFailed(f"{w}: ticks stopped")
+                out.append({"kind": "on" if on else "off", "config": config if on else None,
+                            "rate": ticks.between(i0, i0 + k)})
+            if tool and on:
+                tool.set(False)
+        finally:
+            if tool:
+                tool.close()
+        self.rb.log(f"{w}: {config}: {pairs} fast pairs of {k} ticks in {time.time() - t0:.0f} s;"
+                    f" load {os.getloadavg()[0]:.2f}")
+        return out
 
     # One workload.
 
@@ -176,12 +296,15 @@ class Paired:
             ticks.ready.wait(600)
             if wp.poll() is not None or ticks.worker is None:
                 raise rb.WorkloadFailed(f"{w} did not start: {wp.stderr.read().strip()}")
-            windows = self.alternate(w, ticks, configs, pairs)
+            slow = [c for c in configs if c not in FAST_CONFIGS]
+            fast = {c: self.fast(w, ticks, c, self.args.fast_pairs)
+                    for c in configs if c in FAST_CONFIGS}
+            windows = self.alternate(w, ticks, slow, pairs) if slow else []
             account = self.account(w, ticks, configs)
         finally:
             rb.stop_process(wp, signal.SIGINT, timeout=120)
             b.children.remove(wp)
-        return {"workload": w, "windows": windows, "account": account,
+        return {"workload": w, "windows": windows, "fast": fast, "account": account,
                 "load_start": [round(x, 2) for x in load0],
                 "load_end": [round(x, 2) for x in os.getloadavg()]}
 
@@ -248,6 +371,11 @@ class Paired:
                     tr = rb.BpfFloor(self.b, config)
                     tr.start()
                     time.sleep(self.args.settle)
+                elif config in FAST_CONFIGS:
+                    tr = self.toggler(config, ticks.worker)
+                    if tr is None:
+                        continue
+                    tr.set(True)
                 else:
                     tr = self.start(config, ticks.worker)
                 try:
@@ -297,7 +425,8 @@ def pair_ratios(windows, config):
 
 
 def summarize_config(res, config, floor_ns, inject_ns):
-    pr = pair_ratios(res["windows"], config)
+    wins = res["fast"].get(config) if config in FAST_CONFIGS else res["windows"]
+    pr = pair_ratios(wins or [], config)
     ratios = [r for r, _, _ in pr]
     s = {"config": config, "pairs": len(ratios), "ratio": median(ratios),
          "interval": bootstrap(ratios, seed=len(ratios) * 7919 + len(config)),
@@ -311,13 +440,14 @@ def summarize_config(res, config, floor_ns, inject_ns):
         s["on_faults_per_s"] = median([x["faults_per_s"] for x in on])
         tc = [win["tracer_cores"] for _, win, _ in pr if win.get("tracer_cores") is not None]
         s["tracer_cores"] = median(tc) if tc else None
-        s["load1"] = median([win["load1"] for _, win, _ in pr])
-        s["busy_cores"] = median([win["busy_cores"] for _, win, _ in pr
-                                  if win.get("busy_cores") is not None])
+        ld = [win["load1"] for _, win, _ in pr if "load1" in win]
+        s["load1"] = median(ld) if ld else None
+        bc = [win["busy_cores"] for _, win, _ in pr if win.get("busy_cores") is not None]
+        s["busy_cores"] = median(bc) if bc else None
     acc = res["account"].get(config)
     if acc:
         s["account"] = account_figures(acc, floor_ns)
-    if config == "inject" and pr:
+    if config in ("inject", "inject_fast") and pr:
         # Predicted: the program's time per fault (the account's, net of the statistics' own
         # cost: the spin and its last clock read's overshoot; without an account the spin
         # asked for) times the faults/s of each on window, over the workload's CPU time: a
@@ -409,20 +539,24 @@ def verdicts(rows):
     out = []
     by = {(r["workload"], r["config"]): r for r in rows}
     for w in dict.fromkeys(r["workload"] for r in rows):
-        n = by.get((w, "none"))
-        if n and n["ratio"] is not None:
+        for cn in ("none", "none_fast"):
+            n = by.get((w, cn))
+            if not n or n["ratio"] is None:
+                continue
             iv = n.get("interval") or [None, None]
             ok = abs(n["ratio"] - 1) <= CONTROL_NONE
-            out.append((w, f"control untraced vs untraced: {n['ratio']:.4f} "
-                        f"[{fmt4(iv[0])}, {fmt4(iv[1])}] over {n['pairs']} pairs: "
+            out.append((w, f"{cn}: untraced vs untraced {n['ratio']:.4f} "
+                        f"[{fmt4(iv[0])}, {fmt4(iv[1])}] over {n['pairs']} pairs: median "
                         f"{'within' if ok else 'OUTSIDE'} 1 ± {CONTROL_NONE:g}"))
-        j = by.get((w, "inject"))
-        if j and j["ratio"] is not None and j.get("predicted_ratio") is not None:
+        for cj in ("inject", "inject_fast"):
+            j = by.get((w, cj))
+            if not j or j["ratio"] is None or j.get("predicted_ratio") is None:
+                continue
             got, want = 1 - j["ratio"], 1 - j["predicted_ratio"]
             ok = abs(got - want) <= CONTROL_INJECT
-            out.append((w, f"control injected cost: measured {cost_text(j)}, predicted "
-                        f"{want * 100:.2f}% ({j['predicted_ns_per_fault']:.0f} ns/fault × the workload's "
-                        f"faults/s ÷ its CPU): "
+            out.append((w, f"{cj}: measured {cost_text(j)}, predicted "
+                        f"{want * 100:.2f}% ({j['predicted_ns_per_fault']:.0f} ns/fault × the "
+                        f"workload's faults/s ÷ its CPU): "
                         f"{'recovered' if ok else 'NOT recovered'} within "
                         f"{CONTROL_INJECT * 100:g} points (off by {(got - want) * 100:+.2f})"))
         for c in ("mmlockd_default", "mmlockd_default_perf"):
@@ -484,7 +618,7 @@ def programs_lines(rows, labels):
 def write_report(bench, rb, results, rows, configs, t_start, t_end, path):
     a = bench.args
     info = rb.machine_info()
-    labels = dict(rb.LABELS, **PAIRED_LABELS)
+    labels = dict(rb.LABELS, **PAIRED_LABELS, **FAST_LABELS)
     stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(t_end))
     head = subprocess.run(["git", "-C", rb.ROOT, "rev-parse", "--short", "HEAD"],
                           capture_output=True, text=True).stdout.strip() or "?"

@@ -1893,10 +1893,17 @@ def main():
                     "--workloads), the controls and the defaults on both sources, fewer pairs "
                     "(about 6 minutes; paired-quick.md)")
     ap.add_argument("--pairs", type=int, default=None,
-                    help="paired: on windows per configuration (default 10, --quick 8)")
+                    help="paired: on windows per started/stopped configuration (default 8, "
+                    "--quick 6)")
     ap.add_argument("--window", type=float, default=1.5,
                     help="paired: seconds of each on and off window")
-    ap.add_argument("--tick", type=float, default=0.1,
+    ap.add_argument("--fast-pairs", type=int, default=None,
+                    help="paired: pairs of each fast configuration (bench-owned programs "
+                    "switched in milliseconds: none_fast, inject_fast, floor_all_fast; default "
+                    "300, --quick 200)")
+    ap.add_argument("--fast-ticks", type=int, default=3,
+                    help="paired: ticks in each fast window")
+    ap.add_argument("--tick", type=float, default=0.05,
                     help="paired: the workload's tick (--progress), seconds")
     ap.add_argument("--settle", type=float, default=0.5,
                     help="paired: seconds left out after a tracer is ready and after it ended")
@@ -1913,7 +1920,9 @@ def main():
     args.argv = sys.argv[1:]
     if args.suite == "paired":
         if args.pairs is None:
-            args.pairs = 8 if args.quick else 10
+            args.pairs = 6 if args.quick else 8
+        if args.fast_pairs is None:
+            args.fast_pairs = 200 if args.quick else 300
         if args.quick and "--workloads" not in " ".join(args.argv):
             args.workloads = ["mix"]
     args.workload_args = {}
