@@ -1,8 +1,16 @@
 #!/usr/bin/env python3
 """The overhead benchmark: what mmlockd costs the workloads it watches, beside the alternatives.
 
-For each workload (bench_swapin, bench_filemap, bench_mix) it runs every configuration of the
-chosen suite in interleaved rounds (the order rotates each round, so no configuration always runs
+The default suite, "paired" (bench/paired.py, whose docstring tells the method; `make bench`,
+bench/results/main.md), runs each workload once, continuously, and switches the tracing under
+test on and off around short windows of it, many times: each on window is compared with the
+untraced windows beside it, so that the host's drift, which moves whole runs by 10-15% here,
+cancels. --quick is its form for a change: mix, the controls and the defaults on both sources,
+fewer pairs (paired-quick.md).
+
+The other suites are the per-round view, main (the throughput view: throughput.md), split,
+breakdown and filters. For each workload (bench_swapin, bench_filemap, bench_mix) they run every
+configuration of the chosen suite in interleaved rounds (the order rotates each round, so no configuration always runs
 first or last), --reps rounds, and reports medians:
 
   none             no tracing
@@ -1893,14 +1901,14 @@ def main():
                     "--workloads), the controls and the defaults on both sources, fewer pairs "
                     "(about 6 minutes; paired-quick.md)")
     ap.add_argument("--pairs", type=int, default=None,
-                    help="paired: on windows per started/stopped configuration (default 8, "
+                    help="paired: on windows per started/stopped configuration (default 7, "
                     "--quick 6)")
     ap.add_argument("--window", type=float, default=1.5,
                     help="paired: seconds of each on and off window")
     ap.add_argument("--fast-pairs", type=int, default=None,
                     help="paired: pairs of each fast configuration (bench-owned programs "
                     "switched in milliseconds: none_fast, inject_fast, floor_all_fast; default "
-                    "300, --quick 200)")
+                    "250, --quick 200)")
     ap.add_argument("--fast-ticks", type=int, default=3,
                     help="paired: ticks in each fast window")
     ap.add_argument("--tick", type=float, default=0.05,
@@ -1920,9 +1928,9 @@ def main():
     args.argv = sys.argv[1:]
     if args.suite == "paired":
         if args.pairs is None:
-            args.pairs = 6 if args.quick else 8
+            args.pairs = 6 if args.quick else 7
         if args.fast_pairs is None:
-            args.fast_pairs = 200 if args.quick else 300
+            args.fast_pairs = 200 if args.quick else 250
         if args.quick and "--workloads" not in " ".join(args.argv):
             args.workloads = ["mix"]
     args.workload_args = {}
