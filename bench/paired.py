@@ -667,8 +667,8 @@ def render(d, labels):
          f"the workload. Account: one {d['account_s']:g} s on window per configuration with "
          f"kernel.bpf_stats_enabled: BPF time net of an empty program's time a run (the "
          f"statistics' own cost), and the tracer's CPU (/proc/PID/stat), as shares of the "
-         f"workload's CPU time; \"account total\" is their sum. The programs run on every process's "
-         f"events, not only the workload's: on a busy machine their time per fault of the "
+         f"workload's CPU time; \"account total\" is their sum. The programs run on every "
+         f"process's events, not only the workload's: on a busy machine their time per fault of the "
          f"workload is an upper bound of the workload's part. Load: 1-minute load average "
          f"(other engineers' builds, tests and VMs ran on the machine meanwhile).\n",
          "## Verdicts\n"]

@@ -1899,7 +1899,7 @@ def main():
     ap.add_argument("--quick", action="store_true",
                     help="paired: the quick form for a change: one workload (mix unless "
                     "--workloads), the controls and the defaults on both sources, fewer pairs "
-                    "(about 6 minutes; paired-quick.md)")
+                    "(about 5 minutes; paired-quick.md)")
     ap.add_argument("--pairs", type=int, default=None,
                     help="paired: on windows per started/stopped configuration (default 7, "
                     "--quick 6)")
