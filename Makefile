@@ -5,8 +5,10 @@
 #               systemd, clang-14/libFuzzer, chromium, ...), build, run the unit, integration,
 #               privileged and browser suites
 #   make lab    the kernel lab (lab/README.md): vanilla and patched 6.12 under qemu, ~1 h cold
-#   make bench  the overhead benchmark (bench/run.py): 35-40 min, results in bench/results/;
-#               BENCH_ARGS="--suite breakdown" for the per-collector costs;
+#   make bench  the overhead benchmark (bench/run.py; the paired method, bench/paired.py): ~40
+#               min, bench/results/main.md; BENCH_ARGS="--quick" for a change (mix, the
+#               controls and the defaults, ~5 min); BENCH_ARGS="--suite main" for the per-round
+#               throughput view (throughput.md); "--suite breakdown" for per-collector costs;
 #               BENCH_ARGS="--only footprint" for mmlockd's own memory and CPU alone (idle
 #               processes, churn waves; ~18 min, ~8 min with --churn-procs 2000 --churn-waves 3)
 #   make fuzz   the libFuzzer targets (tests/fuzz/) for FUZZ_SECONDS each (default 60), one after

@@ -8,7 +8,8 @@
  * --all --latency also on the minor/major-faults software events of every CPU at the daemon's
  * sample period (its --fault-latency on), for bpf_floor_all_latency; with --all --storage each
  * program also finds the thread's task storage and writes to it (floor.bpf.c), for
- * bpf_floor_all_storage.
+ * bpf_floor_all_storage. With --toggle as the last argument (not with --latency) the programs
+ * are loaded and attached and detached on command (toggle.h): bench/paired.py's fast pairs.
  * Run as root.
  */
 #include <bpf/libbpf.h>
@@ -23,6 +24,7 @@
 #include "completion.h"
 
 #include "floor.skel.h"
+#include "toggle.h"
 
 static int quiet(enum libbpf_print_level level, const char *fmt, va_list ap)
 {
@@ -51,14 +53,28 @@ static int attach_completions(struct mm_floor *s, struct bpf_link **links, int m
 	return n;
 }
 
+static int set_attached(void *ctx, bool on)
+{
+	struct mm_floor *s = ctx;
+
+	if (!on) {
+		mm_floor__detach(s);
+		return 0;
+	}
+	return mm_floor__attach(s) ? -errno : 0;
+}
+
 int main(int argc, char **argv)
 {
+	bool toggle = argc >= 2 && !strcmp(argv[argc - 1], "--toggle");
+	argc -= toggle;
 	bool all = argc >= 2 && !strcmp(argv[1], "--all");
 	bool latency = all && argc == 3 && !strcmp(argv[2], "--latency");
 	bool storage = all && argc == 3 && !strcmp(argv[2], "--storage");
-	if (argc > 3 || (argc >= 2 && !all) || (argc == 3 && !latency && !storage)) {
-		fprintf(stderr, "usage: bench_bpf_floor [--all [--latency | --storage]] (SIGINT or "
-				"SIGTERM stops it)\n");
+	if (argc > 3 || (argc >= 2 && !all) || (argc == 3 && !latency && !storage) ||
+	    (toggle && latency)) {
+		fprintf(stderr, "usage: bench_bpf_floor [--all [--latency | --storage]] [--toggle] "
+				"(SIGINT or SIGTERM stops it)\n");
 		return 2;
 	}
 	libbpf_set_print(quiet);
@@ -85,6 +101,12 @@ int main(int argc, char **argv)
 			strerror(errno));
 		mm_floor__destroy(s);
 		return 1;
+	}
+	if (toggle) {
+		sigprocmask(SIG_UNBLOCK, &set, NULL); /* a signal ends it: the kernel detaches */
+		int r = bench_toggle_loop(set_attached, s);
+		mm_floor__destroy(s);
+		return r;
 	}
 	if (mm_floor__attach(s)) {
 		fprintf(stderr, "bench_bpf_floor: attaching them failed: %s\n", strerror(errno));

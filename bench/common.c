@@ -141,12 +141,35 @@ void *bench_mmap_thread(void *arg)
 	return NULL;
 }
 
-/* wait_signal() for @seconds, printing set 0's rate every c->progress seconds if set. */
+static double tv_s(const struct timeval *tv)
+{
+	return (double)tv->tv_sec + (double)tv->tv_usec / 1e6;
+}
+
+/* One "# rate" line: set 0's rate since the last one, and the cumulative figures an observer
+ * pairs with its own clock (bench/paired.py): mono= CLOCK_MONOTONIC now (s), rounds= and ops=
+ * sets 0 and 1 since start, cpu= the process's user + system time (s), flt= its minor + major
+ * faults. */
+static void print_tick(const char *phase, uint64_t start, uint64_t t, uint64_t t1, unsigned long n,
+		       unsigned long n1, const struct bench_counters *k)
+{
+	struct rusage ru;
+
+	getrusage(RUSAGE_SELF, &ru);
+	printf("# rate phase=%s t=%.2f rounds_per_s=%.1f mono=%.6f rounds=%lu ops=%lu cpu=%.6f "
+	       "flt=%ld\n",
+	       phase, (double)(t1 - start) / 1e9, (double)(n1 - n) * 1e9 / (double)(t1 - t),
+	       (double)t1 / 1e9, n1, bench_sum(k[1].c, k[1].n),
+	       tv_s(&ru.ru_utime) + tv_s(&ru.ru_stime), ru.ru_minflt + ru.ru_majflt);
+	fflush(stdout);
+}
+
+/* wait_signal() for @seconds, printing a tick every c->progress seconds if set. */
 static int wait_progress(const sigset_t *sigs, const struct bench_common *c, double seconds,
-			 const struct bench_counters *k0, const char *phase)
+			 const struct bench_counters k[3], const char *phase)
 {
 	uint64_t start = now_ns(), t = start, end = start + (uint64_t)(seconds * 1e9);
-	unsigned long n = bench_sum(k0->c, k0->n);
+	unsigned long n = bench_sum(k[0].c, k[0].n);
 	int sig;
 
 	if (!(c->progress > 0))
@@ -160,19 +183,12 @@ static int wait_progress(const sigset_t *sigs, const struct bench_common *c, dou
 		if (sig)
 			return sig;
 		t1 = now_ns();
-		n1 = bench_sum(k0->c, k0->n);
-		printf("# rate phase=%s t=%.2f rounds_per_s=%.1f\n", phase,
-		       (double)(t1 - start) / 1e9, (double)(n1 - n) * 1e9 / (double)(t1 - t));
-		fflush(stdout);
+		n1 = bench_sum(k[0].c, k[0].n);
+		print_tick(phase, start, t, t1, n, n1, k);
 		t = t1;
 		n = n1;
 	}
 	return 0;
-}
-
-static double tv_s(const struct timeval *tv)
-{
-	return (double)tv->tv_sec + (double)tv->tv_usec / 1e6;
 }
 
 int bench_measure(const sigset_t *sigs, const struct bench_common *c,
@@ -184,7 +200,7 @@ int bench_measure(const sigset_t *sigs, const struct bench_common *c,
 
 	memset(m, 0, sizeof(*m));
 	bench_phase("warmup");
-	sig = wait_progress(sigs, c, c->warmup, &k[0], "warmup");
+	sig = wait_progress(sigs, c, c->warmup, k, "warmup");
 	if (sig)
 		return sig;
 	getrusage(RUSAGE_SELF, &ru0);
@@ -192,7 +208,7 @@ int bench_measure(const sigset_t *sigs, const struct bench_common *c,
 		m->count[i] = bench_sum(k[i].c, k[i].n);
 	t0 = now_ns();
 	bench_phase("measure");
-	sig = wait_progress(sigs, c, c->seconds, &k[0], "measure");
+	sig = wait_progress(sigs, c, c->seconds, k, "measure");
 	m->ns = now_ns() - t0;
 	for (unsigned i = 0; i < 3; i++)
 		m->count[i] = bench_sum(k[i].c, k[i].n) - m->count[i];
@@ -281,7 +297,9 @@ static void usage(const char *argv0, const struct bench_common *c, const struct 
 	       "  --swap-mb MB       its size (default %lu; 0: no swap file)\n"
 	       "  --swappiness N     the cgroup's vm swappiness, cgroup v1 only (default 100)\n"
 	       "  --progress S       print the rounds/s of every S seconds of both phases\n"
-	       "                     (\"# rate\" lines; default 0: none)\n",
+	       "                     (\"# rate\" lines, with the monotonic clock and the "
+	       "cumulative\n"
+	       "                     rounds, CPU time and faults; default 0: none)\n",
 	       c->seconds, c->warmup, c->limit_mb, c->swap_mb);
 }
 

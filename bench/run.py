@@ -1,8 +1,16 @@
 #!/usr/bin/env python3
 """The overhead benchmark: what mmlockd costs the workloads it watches, beside the alternatives.
 
-For each workload (bench_swapin, bench_filemap, bench_mix) it runs every configuration of the
-chosen suite in interleaved rounds (the order rotates each round, so no configuration always runs
+The default suite, "paired" (bench/paired.py, whose docstring tells the method; `make bench`,
+bench/results/main.md), runs each workload once, continuously, and switches the tracing under
+test on and off around short windows of it, many times: each on window is compared with the
+untraced windows beside it, so that the host's drift, which moves whole runs by 10-15% here,
+cancels. --quick is its form for a change: mix, the controls and the defaults on both sources,
+fewer pairs (paired-quick.md).
+
+The other suites are the per-round view, main (the throughput view: throughput.md), split,
+breakdown and filters. For each workload (bench_swapin, bench_filemap, bench_mix) they run every
+configuration of the chosen suite in interleaved rounds (the order rotates each round, so no configuration always runs
 first or last), --reps rounds, and reports medians:
 
   none             no tracing
@@ -1675,7 +1683,7 @@ def write_report(bench, configs, rows, idle, churn, t_start, t_end):
         "idle": idle, "churn": churn, "failures": bench.failures, "runs": bench.runs,
     }
     # --only footprint has no rounds: its own files, not over the suite's.
-    name = a.only or a.suite
+    name = a.only or ("throughput" if a.suite == "main" else a.suite)
     base = os.path.join(a.out, name)
     with open(base + ".json", "w") as f:
         json.dump(doc, f, indent=1, sort_keys=False)
@@ -1848,7 +1856,10 @@ def write_report(bench, configs, rows, idle, churn, t_start, t_end):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
-    ap.add_argument("--suite", default="main", choices=sorted(SUITES))
+    ap.add_argument("--suite", default="paired", choices=sorted(SUITES) + ["paired"],
+                    help="paired (the default): the paired, adjacent measurement "
+                    "(bench/paired.py; main.md); main: the per-round throughput view "
+                    "(throughput.md); split, breakdown, filters: see above")
     ap.add_argument("--configs", type=lambda s: s.split(","), default=None,
                     help="comma-separated configurations instead of the suite's (first "
                     "should be none)")
@@ -1885,10 +1896,43 @@ def main():
     ap.add_argument("--noise-floor", action="store_true",
                     help="add none_again (a second untraced run each round: the noise floor) "
                     "to the suite's configurations")
+    ap.add_argument("--quick", action="store_true",
+                    help="paired: the quick form for a change: one workload (mix unless "
+                    "--workloads), the controls and the defaults on both sources, fewer pairs "
+                    "(about 5 minutes; paired-quick.md)")
+    ap.add_argument("--pairs", type=int, default=None,
+                    help="paired: on windows per started/stopped configuration (default 7, "
+                    "--quick 6)")
+    ap.add_argument("--window", type=float, default=1.5,
+                    help="paired: seconds of each on and off window")
+    ap.add_argument("--fast-pairs", type=int, default=None,
+                    help="paired: pairs of each fast configuration (bench-owned programs "
+                    "switched in milliseconds: none_fast, inject_fast, floor_all_fast; default "
+                    "250, --quick 200)")
+    ap.add_argument("--fast-ticks", type=int, default=3,
+                    help="paired: ticks in each fast window")
+    ap.add_argument("--tick", type=float, default=0.05,
+                    help="paired: the workload's tick (--progress), seconds")
+    ap.add_argument("--settle", type=float, default=0.5,
+                    help="paired: seconds left out after a tracer is ready and after it ended")
+    ap.add_argument("--inject-ns", type=int, default=150,
+                    help="paired: the injected control's spin per user fault of the workload")
+    ap.add_argument("--account-seconds", type=float, default=4,
+                    help="paired: the direct account's window per configuration (bpf_stats on)")
+    ap.add_argument("--paired-out", default=None,
+                    help="paired: report name in --out (default main, --quick paired-quick)")
     ap.add_argument("--out", default=os.path.join(ROOT, "bench", "results"))
     ap.add_argument("--workload-arg", action="append", default=[], metavar="WORKLOAD:ARG",
                     help="extra argument for one workload, e.g. swapin:--writers=4")
     args = ap.parse_args()
+    args.argv = sys.argv[1:]
+    if args.suite == "paired":
+        if args.pairs is None:
+            args.pairs = 6 if args.quick else 7
+        if args.fast_pairs is None:
+            args.fast_pairs = 200 if args.quick else 250
+        if args.quick and "--workloads" not in " ".join(args.argv):
+            args.workloads = ["mix"]
     args.workload_args = {}
     for wa in args.workload_arg:
         w, arg = wa.split(":", 1)
@@ -1913,6 +1957,10 @@ def main():
     t_start = time.time()
     try:
         bench.setup()
+        if args.suite == "paired" and args.only != "footprint":
+            import paired  # bench/paired.py, beside this file
+            paired.run(bench, sys.modules[__name__])
+            return 0
         configs = bench.run_suite() if args.only != "footprint" else []
         idle = bench.run_idle() if args.idle_procs > 0 else []
         churn = bench.run_churn() if args.churn and args.churn_waves > 0 else []
