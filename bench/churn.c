@@ -67,7 +67,13 @@ static int child(unsigned threads)
 	return n == threads ? 0 : 1;
 }
 
-int main(int argc, char **argv)
+struct opts {
+	unsigned long procs, threads, parallel;
+	FILE *pids;
+};
+
+/* Reads the command line into @o; returns -1 to go on, else the exit status (help, bad use). */
+static int parse_args(int argc, char **argv, struct opts *o)
 {
 	static const struct option longopts[] = {
 		{"procs", required_argument, NULL, 'p'},
@@ -77,10 +83,7 @@ int main(int argc, char **argv)
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
-	unsigned long procs = 5000, threads = 4, parallel = 8, started = 0, running = 0, failed = 0;
-	uint64_t t0;
-	int c, status;
-	FILE *pids = NULL;
+	int c;
 
 	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
 		unsigned long v;
@@ -98,10 +101,10 @@ int main(int argc, char **argv)
 		if (c == '?')
 			return 2;
 		if (c == 'o') {
-			if (pids)
-				fclose(pids);
-			pids = fopen(optarg, "we");
-			if (!pids) {
+			if (o->pids)
+				fclose(o->pids);
+			o->pids = fopen(optarg, "we");
+			if (!o->pids) {
 				fprintf(stderr, "%s: %s: %s\n", argv[0], optarg, strerror(errno));
 				return 2;
 			}
@@ -114,20 +117,32 @@ int main(int argc, char **argv)
 			return 2;
 		}
 		if (c == 'p')
-			procs = v;
+			o->procs = v;
 		else if (c == 't')
-			threads = v;
+			o->threads = v;
 		else
-			parallel = v;
+			o->parallel = v;
 	}
+	return -1;
+}
+
+int main(int argc, char **argv)
+{
+	struct opts o = {.procs = 5000, .threads = 4, .parallel = 8};
+	unsigned long started = 0, running = 0, failed = 0;
+	uint64_t t0;
+	int status, rc = parse_args(argc, argv, &o);
+
+	if (rc >= 0)
+		return rc;
 	page = (size_t)sysconf(_SC_PAGESIZE);
 	t0 = now_ns();
-	while (started < procs || running) {
-		if (started < procs && running < parallel) {
+	while (started < o.procs || running) {
+		if (started < o.procs && running < o.parallel) {
 			pid_t pid = fork();
 
 			if (pid == 0)
-				_exit(child((unsigned)threads));
+				_exit(child((unsigned)o.threads));
 			if (pid < 0) {
 				failed++;
 				if (!running)
@@ -142,8 +157,8 @@ int main(int argc, char **argv)
 		pid_t done = wait4(-1, &status, 0, &one);
 		if (done > 0) {
 			running--;
-			if (pids)
-				fprintf(pids, "%d %ld %ld\n", (int)done, one.ru_minflt,
+			if (o.pids)
+				fprintf(o.pids, "%d %ld %ld\n", (int)done, one.ru_minflt,
 					one.ru_majflt);
 			failed += !WIFEXITED(status) || WEXITSTATUS(status);
 		} else if (errno == ECHILD) {
@@ -154,9 +169,9 @@ int main(int argc, char **argv)
 	getrusage(RUSAGE_CHILDREN, &ru);
 	printf("result: procs=%lu threads_per_proc=%lu threads=%lu failed=%lu elapsed_s=%.3f "
 	       "child_faults=%ld\n",
-	       started, threads, started * threads, failed, (double)(now_ns() - t0) / 1e9,
+	       started, o.threads, started * o.threads, failed, (double)(now_ns() - t0) / 1e9,
 	       ru.ru_minflt + ru.ru_majflt);
-	if (pids && fclose(pids) != 0)
+	if (o.pids && fclose(o.pids) != 0)
 		failed++;
 	return failed ? 1 : 0;
 }
