@@ -13,7 +13,7 @@
 #   the page), and the range routes have rows where the day has data;
 #   budgets, on this kind of machine (2 cores shared, load 4-8):
 #     the overview's first screen (status, processes, then series + top + top by unit at once,
-#     as the page asks them) <= 1 s in all, at 15 min, 1 h and 24 h; every other request,
+#     as the page asks them, with the page's counters; the median of three) <= 1 s in all, at 15 min, 1 h and 24 h; every other request,
 #     and every request at 7 d, <= 5 s; every report run <= 5 s;
 #   the day tells one story: faults summed over the series buckets, over the units and in
 #   SQLite's process_stats agree;
@@ -31,6 +31,7 @@
 import json
 import os
 import random
+import re
 import shutil
 import signal
 import sqlite3
@@ -53,10 +54,19 @@ RANGES = {"15m": 900, "1h": 3600, "24h": 86400, "7d": 7 * 86400}
 LEAD_ROWS, LEAD_UNITS = 8, 5  # web/app.js: the overview's processes and units
 
 # The page's counters (web/app.js FIELDS) and the process view's extra ones (BEHIND_FIELDS).
-FIELDS = ("minflt,majflt,faults,fallback_locks,fallback_lock_waits,faults_vma,faults_vma_retry,"
-          "faults_mmap_retry,faults_mmap_abort,faults_mmap_unknown,faults_mmap_fallback,"
-          "faults_mmap_lock_wait_ns,mmap_lock_waits,mmap_lock_wait_ns,mmap_lock_write_hold_ns,"
-          "split_estimated,split_faults_seen,split_err")
+
+
+def page_fields():
+    """The counters the page asks for (web/app.js's FIELDS): the first screen's work grows with
+    them, so the test asks for the same ones."""
+    app = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "web", "app.js")
+    m = re.search(r"^const FIELDS = \[(.*?)\]\.join", open(app).read(), re.S | re.M)
+    if not m:
+        raise RuntimeError("web/app.js has no FIELDS list")
+    return ",".join(re.findall(r'"([a-z0-9_]+)"', m.group(1)))
+
+
+FIELDS = page_fields()
 BEHIND_FIELDS = "mmap_lock_behind_waits," + ",".join(
     "mmap_lock_behind_%s_ns" % op for op in (
         "fault", "fault_other", "fault_kernel", "mmap", "munmap", "mremap", "mprotect",
@@ -376,8 +386,14 @@ def drive(d, db):
     day = None
     for name, seconds in RANGES.items():
         run = Run(d, name, seconds)
-        first = run.overview()
-        print("# range %s: first screen %.3f s" % (name, first))
+        # The median of three first screens: one alone measured the machine's other load as
+        # much as the daemon (1.11 s once beside two TCG guests, 0.82 s at load 6-9).
+        tries = [run.overview()]
+        if tries[0] <= SKIP_VIEWS_S:
+            tries += [run.overview(), run.overview()]
+        first = sorted(tries)[len(tries) // 2]
+        print("# range %s: first screen %.3f s (median of %s s)" %
+              (name, first, ", ".join("%.3f" % t for t in tries)))
         if first <= SKIP_VIEWS_S:
             run.views()
         else:
