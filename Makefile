@@ -6,7 +6,7 @@
 #               privileged and browser suites
 #   make lab    the kernel lab (lab/README.md): vanilla and patched 6.12 under qemu, ~1 h cold
 #   make lab-debian  the Debian guest lab (lab/README.md): the package under systemd on Debian
-#               12 guests with Debian's 6.1 and 6.12 kernels under qemu, ~1 h cold
+#               12 guests with Debian's 6.1 and 6.12 kernels under qemu, ~25 min cold
 #   make bench  the overhead benchmark (bench/run.py): 35-40 min, results in bench/results/;
 #               BENCH_ARGS="--suite breakdown" for the per-collector costs;
 #               BENCH_ARGS="--only footprint" for mmlockd's own memory and CPU alone (idle
