@@ -5,6 +5,8 @@
 #               systemd, clang-14/libFuzzer, chromium, ...), build, run the unit, integration,
 #               privileged and browser suites
 #   make lab    the kernel lab (lab/README.md): vanilla and patched 6.12 under qemu, ~1 h cold
+#   make lab-debian  the Debian guest lab (lab/README.md): the package under systemd on Debian
+#               12 guests with Debian's 6.1 and 6.12 kernels under qemu, ~25 min cold
 #   make bench  the overhead benchmark (bench/run.py; the paired method, bench/paired.py): ~40
 #               min, bench/results/main.md; BENCH_ARGS="--quick" for a change (mix, the
 #               controls and the defaults, ~5 min); BENCH_ARGS="--suite main" for the per-round
@@ -34,7 +36,7 @@ BENCH_ARGS ?=
 FUZZ_SECONDS ?= 60
 FUZZ_TARGETS ?= sample recording config route replay
 
-.PHONY: all deps deps-test build build-asan run test clean lab bench install uninstall fuzz deb
+.PHONY: all deps deps-test build build-asan run test clean lab bench install uninstall fuzz deb lab-debian
 
 all: build
 
@@ -75,6 +77,10 @@ fuzz: build-asan
 
 lab: build
 	@./lab/run.sh all
+
+# the package from `make deb` (built by lab/debian.sh when missing or older than the sources)
+lab-debian:
+	@./lab/debian.sh all
 
 install: build
 	meson install -C $(BUILD) --no-rebuild $(if $(DESTDIR),--destdir $(DESTDIR))

@@ -109,6 +109,23 @@ need_perf() {
 	command -v perf >/dev/null 2>&1 || skip "perf is not installed"
 }
 
+# need_memcg: skips unless a memory cgroup controller is mounted, found as outcome_workload's
+# cgroup_setup() finds it (/proc/mounts: a cgroup v1 hierarchy with the memory option, or the
+# first cgroup2 mount whose root enables memory for its children). A chroot or container that
+# sees /sys but no cgroup hierarchy has none: the workloads that fault under a memory limit
+# cannot run there.
+need_memcg() {
+	local dev dir type opts rest v2=
+	while read -r dev dir type opts rest; do
+		case $type in
+		cgroup) [[ ,$opts, == *,memory,* ]] && return 0 ;;
+		cgroup2) [ -n "$v2" ] || v2=$dir ;;
+		esac
+	done </proc/mounts
+	[ -n "$v2" ] && grep -qw memory "$v2/cgroup.subtree_control" 2>/dev/null && return 0
+	skip "no memory cgroup controller is mounted (outcome_workload runs its file workloads under a memory limit)"
+}
+
 # need_tracepoints SYSTEM/NAME...: finds tracefs (find_tracefs), skips when one does not exist.
 need_tracepoints() {
 	local tp

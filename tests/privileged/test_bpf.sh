@@ -89,6 +89,7 @@ OUTCOME_WORKLOAD=$3
 need_root "BPF and system-wide tracepoints"
 need_tools curl sqlite3 python3 setpriv
 find_tracefs
+need_memcg
 
 make_tmp bpf
 chmod 755 "$TMP"

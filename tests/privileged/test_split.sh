@@ -74,6 +74,7 @@ command -v sqlite3 >/dev/null || fatal "sqlite3 is missing"
 find_tracefs
 [ -d "$TRACEFS/events/mmap_lock" ] && [ -d "$TRACEFS/events/exceptions/page_fault_user" ] ||
 	skip "no mmap_lock or page_fault_user tracepoints"
+need_memcg
 
 TMP=$(mktemp -d /var/tmp/mmlockd-split.XXXXXX)
 cleanup() {
