@@ -12,6 +12,7 @@
 Usage: test_house_rules.py SCRIPT SOURCE_ROOT (meson passes scripts/house-rules.py and the tree).
 """
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -57,7 +58,11 @@ def main():
         write(root, "src/long.c", "/* one too long */\n" + function("too_long", 81))
         write(root, "src/fits.c", function("just_fits", 80))
         write(root, "src/ugly.c", "int ugly(int x)\n{\n\treturn x+1;\n}\n")
-        write(root, "bench/churn.c", function("main", 95))
+        # A known exception of the script itself (its KNOWN_LONG; none left: not checked).
+        known = re.findall(r'^\s+"([^":]+):(\w+)",', open(script).read(), re.M)
+        known_file, known_fn = known[0] if known else ("", "")
+        if known:
+            write(root, known_file, function(known_fn, 95))
         write(root, "bench/other.c", function("main", 95))
         write(root, "build-x/build.ninja", "")
         write(root, "build-x/generated.c", "int   generated;\n" + function("gen", 90))
@@ -71,7 +76,8 @@ def main():
               "the mis-formatted line named with its file, line and fix", out)
         check("just_fits" not in out and "fits.c" not in out, "an 80-line function passes", out)
         check("bench/other.c:1: function main is 95 lines, over 80" in out and
-              "bench/churn.c:1: function main is 95 lines: a known exception" in out,
+              (not known or "%s:1: function %s is 95 lines: a known exception" %
+               (known_file, known_fn) in out),
               "a known exception holds for its own file:function only", out)
         check("generated" not in out and "build-x" not in out,
               "a build directory's files are not checked", out)
