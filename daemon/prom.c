@@ -271,16 +271,6 @@ static bool split_bursts(const struct mm_snapshot *s)
 	return !strcmp(s->split.mode, "bursts");
 }
 
-/* Faults of @st that no estimate covers: minflt + majflt minus the five outcomes and the
- * kernel-mode faults (0 if less). */
-static uint64_t not_sampled(const struct mm_proc_counts *st)
-{
-	uint64_t outs = st->faults_vma + st->faults_vma_retry + st->faults_mmap_retry +
-			st->faults_mmap_abort + st->faults_mmap_unknown + st->kernel_mode_faults;
-	uint64_t all = st->minflt + st->majflt;
-	return all > outs ? all - outs : 0;
-}
-
 /* Whether counter mm_proc_fields[@i] stays 0 on its collector's source (mm_snap_collector.silent:
  * an in-kernel part that does not count it): not exported, rather than as a constant 0. */
 static bool field_silent(const struct mm_snapshot *s, size_t i)
@@ -355,7 +345,7 @@ static size_t extra_outcomes(struct mm_buf *out, const struct mm_snapshot *s, co
 		const char *label;
 		uint64_t v;
 	} x[] = {{"outcome=\"kernel_mode\"", st->kernel_mode_faults},
-		 {"outcome=\"not_sampled\"", not_sampled(st)}};
+		 {"outcome=\"not_sampled\"", mm_counts_not_sampled(st)}};
 	size_t n = 0;
 	for (size_t i = 0; i < sizeof(x) / sizeof(x[0]); i++) {
 		if (!series_wanted(by, "outcome", x[i].v))

@@ -213,6 +213,14 @@ uint64_t mm_counts_activity(const struct mm_proc_counts *s)
 	       s->mmap_lock_contended + s->mmap_lock_behind_waits;
 }
 
+uint64_t mm_counts_not_sampled(const struct mm_proc_counts *s)
+{
+	uint64_t covered = s->faults_vma + s->faults_vma_retry + s->faults_mmap_retry +
+			   s->faults_mmap_abort + s->faults_mmap_unknown + s->kernel_mode_faults;
+	uint64_t all = s->minflt + s->majflt;
+	return all > covered ? all - covered : 0;
+}
+
 void mm_counts_add(struct mm_proc_counts *dst, const struct mm_proc_counts *src)
 {
 	for (size_t i = 0; i < mm_proc_nfields; i++) {

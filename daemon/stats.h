@@ -231,6 +231,11 @@ bool mm_field_is_outcome(const struct mm_field *f);
 
 /* How busy a process (or cgroup) was, for picking the busiest: faults (the kernel's count or, when
  * only the opt-in collectors ran, the sampled one), fallbacks and mmap_lock acquisitions. */
+/* The faults of an estimated row that no estimate covers (plugins/split.h): minflt + majflt less
+ * the five outcomes and the faults taken in kernel mode, 0 if less; outcomes, kernel-mode faults
+ * and these add up to the faults. */
+uint64_t mm_counts_not_sampled(const struct mm_proc_counts *s);
+
 #define mm_stats_activity(s) mm_counts_activity(MM_COUNTS(s))
 uint64_t mm_counts_activity(const struct mm_proc_counts *s);
 

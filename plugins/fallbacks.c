@@ -74,8 +74,6 @@ struct state {
 };
 
 #define MAX_THREADS (1u << 20)
-/* x86_64's user addresses end below this (TASK_SIZE_MAX with 5-level paging). */
-#define USER_ADDRESS_END (1ull << 56)
 /* Read locks through the helper with none at lock_mm_and_find_vma before saying this kernel
  * cannot be read: on a kernel that inlines, process start-up alone (kernel-mode faults of exec)
  * puts samples there long before. */
@@ -232,7 +230,7 @@ static void on_kernel_fault(void *vst, struct mm_host *h, const struct mm_sample
 	uint64_t address;
 	if (!st->kfault_address ||
 	    !mm_field_read_counted(h, st->g_bad_field, st->kfault_address, s, &address) ||
-	    address >= USER_ADDRESS_END)
+	    address >= MM_USER_ADDRESS_END)
 		return;
 	mm_host_proc(h, s->pid)->kernel_mode_faults++;
 }
@@ -251,7 +249,7 @@ static const struct mm_tp_req tracepoints[] = {
 	{.system = "exceptions",
 	 .name = "page_fault_kernel",
 	 .handler = on_kernel_fault,
-	 .filter = "address < 0x100000000000000",
+	 .filter = "address < " MM_USER_ADDRESS_END_TEXT,
 	 .optional = true},
 	{0},
 };

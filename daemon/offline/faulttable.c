@@ -222,8 +222,7 @@ static uint64_t counter(const struct mm_fault_row *r, int c)
  * its kernel-mode faults (split.h: estimated beside the outcomes). */
 static uint64_t num_not_sampled(const struct mm_proc_stats *s)
 {
-	uint64_t all = s->minflt + s->majflt, outs = outcomes(s) + s->kernel_mode_faults;
-	return split_state(s) == S_EXACT || all < outs ? 0 : all - outs;
+	return split_state(s) == S_EXACT ? 0 : mm_counts_not_sampled(MM_COUNTS(s));
 }
 
 /* Column @c of @r as a number (text columns: 0). */

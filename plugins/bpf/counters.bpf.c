@@ -84,9 +84,6 @@
 char LICENSE[] SEC("license") = "GPL";
 
 #define RWSEM_WRITER_LOCKED (1UL << 0) /* kernel/locking/rwsem.c */
-/* x86_64's user addresses end below this (TASK_SIZE_MAX with 5-level paging, 56 bits, which
- * covers 4-level's 47): a fault above is on kernel memory. */
-#define USER_ADDRESS_END (1UL << 56)
 
 #define MAX_FRAMES 8
 /* iterator, trace helper, its caller (get_mmap_lock_carefully() if not inlined), and that one's */
@@ -716,7 +713,7 @@ int BPF_PROG(on_fault, unsigned long address, struct pt_regs *regs, unsigned lon
 SEC("tp_btf/page_fault_kernel")
 int BPF_PROG(on_kernel_fault, unsigned long address, struct pt_regs *regs, unsigned long error_code)
 {
-	if (!count_fallbacks || address >= USER_ADDRESS_END)
+	if (!count_fallbacks || address >= MM_USER_ADDRESS_END)
 		return 0;
 	if (bpf_get_current_task_btf()->pagefault_disabled)
 		return 0;

@@ -12,6 +12,15 @@
 #define MM_BPF_COUNTERS_H
 
 /* log2 buckets of the wait histogram: the same as MM_HIST_BUCKETS (daemon/stats.h). */
+/* x86_64's user addresses end below this (TASK_SIZE_MAX with 5-level paging, 56 bits, which
+ * covers 4-level's 47): a fault above is on kernel memory. One spelling for the BPF program, the
+ * perf handler and the perf stream's filter (MM_USER_ADDRESS_END_TEXT). */
+#define MM_USER_ADDRESS_END_HEX	 0x100000000000000
+#define MM_USER_ADDRESS_END	 ((unsigned long long)MM_USER_ADDRESS_END_HEX)
+#define MM_STRINGIFY_(x)	 #x
+#define MM_STRINGIFY(x)		 MM_STRINGIFY_(x)
+#define MM_USER_ADDRESS_END_TEXT MM_STRINGIFY(MM_USER_ADDRESS_END_HEX)
+
 #define MM_BPF_HIST_BUCKETS 40
 
 /* A process as mmlockd identifies it: thread-group id and the group leader's start time
