@@ -79,10 +79,7 @@ int main(int argc, char **argv)
 	}
 	libbpf_set_print(quiet);
 	sigset_t set;
-	sigemptyset(&set);
-	sigaddset(&set, SIGINT);
-	sigaddset(&set, SIGTERM);
-	sigprocmask(SIG_BLOCK, &set, NULL);
+	bench_block_stop(&set);
 	struct mm_floor *s = mm_floor__open();
 	if (!s) {
 		fprintf(stderr, "bench_bpf_floor: opening the empty programs failed: %s\n",
@@ -103,8 +100,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	if (toggle) {
-		sigprocmask(SIG_UNBLOCK, &set, NULL); /* a signal ends it: the kernel detaches */
-		int r = bench_toggle_loop(set_attached, s);
+		int r = bench_toggle(&set, set_attached, s);
 		mm_floor__destroy(s);
 		return r;
 	}
@@ -121,10 +117,7 @@ int main(int argc, char **argv)
 		mm_floor__destroy(s);
 		return 1;
 	}
-	printf("ready\n");
-	fflush(stdout);
-	int sig;
-	sigwait(&set, &sig);
+	bench_wait_stop(&set);
 	for (int i = 0; i < nlinks; i++)
 		bpf_link__destroy(links[i]);
 	mm_floor__destroy(s);

@@ -69,10 +69,7 @@ int main(int argc, char **argv)
 	}
 	libbpf_set_print(quiet);
 	sigset_t set;
-	sigemptyset(&set);
-	sigaddset(&set, SIGINT);
-	sigaddset(&set, SIGTERM);
-	sigprocmask(SIG_BLOCK, &set, NULL);
+	bench_block_stop(&set);
 	struct mm_inject *s = mm_inject__open();
 	if (!s) {
 		fprintf(stderr, "bench_inject: opening: %s\n", strerror(errno));
@@ -86,15 +83,11 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	if (toggle) {
-		sigprocmask(SIG_UNBLOCK, &set, NULL); /* a signal ends it: the kernel detaches */
-		int r = bench_toggle_loop(set_attached, s);
+		int r = bench_toggle(&set, set_attached, s);
 		mm_inject__destroy(s);
 		return r;
 	}
-	printf("ready\n");
-	fflush(stdout);
-	int sig;
-	sigwait(&set, &sig);
+	bench_wait_stop(&set);
 	mm_inject__destroy(s);
 	return 0;
 }

@@ -10,9 +10,30 @@
 #ifndef BENCH_TOGGLE_H
 #define BENCH_TOGGLE_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
+
+/* Blocks SIGINT and SIGTERM, kept in @set: the loader then waits for one (bench_wait_stop) or,
+ * toggling, lets one end it (bench_toggle). */
+static inline void bench_block_stop(sigset_t *set)
+{
+	sigemptyset(set);
+	sigaddset(set, SIGINT);
+	sigaddset(set, SIGTERM);
+	sigprocmask(SIG_BLOCK, set, NULL);
+}
+
+/* Prints "ready" and waits for SIGINT or SIGTERM (blocked in @set). */
+static inline void bench_wait_stop(const sigset_t *set)
+{
+	int sig;
+
+	printf("ready\n");
+	fflush(stdout);
+	sigwait(set, &sig);
+}
 
 /* Runs the loop; @set(@ctx, on) attaches or detaches, returning 0 or a negative errno. */
 static inline int bench_toggle_loop(int (*set)(void *ctx, bool on), void *ctx)
@@ -41,6 +62,14 @@ static inline int bench_toggle_loop(int (*set)(void *ctx, bool on), void *ctx)
 	if (on)
 		set(ctx, false);
 	return 0;
+}
+
+/* bench_toggle_loop() with the stop signals of @set let through: one ends the process, and the
+ * kernel detaches what it holds. */
+static inline int bench_toggle(const sigset_t *set, int (*fn)(void *ctx, bool on), void *ctx)
+{
+	sigprocmask(SIG_UNBLOCK, set, NULL);
+	return bench_toggle_loop(fn, ctx);
 }
 
 #endif
